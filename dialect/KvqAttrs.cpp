@@ -1,0 +1,72 @@
+//===- KvqAttrs.cpp - kvq attribute verification and defaults -------------===//
+//
+// The cache configuration's invariants: supported bit widths, positive
+// sizes, the outlier fraction's range. Shape-dependent rules (group size vs
+// head_dim) live on !kvq.cache, which knows the shape.
+//
+//===----------------------------------------------------------------------===//
+#include "dialect/KvqDialect.h"
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+bool CacheConfigAttr::isSupportedBits(int64_t bits) {
+  return bits == 2 || bits == 3 || bits == 4 || bits == 8;
+}
+
+CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
+                                            Method method) {
+  int64_t bits = method == Method::KVQuant ? 3 : 2;
+  if (method == Method::Fp16)
+    bits = 16;
+  return CacheConfigAttr::get(context, method, bits, bits, /*group_size=*/32,
+                              /*residual_length=*/32, ResidualMode::Sliding,
+                              /*n_sink_tokens=*/5, /*outlier_fraction=*/llvm::APFloat(0.01),
+                              /*lloyd_iters=*/8, /*refit_interval=*/0,
+                              /*kvquant_n_sink=*/1,
+                              /*kvquant_group_size=*/32);
+}
+
+LogicalResult CacheConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, Method method,
+    int64_t keyBits, int64_t valueBits, int64_t groupSize,
+    int64_t residualLength, ResidualMode residualMode, int64_t nSinkTokens,
+    llvm::APFloat outlierFractionValue, int64_t lloydIters, int64_t refitInterval,
+    int64_t kvquantNSink, int64_t kvquantGroupSize) {
+  if (method != Method::Fp16) {
+    for (auto [name, bits] : {std::pair<StringRef, int64_t>{"key_bits", keyBits},
+                              {"value_bits", valueBits}})
+      if (!isSupportedBits(bits))
+        return emitError() << "unsupported " << name << " " << bits
+                           << "; supported bit widths are 2, 3, 4 and 8";
+  }
+  auto positive = [&](StringRef name, int64_t value) -> LogicalResult {
+    if (value > 0)
+      return success();
+    return emitError() << name << " must be positive, got " << value;
+  };
+  auto nonNegative = [&](StringRef name, int64_t value) -> LogicalResult {
+    if (value >= 0)
+      return success();
+    return emitError() << name << " must be non-negative, got " << value;
+  };
+  if (failed(positive("group_size", groupSize)) ||
+      failed(nonNegative("residual_length", residualLength)) ||
+      failed(nonNegative("n_sink_tokens", nSinkTokens)) ||
+      failed(nonNegative("lloyd_iters", lloydIters)) ||
+      failed(nonNegative("refit_interval", refitInterval)) ||
+      failed(nonNegative("kvquant_n_sink", kvquantNSink)) ||
+      failed(positive("kvquant_group_size", kvquantGroupSize)))
+    return failure();
+  double outlierFraction = outlierFractionValue.convertToDouble();
+  if (!(outlierFraction >= 0.0 && outlierFraction < 1.0))
+    return emitError() << "outlier_fraction " << outlierFraction
+                       << " is outside [0, 1)";
+  if (residualMode == ResidualMode::Block && residualLength % groupSize != 0)
+    return emitError() << "residual_mode block flushes residual_length ("
+                       << residualLength
+                       << ") keys at a time, which must be a multiple of "
+                          "group_size ("
+                       << groupSize << ")";
+  return success();
+}

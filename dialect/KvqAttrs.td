@@ -1,0 +1,130 @@
+//===- KvqAttrs.td - kvq enums and attributes ----------------*- tablegen -*-===//
+//
+// The quantization axis, the method, the residual mode and the cache
+// configuration attribute that carries every parameter of the seeds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_ATTRS_TD
+#define KVQ_ATTRS_TD
+
+include "KvqDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Kvq_QuantAxis : I32EnumAttr<"QuantAxis",
+    "the dimension a quantization group runs along", [
+      I32EnumAttrCase<"PerToken", 0, "per_token">,
+      I32EnumAttrCase<"PerChannel", 1, "per_channel">]> {
+  let cppNamespace = "::mlir::kvq";
+  let description = [{
+    `per_token`: groups of consecutive elements of the last dimension (one
+    token). `per_channel`: groups of consecutive tokens (dimension 0) of one
+    channel.
+  }];
+}
+
+def Kvq_Method : I32EnumAttr<"Method", "KV-cache quantization method", [
+      I32EnumAttrCase<"Fp16", 0, "fp16">,
+      I32EnumAttrCase<"Kivi", 1, "kivi">,
+      I32EnumAttrCase<"KiviSink", 2, "kivi_sink">,
+      I32EnumAttrCase<"KVQuant", 3, "kvquant">]> {
+  let cppNamespace = "::mlir::kvq";
+  let genSpecializedAttr = 0;
+}
+
+def Kvq_ResidualMode : I32EnumAttr<"ResidualMode",
+    "how KIVI keys leave the fp16 residual window", [
+      I32EnumAttrCase<"Sliding", 0, "sliding">,
+      I32EnumAttrCase<"Block", 1, "block">]> {
+  let cppNamespace = "::mlir::kvq";
+  let genSpecializedAttr = 0;
+}
+
+def Kvq_MethodAttr : EnumAttr<Kvq_Dialect, Kvq_Method, "method"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Cache configuration
+//===----------------------------------------------------------------------===//
+
+class Kvq_IntParam<string value, string desc>
+    : DefaultValuedParameter<"int64_t", value, desc>;
+
+// A double would be simpler, but parameters must be hashable: APFloat is.
+def Kvq_FractionParam : AttrOrTypeParameter<"::llvm::APFloat",
+    "kvquant_outlier_fraction, in [0, 1)"> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let defaultValue = "::llvm::APFloat(0.01)";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if (::mlir::failed($_parser.parseFloat(value)))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+}
+
+def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
+  let summary = "every parameter of a quantized KV cache";
+  let description = [{
+    The method and its parameters, named after the seed configuration
+    (`KVCacheConfig`). Parameters left out take the seed default; a
+    parameter a method does not read is kept but has no effect.
+
+    | parameter | seed name | default | read by |
+    |---|---|---|---|
+    | `method` | `method` | (required) | all |
+    | `key_bits`, `value_bits` | `bit_width_inlier` / `kvquant_bits` | (required) | kivi, kivi_sink, kvquant |
+    | `group_size` | `kivi_group_size` | 32 | kivi, kivi_sink |
+    | `residual_length` | `residual_length` | 32 | kivi, kivi_sink |
+    | `residual_mode` | — (`sliding`: seed rule; `block`: KIVI code) | sliding | kivi, kivi_sink |
+    | `n_sink_tokens` | `n_sink_tokens` | 5 | kivi_sink |
+    | `outlier_fraction` | `kvquant_outlier_fraction` | 0.01 | kvquant |
+    | `lloyd_iters` | `kvquant_lloyd_iters` | 8 | kvquant |
+    | `refit_interval` | `kvquant_refit_interval` | 0 | kvquant |
+    | `kvquant_n_sink` | `kvquant_n_sink` | 1 | kvquant |
+    | `kvquant_group_size` | `kvquant_group_size` | 32 | kvquant (storage only) |
+
+    Example:
+
+    ```mlir
+    #kivi2 = #kvq.config<method = kivi_sink, key_bits = 2, value_bits = 2,
+                         n_sink_tokens = 5>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Kvq_Method>:$method,
+    "int64_t":$key_bits,
+    "int64_t":$value_bits,
+    Kvq_IntParam<"32", "kivi_group_size">:$group_size,
+    Kvq_IntParam<"32", "fp16 residual window (tokens)">:$residual_length,
+    DefaultValuedParameter<"::mlir::kvq::ResidualMode",
+        "::mlir::kvq::ResidualMode::Sliding",
+        "how keys leave the residual window">:$residual_mode,
+    Kvq_IntParam<"5", "kivi_sink: top-k key-norm tokens kept fp16">:$n_sink_tokens,
+    Kvq_FractionParam:$outlier_fraction,
+    Kvq_IntParam<"8", "Lloyd-Max sweeps">:$lloyd_iters,
+    Kvq_IntParam<"0", "refit key levels every N decode steps">:$refit_interval,
+    Kvq_IntParam<"1", "leading prefill tokens kept fp16">:$kvquant_n_sink,
+    Kvq_IntParam<"32", "kvquant storage block size">:$kvquant_group_size
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The seed defaults for `method` (bits 2 for KIVI, 3 for KVQuant).
+    static CacheConfigAttr getDefault(::mlir::MLIRContext *context,
+                                      ::mlir::kvq::Method method);
+    /// The outlier fraction as a double.
+    double getOutlierFractionValue() const {
+      return getOutlierFraction().convertToDouble();
+    }
+    /// Whether `bits` is a supported code width (2, 3, 4 or 8).
+    static bool isSupportedBits(int64_t bits);
+  }];
+}
+
+#endif // KVQ_ATTRS_TD

@@ -1,0 +1,46 @@
+//===- KvqDialect.cpp - kvq dialect registration --------------------------===//
+//
+// Registers the kvq ops, attributes and types, and materializes the
+// constants that kvq folders produce as arith.constant.
+//
+//===----------------------------------------------------------------------===//
+#include "dialect/KvqDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+#include "dialect/KvqDialect.cpp.inc"
+#include "dialect/KvqEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/KvqAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/KvqTypes.cpp.inc"
+
+void KvqDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/KvqOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialect/KvqAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialect/KvqTypes.cpp.inc"
+      >();
+}
+
+Operation *KvqDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  auto typed = dyn_cast<TypedAttr>(value);
+  if (!typed || !arith::ConstantOp::isBuildableWith(typed, type))
+    return nullptr;
+  return arith::ConstantOp::create(builder, loc, type, typed);
+}

@@ -1,0 +1,32 @@
+//===- KvqDialect.h - the kvq dialect ---------------------------*- C++ -*-===//
+//
+// One include for users of the dialect: the dialect class, its enums,
+// attributes, types and ops.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_DIALECT_KVQDIALECT_H
+#define KVQ_DIALECT_KVQDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/OpAsmSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialect/KvqDialect.h.inc"
+#include "dialect/KvqEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/KvqAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/KvqTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/KvqOps.h.inc"
+
+#endif // KVQ_DIALECT_KVQDIALECT_H

@@ -1,0 +1,32 @@
+//===- KvqTypes.cpp - !kvq.cache verification -----------------------------===//
+//
+// Shape rules that tie the configuration to the cache's shape.
+//
+//===----------------------------------------------------------------------===//
+#include "dialect/KvqDialect.h"
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t layers, int64_t kvHeads,
+                                int64_t headDim, Type elementType,
+                                CacheConfigAttr config) {
+  if (layers <= 0)
+    return emitError() << "layers must be positive, got " << layers;
+  if (kvHeads <= 0)
+    return emitError() << "kv_heads must be positive, got " << kvHeads;
+  if (headDim <= 0)
+    return emitError() << "head_dim must be positive, got " << headDim;
+  if (!elementType.isF16() && !elementType.isF32())
+    return emitError() << "element_type must be f16 or f32, got "
+                       << elementType;
+  if (!config)
+    return emitError() << "missing config";
+  Method method = config.getMethod();
+  bool uniform = method == Method::Kivi || method == Method::KiviSink;
+  if (uniform && headDim % config.getGroupSize() != 0)
+    return emitError() << "group_size " << config.getGroupSize()
+                       << " does not divide head_dim " << headDim;
+  return success();
+}

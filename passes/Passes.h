@@ -1,0 +1,23 @@
+//===- Passes.h - kvq passes ------------------------------------*- C++ -*-===//
+//
+// Declarations and registration of every kvq pass and pipeline.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_PASSES_PASSES_H
+#define KVQ_PASSES_PASSES_H
+
+#include "dialect/KvqDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::kvq {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace mlir::kvq
+
+#endif // KVQ_PASSES_PASSES_H

@@ -1,0 +1,347 @@
+/*===- kvq/runtime.h - C ABI of the kvq runtime -------------------*- C -*-===//
+ *
+ * The stable C contract between compiled model graphs and the kvq runtime:
+ * status codes, the cache configuration, the quantized KV cache handle and
+ * the stateless kernels behind the kvq dialect's primitive ops.
+ *
+ * The lowering in passes/conversions/RuntimeABI.cpp names every symbol and
+ * signature declared here; the two must change together.
+ *
+ * Conventions, for every function below:
+ *  - Every entry point returns a kvq_status and writes its outputs only when
+ *    it returns KVQ_OK; on failure the cache and all outputs are unchanged
+ *    and kvq_last_error() holds a one-line message naming the problem.
+ *  - Tensors are dense, row-major (C order). fp16 data is passed as uint16_t
+ *    IEEE binary16 bit patterns, so the header needs no half type.
+ *  - A "[tokens, channels]" matrix flattens [tokens, kv_heads, head_dim] to
+ *    channels = kv_heads * head_dim.
+ *  - Stateless kernels never allocate; callers provide every buffer.
+ *  - Thread-safety: distinct caches may be used from distinct threads at the
+ *    same time; one cache must not be used from two threads at once. The
+ *    stateless kernels are reentrant. kvq_last_error() is thread-local.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KVQ_RUNTIME_H
+#define KVQ_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define KVQ_RT_EXPORT __declspec(dllexport)
+#else
+#define KVQ_RT_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Status codes
+ *===----------------------------------------------------------------------===*/
+
+/// Result of every runtime entry point. Values are stable (part of the ABI).
+typedef enum kvq_status {
+  KVQ_OK = 0,
+  KVQ_ERR_NULL_POINTER = 1,       ///< a required pointer argument was null
+  KVQ_ERR_INVALID_ARGUMENT = 2,   ///< a scalar argument is out of its domain
+  KVQ_ERR_UNKNOWN_METHOD = 3,     ///< kvq_config.method is not a kvq_method
+  KVQ_ERR_UNSUPPORTED_BITS = 4,   ///< bits not in {2, 3, 4, 8}
+  KVQ_ERR_BAD_GROUP_SIZE = 5,     ///< group size does not divide its dimension
+  KVQ_ERR_LAYER_OUT_OF_RANGE = 6, ///< layer index outside [0, num_layers)
+  KVQ_ERR_EMPTY_INPUT = 7,        ///< zero tokens (or zero elements)
+  KVQ_ERR_SHAPE_MISMATCH = 8,     ///< shapes disagree with the cache/kernel
+  KVQ_ERR_NON_FINITE = 9,         ///< NaN/Inf input, or not representable as fp16
+  KVQ_ERR_OUT_OF_MEMORY = 10,     ///< the allocator returned null
+  KVQ_ERR_BUFFER_TOO_SMALL = 11,  ///< a caller buffer is smaller than needed
+  KVQ_ERR_CORRUPT_DATA = 12,      ///< a serialized cache failed its checks
+} kvq_status;
+
+/// Static, human-readable name of a status ("ok", "null pointer", ...).
+/// Never returns null; unknown values give "unknown status".
+KVQ_RT_EXPORT const char *kvq_status_string(kvq_status status);
+
+/// The message of the last failing call on this thread ("" if none). The
+/// pointer stays valid until the next runtime call on the same thread.
+KVQ_RT_EXPORT const char *kvq_last_error(void);
+
+/*===----------------------------------------------------------------------===*
+ * Enumerations
+ *===----------------------------------------------------------------------===*/
+
+/// Quantization method of a cache (seed names in comments).
+typedef enum kvq_method {
+  KVQ_METHOD_FP16 = 0,      ///< "fp16": no quantization, the baseline
+  KVQ_METHOD_KIVI = 1,      ///< "kivi": uniform group quantization
+  KVQ_METHOD_KIVI_SINK = 2, ///< "kivi_sink": KIVI + dynamic sink protection
+  KVQ_METHOD_KVQUANT = 3,   ///< "kvquant": NUQ + dense-and-sparse + sinks
+} kvq_method;
+
+/// How KIVI keys leave the fp16 residual window.
+typedef enum kvq_residual_mode {
+  KVQ_RESIDUAL_SLIDING = 0, ///< keys leave in whole groups of G (seed rule)
+  KVQ_RESIDUAL_BLOCK = 1,   ///< keys leave R at a time (KIVI's official code)
+} kvq_residual_mode;
+
+/// Element type of K/V/Q buffers passed to or returned by the runtime.
+typedef enum kvq_dtype {
+  KVQ_DTYPE_F16 = 0, ///< uint16_t binary16 bit patterns
+  KVQ_DTYPE_F32 = 1, ///< float
+} kvq_dtype;
+
+/// The dimension of a [rows, cols] matrix that a quantization group runs
+/// along. PER_TOKEN: groups of `group` consecutive elements inside one row
+/// (one token). PER_CHANNEL: groups of `group` consecutive rows inside one
+/// column (one channel, across tokens).
+typedef enum kvq_axis {
+  KVQ_AXIS_PER_TOKEN = 0,
+  KVQ_AXIS_PER_CHANNEL = 1,
+} kvq_axis;
+
+/// Storage of integer codes in kernel outputs/inputs.
+/// UNPACKED: one uint8_t per code. PACKED: an LSB-first bit stream over the
+/// elements in row-major order; element i occupies bits [i*b, i*b + b) of
+/// the stream, bit j of the stream is bit (j % 8) of byte j / 8. For b = 2
+/// that is 4 codes per byte, b = 4 two, b = 8 one, b = 3 eight codes in
+/// three bytes. Size: kvq_packed_size(n, b) bytes.
+typedef enum kvq_code_layout {
+  KVQ_CODES_UNPACKED = 0,
+  KVQ_CODES_PACKED = 1,
+} kvq_code_layout;
+
+/// Compute backend of a cache.
+typedef enum kvq_backend {
+  KVQ_BACKEND_CPU = 0,
+  KVQ_BACKEND_METAL = 1,
+} kvq_backend;
+
+/*===----------------------------------------------------------------------===*
+ * Configuration
+ *===----------------------------------------------------------------------===*/
+
+/// Optional allocator for all memory a cache holds. alloc(user, size) returns
+/// size bytes aligned to at least 64, or null on failure; release(user, ptr,
+/// size) frees a block alloc returned. A zeroed struct means malloc/free.
+typedef struct kvq_allocator {
+  void *(*alloc)(void *user, size_t size);
+  void (*release)(void *user, void *ptr, size_t size);
+  void *user;
+} kvq_allocator;
+
+/// Every parameter of the seeds has a field. Fill with kvq_config_init().
+typedef struct kvq_config {
+  int32_t method;            ///< kvq_method
+  int32_t key_bits;          ///< bit_width_inlier (kivi) / kvquant_bits
+  int32_t value_bits;        ///< same for values
+  int32_t group_size;        ///< kivi_group_size (G), divides head_dim
+  int32_t residual_length;   ///< residual_length (R), fp16 recent tokens
+  int32_t residual_mode;     ///< kvq_residual_mode
+  int32_t n_sink_tokens;     ///< kivi_sink: top-k high-key-norm tokens
+  float outlier_fraction;    ///< kvquant_outlier_fraction, in [0, 1)
+  int32_t lloyd_iters;       ///< kvquant_lloyd_iters
+  int32_t refit_interval;    ///< kvquant_refit_interval, 0 = frozen keys
+  int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16
+  int32_t kvquant_group_size; ///< kvquant_group_size (see README)
+  int32_t num_layers;        ///< layers held by the cache
+  int32_t num_kv_heads;      ///< KV heads per layer
+  int32_t head_dim;          ///< channels per head
+  int32_t backend;           ///< kvq_backend
+  kvq_allocator allocator;   ///< zeroed = malloc/free
+} kvq_config;
+
+/// Fill *cfg with the seeds' defaults for `method`: bits 2 (kivi,
+/// kivi_sink) or 3 (kvquant) for keys and values, G = 32, R = 32, sliding,
+/// 5 sinks (kivi_sink; 0 otherwise), outlier fraction 0.01, 8 Lloyd
+/// iterations, refit 0, kvquant_n_sink 1, kvquant_group_size 32, 1 layer,
+/// 1 KV head, head_dim 128, CPU, malloc. No-op when cfg is null.
+KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg, kvq_method method);
+
+/// Check a configuration without creating a cache.
+KVQ_RT_EXPORT kvq_status kvq_config_validate(const kvq_config *cfg);
+
+/*===----------------------------------------------------------------------===*
+ * The quantized KV cache
+ *===----------------------------------------------------------------------===*/
+
+/// Opaque cache handle: per-layer quantized state of one sequence.
+typedef struct kvq_cache kvq_cache_t;
+
+/// The byte partition of a cache (or of one layer). Every cached token is in
+/// exactly one of compressed / sink / residual. Byte fields count what the
+/// cache really holds for its payload.
+typedef struct kvq_stats {
+  int64_t tokens;            ///< tokens cached (per layer, summed over layers)
+  int64_t compressed_tokens; ///< tokens held as codes
+  int64_t sink_tokens;       ///< tokens held fp16 as sinks
+  int64_t residual_tokens;   ///< tokens held fp16 in the residual window
+  int64_t code_bytes;        ///< packed codes
+  int64_t scale_zero_bytes;  ///< fp16 scales and zero points (uniform)
+  int64_t level_table_bytes; ///< fp16 NUQ level tables
+  int64_t outlier_bytes;     ///< realised outliers: fp16 value + position
+  int64_t outlier_count;     ///< realised outliers (elements)
+  int64_t sink_bytes;        ///< fp16 sink rows (K and V)
+  int64_t residual_bytes;    ///< fp16 residual rows (K and V)
+  int64_t total_bytes;       ///< sum of the byte fields above
+  int64_t fp16_bytes;        ///< what an fp16 cache would hold for `tokens`
+  double effective_bits;     ///< 8 * total_bytes / cached K and V elements
+} kvq_stats;
+
+/// Create a cache for cfg. On success *out owns the cache (free it with
+/// kvq_cache_destroy). The configuration is copied.
+KVQ_RT_EXPORT kvq_status kvq_cache_create(const kvq_config *cfg,
+                                          kvq_cache_t **out);
+
+/// Free a cache and everything it holds. Null is a no-op.
+KVQ_RT_EXPORT void kvq_cache_destroy(kvq_cache_t *cache);
+
+/// Append n_tokens tokens of K and V to `layer`: keys and values are
+/// [n_tokens, num_kv_heads, head_dim] of `dtype`. The first call for a layer
+/// is its prefill; later calls are decode steps.
+KVQ_RT_EXPORT kvq_status kvq_cache_update(kvq_cache_t *cache, int32_t layer,
+                                          const void *keys,
+                                          const void *values,
+                                          int64_t n_tokens, kvq_dtype dtype);
+
+/// Number of tokens cached for `layer`.
+KVQ_RT_EXPORT kvq_status kvq_cache_length(const kvq_cache_t *cache,
+                                          int32_t layer, int64_t *n_tokens);
+
+/// Dequantize all cached K and V of `layer` into keys_out and values_out,
+/// each [capacity_tokens, num_kv_heads, head_dim] of `dtype`; the first
+/// kvq_cache_length() tokens are written. capacity_tokens smaller than the
+/// length gives KVQ_ERR_BUFFER_TOO_SMALL.
+KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
+                                         int32_t layer, void *keys_out,
+                                         void *values_out,
+                                         int64_t capacity_tokens,
+                                         kvq_dtype dtype);
+
+/// Causal attention of n_queries query steps over the cached tokens of
+/// `layer`: queries are [n_queries, q_heads, head_dim] f32, q_heads a
+/// multiple of num_kv_heads (grouped-query attention: query head h reads KV
+/// head h / (q_heads / num_kv_heads)). Query i sits at position
+/// length - n_queries + i and attends to positions 0..that position, with
+/// scale 1/sqrt(head_dim). out is [n_queries, q_heads, head_dim] f32.
+KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
+                                          int32_t layer, const float *queries,
+                                          int64_t n_queries, int32_t q_heads,
+                                          float *out);
+
+/// Byte partition of `layer`, or of the whole cache when layer == -1.
+KVQ_RT_EXPORT kvq_status kvq_cache_stats(const kvq_cache_t *cache,
+                                         int32_t layer, kvq_stats *out);
+
+/// Absolute positions of the fp16 sink tokens of `layer`, ascending.
+/// Writes min(count, capacity) positions and sets *count to the total.
+KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
+                                                  int32_t layer,
+                                                  int64_t *positions,
+                                                  int64_t capacity,
+                                                  int64_t *count);
+
+/*===----------------------------------------------------------------------===*
+ * Stateless kernels (never allocate)
+ *
+ * Inputs are [rows, cols] matrices of `dtype`. Scales, zeros and levels are
+ * fp16 (uint16_t) because that is what the cache stores; kernels quantize
+ * with the fp16-rounded parameters so that dequantization is consistent.
+ *===----------------------------------------------------------------------===*/
+
+/// Bytes needed for n codes of `bits` bits in KVQ_CODES_PACKED layout.
+KVQ_RT_EXPORT int64_t kvq_packed_size(int64_t n, int32_t bits);
+
+/// Uniform min/max group quantization (DESIGN.md "Numerical decisions").
+/// Groups of `group` elements along `axis`; scale/zero are
+/// [rows, cols/group] (per-token) or [rows/group, cols] (per-channel).
+/// scale = (max - min) / (2^bits - 1), zero = min (both fp16-rounded),
+/// code = clamp(rint((x - zero) / scale), 0, 2^bits - 1); a group whose
+/// fp16 scale is 0 gets scale 0 and codes 0. `exclude` (optional,
+/// [rows, cols] uint8, non-zero = excluded) removes elements from the
+/// group's min/max; an all-excluded group calibrates as constant 0.
+KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
+                                         int64_t rows, int64_t cols,
+                                         kvq_axis axis, int32_t group,
+                                         int32_t bits, const uint8_t *exclude,
+                                         kvq_code_layout layout,
+                                         uint8_t *codes, uint16_t *scale,
+                                         uint16_t *zero);
+
+/// Inverse of kvq_group_quant: x' = code * scale + zero, written as `dtype`.
+KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
+                                           kvq_code_layout layout,
+                                           const uint16_t *scale,
+                                           const uint16_t *zero, int64_t rows,
+                                           int64_t cols, kvq_axis axis,
+                                           int32_t group, int32_t bits,
+                                           void *out, kvq_dtype dtype);
+
+/// Scratch floats kvq_nuq_fit needs for vectors of length `len`.
+KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
+
+/// Lloyd-Max non-uniform levels, one table of 2^bits ascending fp16 levels
+/// per vector (a group of `group` elements along `axis`, as above). Levels
+/// start at the quantiles (i + 0.5) / L of the vector's eligible elements
+/// (linear interpolation), then `iters` sweeps of assign-to-nearest (ties to
+/// the lower level) and move-to-mean (an empty level stays). `exclude`
+/// (optional) marks elements left out of the fit (outliers, sinks); a vector
+/// with no eligible element gets all-zero levels. levels is
+/// [n_vectors, 2^bits] in vector order (row-major over the scale shape).
+KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
+                                     int64_t rows, int64_t cols, kvq_axis axis,
+                                     int32_t group, int32_t bits,
+                                     int32_t iters, const uint8_t *exclude,
+                                     float *scratch, int64_t scratch_floats,
+                                     uint16_t *levels);
+
+/// Code of the nearest level (ties to the lower level) for each element.
+KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
+                                       int64_t rows, int64_t cols,
+                                       kvq_axis axis, int32_t group,
+                                       int32_t bits, const uint16_t *levels,
+                                       kvq_code_layout layout, uint8_t *codes);
+
+/// Table lookup: x' = levels[vector][code].
+KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
+                                         kvq_code_layout layout,
+                                         const uint16_t *levels, int64_t rows,
+                                         int64_t cols, kvq_axis axis,
+                                         int32_t group, int32_t bits,
+                                         void *out, kvq_dtype dtype);
+
+/// Rank-based dense-and-sparse split. Per vector, k = ceil(fraction * n)
+/// over its n eligible elements (not in `exclude`); the k largest |x| are
+/// marked in outlier_mask (1 = outlier), ties to the earlier index, exactly
+/// k. threshold (optional, one float per vector) receives the k-th largest
+/// |x| (+inf when k = 0). fraction must be in [0, 1).
+KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
+                                           int64_t rows, int64_t cols,
+                                           kvq_axis axis, int32_t group,
+                                           float fraction,
+                                           const uint8_t *exclude,
+                                           uint8_t *outlier_mask,
+                                           float *threshold);
+
+/// Screen against frozen per-column thresholds: mask[r][c] = |x[r][c]| >=
+/// threshold[c]. Used for decode keys.
+KVQ_RT_EXPORT kvq_status kvq_outlier_screen(const void *x, kvq_dtype dtype,
+                                            int64_t rows, int64_t cols,
+                                            const float *threshold,
+                                            uint8_t *outlier_mask);
+
+/// Per-token key norm: keys [tokens, kv_heads, head_dim]; norms[t] = mean
+/// over heads of the L2 norm of the head's key row.
+KVQ_RT_EXPORT kvq_status kvq_key_norm(const void *keys, kvq_dtype dtype,
+                                      int64_t tokens, int32_t kv_heads,
+                                      int32_t head_dim, float *norms);
+
+/// Top-k positions by norm, ties to the earlier position; positions are
+/// written ascending. k must be <= tokens.
+KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
+                                         int32_t k, int64_t *positions);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVQ_RUNTIME_H */

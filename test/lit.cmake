@@ -1,0 +1,18 @@
+#===- test/lit.cmake - the lit/FileCheck suites, in check-kvq and ctest -===#
+kvq_use_mlir()
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+configure_lit_site_cfg(
+  ${CMAKE_CURRENT_SOURCE_DIR}/lit.site.cfg.py.in
+  ${CMAKE_CURRENT_BINARY_DIR}/lit.site.cfg.py
+  MAIN_CONFIG ${CMAKE_CURRENT_SOURCE_DIR}/lit.cfg.py)
+
+set(KVQ_TEST_DEPENDS kvq-opt)
+add_lit_testsuite(check-kvq "Running the kvq lit suites"
+  ${CMAKE_CURRENT_BINARY_DIR}
+  DEPENDS ${KVQ_TEST_DEPENDS})
+
+# One ctest entry per lit run keeps `ctest` the single runner; lit prints
+# each file's result and its own summary inside it.
+add_test(NAME lit-kvq
+  COMMAND ${LLVM_EXTERNAL_LIT} -v ${CMAKE_CURRENT_BINARY_DIR})
