@@ -62,10 +62,6 @@ def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
     Option<"kvquantGroupSize", "kvquant-group-size", "int64_t",
            /*default=*/"-1", "kvquant: storage block size">
   ];
-  let statistics = [
-    Statistic<"numConfigured", "num-configured",
-              "Number of distinct !kvq.cache types rewritten">
-  ];
   let dependentDialects = ["::mlir::kvq::KvqDialect"];
 }
 

@@ -106,6 +106,5 @@ void ConfigureCachesPass::runOnOperation() {
                                         /*replaceLocs=*/false,
                                         /*replaceTypes=*/true);
   if (failedAny)
-    return signalPassFailure();
-  numConfigured = rewritten.size();
+    signalPassFailure();
 }

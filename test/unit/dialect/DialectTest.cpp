@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialect/KvqDialect.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -69,8 +70,9 @@ TEST_F(KvqDialectTest, DefaultConfigFollowsSeedDefaults) {
 TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
-        [&] { return emitError(loc); }, &context, Method::Kivi, 5, 2, 32, 32,
-        ResidualMode::Sliding, 0, llvm::APFloat(0.01), 8, 0, 1, 32);
+        [&] { return emitError(loc); }, &context, Method::Kivi, int64_t{5}, int64_t{2}, int64_t{32},
+        int64_t{32}, ResidualMode::Sliding, int64_t{0}, llvm::APFloat(0.01),
+        int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("unsupported key_bits 5"), std::string::npos) << diags;
@@ -79,11 +81,12 @@ TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
 TEST_F(KvqDialectTest, ConfigRejectsOutlierFractionOutOfRange) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
-        [&] { return emitError(loc); }, &context, Method::KVQuant, 3, 3, 32,
-        32, ResidualMode::Sliding, 0, llvm::APFloat(1.0), 8, 0, 1, 32);
+        [&] { return emitError(loc); }, &context, Method::KVQuant, int64_t{3}, int64_t{3}, int64_t{32},
+        int64_t{32}, ResidualMode::Sliding, int64_t{0}, llvm::APFloat(1.0),
+        int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
-  EXPECT_NE(diags.find("outlier_fraction 1 is outside [0, 1)"),
+  EXPECT_NE(diags.find("outlier_fraction 1.000000e+00 is outside [0, 1)"),
             std::string::npos)
       << diags;
 }
@@ -92,8 +95,8 @@ TEST_F(KvqDialectTest, CacheTypeRejectsGroupNotDividingHeadDim) {
   auto config = CacheConfigAttr::getDefault(&context, Method::Kivi);
   std::string diags = diagnosticsOf([&] {
     auto type = CacheType::getChecked([&] { return emitError(loc); },
-                                      &context, 2, 8, 48,
-                                      builder.getF16Type(), config);
+                                      &context, int64_t{2}, int64_t{8},
+                                      int64_t{48}, Type(builder.getF16Type()), config);
     EXPECT_FALSE(type);
   });
   EXPECT_NE(diags.find("group_size 32 does not divide head_dim 48"),
@@ -103,11 +106,11 @@ TEST_F(KvqDialectTest, CacheTypeRejectsGroupNotDividingHeadDim) {
 
 TEST_F(KvqDialectTest, CacheTypeRoundTripsThroughText) {
   auto config = CacheConfigAttr::getDefault(&context, Method::KiviSink);
-  auto type = CacheType::get(&context, 32, 8, 128, builder.getF16Type(),
-                             config);
+  auto type = CacheType::get(&context, int64_t{32}, int64_t{8}, int64_t{128},
+                             builder.getF16Type(), config);
   std::string text;
   llvm::raw_string_ostream os(text);
-  type.print(os);
+  os << type;
   Type parsed = parseType(text, &context);
   EXPECT_EQ(parsed, type) << text;
 }

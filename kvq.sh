@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# kvq.sh — set up, build and run kvq on a fresh Debian 12 machine.
+#
+#   ./kvq.sh demo    install what is missing, build, run the demo
+#   ./kvq.sh test    install what is missing, build (plain + sanitizers),
+#                    run the whole test suite through ctest
+#   ./kvq.sh build   install what is missing and build only
+#
+# Installing uses apt-get (as root, or through sudo) and only when a package
+# is missing, so running it again is cheap. Build trees: build/ (Release)
+# and build-asan/ (-fsanitize=address,undefined).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+jobs="${KVQ_JOBS:-$(nproc)}"
+
+packages=(
+  cmake ninja-build python3
+  clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libclang-rt-22-dev libgtest-dev libbenchmark-dev
+)
+
+log() { printf '\n== %s\n' "$*"; }
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all ${#packages[@]} present"
+    return
+  fi
+  log "Installing: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+}
+
+# configure_and_build DIR [extra cmake args...]
+configure_and_build() {
+  local dir="$1"; shift
+  log "Configuring and building ${dir}"
+  cmake -G Ninja -S "$here" -B "$here/$dir" \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    "$@" > "$here/$dir.configure.log" 2>&1 \
+    || { cat "$here/$dir.configure.log"; return 1; }
+  ninja -C "$here/$dir" -j "$jobs" all mlir-doc
+}
+
+build_release() {
+  configure_and_build build -DCMAKE_BUILD_TYPE=Release
+}
+
+build_sanitized() {
+  configure_and_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVQ_SANITIZE=ON
+}
+
+run_ctest() {
+  local dir="$1"
+  log "ctest in ${dir}"
+  # halt_on_error: any sanitizer report fails the test that produced it.
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir "$here/$dir" --output-on-failure -j "$jobs"
+}
+
+cmd="${1:-}"
+case "$cmd" in
+  demo)
+    install_packages
+    build_release
+    exec "$here/scripts/demo.sh" "$here/build"
+    ;;
+  test)
+    install_packages
+    build_release
+    run_ctest build
+    build_sanitized
+    run_ctest build-asan
+    log "All suites passed (build/ and build-asan/)"
+    ;;
+  build)
+    install_packages
+    build_release
+    ;;
+  *)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

@@ -1,0 +1,36 @@
+// RUN: kvq-opt %s --kvq-configure-caches="method=kivi_sink bits=2 sinks=5" | FileCheck %s --check-prefix=SINK
+// RUN: kvq-opt %s --kvq-configure-caches="method=kvquant outlier-fraction=0.02 kvquant-sinks=2" | FileCheck %s --check-prefix=NUQ
+// RUN: kvq-opt %s --kvq-configure-caches="key-bits=4 residual-mode=block residual-length=64" | FileCheck %s --check-prefix=KEEP
+// RUN: not kvq-opt %s --kvq-configure-caches="method=gptq" 2>&1 | FileCheck %s --check-prefix=BADMETHOD
+// RUN: not kvq-opt %s --kvq-configure-caches="method=kivi group-size=48" 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// RUN: not kvq-opt %s --kvq-configure-caches="bits=5" 2>&1 | FileCheck %s --check-prefix=BADBITS
+// RUN: not kvq-opt %s --kvq-configure-caches="residual-mode=ring" 2>&1 | FileCheck %s --check-prefix=BADMODE
+
+// The pass rewrites the cache type everywhere: alias, signatures, results.
+
+// SINK: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2>>
+// SINK-NOT: method = fp16
+// NUQ: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 2.000000e-02, kvquant_n_sink = 2>>
+// KEEP: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 4, value_bits = 2, residual_length = 64, residual_mode = block>>
+// BADMETHOD: error: kvq-configure-caches: unknown method 'gptq'; expected fp16, kivi, kivi_sink or kvquant
+// BADGROUP: error: kvq-configure-caches: group_size 48 does not divide head_dim 64
+// BADBITS: error: kvq-configure-caches: unsupported key_bits 5; supported bit widths are 2, 3, 4 and 8
+// BADMODE: error: kvq-configure-caches: unknown residual-mode 'ring'; expected sliding or block
+!cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16,
+    config = <method = kivi, key_bits = 2, value_bits = 2>>
+
+// SINK-LABEL: func.func @decode_step
+// SINK-SAME: (%{{.*}}: !cache,
+func.func @decode_step(%c: !cache, %k: tensor<1x2x64xf16>, %v: tensor<1x2x64xf16>)
+    -> !cache {
+  // SINK: kvq.cache_update %{{.*}}[1], %{{.*}}, %{{.*}} : !cache,
+  kvq.cache_update %c[1], %k, %v : !cache, tensor<1x2x64xf16>, tensor<1x2x64xf16>
+  return %c : !cache
+}
+
+// SINK-LABEL: func.func @make
+// SINK: kvq.cache_create : !cache
+func.func @make() -> !cache {
+  %c = kvq.cache_create : !cache
+  return %c : !cache
+}
