@@ -1,0 +1,53 @@
+//===- bitpack.cpp - LSB-first packing of b-bit codes ---------------------===//
+//
+// Scalar reference packers; widths 2, 4 and 8 take byte-aligned fast paths,
+// 3 goes through a 32-bit accumulator.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+
+#include <cstring>
+
+void kvq::packCodesRef(const uint8_t *codes, int64_t n, int bits,
+                       uint8_t *out) {
+  if (bits == 8) {
+    std::memcpy(out, codes, static_cast<size_t>(n));
+    return;
+  }
+  uint32_t mask = (1u << bits) - 1u;
+  uint32_t acc = 0;
+  int filled = 0;
+  int64_t o = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    acc |= (codes[i] & mask) << filled;
+    filled += bits;
+    while (filled >= 8) {
+      out[o++] = static_cast<uint8_t>(acc & 0xffu);
+      acc >>= 8;
+      filled -= 8;
+    }
+  }
+  if (filled > 0)
+    out[o] = static_cast<uint8_t>(acc & 0xffu); // unused high bits are 0
+}
+
+void kvq::unpackCodesRef(const uint8_t *packed, int64_t n, int bits,
+                         uint8_t *codes) {
+  if (bits == 8) {
+    std::memcpy(codes, packed, static_cast<size_t>(n));
+    return;
+  }
+  uint32_t mask = (1u << bits) - 1u;
+  uint32_t acc = 0;
+  int filled = 0;
+  int64_t in = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (filled < bits) {
+      acc |= static_cast<uint32_t>(packed[in++]) << filled;
+      filled += 8;
+    }
+    codes[i] = static_cast<uint8_t>(acc & mask);
+    acc >>= bits;
+    filled -= bits;
+  }
+}

@@ -1,0 +1,113 @@
+//===- config.cpp - Configuration defaults and validation -----------------===//
+//
+// kvq_config_init (the seeds' defaults) and kvq_config_validate, which gives
+// each kind of bad configuration its own status and a one-line message.
+//
+//===----------------------------------------------------------------------===//
+#include "config.h"
+#include "kernels.h"
+#include "status.h"
+
+#include <cmath>
+#include <cstring>
+
+extern "C" KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg,
+                                              kvq_method method) {
+  if (!cfg)
+    return;
+  std::memset(cfg, 0, sizeof(*cfg));
+  cfg->method = method;
+  int bits = method == KVQ_METHOD_KVQUANT ? 3 : 2;
+  cfg->key_bits = bits;
+  cfg->value_bits = bits;
+  cfg->group_size = 32;
+  cfg->residual_length = 32;
+  cfg->residual_mode = KVQ_RESIDUAL_SLIDING;
+  cfg->n_sink_tokens = method == KVQ_METHOD_KIVI_SINK ? 5 : 0;
+  cfg->outlier_fraction = 0.01f;
+  cfg->lloyd_iters = 8;
+  cfg->refit_interval = 0;
+  cfg->kvquant_n_sink = 1;
+  cfg->kvquant_group_size = kvq::kKvquantGroupSize;
+  cfg->num_layers = 1;
+  cfg->num_kv_heads = 1;
+  cfg->head_dim = 128;
+  cfg->backend = KVQ_BACKEND_CPU;
+}
+
+kvq_status kvq::validateConfig(const kvq_config &c) {
+  if (c.method < KVQ_METHOD_FP16 || c.method > KVQ_METHOD_KVQUANT)
+    return fail(KVQ_ERR_UNKNOWN_METHOD, "unknown method %d", c.method);
+  if (c.num_layers <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "num_layers (%d), num_kv_heads (%d) and head_dim (%d) must "
+                "be positive",
+                c.num_layers, c.num_kv_heads, c.head_dim);
+  if (int64_t{c.num_kv_heads} * c.head_dim > kMaxChannels)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "num_kv_heads * head_dim = %lld exceeds %lld channels",
+                static_cast<long long>(int64_t{c.num_kv_heads} * c.head_dim),
+                static_cast<long long>(kMaxChannels));
+  if (c.backend != KVQ_BACKEND_CPU)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "backend %d is not built into this runtime (cpu only)",
+                c.backend);
+  if ((c.allocator.alloc == nullptr) != (c.allocator.release == nullptr))
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "allocator: set both alloc and release, or neither");
+  if (c.method == KVQ_METHOD_FP16)
+    return KVQ_OK; // the quantization fields are unused
+  if (!supportedBits(c.key_bits) || !supportedBits(c.value_bits))
+    return fail(KVQ_ERR_UNSUPPORTED_BITS,
+                "key_bits %d / value_bits %d: only 2, 3, 4 and 8 are "
+                "supported",
+                c.key_bits, c.value_bits);
+  if (c.method == KVQ_METHOD_KVQUANT) {
+    if (!(c.outlier_fraction >= 0.0f && c.outlier_fraction < 1.0f))
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "outlier_fraction %g is not in [0, 1)",
+                  static_cast<double>(c.outlier_fraction));
+    if (c.lloyd_iters < 0 || c.refit_interval < 0 || c.kvquant_n_sink < 0)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "lloyd_iters, refit_interval and kvquant_n_sink must be "
+                  ">= 0");
+    if (c.kvquant_group_size != kKvquantGroupSize)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "kvquant_group_size = %d: kvq fits key levels per channel "
+                  "over all prefill tokens and value levels per token over "
+                  "head_dim, so the group size has no effect; leave it at %d",
+                  c.kvquant_group_size, kKvquantGroupSize);
+    return KVQ_OK;
+  }
+  // kivi / kivi_sink
+  if (c.group_size <= 0 || c.head_dim % c.group_size != 0)
+    return fail(KVQ_ERR_BAD_GROUP_SIZE,
+                "group_size %d does not divide head_dim %d", c.group_size,
+                c.head_dim);
+  if (c.residual_length < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "residual_length %d < 0",
+                c.residual_length);
+  if (c.residual_mode != KVQ_RESIDUAL_SLIDING &&
+      c.residual_mode != KVQ_RESIDUAL_BLOCK)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown residual_mode %d",
+                c.residual_mode);
+  if (c.residual_mode == KVQ_RESIDUAL_BLOCK &&
+      (c.residual_length == 0 || c.residual_length % c.group_size != 0))
+    return fail(KVQ_ERR_BAD_GROUP_SIZE,
+                "residual_mode block flushes R keys at a time: R = %d must "
+                "be a positive multiple of group_size %d",
+                c.residual_length, c.group_size);
+  if (c.n_sink_tokens < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "n_sink_tokens %d < 0",
+                c.n_sink_tokens);
+  if (c.method == KVQ_METHOD_KIVI && c.n_sink_tokens != 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "n_sink_tokens = %d needs method kivi_sink", c.n_sink_tokens);
+  return KVQ_OK;
+}
+
+extern "C" KVQ_RT_EXPORT kvq_status kvq_config_validate(const kvq_config *cfg) {
+  if (!cfg)
+    return kvq::fail(KVQ_ERR_NULL_POINTER, "kvq_config_validate: cfg is null");
+  return kvq::validateConfig(*cfg);
+}

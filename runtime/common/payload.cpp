@@ -1,0 +1,65 @@
+//===- payload.cpp - Exact-size payload blocks and transactions -----------===//
+//
+// Allocation through kvq_config.allocator (malloc/free when unset).
+//
+//===----------------------------------------------------------------------===//
+#include "payload.h"
+
+#include <cstdlib>
+
+using namespace kvq;
+
+Blk Payload::allocate(int64_t size) {
+  Blk block;
+  if (size <= 0)
+    return block;
+  void *p = allocator_.alloc
+                ? allocator_.alloc(allocator_.user, static_cast<size_t>(size))
+                : std::malloc(static_cast<size_t>(size));
+  if (!p)
+    return block;
+  block.p = static_cast<uint8_t *>(p);
+  block.size = size;
+  live_ += size;
+  return block;
+}
+
+void Payload::release(Blk &block) {
+  if (!block.p)
+    return;
+  if (allocator_.release)
+    allocator_.release(allocator_.user, block.p,
+                       static_cast<size_t>(block.size));
+  else
+    std::free(block.p);
+  live_ -= block.size;
+  block = Blk();
+}
+
+Blk Txn::allocate(int64_t size) {
+  if (failed_)
+    return Blk();
+  fresh_.reserve(fresh_.size() + 1); // may throw before the allocation
+  Blk block = payload_.allocate(size);
+  if (!block)
+    failed_ = true;
+  else
+    fresh_.push_back(block);
+  return block;
+}
+
+void Txn::commit() {
+  for (Blk &b : retired_)
+    payload_.release(b);
+  fresh_.clear();
+  retired_.clear();
+  done_ = true;
+}
+
+void Txn::rollback() {
+  for (Blk &b : fresh_)
+    payload_.release(b);
+  fresh_.clear();
+  retired_.clear();
+  done_ = true;
+}

@@ -1,0 +1,62 @@
+//===- store.h - Per-layer cache storage, one class per method --*- C++ -*-===//
+//
+// A LayerStore holds one layer's tokens in a method's packed format. The
+// cache core (cache.cpp) validates arguments and converts input to fp16;
+// stores only plan and commit storage changes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_STORE_H
+#define KVQ_RUNTIME_COMMON_STORE_H
+
+#include "kvq/runtime.h"
+#include "payload.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kvq {
+
+class LayerStore {
+public:
+  LayerStore(const kvq_config &cfg, Payload &payload)
+      : cfg_(cfg), payload_(payload),
+        channels_(int64_t{cfg.num_kv_heads} * cfg.head_dim) {}
+  virtual ~LayerStore() = default;
+
+  /// Append n tokens; k and v are [n, channels] fp16 bits, already checked
+  /// finite. All-or-nothing: returns KVQ_ERR_OUT_OF_MEMORY (and changes
+  /// nothing) when the allocator fails; may throw std::bad_alloc before
+  /// its commit point, which also leaves the store unchanged.
+  virtual kvq_status update(const uint16_t *k, const uint16_t *v,
+                            int64_t n) = 0;
+
+  /// Tokens held.
+  virtual int64_t length() const = 0;
+
+  /// Dequantized K and V rows (channels floats each) of position pos.
+  virtual void loadRow(int64_t pos, float *k, float *v) const = 0;
+
+  /// Adds tokens, the partition and the byte fields except total_bytes,
+  /// fp16_bytes and effective_bits (the cache derives those).
+  virtual void addStats(kvq_stats &s) const = 0;
+
+  /// Absolute positions of fp16 sink tokens, ascending.
+  virtual void sinkPositions(std::vector<int64_t> &out) const { out.clear(); }
+
+  /// Release every payload block (called once, by the cache destructor).
+  virtual void releaseAll() = 0;
+
+protected:
+  kvq_config cfg_;
+  Payload &payload_;
+  int64_t channels_;
+};
+
+std::unique_ptr<LayerStore> makeFp16Store(const kvq_config &, Payload &);
+std::unique_ptr<LayerStore> makeKiviStore(const kvq_config &, Payload &);
+std::unique_ptr<LayerStore> makeKvquantStore(const kvq_config &, Payload &);
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_STORE_H

@@ -1,0 +1,77 @@
+//===- store_fp16.cpp - The fp16 baseline store ---------------------------===//
+//
+// Every token is one exact-size block holding its K row then its V row in
+// fp16; all tokens count as residual (fp16) tokens.
+//
+//===----------------------------------------------------------------------===//
+#include "fp16.h"
+#include "status.h"
+#include "store.h"
+
+#include <cstring>
+
+using namespace kvq;
+
+namespace {
+class Fp16Store final : public LayerStore {
+public:
+  using LayerStore::LayerStore;
+
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override {
+    const int64_t rowBytes = channels_ * 2;
+    Txn txn(payload_);
+    std::vector<Blk> fresh;
+    fresh.reserve(static_cast<size_t>(n));
+    rows_.reserve(rows_.size() + static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+      Blk b = txn.allocate(2 * rowBytes);
+      if (!b)
+        return fail(KVQ_ERR_OUT_OF_MEMORY,
+                    "fp16 cache: allocation of %lld bytes failed",
+                    static_cast<long long>(2 * rowBytes));
+      std::memcpy(b.p, k + t * channels_, static_cast<size_t>(rowBytes));
+      std::memcpy(b.p + rowBytes, v + t * channels_,
+                  static_cast<size_t>(rowBytes));
+      fresh.push_back(b);
+    }
+    for (const Blk &b : fresh)
+      rows_.push_back(b);
+    txn.commit();
+    return KVQ_OK;
+  }
+
+  int64_t length() const override {
+    return static_cast<int64_t>(rows_.size());
+  }
+
+  void loadRow(int64_t pos, float *k, float *v) const override {
+    const uint16_t *h =
+        reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(pos)].p);
+    for (int64_t i = 0; i < channels_; ++i) {
+      k[i] = halfToFloat(h[i]);
+      v[i] = halfToFloat(h[channels_ + i]);
+    }
+  }
+
+  void addStats(kvq_stats &s) const override {
+    s.tokens += length();
+    s.residual_tokens += length();
+    for (const Blk &b : rows_)
+      s.residual_bytes += b.size;
+  }
+
+  void releaseAll() override {
+    for (Blk &b : rows_)
+      payload_.release(b);
+    rows_.clear();
+  }
+
+private:
+  std::vector<Blk> rows_;
+};
+} // namespace
+
+std::unique_ptr<LayerStore> kvq::makeFp16Store(const kvq_config &cfg,
+                                               Payload &payload) {
+  return std::make_unique<Fp16Store>(cfg, payload);
+}

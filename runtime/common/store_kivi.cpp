@@ -1,0 +1,359 @@
+//===- store_kivi.cpp - KIVI and KIVI-Sink storage -------------------------===//
+//
+// Keys: per-channel uniform groups of G consecutive tokens, one block per
+// group (C scales, C zeros, packed codes of its non-sink rows). Values: one
+// block per token (per-token groups of G channels). Recent tokens stay fp16
+// (residual window); KIVI-Sink keeps the K and V rows of protected tokens
+// fp16 for good and leaves them out of their key group's min/max.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "kernels.h"
+#include "status.h"
+#include "store.h"
+#include "store_util.h"
+
+#include <algorithm>
+#include <utility>
+
+using namespace kvq;
+
+namespace {
+
+class KiviStore final : public LayerStore {
+public:
+  KiviStore(const kvq_config &cfg, Payload &payload)
+      : LayerStore(cfg, payload), G_(cfg.group_size), R_(cfg.residual_length),
+        kb_(cfg.key_bits), vb_(cfg.value_bits),
+        block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
+        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0) {
+    top_.reserve(static_cast<size_t>(k_));
+  }
+
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
+  int64_t length() const override {
+    return static_cast<int64_t>(slots_.size());
+  }
+  void loadRow(int64_t pos, float *k, float *v) const override;
+  void addStats(kvq_stats &s) const override;
+  void sinkPositions(std::vector<int64_t> &out) const override;
+  void releaseAll() override;
+
+private:
+  struct Slot {
+    Blk kf, vf; ///< fp16 K / V row while in the window, or for a sink
+    Blk vq;     ///< quantized value row
+    bool sink = false;
+  };
+  using TopK = std::vector<std::pair<float, int64_t>>;
+
+  /// Keys quantized once the layer holds L tokens (a multiple of G).
+  int64_t keyTarget(int64_t L) const {
+    if (block_) // KIVI's official code: flush R keys whenever R accumulate
+      return R_ * (L / R_);
+    return L > R_ ? G_ * ((L - R_) / G_) : 0; // leave in whole groups of G
+  }
+  /// Values quantized once the layer holds L tokens (token by token).
+  int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
+  int64_t keyDone() const {
+    return static_cast<int64_t>(groups_.size()) * G_;
+  }
+  int64_t valueBlockBytes() const {
+    return 4 * (channels_ / G_) + packedBytes(channels_, vb_);
+  }
+  int64_t keyGroupBytes(int64_t codedRows) const {
+    return 4 * channels_ + packedBytes(codedRows * channels_, kb_);
+  }
+  void fold(TopK &top, float norm, int64_t pos) const;
+  void quantizeValue(const uint16_t *row, uint8_t *out) const;
+  void quantizeKeyGroup(const uint16_t *const *rows, const uint8_t *sink,
+                        uint8_t *out) const;
+
+  const int64_t G_, R_;
+  const int kb_, vb_;
+  const bool block_;
+  const int64_t k_; ///< sink budget (0 = plain KIVI)
+
+  std::vector<Slot> slots_;
+  std::vector<Blk> groups_; ///< key group g covers [g*G, (g+1)*G)
+  int64_t vDone_ = 0;       ///< values of [0, vDone_) are quantized or sinks
+  int64_t decided_ = 0;     ///< protection of [0, decided_) is decided
+  int64_t nSinks_ = 0;
+  TopK top_; ///< running top-k (norm, position) over all positions seen
+};
+
+void KiviStore::fold(TopK &top, float norm, int64_t pos) const {
+  if (static_cast<int64_t>(top.size()) < k_) {
+    top.emplace_back(norm, pos);
+    return;
+  }
+  // The weakest entry: lowest norm, and among equal norms the latest
+  // position (ties go to the earlier position).
+  size_t weakest = 0;
+  for (size_t i = 1; i < top.size(); ++i)
+    if (top[i].first < top[weakest].first ||
+        (top[i].first == top[weakest].first &&
+         top[i].second > top[weakest].second))
+      weakest = i;
+  if (norm > top[weakest].first) // equal: the earlier position stays
+    top[weakest] = {norm, pos};
+}
+
+void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
+  const int64_t groups = channels_ / G_;
+  std::vector<float> x(static_cast<size_t>(channels_));
+  std::vector<uint8_t> codes(static_cast<size_t>(channels_));
+  halfRowToFloat(row, channels_, x.data());
+  const KernelTable &kt = kernels();
+  for (int64_t j = 0; j < groups; ++j) {
+    uint16_t scale, zero;
+    kt.uniformCalibrate(x.data() + j * G_, G_, 1, nullptr, 0, vb_, &scale,
+                        &zero);
+    kt.uniformQuantize(x.data() + j * G_, G_, 1, scale, zero, vb_,
+                       codes.data() + j * G_, 1);
+    write16(out, j, scale);
+    write16(out, groups + j, zero);
+  }
+  kt.packCodes(codes.data(), channels_, vb_, out + 4 * groups);
+}
+
+void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
+                                 const uint8_t *sink, uint8_t *out) const {
+  const int64_t C = channels_;
+  std::vector<float> x(static_cast<size_t>(G_ * C));
+  std::vector<uint8_t> codes(static_cast<size_t>(G_ * C));
+  for (int64_t i = 0; i < G_; ++i)
+    halfRowToFloat(rows[i], C, x.data() + i * C);
+  const KernelTable &kt = kernels();
+  for (int64_t c = 0; c < C; ++c) {
+    uint16_t scale, zero;
+    // Calibration exclusion: min/max over the group's non-sink rows only.
+    kt.uniformCalibrate(x.data() + c, G_, C, sink, 1, kb_, &scale, &zero);
+    kt.uniformQuantize(x.data() + c, G_, C, scale, zero, kb_,
+                       codes.data() + c, C);
+    write16(out, c, scale);
+    write16(out, C + c, zero);
+  }
+  // Sink rows have no code slots: compact the coded rows, then pack.
+  int64_t coded = 0;
+  for (int64_t i = 0; i < G_; ++i)
+    if (!sink[i]) {
+      if (coded != i)
+        std::copy(codes.begin() + i * C, codes.begin() + (i + 1) * C,
+                  codes.begin() + coded * C);
+      ++coded;
+    }
+  kt.packCodes(codes.data(), coded * C, kb_, out + 4 * C);
+}
+
+kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
+                             int64_t n) {
+  const int64_t C = channels_, L0 = length(), L1 = L0 + n;
+  const int64_t rowBytes = 2 * C;
+  auto keyRow = [&](int64_t p) -> const uint16_t * {
+    return p >= L0 ? k + (p - L0) * C
+                   : reinterpret_cast<const uint16_t *>(
+                         slots_[static_cast<size_t>(p)].kf.p);
+  };
+  auto valueRow = [&](int64_t p) -> const uint16_t * {
+    return p >= L0 ? v + (p - L0) * C
+                   : reinterpret_cast<const uint16_t *>(
+                         slots_[static_cast<size_t>(p)].vf.p);
+  };
+
+  // 1. Fold the new tokens' key norms into a copy of the running top-k.
+  TopK top = top_;
+  if (k_ > 0) {
+    std::vector<float> row(static_cast<size_t>(C));
+    for (int64_t p = L0; p < L1; ++p) {
+      halfRowToFloat(keyRow(p), C, row.data());
+      fold(top, keyNormRow(row.data(), cfg_.num_kv_heads, cfg_.head_dim), p);
+    }
+  }
+
+  // 2. Decide protection for tokens leaving the window for the first time
+  // (values leave token by token, keys by group or block).
+  const int64_t kT = std::max(keyDone(), keyTarget(L1));
+  const int64_t vT = std::max(vDone_, valueTarget(L1));
+  const int64_t leaveT = std::max(std::max(kT, vT), decided_);
+  std::vector<uint8_t> newSink(static_cast<size_t>(leaveT - decided_), 0);
+  int64_t nSinks = nSinks_;
+  for (int64_t p = decided_; p < leaveT && nSinks < k_; ++p) {
+    bool inTop = std::any_of(top.begin(), top.end(),
+                             [&](const auto &e) { return e.second == p; });
+    if (inTop) {
+      newSink[static_cast<size_t>(p - decided_)] = 1;
+      ++nSinks;
+    }
+  }
+  auto isSink = [&](int64_t p) {
+    if (p < decided_)
+      return slots_[static_cast<size_t>(p)].sink;
+    return p < leaveT && newSink[static_cast<size_t>(p - decided_)] != 0;
+  };
+
+  // 3. Plan every payload change inside a transaction.
+  Txn txn(payload_);
+  auto oom = [&](int64_t bytes) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY,
+                "kivi cache: allocation of %lld bytes failed",
+                static_cast<long long>(bytes));
+  };
+  std::vector<Slot> added(static_cast<size_t>(n));
+  for (int64_t p = L0; p < L1; ++p) {
+    Slot &s = added[static_cast<size_t>(p - L0)];
+    bool sink = isSink(p);
+    if (sink || p >= kT) {
+      if (!(s.kf = txn.allocate(rowBytes)))
+        return oom(rowBytes);
+      std::memcpy(s.kf.p, keyRow(p), static_cast<size_t>(rowBytes));
+    }
+    if (sink || p >= vT) {
+      if (!(s.vf = txn.allocate(rowBytes)))
+        return oom(rowBytes);
+      std::memcpy(s.vf.p, valueRow(p), static_cast<size_t>(rowBytes));
+    }
+  }
+  std::vector<Blk> newValues(static_cast<size_t>(vT - vDone_));
+  for (int64_t p = vDone_; p < vT; ++p) {
+    if (isSink(p))
+      continue;
+    Blk b = txn.allocate(valueBlockBytes());
+    if (!b)
+      return oom(valueBlockBytes());
+    quantizeValue(valueRow(p), b.p);
+    newValues[static_cast<size_t>(p - vDone_)] = b;
+    if (p < L0)
+      txn.retire(slots_[static_cast<size_t>(p)].vf);
+  }
+  std::vector<Blk> newGroups;
+  std::vector<const uint16_t *> rows(static_cast<size_t>(G_));
+  std::vector<uint8_t> sinkRows(static_cast<size_t>(G_));
+  for (int64_t start = keyDone(); start < kT; start += G_) {
+    int64_t coded = 0;
+    for (int64_t i = 0; i < G_; ++i) {
+      rows[static_cast<size_t>(i)] = keyRow(start + i);
+      sinkRows[static_cast<size_t>(i)] = isSink(start + i) ? 1 : 0;
+      coded += !sinkRows[static_cast<size_t>(i)];
+    }
+    Blk b;
+    if (coded > 0) { // an all-sink group stores nothing
+      if (!(b = txn.allocate(keyGroupBytes(coded))))
+        return oom(keyGroupBytes(coded));
+      quantizeKeyGroup(rows.data(), sinkRows.data(), b.p);
+    }
+    newGroups.push_back(b);
+    for (int64_t p = start; p < start + G_ && p < L0; ++p)
+      if (!isSink(p))
+        txn.retire(slots_[static_cast<size_t>(p)].kf);
+  }
+  slots_.reserve(static_cast<size_t>(L1));
+  groups_.reserve(groups_.size() + newGroups.size());
+
+  // 4. Commit: nothing below allocates or fails.
+  slots_.resize(static_cast<size_t>(L1));
+  for (int64_t p = L0; p < L1; ++p)
+    slots_[static_cast<size_t>(p)] = added[static_cast<size_t>(p - L0)];
+  for (int64_t p = decided_; p < leaveT; ++p)
+    slots_[static_cast<size_t>(p)].sink =
+        newSink[static_cast<size_t>(p - decided_)] != 0;
+  for (int64_t p = vDone_; p < vT; ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    if (s.sink)
+      continue;
+    s.vq = newValues[static_cast<size_t>(p - vDone_)];
+    s.vf = Blk(); // released by the commit below (or never allocated)
+  }
+  for (int64_t p = keyDone(); p < kT; ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    if (!s.sink)
+      s.kf = Blk();
+  }
+  for (const Blk &b : newGroups)
+    groups_.push_back(b);
+  vDone_ = vT;
+  decided_ = leaveT;
+  nSinks_ = nSinks;
+  top_.swap(top);
+  txn.commit();
+  return KVQ_OK;
+}
+
+void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
+  const int64_t C = channels_;
+  const Slot &s = slots_[static_cast<size_t>(pos)];
+  if (s.kf) {
+    blockRowToFloat(s.kf.p, C, k);
+  } else {
+    const int64_t g = pos / G_, start = g * G_;
+    int64_t row = pos - start;
+    for (int64_t p = start; p < pos; ++p)
+      row -= slots_[static_cast<size_t>(p)].sink;
+    const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+    for (int64_t c = 0; c < C; ++c)
+      k[c] = uniformDequant(packedCodeAt(b + 4 * C, row * C + c, kb_),
+                            halfToFloat(read16(b, c)),
+                            halfToFloat(read16(b, C + c)));
+  }
+  if (s.vf) {
+    blockRowToFloat(s.vf.p, C, v);
+  } else {
+    const int64_t groups = C / G_;
+    const uint8_t *b = s.vq.p;
+    for (int64_t c = 0; c < C; ++c)
+      v[c] = uniformDequant(packedCodeAt(b + 4 * groups, c, vb_),
+                            halfToFloat(read16(b, c / G_)),
+                            halfToFloat(read16(b, groups + c / G_)));
+  }
+}
+
+void KiviStore::addStats(kvq_stats &st) const {
+  const int64_t groups = channels_ / G_;
+  st.tokens += length();
+  for (const Slot &s : slots_) {
+    if (s.sink) {
+      ++st.sink_tokens;
+      st.sink_bytes += s.kf.size + s.vf.size;
+    } else if (s.kf || s.vf) {
+      ++st.residual_tokens;
+      st.residual_bytes += s.kf.size + s.vf.size;
+    } else {
+      ++st.compressed_tokens;
+    }
+    if (s.vq) {
+      st.scale_zero_bytes += 4 * groups;
+      st.code_bytes += s.vq.size - 4 * groups;
+    }
+  }
+  for (const Blk &b : groups_)
+    if (b) {
+      st.scale_zero_bytes += 4 * channels_;
+      st.code_bytes += b.size - 4 * channels_;
+    }
+}
+
+void KiviStore::sinkPositions(std::vector<int64_t> &out) const {
+  out.clear();
+  for (size_t p = 0; p < slots_.size(); ++p)
+    if (slots_[p].sink)
+      out.push_back(static_cast<int64_t>(p));
+}
+
+void KiviStore::releaseAll() {
+  for (Slot &s : slots_) {
+    payload_.release(s.kf);
+    payload_.release(s.vf);
+    payload_.release(s.vq);
+  }
+  for (Blk &b : groups_)
+    payload_.release(b);
+  slots_.clear();
+  groups_.clear();
+}
+
+} // namespace
+
+std::unique_ptr<LayerStore> kvq::makeKiviStore(const kvq_config &cfg,
+                                               Payload &payload) {
+  return std::make_unique<KiviStore>(cfg, payload);
+}

@@ -1,0 +1,398 @@
+//===- store_kvquant.cpp - KVQuant-NUQ storage ----------------------------===//
+//
+// Keys: per-channel Lloyd-Max level tables fit on a batch of tokens (the
+// prefill) and frozen; a key row is one block of packed codes plus its
+// outliers. Values: per (token, head) level tables fit on every row. Outliers
+// are fp16 value + 16-bit channel index. The first kvquant_n_sink prefill
+// tokens stay fp16 and are left out of every fit and threshold.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "kernels.h"
+#include "status.h"
+#include "store.h"
+#include "store_util.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace kvq;
+
+namespace {
+
+/// Bytes of one realised outlier: fp16 value + uint16 channel in the row.
+constexpr int64_t kOutlierBytes = 4;
+
+class KvquantStore final : public LayerStore {
+public:
+  KvquantStore(const kvq_config &cfg, Payload &payload)
+      : LayerStore(cfg, payload), kb_(cfg.key_bits), vb_(cfg.value_bits),
+        kLevels_(1 << cfg.key_bits), vLevels_(1 << cfg.value_bits),
+        frozen_(cfg.refit_interval == 0) {}
+
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
+  int64_t length() const override {
+    return static_cast<int64_t>(slots_.size());
+  }
+  void loadRow(int64_t pos, float *k, float *v) const override;
+  void addStats(kvq_stats &s) const override;
+  void sinkPositions(std::vector<int64_t> &out) const override;
+  void releaseAll() override;
+
+private:
+  struct Slot {
+    Blk kf, vf;           ///< fp16 rows: sinks, or tokens awaiting a refit
+    Blk kq, vq;           ///< quantized rows
+    uint16_t kOut = 0, vOut = 0; ///< outliers stored in kq / vq
+    bool sink = false;
+  };
+  /// Key levels for positions >= start (until the next segment): C tables
+  /// of 2^kb fp16 levels, then (frozen mode) C fp16 decode thresholds.
+  struct Segment {
+    int64_t start;
+    Blk table;
+  };
+
+  int64_t tableBytes() const {
+    return 2 * channels_ * kLevels_ + (frozen_ ? 2 * channels_ : 0);
+  }
+  /// Fit a key segment on rows x[m, C] into `table`; mask receives the
+  /// rank outliers of the batch.
+  void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table) const;
+  /// Quantize one key row against a segment table into `out` (packed codes
+  /// then outliers); mask marks the row's outliers.
+  void writeKeyRow(const float *x, const uint8_t *mask, const uint8_t *table,
+                   uint8_t *out) const;
+  /// Fit, quantize and pack one value row (levels, codes, outliers).
+  int64_t planValueRow(const float *x, uint8_t *mask, float *levels) const;
+  void writeValueRow(const float *x, const uint8_t *mask, const float *levels,
+                     uint8_t *out) const;
+  const Segment &segmentFor(int64_t pos) const {
+    auto it = std::upper_bound(
+        segs_.begin(), segs_.end(), pos,
+        [](int64_t p, const Segment &s) { return p < s.start; });
+    return *(it - 1);
+  }
+
+  const int kb_, vb_, kLevels_, vLevels_;
+  const bool frozen_; ///< refit_interval == 0: one frozen key segment
+  std::vector<Slot> slots_;
+  std::vector<Segment> segs_;
+  int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
+};
+
+void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
+                           uint8_t *table) const {
+  const int64_t C = channels_;
+  const KernelTable &kt = kernels();
+  const int64_t k = outlierCount(cfg_.outlier_fraction, m);
+  std::vector<float> scratch(static_cast<size_t>(m));
+  float levels[kMaxLevels];
+  for (int64_t c = 0; c < C; ++c) {
+    float threshold;
+    kt.topkAbs(x + c, m, C, nullptr, 0, k, mask + c, C, &threshold);
+    kt.lloydFit(x + c, m, C, mask + c, C, kb_, cfg_.lloyd_iters,
+                scratch.data(), levels, nullptr);
+    for (int l = 0; l < kLevels_; ++l)
+      write16(table, c * kLevels_ + l, floatToHalf(levels[l]));
+    if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
+      write16(table, C * kLevels_ + c, floatToHalf(threshold));
+  }
+}
+
+void KvquantStore::writeKeyRow(const float *x, const uint8_t *mask,
+                               const uint8_t *table, uint8_t *out) const {
+  const int64_t C = channels_;
+  std::vector<uint8_t> codes(static_cast<size_t>(C));
+  float levels[kMaxLevels];
+  int64_t o = 0;
+  uint8_t *outliers = out + packedBytes(C, kb_);
+  for (int64_t c = 0; c < C; ++c) {
+    for (int l = 0; l < kLevels_; ++l)
+      levels[l] = halfToFloat(read16(table, c * kLevels_ + l));
+    // An outlier keeps its (unused) dense code slot, as in the paper's
+    // dense-and-sparse split.
+    codes[static_cast<size_t>(c)] =
+        static_cast<uint8_t>(nearestLevel(levels, kLevels_, x[c]));
+    if (mask[c]) {
+      write16(outliers, 2 * o, floatToHalf(x[c]));
+      write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
+      ++o;
+    }
+  }
+  kernels().packCodes(codes.data(), C, kb_, out);
+}
+
+int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask,
+                                   float *levels) const {
+  const int64_t D = cfg_.head_dim;
+  const KernelTable &kt = kernels();
+  const int64_t k = outlierCount(cfg_.outlier_fraction, D);
+  std::vector<float> scratch(static_cast<size_t>(D));
+  int64_t count = 0;
+  for (int32_t h = 0; h < cfg_.num_kv_heads; ++h) {
+    kt.topkAbs(x + h * D, D, 1, nullptr, 0, k, mask + h * D, 1, nullptr);
+    kt.lloydFit(x + h * D, D, 1, mask + h * D, 1, vb_, cfg_.lloyd_iters,
+                scratch.data(), levels + h * vLevels_, nullptr);
+    for (int l = 0; l < vLevels_; ++l) // store and use fp16 levels
+      levels[h * vLevels_ + l] = roundToHalf(levels[h * vLevels_ + l]);
+    for (int64_t d = 0; d < D; ++d)
+      count += mask[h * D + d];
+  }
+  return count;
+}
+
+void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
+                                 const float *levels, uint8_t *out) const {
+  const int64_t C = channels_, D = cfg_.head_dim;
+  const int64_t heads = cfg_.num_kv_heads;
+  for (int64_t i = 0; i < heads * vLevels_; ++i)
+    write16(out, i, floatToHalf(levels[i]));
+  uint8_t *packed = out + 2 * heads * vLevels_;
+  uint8_t *outliers = packed + packedBytes(C, vb_);
+  std::vector<uint8_t> codes(static_cast<size_t>(C));
+  int64_t o = 0;
+  for (int64_t c = 0; c < C; ++c) {
+    codes[static_cast<size_t>(c)] = static_cast<uint8_t>(
+        nearestLevel(levels + (c / D) * vLevels_, vLevels_, x[c]));
+    if (mask[c]) {
+      write16(outliers, 2 * o, floatToHalf(x[c]));
+      write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
+      ++o;
+    }
+  }
+  kernels().packCodes(codes.data(), C, vb_, packed);
+}
+
+kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
+                                int64_t n) {
+  const int64_t C = channels_, L0 = length(), L1 = L0 + n;
+  const int64_t rowBytes = 2 * C;
+  auto keyRow = [&](int64_t p) -> const uint16_t * {
+    return p >= L0 ? k + (p - L0) * C
+                   : reinterpret_cast<const uint16_t *>(
+                         slots_[static_cast<size_t>(p)].kf.p);
+  };
+  auto valueRow = [&](int64_t p) -> const uint16_t * {
+    return p >= L0 ? v + (p - L0) * C
+                   : reinterpret_cast<const uint16_t *>(
+                         slots_[static_cast<size_t>(p)].vf.p);
+  };
+
+  // Which positions are sinks, which get quantized now (and with which
+  // fresh fits), which wait fp16 for the next refit.
+  const int64_t sinks =
+      L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
+  const int64_t first = std::max(L0 + sinks, quantizedUpTo_);
+  std::vector<std::pair<int64_t, int64_t>> fits; // [a, b) batches to fit
+  int64_t quantEnd = first;                      // [first, quantEnd) now
+  if (segs_.empty()) {
+    if (L1 > first)
+      fits.emplace_back(first, L1); // the prefill (first eligible tokens)
+    quantEnd = L1;
+  } else if (frozen_) {
+    quantEnd = L1;
+  } else {
+    const int64_t every = cfg_.refit_interval;
+    while (L1 - quantEnd >= every) {
+      fits.emplace_back(quantEnd, quantEnd + every);
+      quantEnd += every;
+    }
+  }
+
+  Txn txn(payload_);
+  auto oom = [&](int64_t bytes) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY,
+                "kvquant cache: allocation of %lld bytes failed",
+                static_cast<long long>(bytes));
+  };
+  std::vector<Slot> added(static_cast<size_t>(n));
+  for (int64_t p = L0; p < L1; ++p) {
+    Slot &s = added[static_cast<size_t>(p - L0)];
+    s.sink = p < L0 + sinks;
+    if (s.sink || p >= quantEnd) {
+      if (!(s.kf = txn.allocate(rowBytes)) ||
+          !(s.vf = txn.allocate(rowBytes)))
+        return oom(rowBytes);
+      std::memcpy(s.kf.p, keyRow(p), static_cast<size_t>(rowBytes));
+      std::memcpy(s.vf.p, valueRow(p), static_cast<size_t>(rowBytes));
+    }
+  }
+
+  // Key rows, batch by batch: a fresh fit, or the frozen segment 0.
+  std::vector<Segment> newSegs;
+  std::vector<Blk> kq(static_cast<size_t>(quantEnd - first));
+  std::vector<uint16_t> kOut(kq.size(), 0), vOut(kq.size(), 0);
+  std::vector<float> x;
+  std::vector<uint8_t> mask;
+  auto quantizeKeys = [&](int64_t a, int64_t b, const uint8_t *table,
+                          bool fresh) -> bool {
+    const int64_t m = b - a;
+    x.resize(static_cast<size_t>(m * C));
+    mask.assign(static_cast<size_t>(m * C), 0);
+    for (int64_t p = a; p < b; ++p)
+      halfRowToFloat(keyRow(p), C, x.data() + (p - a) * C);
+    if (fresh) {
+      fitKeys(x.data(), m, mask.data(), const_cast<uint8_t *>(table));
+    } else {
+      // Decode keys: screened against the thresholds frozen at prefill.
+      for (int64_t i = 0; i < m * C; ++i)
+        mask[static_cast<size_t>(i)] =
+            std::fabs(x[static_cast<size_t>(i)]) >=
+                    halfToFloat(read16(table, C * kLevels_ + i % C))
+                ? 1
+                : 0;
+    }
+    for (int64_t p = a; p < b; ++p) {
+      const uint8_t *rowMask = mask.data() + (p - a) * C;
+      int64_t outs = std::count(rowMask, rowMask + C, uint8_t{1});
+      int64_t bytes = packedBytes(C, kb_) + kOutlierBytes * outs;
+      Blk blk = txn.allocate(bytes);
+      if (!blk)
+        return false;
+      writeKeyRow(x.data() + (p - a) * C, rowMask, table, blk.p);
+      kq[static_cast<size_t>(p - first)] = blk;
+      kOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
+    }
+    return true;
+  };
+  size_t nextFit = 0;
+  for (int64_t p = first; p < quantEnd;) {
+    if (nextFit < fits.size() && fits[nextFit].first == p) {
+      Blk table = txn.allocate(tableBytes());
+      if (!table)
+        return oom(tableBytes());
+      newSegs.push_back({p, table});
+      int64_t b = fits[nextFit++].second;
+      if (!quantizeKeys(p, b, table.p, true))
+        return oom(packedBytes(C, kb_));
+      p = b;
+    } else {
+      if (!quantizeKeys(p, quantEnd, segs_[0].table.p, false))
+        return oom(packedBytes(C, kb_));
+      p = quantEnd;
+    }
+  }
+
+  // Value rows: levels per (token, head), refit on every row.
+  std::vector<Blk> vq(kq.size());
+  {
+    std::vector<float> row(static_cast<size_t>(C));
+    std::vector<uint8_t> vmask(static_cast<size_t>(C));
+    std::vector<float> levels(
+        static_cast<size_t>(cfg_.num_kv_heads * vLevels_));
+    for (int64_t p = first; p < quantEnd; ++p) {
+      halfRowToFloat(valueRow(p), C, row.data());
+      int64_t outs = planValueRow(row.data(), vmask.data(), levels.data());
+      int64_t bytes = 2 * cfg_.num_kv_heads * vLevels_ +
+                      packedBytes(C, vb_) + kOutlierBytes * outs;
+      Blk blk = txn.allocate(bytes);
+      if (!blk)
+        return oom(bytes);
+      writeValueRow(row.data(), vmask.data(), levels.data(), blk.p);
+      vq[static_cast<size_t>(p - first)] = blk;
+      vOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
+      if (p < L0) { // a token that waited fp16 for its refit
+        txn.retire(slots_[static_cast<size_t>(p)].kf);
+        txn.retire(slots_[static_cast<size_t>(p)].vf);
+      }
+    }
+  }
+  slots_.reserve(static_cast<size_t>(L1));
+  segs_.reserve(segs_.size() + newSegs.size());
+
+  // Commit: nothing below allocates or fails.
+  slots_.resize(static_cast<size_t>(L1));
+  for (int64_t p = L0; p < L1; ++p)
+    slots_[static_cast<size_t>(p)] = added[static_cast<size_t>(p - L0)];
+  for (int64_t p = first; p < quantEnd; ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    s.kf = Blk();
+    s.vf = Blk();
+    s.kq = kq[static_cast<size_t>(p - first)];
+    s.vq = vq[static_cast<size_t>(p - first)];
+    s.kOut = kOut[static_cast<size_t>(p - first)];
+    s.vOut = vOut[static_cast<size_t>(p - first)];
+  }
+  for (const Segment &s : newSegs)
+    segs_.push_back(s);
+  quantizedUpTo_ = quantEnd;
+  txn.commit();
+  return KVQ_OK;
+}
+
+void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
+  const int64_t C = channels_, D = cfg_.head_dim;
+  const Slot &s = slots_[static_cast<size_t>(pos)];
+  if (s.kf) {
+    blockRowToFloat(s.kf.p, C, k);
+    blockRowToFloat(s.vf.p, C, v);
+    return;
+  }
+  const uint8_t *table = segmentFor(pos).table.p;
+  for (int64_t c = 0; c < C; ++c)
+    k[c] = halfToFloat(
+        read16(table, c * kLevels_ + packedCodeAt(s.kq.p, c, kb_)));
+  const uint8_t *kOutliers = s.kq.p + packedBytes(C, kb_);
+  for (int64_t o = 0; o < s.kOut; ++o)
+    k[read16(kOutliers, 2 * o + 1)] = halfToFloat(read16(kOutliers, 2 * o));
+
+  const int64_t tables = int64_t{cfg_.num_kv_heads} * vLevels_;
+  const uint8_t *packed = s.vq.p + 2 * tables;
+  for (int64_t c = 0; c < C; ++c)
+    v[c] = halfToFloat(read16(
+        s.vq.p, (c / D) * vLevels_ + packedCodeAt(packed, c, vb_)));
+  const uint8_t *vOutliers = packed + packedBytes(C, vb_);
+  for (int64_t o = 0; o < s.vOut; ++o)
+    v[read16(vOutliers, 2 * o + 1)] = halfToFloat(read16(vOutliers, 2 * o));
+}
+
+void KvquantStore::addStats(kvq_stats &st) const {
+  const int64_t C = channels_;
+  const int64_t valueTables = 2 * int64_t{cfg_.num_kv_heads} * vLevels_;
+  st.tokens += length();
+  for (const Slot &s : slots_) {
+    if (s.sink) {
+      ++st.sink_tokens;
+      st.sink_bytes += s.kf.size + s.vf.size;
+    } else if (s.kf) {
+      ++st.residual_tokens;
+      st.residual_bytes += s.kf.size + s.vf.size;
+    } else {
+      ++st.compressed_tokens;
+      st.code_bytes += packedBytes(C, kb_) + packedBytes(C, vb_);
+      st.level_table_bytes += valueTables;
+      st.outlier_count += s.kOut + s.vOut;
+      st.outlier_bytes += kOutlierBytes * (s.kOut + s.vOut);
+    }
+  }
+  for (const Segment &s : segs_)
+    st.level_table_bytes += s.table.size;
+}
+
+void KvquantStore::sinkPositions(std::vector<int64_t> &out) const {
+  out.clear();
+  for (size_t p = 0; p < slots_.size(); ++p)
+    if (slots_[p].sink)
+      out.push_back(static_cast<int64_t>(p));
+}
+
+void KvquantStore::releaseAll() {
+  for (Slot &s : slots_) {
+    payload_.release(s.kf);
+    payload_.release(s.vf);
+    payload_.release(s.kq);
+    payload_.release(s.vq);
+  }
+  for (Segment &s : segs_)
+    payload_.release(s.table);
+  slots_.clear();
+  segs_.clear();
+}
+
+} // namespace
+
+std::unique_ptr<LayerStore> kvq::makeKvquantStore(const kvq_config &cfg,
+                                                  Payload &payload) {
+  return std::make_unique<KvquantStore>(cfg, payload);
+}

@@ -1,0 +1,69 @@
+//===- internal_test.cpp - Reference kernels below the C ABI --------------===//
+//
+// Checks that need the internal kernel interface: Lloyd-Max distortion per
+// sweep (float levels, before fp16 rounding) and the dispatch table.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "fp16.h"
+#include "kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+TEST(LloydInternal, DistortionIsMonotoneNonIncreasingPerSweep) {
+  std::mt19937_64 gen(99);
+  for (int bits : {2, 3, 4, 8}) {
+    std::vector<float> x(3000), scratch(3000);
+    for (float &f : x) {
+      double u = (static_cast<double>(gen() >> 11) + 0.5) / 9007199254740992.0;
+      double s = u < 0.5 ? -1 : 1;
+      f = static_cast<float>(-s * std::log(1 - 2 * std::fabs(u - 0.5)));
+    }
+    std::vector<double> trace(21);
+    float levels[kvq::kMaxLevels];
+    ASSERT_EQ(kvq::lloydFitRef(x.data(), 3000, 1, nullptr, 0, bits, 20,
+                               scratch.data(), levels, trace.data()),
+              3000);
+    for (int i = 1; i <= 20; ++i)
+      EXPECT_LE(trace[i], trace[i - 1]) << "bits " << bits << " sweep " << i;
+    EXPECT_LT(trace[20], trace[0]) << "bits " << bits;
+  }
+}
+
+TEST(LloydInternal, NearestLevelTiesGoToTheLowerLevel) {
+  float levels[] = {0.0f, 1.0f, 1.0f, 3.0f};
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, 0.5f), 0);
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, 1.0f), 1);
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, 2.0f), 1);
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, 2.5f), 3);
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, 9.0f), 3);
+  EXPECT_EQ(kvq::nearestLevel(levels, 4, -9.0f), 0);
+}
+
+TEST(KernelTable, ActiveTableIsTheReferenceForNow) {
+  EXPECT_STREQ(kvq::kernels().name, "reference");
+  EXPECT_EQ(&kvq::kernels(), &kvq::referenceKernels());
+}
+
+TEST(OutlierCount, CeilWithoutFloatRoundUp) {
+  EXPECT_EQ(kvq::outlierCount(0.07f, 100), 7); // 0.07f * 100 = 7.0000000298
+  EXPECT_EQ(kvq::outlierCount(0.01f, 128), 2);
+  EXPECT_EQ(kvq::outlierCount(0.01f, 64), 1);
+  EXPECT_EQ(kvq::outlierCount(0.0f, 64), 0);
+  EXPECT_EQ(kvq::outlierCount(0.5f, 0), 0);
+}
+
+TEST(Fp16Internal, SubnormalsAndOverflow) {
+  EXPECT_EQ(kvq::floatToHalf(5.9604644775390625e-8f), 0x0001);
+  EXPECT_EQ(kvq::floatToHalf(2.98023223876953125e-8f), 0x0000); // tie -> even
+  EXPECT_EQ(kvq::floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(kvq::floatToHalf(65520.0f), 0x7c00);
+  EXPECT_EQ(kvq::floatToHalf(-1e-30f), 0x8000);
+  EXPECT_TRUE(std::isnan(kvq::halfToFloat(kvq::floatToHalf(NAN))));
+  for (uint32_t h = 0; h < 0x7c00; ++h)
+    ASSERT_EQ(kvq::floatToHalf(kvq::halfToFloat(static_cast<uint16_t>(h))), h);
+}
