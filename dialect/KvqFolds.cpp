@@ -18,9 +18,11 @@ LogicalResult OutlierSplitOp::fold(FoldAdaptor,
                                    SmallVectorImpl<OpFoldResult> &results) {
   if (!getFraction().isZero())
     return failure();
-  auto maskType = getMask().getType();
-  auto thresholdType = getThreshold().getType();
-  if (!maskType.hasStaticShape() || !thresholdType.hasStaticShape())
+  // Constants exist for tensors only; the memref form is left alone.
+  auto maskType = dyn_cast<RankedTensorType>(getMask().getType());
+  auto thresholdType = dyn_cast<RankedTensorType>(getThreshold().getType());
+  if (!maskType || !thresholdType || !maskType.hasStaticShape() ||
+      !thresholdType.hasStaticShape())
     return failure();
   results.push_back(DenseElementsAttr::get(maskType, false));
   results.push_back(DenseElementsAttr::get(
@@ -31,11 +33,11 @@ LogicalResult OutlierSplitOp::fold(FoldAdaptor,
 /// Selecting 0 of T tokens gives no positions; selecting all T gives every
 /// position in ascending order. Large iotas are left alone.
 OpFoldResult SinkSelectOp::fold(FoldAdaptor) {
-  auto type = getPositions().getType();
-  int64_t tokens = getNorms().getType().getDimSize(0);
+  auto type = dyn_cast<RankedTensorType>(getPositions().getType());
+  int64_t tokens = cast<ShapedType>(getNorms().getType()).getDimSize(0);
   int64_t count = getCount();
   constexpr int64_t kMaxFoldedPositions = 4096;
-  if (!type.hasStaticShape() || count > kMaxFoldedPositions)
+  if (!type || !type.hasStaticShape() || count > kMaxFoldedPositions)
     return {};
   if (count != 0 && count != tokens)
     return {};

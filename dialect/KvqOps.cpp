@@ -37,6 +37,72 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return text;
 }
 
+/// Operands and results are all tensors (a model graph) or all memrefs
+/// (after bufferization); a mix has no meaning.
+static LogicalResult verifyOneKind(Operation *op) {
+  bool tensors = false, memrefs = false;
+  auto note = [&](Type type) {
+    tensors |= isa<TensorType>(type);
+    memrefs |= isa<MemRefType>(type);
+  };
+  llvm::for_each(op->getOperandTypes(), note);
+  llvm::for_each(op->getResultTypes(), note);
+  if (tensors && memrefs)
+    return op->emitOpError(
+        "mixes tensors and memrefs; use all tensors or all memrefs");
+  return success();
+}
+
+/// Memref operands are read; memref results are fresh allocations the op
+/// fills. Tensor forms have no memory effects.
+static void addBufferEffects(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<MemRefType>(operand.get().getType()))
+      effects.emplace_back(MemoryEffects::Read::get(), &operand);
+  for (OpResult result : op->getResults())
+    if (isa<MemRefType>(result.getType())) {
+      effects.emplace_back(MemoryEffects::Allocate::get(), result);
+      effects.emplace_back(MemoryEffects::Write::get(), result);
+    }
+}
+
+#define KVQ_BUFFER_EFFECTS(OP)                                                 \
+  void OP::getEffects(                                                         \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    addBufferEffects(*this, effects);                                          \
+  }
+KVQ_BUFFER_EFFECTS(GroupQuantOp)
+KVQ_BUFFER_EFFECTS(GroupDequantOp)
+KVQ_BUFFER_EFFECTS(NuqFitOp)
+KVQ_BUFFER_EFFECTS(NuqQuantOp)
+KVQ_BUFFER_EFFECTS(NuqDequantOp)
+KVQ_BUFFER_EFFECTS(OutlierSplitOp)
+KVQ_BUFFER_EFFECTS(OutlierScreenOp)
+KVQ_BUFFER_EFFECTS(KeyNormOp)
+KVQ_BUFFER_EFFECTS(SinkSelectOp)
+#undef KVQ_BUFFER_EFFECTS
+
+/// The cache is read and written: the append mutates runtime state.
+void CacheUpdateOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getCacheMutable());
+  effects.emplace_back(MemoryEffects::Write::get(), &getCacheMutable());
+  addBufferEffects(*this, effects);
+}
+
+/// Attention only reads the cache.
+void CacheAttendOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getCacheMutable());
+  addBufferEffects(*this, effects);
+}
+
 /// Rejects bit widths the runtime cannot store.
 static LogicalResult verifyBits(Operation *op, int64_t bits) {
   if (CacheConfigAttr::isSupportedBits(bits))
@@ -101,9 +167,11 @@ static SmallVector<int64_t> levelShape(ArrayRef<int64_t> grouped,
 //===----------------------------------------------------------------------===//
 
 LogicalResult GroupQuantOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   if (failed(verifyBits(*this, getBits())))
     return failure();
-  auto input = getInput().getType();
+  auto input = cast<ShapedType>(getInput().getType());
   auto grouped = groupedShape(*this, input, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "codes", getCodes().getType(),
@@ -116,9 +184,11 @@ LogicalResult GroupQuantOp::verify() {
 }
 
 LogicalResult GroupDequantOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   if (failed(verifyBits(*this, getBits())))
     return failure();
-  auto codes = getCodes().getType();
+  auto codes = cast<ShapedType>(getCodes().getType());
   auto grouped = groupedShape(*this, codes, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "scale", getScale().getType(), *grouped)) ||
@@ -130,9 +200,11 @@ LogicalResult GroupDequantOp::verify() {
 }
 
 LogicalResult NuqFitOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   if (failed(verifyBits(*this, getBits())))
     return failure();
-  auto input = getInput().getType();
+  auto input = cast<ShapedType>(getInput().getType());
   auto grouped = groupedShape(*this, input, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
@@ -142,9 +214,11 @@ LogicalResult NuqFitOp::verify() {
 }
 
 LogicalResult NuqQuantOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   if (failed(verifyBits(*this, getBits())))
     return failure();
-  auto input = getInput().getType();
+  auto input = cast<ShapedType>(getInput().getType());
   auto grouped = groupedShape(*this, input, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
@@ -155,9 +229,11 @@ LogicalResult NuqQuantOp::verify() {
 }
 
 LogicalResult NuqDequantOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   if (failed(verifyBits(*this, getBits())))
     return failure();
-  auto codes = getCodes().getType();
+  auto codes = cast<ShapedType>(getCodes().getType());
   auto grouped = groupedShape(*this, codes, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
@@ -168,11 +244,13 @@ LogicalResult NuqDequantOp::verify() {
 }
 
 LogicalResult OutlierSplitOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   double fraction = getFraction().convertToDouble();
   if (!(fraction >= 0.0 && fraction < 1.0))
     return emitOpError() << "outlier fraction " << fraction
                          << " is outside [0, 1)";
-  auto input = getInput().getType();
+  auto input = cast<ShapedType>(getInput().getType());
   auto grouped = groupedShape(*this, input, getAxis(), getGroup());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "mask", getMask().getType(),
@@ -184,7 +262,9 @@ LogicalResult OutlierSplitOp::verify() {
 }
 
 LogicalResult OutlierScreenOp::verify() {
-  auto input = getInput().getType();
+  if (failed(verifyOneKind(*this)))
+    return failure();
+  auto input = cast<ShapedType>(getInput().getType());
   if (input.getRank() < 2)
     return emitOpError() << "expects an input of rank >= 2 (tokens x "
                             "channels), got rank "
@@ -196,7 +276,9 @@ LogicalResult OutlierScreenOp::verify() {
 }
 
 LogicalResult KeyNormOp::verify() {
-  auto keys = getKeys().getType();
+  if (failed(verifyOneKind(*this)))
+    return failure();
+  auto keys = cast<ShapedType>(getKeys().getType());
   if (keys.getRank() != 3)
     return emitOpError() << "expects keys of rank 3 (tokens x kv_heads x "
                             "head_dim), got rank "
@@ -206,7 +288,9 @@ LogicalResult KeyNormOp::verify() {
 }
 
 LogicalResult SinkSelectOp::verify() {
-  int64_t tokens = getNorms().getType().getDimSize(0);
+  if (failed(verifyOneKind(*this)))
+    return failure();
+  int64_t tokens = cast<ShapedType>(getNorms().getType()).getDimSize(0);
   int64_t count = getCount();
   if (!ShapedType::isDynamic(tokens) && count > tokens)
     return emitOpError() << "sink count " << count << " exceeds the " << tokens
@@ -231,7 +315,7 @@ static LogicalResult verifyLayer(Operation *op, CacheType cache,
 /// Checks that a K/V tensor is [tokens, kv_heads, head_dim] of `elementType`.
 static LogicalResult verifyKVTensor(Operation *op, StringRef what, Type type,
                                     CacheType cache, Type elementType) {
-  auto tensor = cast<RankedTensorType>(type);
+  auto tensor = cast<ShapedType>(type);
   SmallVector<int64_t> expected = {ShapedType::kDynamic, cache.getKvHeads(),
                                    cache.getHeadDim()};
   if (tensor.getRank() != 3 ||
@@ -249,6 +333,8 @@ static LogicalResult verifyKVTensor(Operation *op, StringRef what, Type type,
 }
 
 LogicalResult CacheUpdateOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   CacheType cache = getCache().getType();
   Type element = cache.getElementType();
   if (failed(verifyLayer(*this, cache, getLayer())) ||
@@ -272,10 +358,12 @@ LogicalResult CacheUpdateOp::verify() {
 }
 
 LogicalResult CacheAttendOp::verify() {
+  if (failed(verifyOneKind(*this)))
+    return failure();
   CacheType cache = getCache().getType();
   if (failed(verifyLayer(*this, cache, getLayer())))
     return failure();
-  auto queries = getQueries().getType();
+  auto queries = cast<ShapedType>(getQueries().getType());
   if (queries.getRank() != 3)
     return emitOpError() << "expects queries of rank 3 (steps x q_heads x "
                             "head_dim), got rank "

@@ -14,11 +14,24 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Operand and attribute constraints
 //===----------------------------------------------------------------------===//
 
-def Kvq_FloatTensor : RankedTensorOf<[F16, F32]>;
-def Kvq_CodeTensor : RankedTensorOf<[I8]>;
-def Kvq_F16Tensor : RankedTensorOf<[F16]>;
-def Kvq_MaskTensor : RankedTensorOf<[I1]>;
-def Kvq_F32Tensor : RankedTensorOf<[F32]>;
+// Every primitive op works on ranked tensors (model graphs) and, after
+// bufferization, on memrefs; one op is all tensors or all memrefs.
+class Kvq_Array<list<Type> elements, string what>
+    : AnyTypeOf<[RankedTensorOf<elements>, MemRefOf<elements>],
+                "ranked tensor or memref of " # what>;
+class Kvq_Vector<list<Type> elements, string what>
+    : AnyTypeOf<[RankedTensorOf<elements, [HasAnyRankOfPred<[1]>]>,
+                 MemRefRankOf<elements, [1]>],
+                "1-D ranked tensor or memref of " # what>;
+
+def Kvq_FloatTensor : Kvq_Array<[F16, F32], "f16 or f32">;
+def Kvq_CodeTensor : Kvq_Array<[I8], "i8 codes">;
+def Kvq_F16Tensor : Kvq_Array<[F16], "f16">;
+def Kvq_MaskTensor : Kvq_Array<[I1], "i1">;
+def Kvq_F32Tensor : Kvq_Array<[F32], "f32">;
+def Kvq_F32Vector : Kvq_Vector<[F32], "f32">;
+def Kvq_I64Vector : Kvq_Vector<[I64], "i64">;
+def Kvq_BufferEffects : DeclareOpInterfaceMethods<MemoryEffectsOpInterface>;
 def Kvq_GroupSizeAttr : ConfinedAttr<I64Attr, [IntPositive]>;
 def Kvq_LayerAttr : ConfinedAttr<I64Attr, [IntNonNegative]>;
 
@@ -26,7 +39,7 @@ def Kvq_LayerAttr : ConfinedAttr<I64Attr, [IntNonNegative]>;
 // Uniform group quantization (KIVI)
 //===----------------------------------------------------------------------===//
 
-def Kvq_GroupQuantOp : Kvq_Op<"group_quant", [Pure]> {
+def Kvq_GroupQuantOp : Kvq_Op<"group_quant", [Kvq_BufferEffects]> {
   let summary = "uniform min/max quantization in fixed-size groups";
   let description = [{
     Splits `input` into groups of `group` elements along `axis` and maps each
@@ -69,7 +82,7 @@ def Kvq_GroupQuantOp : Kvq_Op<"group_quant", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kvq_GroupDequantOp : Kvq_Op<"group_dequant", [Pure]> {
+def Kvq_GroupDequantOp : Kvq_Op<"group_dequant", [Kvq_BufferEffects]> {
   let summary = "inverse of kvq.group_quant";
   let description = [{
     Reconstructs `code * scale + zero_point` for each element, with the
@@ -105,7 +118,7 @@ def Kvq_GroupDequantOp : Kvq_Op<"group_dequant", [Pure]> {
 // Non-uniform quantization (KVQuant-NUQ)
 //===----------------------------------------------------------------------===//
 
-def Kvq_NuqFitOp : Kvq_Op<"nuq_fit", [Pure]> {
+def Kvq_NuqFitOp : Kvq_Op<"nuq_fit", [Kvq_BufferEffects]> {
   let summary = "fit Lloyd-Max non-uniform levels per vector";
   let description = [{
     For each vector (a group of `group` elements along `axis`), fits `2^bits`
@@ -140,7 +153,7 @@ def Kvq_NuqFitOp : Kvq_Op<"nuq_fit", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kvq_NuqQuantOp : Kvq_Op<"nuq_quant", [Pure]> {
+def Kvq_NuqQuantOp : Kvq_Op<"nuq_quant", [Kvq_BufferEffects]> {
   let summary = "map each element to its nearest non-uniform level";
   let description = [{
     Code of the nearest level of the element's vector (ties to the lower
@@ -168,7 +181,7 @@ def Kvq_NuqQuantOp : Kvq_Op<"nuq_quant", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kvq_NuqDequantOp : Kvq_Op<"nuq_dequant", [Pure]> {
+def Kvq_NuqDequantOp : Kvq_Op<"nuq_dequant", [Kvq_BufferEffects]> {
   let summary = "non-uniform dequantization by table lookup";
   let description = [{
     `output = levels[vector][code]` for each element.
@@ -199,7 +212,7 @@ def Kvq_NuqDequantOp : Kvq_Op<"nuq_dequant", [Pure]> {
 // Dense-and-sparse outliers
 //===----------------------------------------------------------------------===//
 
-def Kvq_OutlierSplitOp : Kvq_Op<"outlier_split", [Pure]> {
+def Kvq_OutlierSplitOp : Kvq_Op<"outlier_split", [Kvq_BufferEffects]> {
   let summary = "rank-based dense-and-sparse outlier selection";
   let description = [{
     For each vector (a group of `group` elements along `axis`) with `n`
@@ -233,7 +246,7 @@ def Kvq_OutlierSplitOp : Kvq_Op<"outlier_split", [Pure]> {
   let hasFolder = 1;
 }
 
-def Kvq_OutlierScreenOp : Kvq_Op<"outlier_screen", [Pure]> {
+def Kvq_OutlierScreenOp : Kvq_Op<"outlier_screen", [Kvq_BufferEffects]> {
   let summary = "screen elements against frozen per-channel thresholds";
   let description = [{
     The decode form of `kvq.outlier_split`: a single decode token has no
@@ -261,7 +274,7 @@ def Kvq_OutlierScreenOp : Kvq_Op<"outlier_screen", [Pure]> {
 // Attention sinks
 //===----------------------------------------------------------------------===//
 
-def Kvq_KeyNormOp : Kvq_Op<"key_norm", [Pure]> {
+def Kvq_KeyNormOp : Kvq_Op<"key_norm", [Kvq_BufferEffects]> {
   let summary = "per-token key L2 norm, averaged over KV heads";
   let description = [{
     `norms[t] = mean over heads h of ||keys[t, h, :]||_2`: the cache-observable
@@ -274,12 +287,12 @@ def Kvq_KeyNormOp : Kvq_Op<"key_norm", [Pure]> {
     ```
   }];
   let arguments = (ins Kvq_FloatTensor:$keys);
-  let results = (outs RankedTensorOf<[F32], [HasAnyRankOfPred<[1]>]>:$norms);
+  let results = (outs Kvq_F32Vector:$norms);
   let assemblyFormat = "$keys attr-dict `:` type($keys) `->` type($norms)";
   let hasVerifier = 1;
 }
 
-def Kvq_SinkSelectOp : Kvq_Op<"sink_select", [Pure]> {
+def Kvq_SinkSelectOp : Kvq_Op<"sink_select", [Kvq_BufferEffects]> {
   let summary = "top-k token positions by key norm";
   let description = [{
     The positions of the `count` largest norms, ties to the earlier
@@ -293,10 +306,10 @@ def Kvq_SinkSelectOp : Kvq_Op<"sink_select", [Pure]> {
     ```
   }];
   let arguments = (ins
-    RankedTensorOf<[F32], [HasAnyRankOfPred<[1]>]>:$norms,
+    Kvq_F32Vector:$norms,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$count
   );
-  let results = (outs RankedTensorOf<[I64], [HasAnyRankOfPred<[1]>]>:$positions);
+  let results = (outs Kvq_I64Vector:$positions);
   let assemblyFormat = [{
     $norms `count` $count attr-dict `:` type($norms) `->` type($positions)
   }];
@@ -341,7 +354,7 @@ def Kvq_CacheDestroyOp : Kvq_Op<"cache_destroy"> {
   let assemblyFormat = "$cache attr-dict `:` type($cache)";
 }
 
-def Kvq_CacheUpdateOp : Kvq_Op<"cache_update"> {
+def Kvq_CacheUpdateOp : Kvq_Op<"cache_update", [Kvq_BufferEffects]> {
   let summary = "append K/V tokens to a layer, optionally fetching it";
   let description = [{
     Appends `keys` and `values` (`[tokens, kv_heads, head_dim]` of the
@@ -361,7 +374,7 @@ def Kvq_CacheUpdateOp : Kvq_Op<"cache_update"> {
     ```
   }];
   let arguments = (ins
-    Arg<Kvq_CacheType, "", [MemRead, MemWrite]>:$cache,
+    Kvq_CacheType:$cache,
     Kvq_LayerAttr:$layer,
     Kvq_FloatTensor:$keys,
     Kvq_FloatTensor:$values
@@ -374,7 +387,7 @@ def Kvq_CacheUpdateOp : Kvq_Op<"cache_update"> {
   let hasVerifier = 1;
 }
 
-def Kvq_CacheAttendOp : Kvq_Op<"cache_attend"> {
+def Kvq_CacheAttendOp : Kvq_Op<"cache_attend", [Kvq_BufferEffects]> {
   let summary = "causal attention straight over the quantized cache";
   let description = [{
     `softmax(q kᵀ / sqrt(head_dim)) v` for `queries` `[steps, q_heads,
@@ -391,7 +404,7 @@ def Kvq_CacheAttendOp : Kvq_Op<"cache_attend"> {
     ```
   }];
   let arguments = (ins
-    Arg<Kvq_CacheType, "", [MemRead]>:$cache,
+    Kvq_CacheType:$cache,
     Kvq_LayerAttr:$layer,
     Kvq_F32Tensor:$queries
   );

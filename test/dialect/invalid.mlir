@@ -197,7 +197,7 @@ func.func @exclude_shape_mismatch(%k: tensor<8x128xf16>, %m: tensor<8xi1>) {
 // -----
 
 func.func @codes_not_i8(%k: tensor<8x128xf16>) {
-  // expected-error @below {{result #0 must be ranked tensor of 8-bit signless integer values}}
+  // expected-error @below {{result #0 must be ranked tensor or memref of i8 codes}}
   %c, %s, %z = kvq.group_quant %k axis per_token group 32 bits 2
       : tensor<8x128xf16> -> tensor<8x128xi32>, tensor<8x4xf16>, tensor<8x4xf16>
   return
@@ -567,5 +567,14 @@ func.func @attend_output(%c: !cache, %q: tensor<1x16x64xf32>) {
 func.func @stats_layer(%c: !cache) {
   // expected-error @below {{layer 2 is out of range for a cache of 2 layers}}
   %t, %b, %f, %e = kvq.cache_stats %c[2] : !cache
+  return
+}
+
+// -----
+
+func.func @mixed_tensor_and_memref(%k: memref<8x128xf16>) {
+  // expected-error @below {{mixes tensors and memrefs; use all tensors or all memrefs}}
+  %c, %s, %z = kvq.group_quant %k axis per_token group 32 bits 2
+      : memref<8x128xf16> -> tensor<8x128xi8>, tensor<8x4xf16>, tensor<8x4xf16>
   return
 }

@@ -117,3 +117,19 @@ func.func @cache_f32_kvquant(%c: !nuq, %k: tensor<1x2x64xf32>) {
 func.func @method_attr() attributes {kvq.method = #kvq.method<kvquant>} {
   return
 }
+
+// After bufferization the same ops work on memrefs; results are fresh buffers.
+// CHECK-LABEL: func.func @memref_forms
+func.func @memref_forms(%v: memref<16x2x64xf16>, %c: !sink, %q: memref<1x8x64xf32>)
+    -> memref<1x8x64xf32> {
+  // CHECK: kvq.group_quant %{{.*}} axis per_token group 32 bits 2 : memref<16x2x64xf16> -> memref<16x2x64xi8>, memref<16x2x2xf16>, memref<16x2x2xf16>
+  %codes, %s, %z = kvq.group_quant %v axis per_token group 32 bits 2
+      : memref<16x2x64xf16> -> memref<16x2x64xi8>, memref<16x2x2xf16>, memref<16x2x2xf16>
+  // CHECK: kvq.key_norm %{{.*}} : memref<16x2x64xf16> -> memref<16xf32>
+  %n = kvq.key_norm %v : memref<16x2x64xf16> -> memref<16xf32>
+  // CHECK: kvq.sink_select %{{.*}} count 2 : memref<16xf32> -> memref<2xi64>
+  %p = kvq.sink_select %n count 2 : memref<16xf32> -> memref<2xi64>
+  // CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, memref<1x8x64xf32> -> memref<1x8x64xf32>
+  %o = kvq.cache_attend %c[0], %q : !sink, memref<1x8x64xf32> -> memref<1x8x64xf32>
+  return %o : memref<1x8x64xf32>
+}

@@ -4,6 +4,7 @@
 // mixes func, tensor, linalg, arith, ...), plus the kvq dialect and passes.
 //
 //===----------------------------------------------------------------------===//
+#include "dialect/KvqBufferization.h"
 #include "dialect/KvqDialect.h"
 #include "passes/Passes.h"
 
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<mlir::kvq::KvqDialect>();
+  mlir::kvq::registerBufferizableOpInterfaceExternalModels(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "kvq optimizer driver: the kvq dialect and its passes\n",
