@@ -183,7 +183,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
   // fresh fits), which wait fp16 for the next refit.
   const int64_t sinks =
       L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
-  const int64_t first = std::max(L0 + sinks, quantizedUpTo_);
+  const int64_t first = L0 == 0 ? sinks : quantizedUpTo_;
   std::vector<std::pair<int64_t, int64_t>> fits; // [a, b) batches to fit
   int64_t quantEnd = first;                      // [first, quantEnd) now
   if (segs_.empty()) {

@@ -42,6 +42,9 @@ extern "C" {
  *===----------------------------------------------------------------------===*/
 
 /// Result of every runtime entry point. Values are stable (part of the ABI).
+/// Every enum has a *_MAX_ENUM sentinel so that any 32-bit value a caller
+/// passes is a valid value of the type (the runtime rejects unknown ones
+/// with a status instead of relying on undefined behaviour).
 typedef enum kvq_status {
   KVQ_OK = 0,
   KVQ_ERR_NULL_POINTER = 1,       ///< a required pointer argument was null
@@ -56,6 +59,7 @@ typedef enum kvq_status {
   KVQ_ERR_OUT_OF_MEMORY = 10,     ///< the allocator returned null
   KVQ_ERR_BUFFER_TOO_SMALL = 11,  ///< a caller buffer is smaller than needed
   KVQ_ERR_CORRUPT_DATA = 12,      ///< a serialized cache failed its checks
+  KVQ_STATUS_MAX_ENUM = 0x7fffffff ///< not a status: makes the enum 32-bit
 } kvq_status;
 
 /// Static, human-readable name of a status ("ok", "null pointer", ...).
@@ -76,18 +80,21 @@ typedef enum kvq_method {
   KVQ_METHOD_KIVI = 1,      ///< "kivi": uniform group quantization
   KVQ_METHOD_KIVI_SINK = 2, ///< "kivi_sink": KIVI + dynamic sink protection
   KVQ_METHOD_KVQUANT = 3,   ///< "kvquant": NUQ + dense-and-sparse + sinks
+  KVQ_METHOD_MAX_ENUM = 0x7fffffff
 } kvq_method;
 
 /// How KIVI keys leave the fp16 residual window.
 typedef enum kvq_residual_mode {
   KVQ_RESIDUAL_SLIDING = 0, ///< keys leave in whole groups of G (seed rule)
   KVQ_RESIDUAL_BLOCK = 1,   ///< keys leave R at a time (KIVI's official code)
+  KVQ_RESIDUAL_MAX_ENUM = 0x7fffffff
 } kvq_residual_mode;
 
 /// Element type of K/V/Q buffers passed to or returned by the runtime.
 typedef enum kvq_dtype {
   KVQ_DTYPE_F16 = 0, ///< uint16_t binary16 bit patterns
   KVQ_DTYPE_F32 = 1, ///< float
+  KVQ_DTYPE_MAX_ENUM = 0x7fffffff
 } kvq_dtype;
 
 /// The dimension of a [rows, cols] matrix that a quantization group runs
@@ -97,6 +104,7 @@ typedef enum kvq_dtype {
 typedef enum kvq_axis {
   KVQ_AXIS_PER_TOKEN = 0,
   KVQ_AXIS_PER_CHANNEL = 1,
+  KVQ_AXIS_MAX_ENUM = 0x7fffffff
 } kvq_axis;
 
 /// Storage of integer codes in kernel outputs/inputs.
@@ -108,21 +116,28 @@ typedef enum kvq_axis {
 typedef enum kvq_code_layout {
   KVQ_CODES_UNPACKED = 0,
   KVQ_CODES_PACKED = 1,
+  KVQ_CODES_MAX_ENUM = 0x7fffffff
 } kvq_code_layout;
 
 /// Compute backend of a cache.
 typedef enum kvq_backend {
   KVQ_BACKEND_CPU = 0,
   KVQ_BACKEND_METAL = 1,
+  KVQ_BACKEND_MAX_ENUM = 0x7fffffff
 } kvq_backend;
 
 /*===----------------------------------------------------------------------===*
  * Configuration
  *===----------------------------------------------------------------------===*/
 
-/// Optional allocator for all memory a cache holds. alloc(user, size) returns
-/// size bytes aligned to at least 64, or null on failure; release(user, ptr,
-/// size) frees a block alloc returned. A zeroed struct means malloc/free.
+/// Optional allocator for the cache's payload: every block of codes, scales,
+/// level tables, outliers and fp16 rows is one exact-size alloc call, so the
+/// bytes live in this allocator always equal kvq_stats.total_bytes of the
+/// whole cache. Bookkeeping (the handle, per-token index arrays) uses
+/// malloc. alloc(user, size) returns size bytes aligned like malloc, or null
+/// on failure (the update then fails with KVQ_ERR_OUT_OF_MEMORY and changes
+/// nothing); release(user, ptr, size) frees a block alloc returned. Both
+/// null means malloc/free; setting only one is KVQ_ERR_INVALID_ARGUMENT.
 typedef struct kvq_allocator {
   void *(*alloc)(void *user, size_t size);
   void (*release)(void *user, void *ptr, size_t size);
@@ -142,7 +157,7 @@ typedef struct kvq_config {
   int32_t lloyd_iters;       ///< kvquant_lloyd_iters
   int32_t refit_interval;    ///< kvquant_refit_interval, 0 = frozen keys
   int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16
-  int32_t kvquant_group_size; ///< kvquant_group_size (see README)
+  int32_t kvquant_group_size; ///< must be 32: no effect (docs/RUNTIME.md)
   int32_t num_layers;        ///< layers held by the cache
   int32_t num_kv_heads;      ///< KV heads per layer
   int32_t head_dim;          ///< channels per head

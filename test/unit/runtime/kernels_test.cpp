@@ -54,7 +54,7 @@ TEST(UniformQuant, QuantizesWithTheFp16RoundedScale) {
   x[0] = 0.0f;
   x[1] = 1.0f;
   for (int i = 2; i < n; ++i)
-    x[i] = fromHalf(static_cast<uint16_t>(0x2000 + i * 7)); // spread in (0,1)
+    x[i] = fromHalf(toHalf(static_cast<float>(i) / n)); // spread in (0, 1)
   std::vector<uint8_t> codes(n);
   uint16_t scale, zero;
   ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 1, n, KVQ_AXIS_PER_TOKEN,
@@ -292,7 +292,7 @@ TEST(KernelBadArguments, NuqFitQuantDequant) {
                             KVQ_DTYPE_F32),
             KVQ_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(kvq_nuq_dequant(codes.data(), KVQ_CODES_UNPACKED, desc.data(), 8, 8,
-                            KVQ_AXIS_PER_TOKEN, 8, 4, out.data(),
+                            KVQ_AXIS_PER_TOKEN, 8, 5, out.data(),
                             KVQ_DTYPE_F32),
             KVQ_ERR_UNSUPPORTED_BITS);
 }

@@ -95,26 +95,39 @@ double reduction(int64_t n, int bits) {
 } // namespace
 
 TEST(Nuq, LowerMseThanUniformOnLaplacianData) {
-  for (int bits : {2, 3, 4})
+  for (int bits : {2, 3})
     for (int64_t n : {64, 256, 4096})
       EXPECT_GT(reduction(n, bits), 0.2) << "bits " << bits << " n " << n;
+  EXPECT_GT(reduction(4096, 4), 0.3);
+}
+
+TEST(Nuq, FourBitsOnShortVectorsLosesToUniform) {
+  // A documented limitation, not a goal: 16 levels fit on 64 samples by
+  // quantile initialisation + 8 Lloyd sweeps end in a local optimum about
+  // 40% worse than uniform min/max (more sweeps do not escape it). The
+  // seed's "NUQ strictly reduces error" holds for 2-3 bits, and for 4 bits
+  // only on long vectors.
+  EXPECT_NEAR(reduction(64, 4), -0.39, 0.05);
+  EXPECT_NEAR(reduction(256, 4), -0.10, 0.05);
 }
 
 TEST(Nuq, SeedSeventyThreePercentAtThreeBitsNeedsLongVectors) {
   // The seed reports ~73% lower MSE than uniform at 3 bits on Laplacian
   // data without saying over what vector length. Uniform min/max loses more
   // as vectors grow (the range grows like log n, the bulk does not), so the
-  // reduction rises with n. Pinned: these figures (seeded data, 8 sweeps).
+  // reduction rises with n. Pinned: these figures (seeded data, 8 sweeps);
+  // the seed's ~73% sits between n = 2048 (69.5%) and n = 4096 (74.5%).
   struct Row {
     int64_t n;
     double expected;
   };
-  const Row rows[] = {{32, 0.0}, {128, 0.0}, {512, 0.0}, {4096, 0.0}};
+  const Row rows[] = {{32, 0.153},   {128, 0.374},  {512, 0.557},
+                      {1024, 0.636}, {2048, 0.695}, {4096, 0.745}};
   for (const Row &r : rows) {
     double got = reduction(r.n, 3);
     std::printf("NUQ vs uniform, 3 bits, Laplace, n = %lld: %.1f%% lower MSE\n",
                 static_cast<long long>(r.n), 100.0 * got);
-    EXPECT_NEAR(got, r.expected, 0.02) << "n " << r.n;
+    EXPECT_NEAR(got, r.expected, 0.01) << "n " << r.n;
   }
 }
 
