@@ -355,6 +355,34 @@ KVQ_RT_EXPORT kvq_status kvq_key_norm(const void *keys, kvq_dtype dtype,
 KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
                                          int32_t k, int64_t *positions);
 
+/*===----------------------------------------------------------------------===*
+ * Entry points for compiled graphs (convert-kvq-to-runtime)
+ *
+ * Generated code passes only pointers and scalars, so these flatten what the
+ * functions above take as structs, and give the status check a home.
+ *===----------------------------------------------------------------------===*/
+
+/// kvq_cache_create with the configuration as scalars (in kvq_config field
+/// order; the allocator is malloc). Same ownership and statuses.
+KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
+    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
+    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
+    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
+    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
+    kvq_cache_t **out);
+
+/// The check generated after every runtime call. A non-zero status is
+/// printed to stderr as "kvq: error: <site>: <status>: <message>" and kept
+/// as this thread's pending status (the first one wins) for the host to
+/// read with kvq_take_pending_status(). Returns `status` unchanged. `site`
+/// may be null.
+KVQ_RT_EXPORT int32_t kvq_check_status(int32_t status, const char *site);
+
+/// The first status recorded by kvq_check_status() on this thread since the
+/// last call (KVQ_OK if none), and clears it.
+KVQ_RT_EXPORT kvq_status kvq_take_pending_status(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

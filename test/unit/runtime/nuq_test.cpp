@@ -203,8 +203,9 @@ TEST(Outliers, SplitSelectsTheTrueTopKByMagnitude) {
             KVQ_OK);
   std::vector<int> idx(1000);
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
-    return std::fabs(x[a]) > std::fabs(x[b]);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) {
+    float fa = std::fabs(x[a]), fb = std::fabs(x[b]);
+    return fa != fb ? fa > fb : a < b; // ties to the earlier index
   });
   const int k = 13; // ceil(0.013 * 1000)
   EXPECT_EQ(std::count(mask.begin(), mask.end(), 1), k);

@@ -1,0 +1,71 @@
+//===- compiled_abi.cpp - entry points used by compiled kvq graphs --------===//
+//
+// convert-kvq-to-runtime emits calls with pointer and scalar arguments only:
+// the flat cache constructor and the status check live here. The stats
+// struct is read by generated code at fixed offsets, pinned below.
+//
+//===----------------------------------------------------------------------===//
+#include "kvq/runtime.h"
+
+#include <cstddef>
+#include <cstdio>
+
+// passes/conversions/RuntimeABI.cpp reads kvq_stats as 14 consecutive
+// 8-byte slots: tokens at 0, total_bytes at 11, fp16_bytes at 12 and
+// effective_bits at 13.
+static_assert(sizeof(kvq_stats) == 14 * 8, "kvq_stats layout changed");
+static_assert(offsetof(kvq_stats, total_bytes) == 11 * 8, "kvq_stats layout");
+static_assert(offsetof(kvq_stats, fp16_bytes) == 12 * 8, "kvq_stats layout");
+static_assert(offsetof(kvq_stats, effective_bits) == 13 * 8,
+              "kvq_stats layout");
+
+namespace {
+/// The first failure a compiled graph hit on this thread.
+thread_local int32_t pendingStatus = KVQ_OK;
+} // namespace
+
+extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
+    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
+    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
+    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
+    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
+    kvq_cache_t **out) {
+  kvq_config cfg;
+  kvq_config_init(&cfg, KVQ_METHOD_FP16);
+  cfg.method = method;
+  cfg.key_bits = key_bits;
+  cfg.value_bits = value_bits;
+  cfg.group_size = group_size;
+  cfg.residual_length = residual_length;
+  cfg.residual_mode = residual_mode;
+  cfg.n_sink_tokens = n_sink_tokens;
+  cfg.outlier_fraction = outlier_fraction;
+  cfg.lloyd_iters = lloyd_iters;
+  cfg.refit_interval = refit_interval;
+  cfg.kvquant_n_sink = kvquant_n_sink;
+  cfg.kvquant_group_size = kvquant_group_size;
+  cfg.num_layers = num_layers;
+  cfg.num_kv_heads = num_kv_heads;
+  cfg.head_dim = head_dim;
+  cfg.backend = backend;
+  return kvq_cache_create(&cfg, out);
+}
+
+extern "C" KVQ_RT_EXPORT int32_t kvq_check_status(int32_t status,
+                                                  const char *site) {
+  if (status == KVQ_OK)
+    return status;
+  std::fprintf(stderr, "kvq: error: %s: %s: %s\n", site ? site : "(unknown)",
+               kvq_status_string(static_cast<kvq_status>(status)),
+               kvq_last_error());
+  if (pendingStatus == KVQ_OK)
+    pendingStatus = status;
+  return status;
+}
+
+extern "C" KVQ_RT_EXPORT kvq_status kvq_take_pending_status(void) {
+  kvq_status status = static_cast<kvq_status>(pendingStatus);
+  pendingStatus = KVQ_OK;
+  return status;
+}
