@@ -39,7 +39,8 @@ void Payload::release(Blk &block) {
 Blk Txn::allocate(int64_t size) {
   if (failed_)
     return Blk();
-  fresh_.reserve(fresh_.size() + 1); // may throw before the allocation
+  if (fresh_.size() == fresh_.capacity()) // may throw before the allocation
+    fresh_.reserve(2 * fresh_.size() + 8);
   Blk block = payload_.allocate(size);
   if (!block)
     failed_ = true;

@@ -53,6 +53,13 @@ protected:
   int64_t channels_;
 };
 
+/// Reserve room for `size` elements, growing geometrically so that appending
+/// one token stays amortised O(1) however long the cache is.
+template <class Vec> void reserveGeometric(Vec &v, size_t size) {
+  if (v.capacity() < size)
+    v.reserve(size > 2 * v.capacity() ? size : 2 * v.capacity());
+}
+
 std::unique_ptr<LayerStore> makeFp16Store(const kvq_config &, Payload &);
 std::unique_ptr<LayerStore> makeKiviStore(const kvq_config &, Payload &);
 std::unique_ptr<LayerStore> makeKvquantStore(const kvq_config &, Payload &);

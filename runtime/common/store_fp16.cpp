@@ -22,7 +22,7 @@ public:
     Txn txn(payload_);
     std::vector<Blk> fresh;
     fresh.reserve(static_cast<size_t>(n));
-    rows_.reserve(rows_.size() + static_cast<size_t>(n));
+    reserveGeometric(rows_, rows_.size() + static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
       Blk b = txn.allocate(2 * rowBytes);
       if (!b)

@@ -247,8 +247,8 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
       if (!isSink(p))
         txn.retire(slots_[static_cast<size_t>(p)].kf);
   }
-  slots_.reserve(static_cast<size_t>(L1));
-  groups_.reserve(groups_.size() + newGroups.size());
+  reserveGeometric(slots_, static_cast<size_t>(L1));
+  reserveGeometric(groups_, groups_.size() + newGroups.size());
 
   // 4. Commit: nothing below allocates or fails.
   slots_.resize(static_cast<size_t>(L1));

@@ -298,8 +298,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       }
     }
   }
-  slots_.reserve(static_cast<size_t>(L1));
-  segs_.reserve(segs_.size() + newSegs.size());
+  reserveGeometric(slots_, static_cast<size_t>(L1));
+  reserveGeometric(segs_, segs_.size() + newSegs.size());
 
   // Commit: nothing below allocates or fails.
   slots_.resize(static_cast<size_t>(L1));
