@@ -8,6 +8,11 @@
 
 #include "dialect/KvqDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::kvq {
@@ -17,6 +22,9 @@ namespace mlir::kvq {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// Registers the named pipelines --kvq-to-llvm and --kvq-to-metal.
+void registerKvqPipelines();
 
 } // namespace mlir::kvq
 

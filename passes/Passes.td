@@ -65,4 +65,51 @@ def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::kvq::KvqDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Conversions (kvq -> runtime calls)
+//===----------------------------------------------------------------------===//
+
+def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Lower kvq ops to calls of the kvq runtime library";
+  let description = [{
+    Replaces every kvq op in memref form (run `--one-shot-bufferize` first)
+    with a `func.call` of the runtime entry point that
+    `passes/conversions/RuntimeABI.cpp` names for `target`, passing bare
+    pointers and scalars exactly as `runtime/include/kvq/runtime.h` declares
+    them. Result buffers are `memref.alloc`ed by the generated code; the
+    runtime writes into them. `!kvq.cache` becomes an opaque `!llvm.ptr`,
+    in function signatures too. Callees are declared privately on first use.
+
+    `target=cpu` calls `kvq_*`; `target=metal` calls `kvq_metal_*`, passing
+    the Metal context (from `kvq_metal_default_context`) to stateless
+    kernels and creating caches with the Metal backend.
+
+    Every status a runtime call returns goes through `kvq_check_status`,
+    which prints `kvq: error: <op> (<symbol>) at <location>: <status>:
+    <message>` and records it for `kvq_take_pending_status()`. With
+    `on-error=abort` (the default) a `cf.assert` then stops the program;
+    with `on-error=report` execution continues, outputs of the failed call
+    are unspecified, and the host reads the pending status.
+
+    Example:
+
+    ```
+    kvq-opt --one-shot-bufferize="bufferize-function-boundaries" \
+            --convert-kvq-to-runtime="target=cpu" graph.mlir
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Runtime backend whose entry points are called: cpu or metal">,
+    Option<"onError", "on-error", "std::string", /*default=*/"\"abort\"",
+           "What generated code does after a failed runtime call: abort "
+           "(cf.assert) or report (record and continue)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // KVQ_PASSES_TD

@@ -17,6 +17,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::kvq::registerKvqPasses();
+  mlir::kvq::registerKvqPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

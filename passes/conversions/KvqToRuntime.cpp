@@ -1,0 +1,640 @@
+//===- KvqToRuntime.cpp - kvq ops to calls of the kvq runtime -------------===//
+//
+// convert-kvq-to-runtime: every kvq op (memref form, after bufferization)
+// becomes a call of the runtime entry point that RuntimeABI.cpp names for
+// the target, on bare pointers and scalars, so the C ABI of runtime.h is
+// called as written. !kvq.cache becomes an opaque !llvm.ptr. Every returned
+// status goes through kvq_check_status and, with on-error=abort, a
+// cf.assert: no failure passes silently.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/conversions/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::kvq {
+#define GEN_PASS_DEF_CONVERTKVQTORUNTIME
+#include "passes/Passes.h.inc"
+} // namespace mlir::kvq
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+namespace {
+
+/// What every pattern needs to know about the conversion.
+struct LoweringOptions {
+  RuntimeTarget target;
+  bool abortOnError;
+};
+
+//===----------------------------------------------------------------------===//
+// Call building
+//===----------------------------------------------------------------------===//
+
+/// Emits runtime calls and the values they take at one insertion point.
+class CallBuilder {
+public:
+  CallBuilder(ConversionPatternRewriter &rewriter, Operation *op,
+              const LoweringOptions &options)
+      : rewriter(rewriter), op(op), loc(op->getLoc()), options(options),
+        module(op->getParentOfType<ModuleOp>()) {}
+
+  Value i32(int64_t value) {
+    return arith::ConstantIntOp::create(rewriter, loc, value, 32);
+  }
+  Value i64(int64_t value) {
+    return arith::ConstantIntOp::create(rewriter, loc, value, 64);
+  }
+  Value f32(double value) {
+    return arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
+                                          APFloat(float(value)));
+  }
+  Value indexToI64(Value index) {
+    return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                      index);
+  }
+  Value null() {
+    return LLVM::ZeroOp::create(rewriter, loc,
+                                LLVM::LLVMPointerType::get(op->getContext()));
+  }
+
+  /// The runtime's dtype code of an f16/f32 buffer.
+  Value dtypeOf(Value memref) {
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    return i32(element.isF16() ? abi::kDtypeF16 : abi::kDtypeF32);
+  }
+
+  /// The address of the first element of `memref`. The runtime takes dense
+  /// row-major buffers, so a memref with another layout is first copied to
+  /// an identity-layout one.
+  Value pointerTo(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.getLayout().isIdentity()) {
+      auto dense = MemRefType::get(type.getShape(), type.getElementType());
+      Value copy = memref::AllocOp::create(rewriter, loc, dense,
+                                           dynamicDimsOf(memref));
+      memref::CopyOp::create(rewriter, loc, memref, copy);
+      memref = copy;
+    }
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, memref);
+    return LLVM::IntToPtrOp::create(
+        rewriter, loc, LLVM::LLVMPointerType::get(op->getContext()),
+        indexToI64(address));
+  }
+  Value pointerOrNull(Value memref) {
+    return memref ? pointerTo(memref) : null();
+  }
+
+  /// Size of dimension `dim` of `memref` as i64.
+  Value dimI64(Value memref, int64_t dim) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.isDynamicDim(dim))
+      return i64(type.getDimSize(dim));
+    return indexToI64(memref::DimOp::create(rewriter, loc, memref, dim));
+  }
+
+  /// [rows, cols] of the runtime's matrix view: dim 0 by the product of the
+  /// other dimensions.
+  std::pair<Value, Value> matrixOf(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    Value rows = dimI64(memref, 0);
+    Value cols = i64(1);
+    for (int64_t d = 1, e = type.getRank(); d < e; ++d)
+      cols = arith::MulIOp::create(rewriter, loc, cols, dimI64(memref, d));
+    return {rows, cols};
+  }
+
+  /// The dynamic sizes of `memref`, as memref.alloc wants them.
+  SmallVector<Value> dynamicDimsOf(Value memref) {
+    SmallVector<Value> sizes;
+    auto type = cast<MemRefType>(memref.getType());
+    for (int64_t d = 0, e = type.getRank(); d < e; ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(memref::DimOp::create(rewriter, loc, memref, d));
+    return sizes;
+  }
+
+  /// A fresh buffer of `type` whose dynamic dimension d has the size of
+  /// `source`'s dimension d, divided by `group` when d is `groupedDim`.
+  Value allocLike(Type type, Value source, int64_t groupedDim = -1,
+                  int64_t group = 1) {
+    auto memrefType = cast<MemRefType>(type);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0, e = memrefType.getRank(); d < e; ++d) {
+      if (!memrefType.isDynamicDim(d))
+        continue;
+      Value size = memref::DimOp::create(rewriter, loc, source, d);
+      if (d == groupedDim) {
+        Value g = arith::ConstantIndexOp::create(rewriter, loc, group);
+        size = arith::DivUIOp::create(rewriter, loc, size, g);
+      }
+      sizes.push_back(size);
+    }
+    return memref::AllocOp::create(rewriter, loc, memrefType, sizes);
+  }
+
+  /// Calls `fn` with `args` (the Metal context is prepended where the
+  /// target needs it) and checks the status it returns. Returns the call's
+  /// result, if any.
+  Value call(RuntimeFn fn, ValueRange args) {
+    SmallVector<Value> operands;
+    if (takesMetalContext(fn, options.target))
+      operands.push_back(plainCall(RuntimeFn::MetalContext, {}));
+    llvm::append_range(operands, args);
+    Value result = plainCall(fn, operands);
+    if (returnsStatus(fn))
+      checkStatus(fn, result);
+    return result;
+  }
+
+private:
+  Value plainCall(RuntimeFn fn, ValueRange args) {
+    func::FuncOp callee =
+        getOrInsertRuntimeDecl(rewriter, module, fn, options.target);
+    auto call = func::CallOp::create(rewriter, loc, callee, args);
+    return call.getNumResults() ? call.getResult(0) : Value();
+  }
+
+  /// kvq_check_status(status, "<op> at <loc>") reports and records any
+  /// failure; with on-error=abort the program then stops at a cf.assert.
+  void checkStatus(RuntimeFn fn, Value status) {
+    std::string site;
+    llvm::raw_string_ostream os(site);
+    os << op->getName() << " (" << getRuntimeSymbol(fn, options.target)
+       << ") at " << loc;
+    std::string text = site;
+    text.push_back('\0');
+    std::string name =
+        ("__kvq_site_" + llvm::Twine(llvm::hash_value(text) & 0xffffffffu))
+            .str();
+    Value sitePtr;
+    if (auto global = module.lookupSymbol<LLVM::GlobalOp>(name))
+      sitePtr = LLVM::AddressOfOp::create(rewriter, loc, global);
+    else
+      sitePtr = LLVM::createGlobalString(loc, rewriter, name, text,
+                                         LLVM::Linkage::Internal);
+    Value checked = plainCall(RuntimeFn::CheckStatus, {status, sitePtr});
+    if (!options.abortOnError)
+      return;
+    Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                     checked, i32(abi::kStatusOk));
+    cf::AssertOp::create(rewriter, loc, ok, "kvq runtime call failed: " + site);
+  }
+
+  ConversionPatternRewriter &rewriter;
+  Operation *op;
+  Location loc;
+  const LoweringOptions &options;
+  ModuleOp module;
+};
+
+/// The runtime's code of a quantization axis.
+int32_t axisCode(QuantAxis axis) {
+  return axis == QuantAxis::PerToken ? abi::kAxisPerToken
+                                     : abi::kAxisPerChannel;
+}
+
+/// The dimension a group runs along in a buffer of rank `rank`.
+int64_t groupedDim(QuantAxis axis, int64_t rank) {
+  return axis == QuantAxis::PerToken ? rank - 1 : 0;
+}
+
+/// Base of every kvq lowering: the options and a memref-form check (the
+/// tensor forms must be bufferized first).
+template <typename OpTy>
+struct KvqLowering : public OpConversionPattern<OpTy> {
+  KvqLowering(const TypeConverter &converter, MLIRContext *context,
+              const LoweringOptions &options)
+      : OpConversionPattern<OpTy>(converter, context), options(options) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    for (Type type : op->getOperandTypes())
+      if (isa<TensorType>(type))
+        return rewriter.notifyMatchFailure(
+            op, "tensor form: run --one-shot-bufferize first");
+    CallBuilder builder(rewriter, op, options);
+    return lower(op, adaptor, builder, rewriter);
+  }
+
+  virtual LogicalResult lower(OpTy op, typename OpTy::Adaptor adaptor,
+                              CallBuilder &b,
+                              ConversionPatternRewriter &rewriter) const = 0;
+
+  const LoweringOptions &options;
+};
+
+//===----------------------------------------------------------------------===//
+// Conversion patterns: primitive ops
+//===----------------------------------------------------------------------===//
+
+/// kvq.group_quant -> kvq_group_quant into fresh codes/scale/zero buffers.
+struct GroupQuantLowering : KvqLowering<GroupQuantOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(GroupQuantOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value input = adaptor.getInput();
+    int64_t rank = cast<MemRefType>(input.getType()).getRank();
+    int64_t dim = groupedDim(op.getAxis(), rank);
+    Value codes = b.allocLike(op.getCodes().getType(), input);
+    Value scale = b.allocLike(op.getScale().getType(), input, dim,
+                              op.getGroup());
+    Value zero = b.allocLike(op.getZeroPoint().getType(), input, dim,
+                             op.getGroup());
+    auto [rows, cols] = b.matrixOf(input);
+    b.call(RuntimeFn::GroupQuant,
+           {b.pointerTo(input), b.dtypeOf(input), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.i32(op.getBits()), b.pointerOrNull(adaptor.getExclude()),
+            b.i32(abi::kCodesUnpacked), b.pointerTo(codes), b.pointerTo(scale),
+            b.pointerTo(zero)});
+    rewriter.replaceOp(op, {codes, scale, zero});
+    return success();
+  }
+};
+
+/// kvq.group_dequant -> kvq_group_dequant into a fresh output buffer.
+struct GroupDequantLowering : KvqLowering<GroupDequantOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(GroupDequantOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value codes = adaptor.getCodes();
+    Value out = b.allocLike(op.getOutput().getType(), codes);
+    auto [rows, cols] = b.matrixOf(codes);
+    b.call(RuntimeFn::GroupDequant,
+           {b.pointerTo(codes), b.i32(abi::kCodesUnpacked),
+            b.pointerTo(adaptor.getScale()),
+            b.pointerTo(adaptor.getZeroPoint()), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.i32(op.getBits()), b.pointerTo(out), b.dtypeOf(out)});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// kvq.nuq_fit -> kvq_nuq_fit with a scratch buffer sized by the runtime
+/// (kernels never allocate) and freed right after.
+struct NuqFitLowering : KvqLowering<NuqFitOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(NuqFitOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t rank = cast<MemRefType>(input.getType()).getRank();
+    int64_t dim = groupedDim(op.getAxis(), rank);
+    Value levels =
+        b.allocLike(op.getLevels().getType(), input, dim, op.getGroup());
+    Value scratchFloats = b.call(RuntimeFn::NuqFitScratchSize,
+                                 {b.i64(op.getGroup()), b.i32(op.getBits())});
+    Value scratchSize = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getIndexType(), scratchFloats);
+    Value scratch = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type()),
+        ValueRange{scratchSize});
+    auto [rows, cols] = b.matrixOf(input);
+    b.call(RuntimeFn::NuqFit,
+           {b.pointerTo(input), b.dtypeOf(input), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.i32(op.getBits()), b.i32(op.getIters()),
+            b.pointerOrNull(adaptor.getExclude()), b.pointerTo(scratch),
+            scratchFloats, b.pointerTo(levels)});
+    memref::DeallocOp::create(rewriter, loc, scratch);
+    rewriter.replaceOp(op, levels);
+    return success();
+  }
+};
+
+/// kvq.nuq_quant -> kvq_nuq_quant into fresh unpacked codes.
+struct NuqQuantLowering : KvqLowering<NuqQuantOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(NuqQuantOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value input = adaptor.getInput();
+    Value codes = b.allocLike(op.getCodes().getType(), input);
+    auto [rows, cols] = b.matrixOf(input);
+    b.call(RuntimeFn::NuqQuant,
+           {b.pointerTo(input), b.dtypeOf(input), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.i32(op.getBits()), b.pointerTo(adaptor.getLevels()),
+            b.i32(abi::kCodesUnpacked), b.pointerTo(codes)});
+    rewriter.replaceOp(op, codes);
+    return success();
+  }
+};
+
+/// kvq.nuq_dequant -> kvq_nuq_dequant (table lookup) into a fresh buffer.
+struct NuqDequantLowering : KvqLowering<NuqDequantOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(NuqDequantOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value codes = adaptor.getCodes();
+    Value out = b.allocLike(op.getOutput().getType(), codes);
+    auto [rows, cols] = b.matrixOf(codes);
+    b.call(RuntimeFn::NuqDequant,
+           {b.pointerTo(codes), b.i32(abi::kCodesUnpacked),
+            b.pointerTo(adaptor.getLevels()), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.i32(op.getBits()), b.pointerTo(out), b.dtypeOf(out)});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// kvq.outlier_split -> kvq_outlier_split into a fresh mask and thresholds.
+struct OutlierSplitLowering : KvqLowering<OutlierSplitOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(OutlierSplitOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value input = adaptor.getInput();
+    int64_t rank = cast<MemRefType>(input.getType()).getRank();
+    int64_t dim = groupedDim(op.getAxis(), rank);
+    Value mask = b.allocLike(op.getMask().getType(), input);
+    Value threshold =
+        b.allocLike(op.getThreshold().getType(), input, dim, op.getGroup());
+    auto [rows, cols] = b.matrixOf(input);
+    b.call(RuntimeFn::OutlierSplit,
+           {b.pointerTo(input), b.dtypeOf(input), rows, cols,
+            b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
+            b.f32(op.getFraction().convertToDouble()),
+            b.pointerOrNull(adaptor.getExclude()), b.pointerTo(mask),
+            b.pointerTo(threshold)});
+    rewriter.replaceOp(op, {mask, threshold});
+    return success();
+  }
+};
+
+/// kvq.outlier_screen -> kvq_outlier_screen into a fresh mask.
+struct OutlierScreenLowering : KvqLowering<OutlierScreenOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(OutlierScreenOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value input = adaptor.getInput();
+    Value mask = b.allocLike(op.getMask().getType(), input);
+    auto [rows, cols] = b.matrixOf(input);
+    b.call(RuntimeFn::OutlierScreen,
+           {b.pointerTo(input), b.dtypeOf(input), rows, cols,
+            b.pointerTo(adaptor.getThreshold()), b.pointerTo(mask)});
+    rewriter.replaceOp(op, mask);
+    return success();
+  }
+};
+
+/// kvq.key_norm -> kvq_key_norm into a fresh [tokens] buffer.
+struct KeyNormLowering : KvqLowering<KeyNormOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(KeyNormOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value keys = adaptor.getKeys();
+    auto type = cast<MemRefType>(keys.getType());
+    Value norms = b.allocLike(op.getNorms().getType(), keys);
+    b.call(RuntimeFn::KeyNorm,
+           {b.pointerTo(keys), b.dtypeOf(keys), b.dimI64(keys, 0),
+            b.i32(type.getDimSize(1)), b.i32(type.getDimSize(2)),
+            b.pointerTo(norms)});
+    rewriter.replaceOp(op, norms);
+    return success();
+  }
+};
+
+/// kvq.sink_select -> kvq_sink_select into a fresh [count] buffer.
+struct SinkSelectLowering : KvqLowering<SinkSelectOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(SinkSelectOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value norms = adaptor.getNorms();
+    Value positions = b.allocLike(op.getPositions().getType(), norms);
+    b.call(RuntimeFn::SinkSelect,
+           {b.pointerTo(norms), b.dimI64(norms, 0), b.i32(op.getCount()),
+            b.pointerTo(positions)});
+    rewriter.replaceOp(op, positions);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Conversion patterns: cache ops
+//===----------------------------------------------------------------------===//
+
+/// A one-slot i64 stack buffer for runtime out-parameters.
+Value allocaSlot(ConversionPatternRewriter &rewriter, Location loc,
+                 int64_t slots = 1) {
+  return memref::AllocaOp::create(
+      rewriter, loc, MemRefType::get({slots}, rewriter.getI64Type()));
+}
+
+Value loadSlot(ConversionPatternRewriter &rewriter, Location loc, Value slot,
+               int64_t index) {
+  Value i = arith::ConstantIndexOp::create(rewriter, loc, index);
+  return memref::LoadOp::create(rewriter, loc, slot, ValueRange{i});
+}
+
+/// kvq.cache_create -> kvq_cache_create_flat with the type's configuration.
+struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheCreateOp op, OpAdaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    CacheType type = op.getCache().getType();
+    CacheConfigAttr c = type.getConfig();
+    Value slot = allocaSlot(rewriter, loc);
+    int32_t backend = options.target == RuntimeTarget::Metal
+                          ? abi::kBackendMetal
+                          : abi::kBackendCPU;
+    b.call(RuntimeFn::CacheCreate,
+           {b.i32(static_cast<int32_t>(c.getMethod())), b.i32(c.getKeyBits()),
+            b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
+            b.i32(c.getResidualLength()),
+            b.i32(static_cast<int32_t>(c.getResidualMode())),
+            b.i32(c.getNSinkTokens()), b.f32(c.getOutlierFractionValue()),
+            b.i32(c.getLloydIters()), b.i32(c.getRefitInterval()),
+            b.i32(c.getKvquantNSink()), b.i32(c.getKvquantGroupSize()),
+            b.i32(type.getLayers()), b.i32(type.getKvHeads()),
+            b.i32(type.getHeadDim()), b.i32(backend), b.pointerTo(slot)});
+    Value handle = LLVM::IntToPtrOp::create(
+        rewriter, loc, LLVM::LLVMPointerType::get(op.getContext()),
+        loadSlot(rewriter, loc, slot, 0));
+    rewriter.replaceOp(op, handle);
+    return success();
+  }
+};
+
+/// kvq.cache_destroy -> kvq_cache_destroy.
+struct CacheDestroyLowering : KvqLowering<CacheDestroyOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheDestroyOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    b.call(RuntimeFn::CacheDestroy, {adaptor.getCache()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// kvq.cache_update -> kvq_cache_update; the fetch form then asks the
+/// length, allocates [length, heads, head_dim] K and V and fetches into
+/// them.
+struct CacheUpdateLowering : KvqLowering<CacheUpdateOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheUpdateOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache();
+    Value keys = adaptor.getKeys();
+    Value layer = b.i32(op.getLayer());
+    b.call(RuntimeFn::CacheUpdate,
+           {cache, layer, b.pointerTo(keys), b.pointerTo(adaptor.getValues()),
+            b.dimI64(keys, 0), b.dtypeOf(keys)});
+    if (op.getFetched().empty()) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Value slot = allocaSlot(rewriter, loc);
+    b.call(RuntimeFn::CacheLength, {cache, layer, b.pointerTo(slot)});
+    Value length = loadSlot(rewriter, loc, slot, 0);
+    Value lengthIndex = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getIndexType(), length);
+    SmallVector<Value> fetched;
+    for (Value result : op.getFetched()) {
+      auto type = cast<MemRefType>(result.getType());
+      SmallVector<Value> sizes;
+      if (type.isDynamicDim(0))
+        sizes.push_back(lengthIndex);
+      fetched.push_back(memref::AllocOp::create(rewriter, loc, type, sizes));
+    }
+    b.call(RuntimeFn::CacheFetch,
+           {cache, layer, b.pointerTo(fetched[0]), b.pointerTo(fetched[1]),
+            length, b.dtypeOf(fetched[0])});
+    rewriter.replaceOp(op, fetched);
+    return success();
+  }
+};
+
+/// kvq.cache_attend -> kvq_cache_attend into a fresh output buffer.
+struct CacheAttendLowering : KvqLowering<CacheAttendOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheAttendOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Value queries = adaptor.getQueries();
+    auto type = cast<MemRefType>(queries.getType());
+    if (type.isDynamicDim(1) || type.isDynamicDim(2))
+      return rewriter.notifyMatchFailure(op, "needs static q_heads/head_dim");
+    Value out = b.allocLike(op.getOutput().getType(), queries);
+    b.call(RuntimeFn::CacheAttend,
+           {adaptor.getCache(), b.i32(op.getLayer()), b.pointerTo(queries),
+            b.dimI64(queries, 0), b.i32(type.getDimSize(1)),
+            b.pointerTo(out)});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// kvq.cache_stats -> kvq_cache_stats into a stack kvq_stats, then loads
+/// of the four fields the op returns.
+struct CacheStatsLowering : KvqLowering<CacheStatsOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheStatsOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value stats = allocaSlot(rewriter, loc, abi::kStatsSlots);
+    int64_t layer = op.getLayer() ? int64_t(*op.getLayer()) : -1;
+    b.call(RuntimeFn::CacheStats,
+           {adaptor.getCache(), b.i32(layer), b.pointerTo(stats)});
+    Value bitsAsInt =
+        loadSlot(rewriter, loc, stats, abi::kStatsEffectiveBits);
+    Value bits = arith::BitcastOp::create(rewriter, loc, rewriter.getF64Type(),
+                                          bitsAsInt);
+    rewriter.replaceOp(
+        op, {loadSlot(rewriter, loc, stats, abi::kStatsTokens),
+             loadSlot(rewriter, loc, stats, abi::kStatsTotalBytes),
+             loadSlot(rewriter, loc, stats, abi::kStatsFp16Bytes), bits});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertKvqToRuntimePass
+    : public kvq::impl::ConvertKvqToRuntimeBase<ConvertKvqToRuntimePass> {
+  using ConvertKvqToRuntimeBase::ConvertKvqToRuntimeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    LoweringOptions options;
+    if (target == "cpu") {
+      options.target = RuntimeTarget::CPU;
+    } else if (target == "metal") {
+      options.target = RuntimeTarget::Metal;
+    } else {
+      module.emitError() << "convert-kvq-to-runtime: unknown target '"
+                         << target << "'; expected cpu or metal";
+      return signalPassFailure();
+    }
+    if (onError == "abort") {
+      options.abortOnError = true;
+    } else if (onError == "report") {
+      options.abortOnError = false;
+    } else {
+      module.emitError() << "convert-kvq-to-runtime: unknown on-error '"
+                         << onError << "'; expected abort or report";
+      return signalPassFailure();
+    }
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    converter.addConversion([context](CacheType) -> Type {
+      return LLVM::LLVMPointerType::get(context);
+    });
+
+    ConversionTarget legality(*context);
+    legality.addIllegalDialect<KvqDialect>();
+    legality.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
+                             LLVM::LLVMDialect, memref::MemRefDialect>();
+    legality.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp func) {
+      return converter.isSignatureLegal(func.getFunctionType()) &&
+             converter.isLegal(&func.getBody());
+    });
+    legality.markUnknownOpDynamicallyLegal(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(context);
+    populateKvqToRuntimePatterns(converter, patterns, options);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateBranchOpInterfaceTypeConversionPattern(patterns, converter);
+    scf::populateSCFStructuralTypeConversions(converter, patterns);
+
+    if (failed(applyFullConversion(module, legality, std::move(patterns))))
+      signalPassFailure();
+  }
+
+  static void populateKvqToRuntimePatterns(TypeConverter &converter,
+                                           RewritePatternSet &patterns,
+                                           const LoweringOptions &options) {
+    // The options outlive the patterns: both die with runOnOperation.
+    patterns.add<GroupQuantLowering, GroupDequantLowering, NuqFitLowering,
+                 NuqQuantLowering, NuqDequantLowering, OutlierSplitLowering,
+                 OutlierScreenLowering, KeyNormLowering, SinkSelectLowering,
+                 CacheCreateLowering, CacheDestroyLowering,
+                 CacheUpdateLowering, CacheAttendLowering,
+                 CacheStatsLowering>(converter, patterns.getContext(),
+                                     options);
+  }
+};
+
+} // namespace
