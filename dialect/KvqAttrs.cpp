@@ -10,6 +10,9 @@
 using namespace mlir;
 using namespace mlir::kvq;
 
+/// The seed default; the only value kvq accepts (see verify).
+static constexpr int64_t kKvquantGroupSize = 32;
+
 bool CacheConfigAttr::isSupportedBits(int64_t bits) {
   return bits == 2 || bits == 3 || bits == 4 || bits == 8;
 }
@@ -62,11 +65,21 @@ LogicalResult CacheConfigAttr::verify(
   if (!(outlierFraction >= 0.0 && outlierFraction < 1.0))
     return emitError() << "outlier_fraction " << outlierFraction
                        << " is outside [0, 1)";
-  if (residualMode == ResidualMode::Block && residualLength % groupSize != 0)
+  if (residualMode == ResidualMode::Block &&
+      (residualLength == 0 || residualLength % groupSize != 0))
     return emitError() << "residual_mode block flushes residual_length ("
                        << residualLength
-                       << ") keys at a time, which must be a multiple of "
-                          "group_size ("
+                       << ") keys at a time, which must be a positive "
+                          "multiple of group_size ("
                        << groupSize << ")";
+  // The runtime fits key levels per channel over the whole prefill and
+  // value levels per token over head_dim, so a group size would change
+  // nothing; accepting other values would suggest otherwise.
+  if (kvquantGroupSize != kKvquantGroupSize)
+    return emitError() << "kvquant_group_size " << kvquantGroupSize
+                       << " has no effect in kvq (key levels are fit per "
+                          "channel over the prefill, value levels per token "
+                          "over head_dim); leave it at "
+                       << kKvquantGroupSize;
   return success();
 }

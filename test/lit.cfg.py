@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration of the kvq test suites (test/**/*.mlir).
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -29,3 +30,27 @@ if config.host_arch in ("aarch64", "arm64"):
     config.available_features.add("aarch64")
 if config.kvq_sanitize:
     config.available_features.add("sanitizer")
+
+# Execution through mlir-runner: the JIT loads the kvq runtime and MLIR's
+# runner utils (shipped for x86_64 only).
+runtime_lib = os.path.join(config.kvq_lib_dir, "libkvq_runtime_cpu.so")
+runner_libs = [
+    os.path.join(config.llvm_lib_dir, name)
+    for name in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
+]
+runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+if all(os.path.exists(p) for p in [runner] + runner_libs):
+    config.available_features.add("mlir-runner")
+runner_env = ""
+if config.kvq_sanitize:
+    # mlir-runner is not instrumented: the sanitized runtime it loads needs
+    # the sanitizer runtime preloaded. MLIR's own JIT allocations are not
+    # ours to leak-check.
+    asan_rt = subprocess.run(
+        [config.cxx_compiler, "-print-file-name=libclang_rt.asan-x86_64.so"],
+        capture_output=True, text=True).stdout.strip()
+    runner_env = "env LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 " % asan_rt
+config.substitutions.append((
+    "%kvq_run",
+    runner_env + runner + " -e main -entry-point-result=void -shared-libs="
+    + ",".join([runtime_lib] + runner_libs)))

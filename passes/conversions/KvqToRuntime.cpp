@@ -108,8 +108,16 @@ public:
   std::pair<Value, Value> matrixOf(Value memref) {
     auto type = cast<MemRefType>(memref.getType());
     Value rows = dimI64(memref, 0);
-    Value cols = i64(1);
-    for (int64_t d = 1, e = type.getRank(); d < e; ++d)
+    int64_t staticCols = 1;
+    SmallVector<int64_t> dynamicCols;
+    for (int64_t d = 1, e = type.getRank(); d < e; ++d) {
+      if (type.isDynamicDim(d))
+        dynamicCols.push_back(d);
+      else
+        staticCols *= type.getDimSize(d);
+    }
+    Value cols = i64(staticCols);
+    for (int64_t d : dynamicCols)
       cols = arith::MulIOp::create(rewriter, loc, cols, dimI64(memref, d));
     return {rows, cols};
   }
@@ -449,6 +457,10 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
     CacheType type = op.getCache().getType();
     CacheConfigAttr c = type.getConfig();
     Value slot = allocaSlot(rewriter, loc);
+    // n_sink_tokens defaults to the seed's 5 for every method, but only
+    // kivi_sink reads it and the runtime rejects it elsewhere.
+    int64_t sinkTokens =
+        c.getMethod() == Method::KiviSink ? c.getNSinkTokens() : 0;
     int32_t backend = options.target == RuntimeTarget::Metal
                           ? abi::kBackendMetal
                           : abi::kBackendCPU;
@@ -457,7 +469,7 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
             b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
             b.i32(c.getResidualLength()),
             b.i32(static_cast<int32_t>(c.getResidualMode())),
-            b.i32(c.getNSinkTokens()), b.f32(c.getOutlierFractionValue()),
+            b.i32(sinkTokens), b.f32(c.getOutlierFractionValue()),
             b.i32(c.getLloydIters()), b.i32(c.getRefitInterval()),
             b.i32(c.getKvquantNSink()), b.i32(c.getKvquantGroupSize()),
             b.i32(type.getLayers()), b.i32(type.getKvHeads()),
@@ -592,6 +604,24 @@ struct ConvertKvqToRuntimePass
                          << onError << "'; expected abort or report";
       return signalPassFailure();
     }
+
+    // Tensor forms have no buffers to pass: say so rather than "failed to
+    // legalize".
+    WalkResult tensors = module.walk([](Operation *op) {
+      if (!isa<KvqDialect>(op->getDialect()))
+        return WalkResult::advance();
+      auto isTensor = [](Type type) { return isa<TensorType>(type); };
+      if (llvm::any_of(op->getOperandTypes(), isTensor) ||
+          llvm::any_of(op->getResultTypes(), isTensor)) {
+        op->emitError("convert-kvq-to-runtime needs the memref form of kvq "
+                      "ops; run --one-shot-bufferize first (or use "
+                      "--kvq-to-llvm / --kvq-to-metal)");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (tensors.wasInterrupted())
+      return signalPassFailure();
 
     TypeConverter converter;
     converter.addConversion([](Type type) { return type; });

@@ -68,7 +68,7 @@ func.func @config_fraction_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, hea
 
 // -----
 
-// expected-error @below {{residual_mode block flushes residual_length (48) keys at a time, which must be a multiple of group_size (32)}}
+// expected-error @below {{residual_mode block flushes residual_length (48) keys at a time, which must be a positive multiple of group_size (32)}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_block_residual(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, residual_length = 48, residual_mode = block>>)
 
@@ -578,3 +578,15 @@ func.func @mixed_tensor_and_memref(%k: memref<8x128xf16>) {
       : memref<8x128xf16> -> tensor<8x128xi8>, tensor<8x4xf16>, tensor<8x4xf16>
   return
 }
+
+// -----
+
+// expected-error @below {{kvquant_group_size 64 has no effect in kvq (key levels are fit per channel over the prefill, value levels per token over head_dim); leave it at 32}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_kvquant_group_not_default(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, kvquant_group_size = 64>>)
+
+// -----
+
+// expected-error @below {{residual_mode block flushes residual_length (0) keys at a time, which must be a positive multiple of group_size (32)}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_block_no_residual(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, residual_length = 0, residual_mode = block>>)

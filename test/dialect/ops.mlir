@@ -2,12 +2,12 @@
 // RUN: kvq-opt %s --mlir-print-op-generic | kvq-opt | FileCheck %s
 
 // CHECK: !cache = !kvq.cache<layers = 2, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4>>
-// CHECK: !cache1 = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f32, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 2.000000e-02, lloyd_iters = 4, refit_interval = 16, kvquant_n_sink = 2, kvquant_group_size = 64>>
+// CHECK: !cache1 = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f32, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 2.000000e-02, lloyd_iters = 4, refit_interval = 16, kvquant_n_sink = 2>>
 !sink = !kvq.cache<layers = 2, kv_heads = 8, head_dim = 64, element_type = f16,
     config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4>>
 !nuq = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f32,
     config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 0.02,
-              lloyd_iters = 4, refit_interval = 16, kvquant_n_sink = 2, kvquant_group_size = 64>>
+              lloyd_iters = 4, refit_interval = 16, kvquant_n_sink = 2>>
 
 // CHECK-LABEL: func.func @group_quant_round_trip
 // CHECK-SAME:    (%[[V:.*]]: tensor<128x8x64xf16>, %[[M:.*]]: tensor<128x8x64xi1>)
