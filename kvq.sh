@@ -2,13 +2,15 @@
 # kvq.sh — set up, build and run kvq on a fresh Debian 12 machine.
 #
 #   ./kvq.sh demo    install what is missing, build, run the demo
-#   ./kvq.sh test    install what is missing, build (plain + sanitizers),
-#                    run the whole test suite through ctest
+#   ./kvq.sh test    install what is missing, build three ways (arm64 cross
+#                    build run under qemu, plain, sanitizers), run the whole
+#                    test suite through ctest in each
 #   ./kvq.sh build   install what is missing and build only
 #
 # Installing uses apt-get (as root, or through sudo) and only when a package
-# is missing, so running it again is cheap. Build trees: build/ (Release)
-# and build-asan/ (-fsanitize=address,undefined).
+# is missing, so running it again is cheap. Build trees: build/ (Release),
+# build-asan/ (-fsanitize=address,undefined) and build-arm64/ (runtime,
+# kvq-eval and their tests for aarch64, run through qemu-aarch64-static).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,6 +20,7 @@ packages=(
   cmake ninja-build python3
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libclang-rt-22-dev libgtest-dev libbenchmark-dev
+  qemu-user-static g++-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 
 log() { printf '\n== %s\n' "$*"; }
@@ -53,12 +56,27 @@ configure_and_build() {
   ninja -C "$here/$dir" -j "$jobs" all mlir-doc
 }
 
+arm64_lib="$here/build-arm64/lib"
+
+build_arm64() {
+  log "Configuring and building build-arm64 (aarch64 cross build)"
+  cmake -G Ninja -S "$here" -B "$here/build-arm64" \
+    -DCMAKE_TOOLCHAIN_FILE="$here/cmake/aarch64-linux-gnu.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DKVQ_RUNTIME_ONLY=ON \
+    > "$here/build-arm64.configure.log" 2>&1 \
+    || { cat "$here/build-arm64.configure.log"; return 1; }
+  ninja -C "$here/build-arm64" -j "$jobs"
+}
+
+# The x86_64 builds run lowered modules on arm64 too when build-arm64 exists.
 build_release() {
-  configure_and_build build -DCMAKE_BUILD_TYPE=Release
+  configure_and_build build -DCMAKE_BUILD_TYPE=Release \
+    -DKVQ_ARM64_RUNTIME_DIR="$arm64_lib"
 }
 
 build_sanitized() {
-  configure_and_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVQ_SANITIZE=ON
+  configure_and_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVQ_SANITIZE=ON \
+    -DKVQ_ARM64_RUNTIME_DIR="$arm64_lib"
 }
 
 run_ctest() {
@@ -79,11 +97,13 @@ case "$cmd" in
     ;;
   test)
     install_packages
+    build_arm64
+    run_ctest build-arm64
     build_release
     run_ctest build
     build_sanitized
     run_ctest build-asan
-    log "All suites passed (build/ and build-asan/)"
+    log "All suites passed (build-arm64/, build/ and build-asan/)"
     ;;
   build)
     install_packages

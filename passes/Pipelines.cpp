@@ -8,6 +8,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -39,6 +40,9 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Free what the graph allocates. kvq ops in memref form declare their
+  // results as allocations, so this runs before they become runtime calls.
+  bufferization::buildBufferDeallocationPipeline(pm);
   kvq::ConvertKvqToRuntimeOptions lowering;
   lowering.target = target.str();
   lowering.onError = options.onError;

@@ -15,12 +15,12 @@ config.test_exec_root = os.path.join(config.kvq_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%kvq_src_root", config.kvq_src_root))
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "PATH"])
 llvm_config.use_default_substitutions()
 
 # Our tools first, then LLVM's (FileCheck, not, split-file).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.with_environment("PATH", config.kvq_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.kvq_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["kvq-opt"], [config.kvq_tools_dir])
 llvm_config.add_tool_substitutions(
     ["not", "split-file", "mlir-runner", "mlir-translate", "llc"],
@@ -54,3 +54,28 @@ config.substitutions.append((
     "%kvq_run",
     runner_env + runner + " -e main -entry-point-result=void -shared-libs="
     + ",".join([runtime_lib] + runner_libs)))
+
+# Native link of a lowered module with the runtime of this build (which is
+# sanitized in the sanitizer build, so the executable is too).
+sanitize_flags = " -fsanitize=address,undefined" if config.kvq_sanitize else ""
+config.substitutions.append(("%host_cc", config.c_compiler + " -Wno-override-module"))
+config.substitutions.append((
+    "%kvq_host_link",
+    "-I%s -L%s -lkvq_runtime_cpu -Wl,-rpath,%s%s" % (
+        config.kvq_include_dir, config.kvq_lib_dir, config.kvq_lib_dir,
+        sanitize_flags)))
+
+# arm64: the same module through llc for aarch64, linked with the runtime of
+# the cross build (KVQ_ARM64_RUNTIME_DIR) and run under qemu-user.
+arm64_dir = config.arm64_runtime_dir
+arm64_tools = ["/usr/bin/aarch64-linux-gnu-gcc", "/usr/bin/qemu-aarch64-static"]
+if arm64_dir and os.path.exists(os.path.join(arm64_dir, "libkvq_runtime_cpu.so")) \
+        and all(os.path.exists(t) for t in arm64_tools):
+    config.available_features.add("arm64")
+config.substitutions.append(("%arm64_cc", "aarch64-linux-gnu-gcc"))
+config.substitutions.append((
+    "%kvq_arm64_link",
+    "-I%s -L%s -lkvq_runtime_cpu -lm" % (config.kvq_include_dir, arm64_dir)))
+config.substitutions.append((
+    "%arm64_run",
+    "qemu-aarch64-static -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=%s" % arm64_dir))

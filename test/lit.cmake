@@ -2,12 +2,17 @@
 kvq_use_mlir()
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
+# lib/ of an arm64 cross build of the runtime (cmake/aarch64-linux-gnu.cmake):
+# enables the test that runs lowered modules on arm64 under qemu.
+set(KVQ_ARM64_RUNTIME_DIR "" CACHE PATH
+    "lib/ directory of the arm64 runtime build, for cross-arch execution tests")
+
 configure_lit_site_cfg(
   ${CMAKE_CURRENT_SOURCE_DIR}/lit.site.cfg.py.in
   ${CMAKE_CURRENT_BINARY_DIR}/lit.site.cfg.py
   MAIN_CONFIG ${CMAKE_CURRENT_SOURCE_DIR}/lit.cfg.py)
 
-set(KVQ_TEST_DEPENDS kvq-opt)
+set(KVQ_TEST_DEPENDS kvq-opt kvq_runtime_cpu)
 add_lit_testsuite(check-kvq "Running the kvq lit suites"
   ${CMAKE_CURRENT_BINARY_DIR}
   DEPENDS ${KVQ_TEST_DEPENDS})

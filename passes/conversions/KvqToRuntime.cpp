@@ -83,6 +83,7 @@ public:
       Value copy = memref::AllocOp::create(rewriter, loc, dense,
                                            dynamicDimsOf(memref));
       memref::CopyOp::create(rewriter, loc, memref, copy);
+      temporaries.push_back(copy);
       memref = copy;
     }
     Value address =
@@ -160,6 +161,10 @@ public:
       operands.push_back(plainCall(RuntimeFn::MetalContext, {}));
     llvm::append_range(operands, args);
     Value result = plainCall(fn, operands);
+    // Dense copies made for this call's arguments die with it.
+    for (Value temporary : temporaries)
+      memref::DeallocOp::create(rewriter, loc, temporary);
+    temporaries.clear();
     if (returnsStatus(fn))
       checkStatus(fn, result);
     return result;
@@ -200,6 +205,7 @@ private:
   }
 
   ConversionPatternRewriter &rewriter;
+  SmallVector<Value> temporaries;
   Operation *op;
   Location loc;
   const LoweringOptions &options;

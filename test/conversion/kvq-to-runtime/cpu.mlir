@@ -180,6 +180,7 @@ func.func @stats_and_destroy(%c: !cache) -> (i64, f64) {
 // CHECK: memref.copy %{{.*}}, %[[DENSE]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[DENSE]]
 // CHECK: call @kvq_group_quant
+// CHECK-NEXT: memref.dealloc %[[DENSE]]
 func.func @strided_input(%x: memref<4x64xf16, strided<[128, 1]>>) -> memref<4x64xi8> {
   %c, %s, %z = kvq.group_quant %x axis per_token group 32 bits 2
       : memref<4x64xf16, strided<[128, 1]>> -> memref<4x64xi8>, memref<4x2xf16>, memref<4x2xf16>
