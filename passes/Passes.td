@@ -97,6 +97,19 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
     kvq-opt --one-shot-bufferize="bufferize-function-boundaries" \
             --convert-kvq-to-runtime="target=cpu" graph.mlir
     ```
+
+    Named pipelines (registered by `kvq-opt`, option `on-error` as above):
+
+    - `--kvq-to-llvm`: `convert-elementwise-to-linalg` (tensor arith has no
+      bufferization of its own), `one-shot-bufferize` with
+      `bufferize-function-boundaries` and identity layouts at function
+      boundaries (the runtime takes dense buffers), the upstream
+      `buffer-deallocation-pipeline` (kvq results are allocations), this pass
+      with `target=cpu`, `canonicalize`, `convert-linalg-to-loops`,
+      `expand-strided-metadata`, `lower-affine`, `convert-scf-to-cf`,
+      `convert-to-llvm`, `reconcile-unrealized-casts`, `canonicalize`.
+    - `--kvq-to-metal`: the same up to and including this pass with
+      `target=metal`, then `canonicalize`; the result calls `kvq_metal_*`.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
