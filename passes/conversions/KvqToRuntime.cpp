@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/xxhash.h"
 
 namespace mlir::kvq {
 #define GEN_PASS_DEF_CONVERTKVQTORUNTIME
@@ -171,6 +172,24 @@ public:
   }
 
 private:
+  /// A pointer to `text` in a private constant global. Equal sites share a
+  /// global; its name is a stable hash of the text (same input, same IR).
+  Value siteString(StringRef text) {
+    uint64_t hash = llvm::xxh3_64bits(text);
+    for (unsigned attempt = 0;; ++attempt) {
+      std::string name = ("__kvq_site_" + llvm::Twine::utohexstr(hash) +
+                          (attempt ? "_" + llvm::Twine(attempt) : ""))
+                             .str();
+      auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+      if (!global)
+        return LLVM::createGlobalString(loc, rewriter, name, text,
+                                        LLVM::Linkage::Internal);
+      auto value = dyn_cast_or_null<StringAttr>(global.getValueOrNull());
+      if (value && value.getValue() == text)
+        return LLVM::AddressOfOp::create(rewriter, loc, global);
+    }
+  }
+
   Value plainCall(RuntimeFn fn, ValueRange args) {
     func::FuncOp callee =
         getOrInsertRuntimeDecl(rewriter, module, fn, options.target);
@@ -187,15 +206,7 @@ private:
        << ") at " << loc;
     std::string text = site;
     text.push_back('\0');
-    std::string name =
-        ("__kvq_site_" + llvm::Twine(llvm::hash_value(text) & 0xffffffffu))
-            .str();
-    Value sitePtr;
-    if (auto global = module.lookupSymbol<LLVM::GlobalOp>(name))
-      sitePtr = LLVM::AddressOfOp::create(rewriter, loc, global);
-    else
-      sitePtr = LLVM::createGlobalString(loc, rewriter, name, text,
-                                         LLVM::Linkage::Internal);
+    Value sitePtr = siteString(text);
     Value checked = plainCall(RuntimeFn::CheckStatus, {status, sitePtr});
     if (!options.abortOnError)
       return;
