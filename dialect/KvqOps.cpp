@@ -166,81 +166,78 @@ static SmallVector<int64_t> levelShape(ArrayRef<int64_t> grouped,
 // Primitive ops
 //===----------------------------------------------------------------------===//
 
+/// What every grouped op checks first: one kind of operand, a supported bit
+/// width (ops that have one), then the per-group shape of `source`.
+static FailureOr<SmallVector<int64_t>>
+verifyGroupedOp(Operation *op, Value source, QuantAxis axis, int64_t group,
+                std::optional<int64_t> bits) {
+  if (failed(verifyOneKind(op)) || (bits && failed(verifyBits(op, *bits))))
+    return failure();
+  return groupedShape(op, cast<ShapedType>(source.getType()), axis, group);
+}
+
+/// The shape of `value` as a ShapedType's shape.
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getShape();
+}
+
 LogicalResult GroupQuantOp::verify() {
-  if (failed(verifyOneKind(*this)))
-    return failure();
-  if (failed(verifyBits(*this, getBits())))
-    return failure();
-  auto input = cast<ShapedType>(getInput().getType());
-  auto grouped = groupedShape(*this, input, getAxis(), getGroup());
+  auto grouped =
+      verifyGroupedOp(*this, getInput(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "codes", getCodes().getType(),
-                           input.getShape())) ||
+                           shapeOf(getInput()))) ||
       failed(verifyShapeIs(*this, "scale", getScale().getType(), *grouped)) ||
       failed(verifyShapeIs(*this, "zero point", getZeroPoint().getType(),
                            *grouped)))
     return failure();
-  return verifyExclude(*this, getExclude(), input);
+  return verifyExclude(*this, getExclude(),
+                       cast<ShapedType>(getInput().getType()));
 }
 
 LogicalResult GroupDequantOp::verify() {
-  if (failed(verifyOneKind(*this)))
-    return failure();
-  if (failed(verifyBits(*this, getBits())))
-    return failure();
-  auto codes = cast<ShapedType>(getCodes().getType());
-  auto grouped = groupedShape(*this, codes, getAxis(), getGroup());
+  auto grouped =
+      verifyGroupedOp(*this, getCodes(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "scale", getScale().getType(), *grouped)) ||
       failed(verifyShapeIs(*this, "zero point", getZeroPoint().getType(),
                            *grouped)))
     return failure();
   return verifyShapeIs(*this, "output", getOutput().getType(),
-                       codes.getShape());
+                       shapeOf(getCodes()));
 }
 
 LogicalResult NuqFitOp::verify() {
-  if (failed(verifyOneKind(*this)))
-    return failure();
-  if (failed(verifyBits(*this, getBits())))
-    return failure();
-  auto input = cast<ShapedType>(getInput().getType());
-  auto grouped = groupedShape(*this, input, getAxis(), getGroup());
+  auto grouped =
+      verifyGroupedOp(*this, getInput(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
                            levelShape(*grouped, getBits()))))
     return failure();
-  return verifyExclude(*this, getExclude(), input);
+  return verifyExclude(*this, getExclude(),
+                       cast<ShapedType>(getInput().getType()));
 }
 
 LogicalResult NuqQuantOp::verify() {
-  if (failed(verifyOneKind(*this)))
-    return failure();
-  if (failed(verifyBits(*this, getBits())))
-    return failure();
-  auto input = cast<ShapedType>(getInput().getType());
-  auto grouped = groupedShape(*this, input, getAxis(), getGroup());
+  auto grouped =
+      verifyGroupedOp(*this, getInput(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
                            levelShape(*grouped, getBits()))))
     return failure();
   return verifyShapeIs(*this, "codes", getCodes().getType(),
-                       input.getShape());
+                       shapeOf(getInput()));
 }
 
 LogicalResult NuqDequantOp::verify() {
-  if (failed(verifyOneKind(*this)))
-    return failure();
-  if (failed(verifyBits(*this, getBits())))
-    return failure();
-  auto codes = cast<ShapedType>(getCodes().getType());
-  auto grouped = groupedShape(*this, codes, getAxis(), getGroup());
+  auto grouped =
+      verifyGroupedOp(*this, getCodes(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
                            levelShape(*grouped, getBits()))))
     return failure();
   return verifyShapeIs(*this, "output", getOutput().getType(),
-                       codes.getShape());
+                       shapeOf(getCodes()));
 }
 
 LogicalResult OutlierSplitOp::verify() {
@@ -250,15 +247,16 @@ LogicalResult OutlierSplitOp::verify() {
   if (!(fraction >= 0.0 && fraction < 1.0))
     return emitOpError() << "outlier fraction " << fraction
                          << " is outside [0, 1)";
-  auto input = cast<ShapedType>(getInput().getType());
-  auto grouped = groupedShape(*this, input, getAxis(), getGroup());
+  auto grouped = verifyGroupedOp(*this, getInput(), getAxis(), getGroup(),
+                                 /*bits=*/std::nullopt);
   if (failed(grouped) ||
       failed(verifyShapeIs(*this, "mask", getMask().getType(),
-                           input.getShape())) ||
+                           shapeOf(getInput()))) ||
       failed(verifyShapeIs(*this, "threshold", getThreshold().getType(),
                            *grouped)))
     return failure();
-  return verifyExclude(*this, getExclude(), input);
+  return verifyExclude(*this, getExclude(),
+                       cast<ShapedType>(getInput().getType()));
 }
 
 LogicalResult OutlierScreenOp::verify() {
