@@ -3,9 +3,11 @@
 // create/destroy/update/fetch/length/stats/sink_positions/attend. This layer
 // checks every argument, converts K/V input to fp16 (the stored precision)
 // and turns allocation failures into KVQ_ERR_OUT_OF_MEMORY; the per-method
-// stores do the rest.
+// stores do the rest (attention: attention.cpp over the stores' packed
+// walks).
 //
 //===----------------------------------------------------------------------===//
+#include "attention.h"
 #include "config.h"
 #include "fp16.h"
 #include "status.h"
@@ -72,6 +74,47 @@ void finishStats(kvq_stats &s, int64_t channels) {
 }
 
 } // namespace
+
+kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
+                            const float *queries, int64_t n_queries,
+                            int32_t q_heads, float *out, AttendImpl impl) {
+  if (!cache || !queries || !out)
+    return fail(KVQ_ERR_NULL_POINTER,
+                "kvq_cache_attend: cache, queries and out must be non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  const LayerStore &store = *cache->layers[layer];
+  const int64_t length = store.length();
+  const int32_t kvHeads = cache->cfg.num_kv_heads;
+  const int64_t d = cache->cfg.head_dim;
+  if (n_queries <= 0)
+    return fail(n_queries == 0 ? KVQ_ERR_EMPTY_INPUT
+                               : KVQ_ERR_INVALID_ARGUMENT,
+                "kvq_cache_attend: n_queries = %lld",
+                static_cast<long long>(n_queries));
+  if (q_heads <= 0 || q_heads % kvHeads != 0)
+    return fail(KVQ_ERR_SHAPE_MISMATCH,
+                "q_heads %d is not a positive multiple of num_kv_heads %d",
+                q_heads, kvHeads);
+  if (n_queries > length)
+    return fail(KVQ_ERR_SHAPE_MISMATCH,
+                "%lld queries but only %lld cached tokens",
+                static_cast<long long>(n_queries),
+                static_cast<long long>(length));
+  for (int64_t i = 0; i < n_queries * q_heads * d; ++i)
+    if (!std::isfinite(queries[i]))
+      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
+                  static_cast<long long>(i));
+  try {
+    if (impl == AttendImpl::Fused)
+      attendFused(store, cache->cfg, queries, n_queries, q_heads, out);
+    else
+      attendReference(store, cache->cfg, queries, n_queries, q_heads, out);
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_attend: out of memory");
+  }
+  return KVQ_OK;
+}
 
 extern "C" {
 
@@ -189,84 +232,8 @@ KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
                                           int32_t layer, const float *queries,
                                           int64_t n_queries, int32_t q_heads,
                                           float *out) {
-  if (!cache || !queries || !out)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_cache_attend: cache, queries and out must be non-null");
-  if (kvq_status s = checkLayer(cache, layer))
-    return s;
-  const LayerStore &store = *cache->layers[layer];
-  const int64_t length = store.length();
-  const int32_t kvHeads = cache->cfg.num_kv_heads;
-  const int64_t d = cache->cfg.head_dim, c = cache->channels();
-  if (n_queries <= 0)
-    return fail(n_queries == 0 ? KVQ_ERR_EMPTY_INPUT
-                               : KVQ_ERR_INVALID_ARGUMENT,
-                "kvq_cache_attend: n_queries = %lld",
-                static_cast<long long>(n_queries));
-  if (q_heads <= 0 || q_heads % kvHeads != 0)
-    return fail(KVQ_ERR_SHAPE_MISMATCH,
-                "q_heads %d is not a positive multiple of num_kv_heads %d",
-                q_heads, kvHeads);
-  if (n_queries > length)
-    return fail(KVQ_ERR_SHAPE_MISMATCH,
-                "%lld queries but only %lld cached tokens",
-                static_cast<long long>(n_queries),
-                static_cast<long long>(length));
-  for (int64_t i = 0; i < n_queries * q_heads * d; ++i)
-    if (!std::isfinite(queries[i]))
-      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
-                  static_cast<long long>(i));
-  try {
-    // Reference: one pass over the tokens with an online softmax per query
-    // head; each token's K/V row is dequantized once into a small buffer.
-    const int64_t groupSize = q_heads / kvHeads;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
-    const int64_t qd = int64_t{q_heads} * d;
-    std::vector<double> acc(static_cast<size_t>(n_queries * qd), 0.0);
-    std::vector<double> runMax(static_cast<size_t>(n_queries * q_heads),
-                               -INFINITY);
-    std::vector<double> runSum(static_cast<size_t>(n_queries * q_heads), 0.0);
-    const int64_t first = length - n_queries;
-    for (int64_t t = 0; t < length; ++t) {
-      store.loadRow(t, k.data(), v.data());
-      // Query i (position first + i) sees tokens t <= first + i.
-      for (int64_t i = t > first ? t - first : 0; i < n_queries; ++i) {
-        for (int32_t h = 0; h < q_heads; ++h) {
-          const float *q = queries + i * qd + int64_t{h} * d;
-          const int64_t kvh = h / groupSize;
-          double dot = 0.0;
-          for (int64_t j = 0; j < d; ++j)
-            dot += static_cast<double>(q[j]) * k[kvh * d + j];
-          double score = dot * scale;
-          size_t slot = static_cast<size_t>(i * q_heads + h);
-          double *a = &acc[static_cast<size_t>(i * qd + int64_t{h} * d)];
-          if (score > runMax[slot]) {
-            double rescale = std::exp(runMax[slot] - score);
-            runSum[slot] *= rescale;
-            for (int64_t j = 0; j < d; ++j)
-              a[j] *= rescale;
-            runMax[slot] = score;
-          }
-          double w = std::exp(score - runMax[slot]);
-          runSum[slot] += w;
-          for (int64_t j = 0; j < d; ++j)
-            a[j] += w * v[kvh * d + j];
-        }
-      }
-    }
-    for (int64_t i = 0; i < n_queries; ++i)
-      for (int32_t h = 0; h < q_heads; ++h) {
-        size_t slot = static_cast<size_t>(i * q_heads + h);
-        for (int64_t j = 0; j < d; ++j)
-          out[i * qd + int64_t{h} * d + j] = static_cast<float>(
-              acc[static_cast<size_t>(i * qd + int64_t{h} * d + j)] /
-              runSum[slot]);
-      }
-  } catch (const std::bad_alloc &) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_attend: out of memory");
-  }
-  return KVQ_OK;
+  return cacheAttend(cache, layer, queries, n_queries, q_heads, out,
+                     AttendImpl::Fused);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_stats(const kvq_cache_t *cache,

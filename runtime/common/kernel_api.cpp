@@ -1,40 +1,25 @@
 //===- kernel_api.cpp - C entry points of the stateless kernels -----------===//
 //
-// Argument checking and the loops over vectors for the kernels of runtime.h.
-// They read fp16/f32 buffers in place and never allocate; everything is
-// validated before the first output byte is written.
+// Argument checking for the kernels of runtime.h; the computation goes
+// through the active kernel table (SIMD or reference). Nothing allocates,
+// and everything is validated before the first output byte is written.
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
 #include "fp16.h"
 #include "kernels.h"
 #include "status.h"
-#include "topk_impl.h"
 
 #include <cmath>
-#include <cstring>
-#include <limits>
 
 using namespace kvq;
 
 namespace {
 
-/// The vectors a (rows, cols, axis, group) description splits a matrix into.
-struct Geometry {
-  int64_t rows = 0, cols = 0, group = 0;
-  int axis = 0;
-  int64_t vectors = 0;
-  int64_t stride = 1; ///< element stride inside a vector
-  /// Flat index of element 0 of vector v (vectors in row-major order over
-  /// the scale shape).
-  int64_t base(int64_t v) const {
-    if (axis == KVQ_AXIS_PER_TOKEN) {
-      int64_t perRow = cols / group;
-      return (v / perRow) * cols + (v % perRow) * group;
-    }
-    return (v / cols) * group * cols + v % cols;
-  }
-};
+/// The stateless kernels validate here and compute through kernels(), so
+/// the SIMD table of the CPU serves them (kernels_matrix.cpp has the
+/// reference loops).
+using Geometry = Grid;
 
 kvq_status checkDtype(kvq_dtype dtype) {
   if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
@@ -78,8 +63,6 @@ kvq_status makeGeometry(int64_t rows, int64_t cols, kvq_axis axis,
   g->cols = cols;
   g->group = group;
   g->axis = axis;
-  g->vectors = rows * cols / group;
-  g->stride = axis == KVQ_AXIS_PER_TOKEN ? 1 : cols;
   return KVQ_OK;
 }
 
@@ -116,30 +99,6 @@ kvq_status checkHalfTable(const uint16_t *t, int64_t n, const char *what) {
   return KVQ_OK;
 }
 
-uint8_t codeAt(const uint8_t *codes, kvq_code_layout layout, int64_t i,
-               int bits) {
-  return layout == KVQ_CODES_PACKED ? packedCodeAt(codes, i, bits) : codes[i];
-}
-
-void setCode(uint8_t *codes, kvq_code_layout layout, int64_t i, int bits,
-             uint8_t code) {
-  if (layout == KVQ_CODES_UNPACKED) {
-    codes[i] = code;
-    return;
-  }
-  // The packed buffer was zeroed first, so OR-ing the bits in is enough.
-  int64_t bit = i * bits;
-  uint32_t shifted = static_cast<uint32_t>(code) << (bit & 7);
-  codes[bit >> 3] |= static_cast<uint8_t>(shifted & 0xffu);
-  if ((bit & 7) + bits > 8)
-    codes[(bit >> 3) + 1] |= static_cast<uint8_t>(shifted >> 8);
-}
-
-void clearCodes(uint8_t *codes, kvq_code_layout layout, int64_t n, int bits) {
-  if (layout == KVQ_CODES_PACKED)
-    std::memset(codes, 0, static_cast<size_t>(packedBytes(n, bits)));
-}
-
 } // namespace
 
 extern "C" {
@@ -172,29 +131,8 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
   if (kvq_status s = checkFinite(x, dtype, rows * cols))
     return s;
 
-  const float maxCode = static_cast<float>((1 << bits) - 1);
-  clearCodes(codes, layout, rows * cols, bits);
-  for (int64_t v = 0; v < g.vectors; ++v) {
-    int64_t base = g.base(v);
-    bool any = false;
-    float lo = 0.0f, hi = 0.0f;
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
-      if (exclude && exclude[e])
-        continue;
-      float val = loadElement(x, dtype, e);
-      lo = any ? (val < lo ? val : lo) : val;
-      hi = any ? (val > hi ? val : hi) : val;
-      any = true;
-    }
-    uniformParams(lo, hi, any, bits, &scale[v], &zero[v]);
-    float s = halfToFloat(scale[v]), z = halfToFloat(zero[v]);
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
-      setCode(codes, layout, e, bits,
-              uniformCode(loadElement(x, dtype, e), s, z, maxCode));
-    }
-  }
+  kernels().groupQuant(x, dtype, g, bits, exclude, layout, codes, scale,
+                       zero);
   return KVQ_OK;
 }
 
@@ -218,9 +156,9 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
     return s;
   if (kvq_status s = checkLayout(layout))
     return s;
-  if (kvq_status s = checkHalfTable(scale, g.vectors, "scale"))
+  if (kvq_status s = checkHalfTable(scale, g.vectors(), "scale"))
     return s;
-  if (kvq_status s = checkHalfTable(zero, g.vectors, "zero"))
+  if (kvq_status s = checkHalfTable(zero, g.vectors(), "zero"))
     return s;
   const int maxCode = (1 << bits) - 1;
   if (layout == KVQ_CODES_UNPACKED)
@@ -229,15 +167,7 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
         return fail(KVQ_ERR_INVALID_ARGUMENT,
                     "code %d at element %lld exceeds 2^%d - 1", codes[i],
                     static_cast<long long>(i), bits);
-  for (int64_t v = 0; v < g.vectors; ++v) {
-    float s = halfToFloat(scale[v]), z = halfToFloat(zero[v]);
-    int64_t base = g.base(v);
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
-      storeElement(out, dtype, e,
-                   uniformDequant(codeAt(codes, layout, e, bits), s, z));
-    }
-  }
+  kernels().groupDequant(codes, layout, scale, zero, g, bits, out, dtype);
   return KVQ_OK;
 }
 
@@ -273,14 +203,14 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
     return s;
   const int count = 1 << bits;
   float fitted[kMaxLevels];
-  for (int64_t v = 0; v < g.vectors; ++v) {
+  for (int64_t v = 0; v < g.vectors(); ++v) {
     int64_t base = g.base(v), m = 0;
     for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
+      int64_t e = base + i * g.stride();
       if (!exclude || !exclude[e])
         scratch[m++] = loadElement(x, dtype, e);
     }
-    lloydFitGathered(scratch, m, bits, iters, fitted, nullptr);
+    kernels().lloydFitGathered(scratch, m, bits, iters, fitted, nullptr);
     for (int l = 0; l < count; ++l)
       levels[v * count + l] = floatToHalf(fitted[l]);
   }
@@ -305,9 +235,9 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
   if (kvq_status s = checkLayout(layout))
     return s;
   const int count = 1 << bits;
-  if (kvq_status s = checkHalfTable(levels, g.vectors * count, "level"))
+  if (kvq_status s = checkHalfTable(levels, g.vectors() * count, "level"))
     return s;
-  for (int64_t v = 0; v < g.vectors; ++v)
+  for (int64_t v = 0; v < g.vectors(); ++v)
     for (int l = 1; l < count; ++l)
       if (halfToFloat(levels[v * count + l]) <
           halfToFloat(levels[v * count + l - 1]))
@@ -316,19 +246,7 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
                     static_cast<long long>(v));
   if (kvq_status s = checkFinite(x, dtype, rows * cols))
     return s;
-  clearCodes(codes, layout, rows * cols, bits);
-  float table[kMaxLevels];
-  for (int64_t v = 0; v < g.vectors; ++v) {
-    for (int l = 0; l < count; ++l)
-      table[l] = halfToFloat(levels[v * count + l]);
-    int64_t base = g.base(v);
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
-      setCode(codes, layout, e, bits,
-              static_cast<uint8_t>(
-                  nearestLevel(table, count, loadElement(x, dtype, e))));
-    }
-  }
+  kernels().nuqQuant(x, dtype, g, bits, levels, layout, codes);
   return KVQ_OK;
 }
 
@@ -351,7 +269,7 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
   if (kvq_status s = checkLayout(layout))
     return s;
   const int count = 1 << bits;
-  if (kvq_status s = checkHalfTable(levels, g.vectors * count, "level"))
+  if (kvq_status s = checkHalfTable(levels, g.vectors() * count, "level"))
     return s;
   if (layout == KVQ_CODES_UNPACKED)
     for (int64_t i = 0; i < rows * cols; ++i)
@@ -359,15 +277,7 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
         return fail(KVQ_ERR_INVALID_ARGUMENT,
                     "code %d at element %lld exceeds 2^%d - 1", codes[i],
                     static_cast<long long>(i), bits);
-  for (int64_t v = 0; v < g.vectors; ++v) {
-    int64_t base = g.base(v);
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride;
-      storeElement(out, dtype, e,
-                   halfToFloat(levels[v * count +
-                                      codeAt(codes, layout, e, bits)]));
-    }
-  }
+  kernels().nuqDequant(codes, layout, levels, g, bits, out, dtype);
   return KVQ_OK;
 }
 
@@ -392,22 +302,8 @@ KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
                 static_cast<double>(fraction));
   if (kvq_status s = checkFinite(x, dtype, rows * cols))
     return s;
-  for (int64_t v = 0; v < g.vectors; ++v) {
-    int64_t base = g.base(v);
-    auto at = [&](int64_t i) { return base + i * g.stride; };
-    int64_t eligible = 0;
-    for (int64_t i = 0; i < g.group; ++i)
-      eligible += !(exclude && exclude[at(i)]);
-    int64_t k = outlierCount(fraction, eligible);
-    uint32_t t = topkAbsGeneric(
-        [&](int64_t i) { return loadElement(x, dtype, at(i)); },
-        [&](int64_t i) { return exclude && exclude[at(i)]; },
-        [&](int64_t i, bool m) { outlier_mask[at(i)] = m ? 1 : 0; }, g.group,
-        k);
-    if (threshold)
-      threshold[v] =
-          k > 0 ? bitsToFloat(t) : std::numeric_limits<float>::infinity();
-  }
+  kernels().outlierSplit(x, dtype, g, fraction, exclude, outlier_mask,
+                         threshold);
   return KVQ_OK;
 }
 
@@ -429,11 +325,7 @@ KVQ_RT_EXPORT kvq_status kvq_outlier_screen(const void *x, kvq_dtype dtype,
                   static_cast<long long>(c));
   if (kvq_status s = checkFinite(x, dtype, rows * cols))
     return s;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      float v = std::fabs(loadElement(x, dtype, r * cols + c));
-      outlier_mask[r * cols + c] = v >= threshold[c] ? 1 : 0;
-    }
+  kernels().outlierScreen(x, dtype, rows, cols, threshold, outlier_mask);
   return KVQ_OK;
 }
 
@@ -452,26 +344,7 @@ KVQ_RT_EXPORT kvq_status kvq_key_norm(const void *keys, kvq_dtype dtype,
   const int64_t channels = int64_t{kv_heads} * head_dim;
   if (kvq_status s = checkFinite(keys, dtype, tokens * channels))
     return s;
-  // One row at a time through a small stack buffer keeps the kernel
-  // allocation-free for any head count.
-  constexpr int64_t kChunk = 1024;
-  float row[kChunk];
-  for (int64_t t = 0; t < tokens; ++t) {
-    double total = 0.0;
-    for (int32_t h = 0; h < kv_heads; ++h) {
-      double sq = 0.0;
-      for (int64_t d0 = 0; d0 < head_dim; d0 += kChunk) {
-        int64_t len = head_dim - d0 < kChunk ? head_dim - d0 : kChunk;
-        for (int64_t d = 0; d < len; ++d)
-          row[d] = loadElement(keys, dtype,
-                               t * channels + int64_t{h} * head_dim + d0 + d);
-        for (int64_t d = 0; d < len; ++d)
-          sq += static_cast<double>(row[d]) * row[d];
-      }
-      total += std::sqrt(sq);
-    }
-    norms[t] = static_cast<float>(total / kv_heads);
-  }
+  kernels().keyNorm(keys, dtype, tokens, kv_heads, head_dim, norms);
   return KVQ_OK;
 }
 
@@ -495,7 +368,7 @@ KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
       return fail(KVQ_ERR_INVALID_ARGUMENT, "norm %lld is negative",
                   static_cast<long long>(t));
   }
-  topkIndicesRef(norms, tokens, k, positions);
+  kernels().topkIndices(norms, tokens, k, positions);
   return KVQ_OK;
 }
 

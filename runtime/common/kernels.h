@@ -9,6 +9,8 @@
 #ifndef KVQ_RUNTIME_COMMON_KERNELS_H
 #define KVQ_RUNTIME_COMMON_KERNELS_H
 
+#include "kvq/runtime.h"
+
 #include <cstdint>
 
 namespace kvq {
@@ -61,6 +63,9 @@ inline float uniformDequant(uint8_t code, float scale, float zero) {
 /// to the lowest index (also among equal levels).
 int nearestLevel(const float *levels, int count, float x);
 
+/// Quantile initialisation of `count` levels from m >= 1 sorted values.
+void lloydInitSorted(const float *sorted, int64_t m, int count, float *levels);
+
 /// Lloyd-Max on m gathered eligible values (sorted in place), as below.
 void lloydFitGathered(float *data, int64_t m, int bits, int iters,
                       float *levels, double *distortion);
@@ -108,11 +113,99 @@ void topkIndicesRef(const float *values, int64_t n, int64_t k,
 float keyNormRow(const float *row, int heads, int headDim);
 
 //===----------------------------------------------------------------------===//
+// Whole-matrix kernels (the stateless C entry points after validation)
+//===----------------------------------------------------------------------===//
+
+/// A validated [rows, cols] matrix split into vectors of `group` elements
+/// along `axis` (kvq_axis): vector v starts at flat index base(v) and its
+/// elements are `stride` apart.
+struct Grid {
+  int64_t rows = 0, cols = 0, group = 0;
+  int axis = 0;
+  int64_t vectors() const { return rows * cols / group; }
+  int64_t stride() const { return axis == KVQ_AXIS_PER_TOKEN ? 1 : cols; }
+  int64_t base(int64_t v) const {
+    if (axis == KVQ_AXIS_PER_TOKEN) {
+      int64_t perRow = cols / group;
+      return (v / perRow) * cols + (v % perRow) * group;
+    }
+    return (v / cols) * group * cols + v % cols;
+  }
+};
+
+/// kvq_group_quant on a validated grid (layout is a kvq_code_layout).
+void groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
+                   const uint8_t *exclude, int layout, uint8_t *codes,
+                   uint16_t *scale, uint16_t *zero);
+/// kvq_group_dequant on a validated grid.
+void groupDequantRef(const uint8_t *codes, int layout, const uint16_t *scale,
+                     const uint16_t *zero, const Grid &g, int bits, void *out,
+                     kvq_dtype dtype);
+/// kvq_nuq_quant on a validated grid (levels checked ascending).
+void nuqQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
+                 const uint16_t *levels, int layout, uint8_t *codes);
+/// kvq_nuq_dequant on a validated grid.
+void nuqDequantRef(const uint8_t *codes, int layout, const uint16_t *levels,
+                   const Grid &g, int bits, void *out, kvq_dtype dtype);
+/// kvq_outlier_split on a validated grid.
+void outlierSplitRef(const void *x, kvq_dtype dtype, const Grid &g,
+                     float fraction, const uint8_t *exclude, uint8_t *mask,
+                     float *threshold);
+/// kvq_outlier_screen: mask[r][c] = |x[r][c]| >= threshold[c].
+void outlierScreenRef(const void *x, kvq_dtype dtype, int64_t rows,
+                      int64_t cols, const float *threshold, uint8_t *mask);
+/// kvq_key_norm: mean over heads of the per-head L2 norm (sums in double,
+/// d ascending, so every implementation must keep that order per token).
+void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
+                int64_t headDim, float *norms);
+
+//===----------------------------------------------------------------------===//
+// Fused attention inner kernels (attention.h drives them)
+//===----------------------------------------------------------------------===//
+
+/// One head row of d channels against nq query vectors. Codes are read from
+/// a packed stream starting at code index `first` (any bit offset).
+/// Float reductions may be reordered by SIMD versions: attention is checked
+/// against the reference with a tolerance, not bit for bit.
+struct AttendOps {
+  /// out[i] = half(h[i]) for n values (block scales, zeros, levels).
+  void (*halfToFloatN)(const uint16_t *h, int64_t n, float *out);
+  /// out[j*d + c] = q[j*d + c] * half(h[c]): folds per-channel key scales
+  /// into the queries.
+  void (*mulHalf)(const uint16_t *h, const float *q, int64_t nq, int64_t d,
+                  float *out);
+  /// out[j] = sum_c q[j*d + c] * half(row[c]).
+  void (*dotHalf)(const uint16_t *row, const float *q, int64_t nq, int64_t d,
+                  float *out);
+  /// acc[j*d + c] += w[j] * half(row[c]).
+  void (*axpyHalf)(const uint16_t *row, const float *w, int64_t nq,
+                   int64_t d, float *acc);
+  /// out[j] = sum_c q[j*d + c] * code_c (uniform codes, scales folded in q).
+  void (*dotCodes)(const uint8_t *packed, int64_t first, int bits,
+                   const float *q, int64_t nq, int64_t d, float *out);
+  /// acc[j*d + c] += ws[j*(d/G) + c/G] * code_c (per-token groups of G).
+  void (*axpyCodes)(const uint8_t *packed, int64_t first, int bits,
+                    const float *ws, int64_t G, int64_t nq, int64_t d,
+                    float *acc);
+  /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
+  void (*dotLut)(const uint8_t *packed, int64_t first, int bits,
+                 const float *lut, int64_t nq, int64_t d, float *out);
+  /// acc[j*d + c] += lut[j * 2^bits + code_c] (one table per row).
+  void (*axpyLut)(const uint8_t *packed, int64_t first, int bits,
+                  const float *lut, int64_t nq, int64_t d, float *acc);
+};
+
+/// The portable versions of the attention inner kernels.
+const AttendOps &referenceAttendOps();
+
+//===----------------------------------------------------------------------===//
 // Dispatch table
 //===----------------------------------------------------------------------===//
 
-/// The hot primitives the stores call. Only the scalar reference exists
-/// today; SIMD tables will be selected here at load time.
+/// The hot primitives. kernels() picks a SIMD table (AVX2+F16C on x86_64
+/// when the CPU has it, NEON on arm64) at first use; every SIMD entry gives
+/// the same bytes as the reference (differential tests in test/unit), except
+/// the attention ops, whose float sums may be reordered.
 struct KernelTable {
   const char *name;
   void (*packCodes)(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
@@ -126,13 +219,42 @@ struct KernelTable {
                       int64_t, int, int, float *, float *, double *);
   void (*topkAbs)(const float *, int64_t, int64_t, const uint8_t *, int64_t,
                   int64_t, uint8_t *, int64_t, float *);
+  // Whole-matrix kernels behind the C entry points.
+  void (*groupQuant)(const void *, kvq_dtype, const Grid &, int,
+                     const uint8_t *, int, uint8_t *, uint16_t *, uint16_t *);
+  void (*groupDequant)(const uint8_t *, int, const uint16_t *,
+                       const uint16_t *, const Grid &, int, void *, kvq_dtype);
+  void (*nuqQuant)(const void *, kvq_dtype, const Grid &, int,
+                   const uint16_t *, int, uint8_t *);
+  void (*nuqDequant)(const uint8_t *, int, const uint16_t *, const Grid &, int,
+                     void *, kvq_dtype);
+  /// Lloyd-Max on m gathered values (lloydFitGathered's contract).
+  void (*lloydFitGathered)(float *, int64_t, int, int, float *, double *);
+  void (*outlierSplit)(const void *, kvq_dtype, const Grid &, float,
+                       const uint8_t *, uint8_t *, float *);
+  void (*outlierScreen)(const void *, kvq_dtype, int64_t, int64_t,
+                        const float *, uint8_t *);
+  void (*keyNorm)(const void *, kvq_dtype, int64_t, int, int64_t, float *);
+  /// kvq_sink_select after validation (topkIndicesRef's contract).
+  void (*topkIndices)(const float *, int64_t, int64_t, int64_t *);
+  AttendOps attend;
 };
 
-/// The active kernel table (currently always the reference).
+/// The active kernel table: the SIMD table of this CPU, or the reference
+/// when there is none or the environment sets KVQ_KERNELS=reference.
 const KernelTable &kernels();
 
 /// The scalar reference table, for differential tests.
 const KernelTable &referenceKernels();
+
+/// The SIMD table this build and CPU offer (null when none), whatever
+/// KVQ_KERNELS says; differential tests compare it with the reference.
+const KernelTable *simdKernels();
+
+/// Provided by the SIMD backend of this target (runtime/x86, runtime/neon):
+/// its table, or null when the CPU lacks the features. kernel_table.cpp
+/// supplies a null one for targets without a backend.
+const KernelTable *simdKernelTable();
 
 } // namespace kvq
 

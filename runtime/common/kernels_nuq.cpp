@@ -62,19 +62,7 @@ void kvq::lloydFitGathered(float *scratch, int64_t m, int bits, int iters,
     return;
   }
   std::sort(scratch, scratch + m);
-
-  // Quantile initialisation, linear interpolation between order statistics
-  // (numpy's default "linear" method): position q * (m - 1).
-  for (int i = 0; i < count; ++i) {
-    double q = (i + 0.5) / count;
-    double pos = q * static_cast<double>(m - 1);
-    int64_t lo = static_cast<int64_t>(pos);
-    int64_t hi = lo + 1 < m ? lo + 1 : lo;
-    double frac = pos - static_cast<double>(lo);
-    levels[i] = static_cast<float>(scratch[lo] +
-                                   frac * (static_cast<double>(scratch[hi]) -
-                                           scratch[lo]));
-  }
+  lloydInitSorted(scratch, m, count, levels);
   if (distortion)
     distortion[0] = meanSquaredError(scratch, m, levels, count);
 
@@ -96,5 +84,21 @@ void kvq::lloydFitGathered(float *scratch, int64_t m, int bits, int iters,
     std::sort(levels, levels + count);
     if (distortion)
       distortion[it + 1] = meanSquaredError(scratch, m, levels, count);
+  }
+}
+
+void kvq::lloydInitSorted(const float *scratch, int64_t m, int count,
+                          float *levels) {
+  // Quantile initialisation, linear interpolation between order statistics
+  // (numpy's default "linear" method): position q * (m - 1).
+  for (int i = 0; i < count; ++i) {
+    double q = (i + 0.5) / count;
+    double pos = q * static_cast<double>(m - 1);
+    int64_t lo = static_cast<int64_t>(pos);
+    int64_t hi = lo + 1 < m ? lo + 1 : lo;
+    double frac = pos - static_cast<double>(lo);
+    levels[i] = static_cast<float>(scratch[lo] +
+                                   frac * (static_cast<double>(scratch[hi]) -
+                                           scratch[lo]));
   }
 }

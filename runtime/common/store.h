@@ -17,6 +17,8 @@
 
 namespace kvq {
 
+struct AttendJob;
+
 class LayerStore {
 public:
   LayerStore(const kvq_config &cfg, Payload &payload)
@@ -43,6 +45,14 @@ public:
 
   /// Absolute positions of fp16 sink tokens, ascending.
   virtual void sinkPositions(std::vector<int64_t> &out) const { out.clear(); }
+
+  /// Fused attention (attention.h), pass 1 over [job.t0, job.t1): the
+  /// scores of every query vector, read from the packed storage. The
+  /// default dequantizes rows with loadRow.
+  virtual void attendKeys(AttendJob &job) const;
+
+  /// Pass 2 over the same chunk: job.acc += weights x V.
+  virtual void attendValues(AttendJob &job) const;
 
   /// Release every payload block (called once, by the cache destructor).
   virtual void releaseAll() = 0;

@@ -4,6 +4,7 @@
 // fp16; all tokens count as residual (fp16) tokens.
 //
 //===----------------------------------------------------------------------===//
+#include "attention.h"
 #include "fp16.h"
 #include "status.h"
 #include "store.h"
@@ -58,6 +59,30 @@ public:
     s.residual_tokens += length();
     for (const Blk &b : rows_)
       s.residual_bytes += b.size;
+  }
+
+  /// Each token's block is its K row then its V row: one dotHalf /
+  /// axpyHalf per KV head, converting fp16 in registers.
+  void attendKeys(AttendJob &job) const override {
+    const int64_t d = job.d;
+    for (int64_t t = job.t0; t < job.t1; ++t) {
+      const uint16_t *k =
+          reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(t)].p);
+      for (int64_t h = 0; h < job.heads; ++h)
+        job.ops.dotHalf(k + h * d, job.query(h), job.nq, d, job.scoreRow(t, h));
+    }
+  }
+
+  void attendValues(AttendJob &job) const override {
+    const int64_t d = job.d;
+    for (int64_t t = job.t0; t < job.t1; ++t) {
+      const uint16_t *v =
+          reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(t)].p) +
+          channels_;
+      for (int64_t h = 0; h < job.heads; ++h)
+        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), job.nq, d,
+                         job.accumulator(h));
+    }
   }
 
   void releaseAll() override {

@@ -7,6 +7,7 @@
 // fp16 for good and leaves them out of their key group's min/max.
 //
 //===----------------------------------------------------------------------===//
+#include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
 #include "status.h"
@@ -38,6 +39,8 @@ public:
   void addStats(kvq_stats &s) const override;
   void sinkPositions(std::vector<int64_t> &out) const override;
   void releaseAll() override;
+  void attendKeys(AttendJob &job) const override;
+  void attendValues(AttendJob &job) const override;
 
 private:
   struct Slot {
@@ -305,6 +308,86 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
                             halfToFloat(read16(b, c / G_)),
                             halfToFloat(read16(b, groups + c / G_)));
   }
+}
+
+/// Keys: per-channel scales fold into the queries once per key group
+/// (q'_c = q_c * s_c, bias = q . zero), so a coded row costs one dot of
+/// raw codes with q'. fp16 rows (window, sinks) go through dotHalf.
+void KiviStore::attendKeys(AttendJob &job) const {
+  const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
+  job.scratch.resize(static_cast<size_t>(H * nq * d + H * nq));
+  float *folded = job.scratch.data(), *bias = folded + H * nq * d;
+  int64_t group = -1, row = 0;
+  const uint8_t *block = nullptr;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (s.kf) {
+      const uint16_t *k = reinterpret_cast<const uint16_t *>(s.kf.p);
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(t, h));
+      continue;
+    }
+    if (t / G_ != group) {
+      group = t / G_;
+      row = 0; // coded rows before t in its group (sinks have no slot)
+      for (int64_t p = group * G_; p < t; ++p)
+        row += !slots_[static_cast<size_t>(p)].sink;
+      block = groups_[static_cast<size_t>(group)].p;
+      const uint16_t *scales = reinterpret_cast<const uint16_t *>(block);
+      for (int64_t h = 0; h < H; ++h) {
+        job.ops.mulHalf(scales + h * d, job.query(h), nq, d,
+                        folded + h * nq * d);
+        job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d,
+                        bias + h * nq);
+      }
+    }
+    for (int64_t h = 0; h < H; ++h) {
+      float *o = job.scoreRow(t, h);
+      job.ops.dotCodes(block + 4 * C, row * C + h * d, kb_,
+                       folded + h * nq * d, nq, d, o);
+      for (int64_t j = 0; j < nq; ++j)
+        o[j] += bias[h * nq + j];
+    }
+    ++row;
+  }
+}
+
+/// Values: per-token groups; the weight times each group's scale scales
+/// the raw codes, and weight x zero is summed per group and added to the
+/// accumulators once per chunk.
+void KiviStore::attendValues(AttendJob &job) const {
+  const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
+  const int64_t perRow = C / G_, perHead = d / G_;
+  job.scratch2.assign(
+      static_cast<size_t>(2 * perRow + nq * perHead + H * nq * perHead), 0.0f);
+  float *sz = job.scratch2.data(), *ws = sz + 2 * perRow;
+  float *zsum = ws + nq * perHead;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (s.vf) {
+      const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), nq, d,
+                         job.accumulator(h));
+      continue;
+    }
+    const uint8_t *b = s.vq.p;
+    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * perRow,
+                         sz);
+    for (int64_t h = 0; h < H; ++h) {
+      const float *w = job.scoreRow(t, h);
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t g = 0; g < perHead; ++g) {
+          ws[j * perHead + g] = w[j] * sz[h * perHead + g];
+          zsum[(h * nq + j) * perHead + g] += w[j] * sz[perRow + h * perHead + g];
+        }
+      job.ops.axpyCodes(b + 4 * perRow, h * d, vb_, ws, G_, nq, d,
+                        job.accumulator(h));
+    }
+  }
+  for (int64_t k = 0; k < H * nq; ++k)
+    for (int64_t c = 0; c < d; ++c)
+      job.acc[static_cast<size_t>(k * d + c)] += zsum[k * perHead + c / G_];
 }
 
 void KiviStore::addStats(kvq_stats &st) const {

@@ -7,6 +7,7 @@
 // tokens stay fp16 and are left out of every fit and threshold.
 //
 //===----------------------------------------------------------------------===//
+#include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
 #include "status.h"
@@ -38,6 +39,8 @@ public:
   void addStats(kvq_stats &s) const override;
   void sinkPositions(std::vector<int64_t> &out) const override;
   void releaseAll() override;
+  void attendKeys(AttendJob &job) const override;
+  void attendValues(AttendJob &job) const override;
 
 private:
   struct Slot {
@@ -345,6 +348,94 @@ void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
   const uint8_t *vOutliers = packed + packedBytes(C, vb_);
   for (int64_t o = 0; o < s.vOut; ++o)
     v[read16(vOutliers, 2 * o + 1)] = halfToFloat(read16(vOutliers, 2 * o));
+}
+
+/// Keys: the frozen per-channel levels times the queries form a lookup
+/// table per segment (lut[h][j][c][l] = q_c * level_c[l]), so a row's score
+/// is a sum of table entries picked by its codes; outliers replace their
+/// dense slot's term.
+void KvquantStore::attendKeys(AttendJob &job) const {
+  const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
+  const int64_t L = kLevels_;
+  job.scratch.resize(static_cast<size_t>(H * nq * d * L));
+  job.scratch2.resize(static_cast<size_t>(C * L));
+  float *lut = job.scratch.data(), *levels = job.scratch2.data();
+  const Segment *current = nullptr;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (s.kf) {
+      const uint16_t *k = reinterpret_cast<const uint16_t *>(s.kf.p);
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(t, h));
+      continue;
+    }
+    const Segment &seg = segmentFor(t);
+    if (&seg != current) {
+      current = &seg;
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(seg.table.p),
+                           C * L, levels);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t j = 0; j < nq; ++j) {
+          const float *q = job.query(h) + j * d;
+          float *row = lut + (h * nq + j) * d * L;
+          for (int64_t c = 0; c < d; ++c)
+            for (int64_t l = 0; l < L; ++l)
+              row[c * L + l] = q[c] * levels[(h * d + c) * L + l];
+        }
+    }
+    for (int64_t h = 0; h < H; ++h)
+      job.ops.dotLut(s.kq.p, h * d, kb_, lut + h * nq * d * L, nq, d,
+                     job.scoreRow(t, h));
+    const uint8_t *outliers = s.kq.p + packedBytes(C, kb_);
+    for (int64_t o = 0; o < s.kOut; ++o) {
+      const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
+      const float value = halfToFloat(read16(outliers, 2 * o));
+      const int64_t code = packedCodeAt(s.kq.p, c, kb_);
+      float *out = job.scoreRow(t, h);
+      for (int64_t j = 0; j < nq; ++j)
+        out[j] += job.query(h)[j * d + cc] * value -
+                  lut[((h * nq + j) * d + cc) * L + code];
+    }
+  }
+}
+
+/// Values: one level table per (token, head); the weights times the table
+/// form a per-row lookup (axpyLut), outliers add their correction.
+void KvquantStore::attendValues(AttendJob &job) const {
+  const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
+  const int64_t L = vLevels_;
+  job.scratch2.resize(static_cast<size_t>(H * L + nq * L));
+  float *levels = job.scratch2.data(), *lut = levels + H * L;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (s.vf) {
+      const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), nq, d,
+                         job.accumulator(h));
+      continue;
+    }
+    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.vq.p), H * L,
+                         levels);
+    const uint8_t *packed = s.vq.p + 2 * H * L;
+    for (int64_t h = 0; h < H; ++h) {
+      const float *w = job.scoreRow(t, h);
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t l = 0; l < L; ++l)
+          lut[j * L + l] = w[j] * levels[h * L + l];
+      job.ops.axpyLut(packed, h * d, vb_, lut, nq, d, job.accumulator(h));
+    }
+    const uint8_t *outliers = packed + packedBytes(C, vb_);
+    for (int64_t o = 0; o < s.vOut; ++o) {
+      const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
+      const float value = halfToFloat(read16(outliers, 2 * o));
+      const float level = levels[h * L + packedCodeAt(packed, c, vb_)];
+      const float *w = job.scoreRow(t, h);
+      float *acc = job.accumulator(h);
+      for (int64_t j = 0; j < nq; ++j)
+        acc[j * d + cc] += w[j] * value - w[j] * level;
+    }
+  }
 }
 
 void KvquantStore::addStats(kvq_stats &st) const {

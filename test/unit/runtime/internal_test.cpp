@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -44,9 +46,14 @@ TEST(LloydInternal, NearestLevelTiesGoToTheLowerLevel) {
   EXPECT_EQ(kvq::nearestLevel(levels, 4, -9.0f), 0);
 }
 
-TEST(KernelTable, ActiveTableIsTheReferenceForNow) {
-  EXPECT_STREQ(kvq::kernels().name, "reference");
-  EXPECT_EQ(&kvq::kernels(), &kvq::referenceKernels());
+TEST(KernelTable, ActiveTableIsTheSimdTableWhenThereIsOne) {
+  EXPECT_STREQ(kvq::referenceKernels().name, "reference");
+  const kvq::KernelTable *simd = kvq::simdKernels();
+  const char *env = std::getenv("KVQ_KERNELS");
+  if (simd && !(env && std::string(env) == "reference"))
+    EXPECT_EQ(&kvq::kernels(), simd);
+  else
+    EXPECT_EQ(&kvq::kernels(), &kvq::referenceKernels());
 }
 
 TEST(OutlierCount, CeilWithoutFloatRoundUp) {

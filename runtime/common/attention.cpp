@@ -1,0 +1,228 @@
+//===- attention.cpp - Fused decode attention driver ----------------------===//
+//
+// Chunked online softmax over the stores' attendKeys / attendValues passes:
+// per chunk of tokens, the scores of every query vector are computed from
+// packed storage, masked (causality of a batch of query steps), folded into
+// running maxima and sums, and turned into weights for the value pass. The
+// reference (row-by-row dequantization, double accumulators) lives here too.
+//
+//===----------------------------------------------------------------------===//
+#include "attention.h"
+
+#include "fp16.h"
+#include "store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace kvq;
+
+namespace {
+
+/// Tokens per chunk: the scores of a chunk ([chunk][heads][nq] floats) stay
+/// in L1/L2 between the key and the value pass.
+constexpr int64_t kChunk = 256;
+
+/// exp(x) for x <= 0 (Cephes' single-precision polynomial, a few ulp),
+/// exactly 0 below -87 and for -inf. Branch-free so the loops over a chunk
+/// vectorize on every ISA; std::exp would cost more than the dot products.
+inline float expNonPositive(float x) {
+  const float xc = x < -87.0f ? -87.0f : x;
+  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  float r = xc - n * 0.693359375f; // ln 2 in two parts (Cody-Waite)
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * r * r + r + 1.0f;
+  // n is in [-126, 0]: 2^n is a normal float built from its exponent.
+  y *= bitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
+                   << 23);
+  return x < -87.0f ? 0.0f : y;
+}
+
+} // namespace
+
+void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
+                      const float *queries, int64_t nQueries, int32_t qHeads,
+                      float *out) {
+  AttendJob job(kernels().attend);
+  const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
+  job.d = d;
+  job.heads = H;
+  job.qPerKv = qHeads / H;
+  job.nq = nQueries * job.qPerKv;
+  const int64_t nq = job.nq, K = H * nq;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  // Gather the query vectors of each KV head together and prescale them.
+  job.q.resize(static_cast<size_t>(K * d));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t j = 0; j < nq; ++j) {
+      int64_t i = j / job.qPerKv, qh = h * job.qPerKv + j % job.qPerKv;
+      const float *src = queries + (i * qHeads + qh) * d;
+      float *dst = job.q.data() + (h * nq + j) * d;
+      for (int64_t c = 0; c < d; ++c)
+        dst[c] = src[c] * scale;
+    }
+  job.acc.assign(static_cast<size_t>(K * d), 0.0f);
+  std::vector<float> runMax(static_cast<size_t>(K),
+                            -std::numeric_limits<float>::infinity());
+  std::vector<float> runSum(static_cast<size_t>(K), 0.0f);
+  std::vector<float> chunkMax(static_cast<size_t>(K));
+  // Visible limit of query vector k = (h, j): position first + j / qPerKv.
+  std::vector<int64_t> lastVisible(static_cast<size_t>(K));
+  const int64_t length = store.length(), first = length - nQueries;
+  for (int64_t k = 0; k < K; ++k)
+    lastVisible[static_cast<size_t>(k)] = first + (k % nq) / job.qPerKv;
+
+  for (int64_t t0 = 0; t0 < length; t0 += kChunk) {
+    const int64_t t1 = std::min(length, t0 + kChunk), n = t1 - t0;
+    job.t0 = t0;
+    job.t1 = t1;
+    job.scores.resize(static_cast<size_t>(n * K));
+    store.attendKeys(job);
+    float *s = job.scores.data();
+    // Causal mask: only the last nQueries - 1 positions hide anything.
+    for (int64_t t = std::max(t0, first + 1); t < t1; ++t)
+      for (int64_t k = 0; k < K; ++k)
+        if (t > lastVisible[static_cast<size_t>(k)])
+          s[(t - t0) * K + k] = -std::numeric_limits<float>::infinity();
+    std::copy(s, s + K, chunkMax.begin());
+    for (int64_t t = 1; t < n; ++t)
+      for (int64_t k = 0; k < K; ++k)
+        chunkMax[static_cast<size_t>(k)] =
+            std::max(chunkMax[static_cast<size_t>(k)], s[t * K + k]);
+    // Position 0 is visible to every query, so after the first chunk every
+    // running maximum is finite and the rescale factor below is defined.
+    for (int64_t k = 0; k < K; ++k) {
+      float m = runMax[static_cast<size_t>(k)];
+      float cm = chunkMax[static_cast<size_t>(k)];
+      if (cm > m) {
+        float f = expNonPositive(m - cm);
+        runSum[static_cast<size_t>(k)] *= f;
+        float *a = job.acc.data() + k * d;
+        for (int64_t c = 0; c < d; ++c)
+          a[c] *= f;
+        runMax[static_cast<size_t>(k)] = cm;
+      }
+    }
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t k = 0; k < K; ++k) {
+        float w = expNonPositive(s[t * K + k] - runMax[static_cast<size_t>(k)]);
+        s[t * K + k] = w;
+        runSum[static_cast<size_t>(k)] += w;
+      }
+    store.attendValues(job);
+  }
+
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t j = 0; j < nq; ++j) {
+      int64_t i = j / job.qPerKv, qh = h * job.qPerKv + j % job.qPerKv;
+      const float inv = 1.0f / runSum[static_cast<size_t>(h * nq + j)];
+      const float *a = job.acc.data() + (h * nq + j) * d;
+      float *dst = out + (i * qHeads + qh) * d;
+      for (int64_t c = 0; c < d; ++c)
+        dst[c] = a[c] * inv;
+    }
+}
+
+void kvq::attendKeysByRows(const LayerStore &store, AttendJob &job) {
+  const int64_t C = job.heads * job.d, d = job.d, nq = job.nq;
+  job.scratch.resize(static_cast<size_t>(2 * C));
+  float *k = job.scratch.data(), *v = k + C;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    store.loadRow(t, k, v);
+    for (int64_t h = 0; h < job.heads; ++h) {
+      float *o = job.scoreRow(t, h);
+      for (int64_t j = 0; j < nq; ++j) {
+        const float *q = job.query(h) + j * d;
+        float dot = 0.0f;
+        for (int64_t c = 0; c < d; ++c)
+          dot += q[c] * k[h * d + c];
+        o[j] = dot;
+      }
+    }
+  }
+}
+
+void kvq::attendValuesByRows(const LayerStore &store, AttendJob &job) {
+  const int64_t C = job.heads * job.d, d = job.d, nq = job.nq;
+  job.scratch.resize(static_cast<size_t>(2 * C));
+  float *k = job.scratch.data(), *v = k + C;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    store.loadRow(t, k, v);
+    for (int64_t h = 0; h < job.heads; ++h) {
+      const float *w = job.scoreRow(t, h);
+      float *a = job.accumulator(h);
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t c = 0; c < d; ++c)
+          a[j * d + c] += w[j] * v[h * d + c];
+    }
+  }
+}
+
+void LayerStore::attendKeys(AttendJob &job) const {
+  attendKeysByRows(*this, job);
+}
+
+void LayerStore::attendValues(AttendJob &job) const {
+  attendValuesByRows(*this, job);
+}
+
+void kvq::attendReference(const LayerStore &store, const kvq_config &cfg,
+                          const float *queries, int64_t n_queries,
+                          int32_t q_heads, float *out) {
+  // One pass over the tokens with an online softmax per query head; each
+  // token's K/V row is dequantized once into a small buffer.
+  const int32_t kvHeads = cfg.num_kv_heads;
+  const int64_t d = cfg.head_dim, c = int64_t{kvHeads} * d;
+  const int64_t length = store.length();
+  const int64_t groupSize = q_heads / kvHeads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
+  const int64_t qd = int64_t{q_heads} * d;
+  std::vector<double> acc(static_cast<size_t>(n_queries * qd), 0.0);
+  std::vector<double> runMax(static_cast<size_t>(n_queries * q_heads),
+                             -INFINITY);
+  std::vector<double> runSum(static_cast<size_t>(n_queries * q_heads), 0.0);
+  const int64_t first = length - n_queries;
+  for (int64_t t = 0; t < length; ++t) {
+    store.loadRow(t, k.data(), v.data());
+    // Query i (position first + i) sees tokens t <= first + i.
+    for (int64_t i = t > first ? t - first : 0; i < n_queries; ++i) {
+      for (int32_t h = 0; h < q_heads; ++h) {
+        const float *q = queries + i * qd + int64_t{h} * d;
+        const int64_t kvh = h / groupSize;
+        double dot = 0.0;
+        for (int64_t j = 0; j < d; ++j)
+          dot += static_cast<double>(q[j]) * k[kvh * d + j];
+        double score = dot * scale;
+        size_t slot = static_cast<size_t>(i * q_heads + h);
+        double *a = &acc[static_cast<size_t>(i * qd + int64_t{h} * d)];
+        if (score > runMax[slot]) {
+          double rescale = std::exp(runMax[slot] - score);
+          runSum[slot] *= rescale;
+          for (int64_t j = 0; j < d; ++j)
+            a[j] *= rescale;
+          runMax[slot] = score;
+        }
+        double w = std::exp(score - runMax[slot]);
+        runSum[slot] += w;
+        for (int64_t j = 0; j < d; ++j)
+          a[j] += w * v[kvh * d + j];
+      }
+    }
+  }
+  for (int64_t i = 0; i < n_queries; ++i)
+    for (int32_t h = 0; h < q_heads; ++h) {
+      size_t slot = static_cast<size_t>(i * q_heads + h);
+      for (int64_t j = 0; j < d; ++j)
+        out[i * qd + int64_t{h} * d + j] = static_cast<float>(
+            acc[static_cast<size_t>(i * qd + int64_t{h} * d + j)] /
+            runSum[slot]);
+    }
+}

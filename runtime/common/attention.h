@@ -1,0 +1,77 @@
+//===- attention.h - Fused decode attention over packed storage -*- C++ -*-===//
+//
+// kvq_cache_attend computes softmax(q.K^T / sqrt(d)) . V straight from each
+// store's packed blocks: stores walk their own layout (attendKeys /
+// attendValues) and call the AttendOps inner kernels, which dequantize in
+// registers; this driver owns the queries, the chunked online softmax and
+// the causal mask. No fp16/f32 copy of K or V is ever made.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_ATTENTION_H
+#define KVQ_RUNTIME_COMMON_ATTENTION_H
+
+#include "kernels.h"
+#include "kvq/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kvq {
+
+class LayerStore;
+
+/// State of one fused attention call, shared by the driver and a store.
+/// Query vector j of KV head h (j < nq) is query step j / qPerKv of query
+/// head h * qPerKv + j % qPerKv; vectors are prescaled by 1/sqrt(d).
+struct AttendJob {
+  const AttendOps &ops;
+  int64_t d = 0;      ///< head_dim
+  int64_t heads = 0;  ///< KV heads
+  int64_t qPerKv = 0; ///< query heads per KV head (GQA group)
+  int64_t nq = 0;     ///< query vectors per KV head: n_queries * qPerKv
+  std::vector<float> q;   ///< [heads][nq][d]
+  int64_t t0 = 0, t1 = 0; ///< the chunk of token positions being processed
+  /// [t - t0][heads][nq]: scores after attendKeys, softmax weights (masked
+  /// ones exactly 0) when attendValues runs.
+  std::vector<float> scores;
+  std::vector<float> acc; ///< [heads][nq][d] unnormalised output
+  /// Free scratch for stores (sized by them; kept across chunks).
+  std::vector<float> scratch, scratch2;
+
+  explicit AttendJob(const AttendOps &o) : ops(o) {}
+  const float *query(int64_t h) const { return q.data() + h * nq * d; }
+  float *scoreRow(int64_t t, int64_t h) {
+    return scores.data() + ((t - t0) * heads + h) * nq;
+  }
+  float *accumulator(int64_t h) { return acc.data() + h * nq * d; }
+};
+
+/// Which implementation kvq::cacheAttend runs.
+enum class AttendImpl { Fused, Reference };
+
+/// Fused attention over one layer (arguments already validated by the
+/// caller, as in kvq_cache_attend).
+void attendFused(const LayerStore &store, const kvq_config &cfg,
+                 const float *queries, int64_t nQueries, int32_t qHeads,
+                 float *out);
+
+/// The reference: row-by-row dequantization, double accumulators, exact
+/// exp (the oracle of the attention tests).
+void attendReference(const LayerStore &store, const kvq_config &cfg,
+                     const float *queries, int64_t nQueries, int32_t qHeads,
+                     float *out);
+
+/// kvq_cache_attend with a chosen implementation (defined in cache.cpp, so
+/// tests can run both on the same cache).
+kvq_status cacheAttend(const kvq_cache_t *cache, int32_t layer,
+                       const float *queries, int64_t nQueries, int32_t qHeads,
+                       float *out, AttendImpl impl);
+
+/// Default store hooks: dequantize each row with loadRow, then float dot /
+/// axpy (for stores without a packed walk of their own).
+void attendKeysByRows(const LayerStore &store, AttendJob &job);
+void attendValuesByRows(const LayerStore &store, AttendJob &job);
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_ATTENTION_H

@@ -1,0 +1,101 @@
+//===- attention_ops.cpp - Portable inner kernels of fused attention ------===//
+//
+// The reference AttendOps: plain loops over one head row, used where no SIMD
+// table exists and as the oracle of the SIMD attention ops. Codes are read
+// with packedCodeAt, so any bit offset works.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "fp16.h"
+#include "kernels.h"
+
+using namespace kvq;
+
+namespace {
+
+void halfToFloatNRef(const uint16_t *h, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = halfToFloat(h[i]);
+}
+
+void mulHalfRef(const uint16_t *h, const float *q, int64_t nq, int64_t d,
+                float *out) {
+  for (int64_t c = 0; c < d; ++c) {
+    float s = halfToFloat(h[c]);
+    for (int64_t j = 0; j < nq; ++j)
+      out[j * d + c] = q[j * d + c] * s;
+  }
+}
+
+void dotHalfRef(const uint16_t *row, const float *q, int64_t nq, int64_t d,
+                float *out) {
+  for (int64_t j = 0; j < nq; ++j)
+    out[j] = 0.0f;
+  for (int64_t c = 0; c < d; ++c) {
+    float v = halfToFloat(row[c]);
+    for (int64_t j = 0; j < nq; ++j)
+      out[j] += q[j * d + c] * v;
+  }
+}
+
+void axpyHalfRef(const uint16_t *row, const float *w, int64_t nq, int64_t d,
+                 float *acc) {
+  for (int64_t c = 0; c < d; ++c) {
+    float v = halfToFloat(row[c]);
+    for (int64_t j = 0; j < nq; ++j)
+      acc[j * d + c] += w[j] * v;
+  }
+}
+
+void dotCodesRef(const uint8_t *packed, int64_t first, int bits,
+                 const float *q, int64_t nq, int64_t d, float *out) {
+  for (int64_t j = 0; j < nq; ++j)
+    out[j] = 0.0f;
+  for (int64_t c = 0; c < d; ++c) {
+    float v = packedCodeAt(packed, first + c, bits);
+    for (int64_t j = 0; j < nq; ++j)
+      out[j] += q[j * d + c] * v;
+  }
+}
+
+void axpyCodesRef(const uint8_t *packed, int64_t first, int bits,
+                  const float *ws, int64_t G, int64_t nq, int64_t d,
+                  float *acc) {
+  const int64_t groups = d / G;
+  for (int64_t c = 0; c < d; ++c) {
+    float v = packedCodeAt(packed, first + c, bits);
+    for (int64_t j = 0; j < nq; ++j)
+      acc[j * d + c] += ws[j * groups + c / G] * v;
+  }
+}
+
+void dotLutRef(const uint8_t *packed, int64_t first, int bits,
+               const float *lut, int64_t nq, int64_t d, float *out) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t j = 0; j < nq; ++j)
+    out[j] = 0.0f;
+  for (int64_t c = 0; c < d; ++c) {
+    int64_t code = packedCodeAt(packed, first + c, bits);
+    for (int64_t j = 0; j < nq; ++j)
+      out[j] += lut[(j * d + c) * L + code];
+  }
+}
+
+void axpyLutRef(const uint8_t *packed, int64_t first, int bits,
+                const float *lut, int64_t nq, int64_t d, float *acc) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t c = 0; c < d; ++c) {
+    int64_t code = packedCodeAt(packed, first + c, bits);
+    for (int64_t j = 0; j < nq; ++j)
+      acc[j * d + c] += lut[j * L + code];
+  }
+}
+
+} // namespace
+
+const AttendOps &kvq::referenceAttendOps() {
+  static const AttendOps ops = {halfToFloatNRef, mulHalfRef, dotHalfRef,
+                                axpyHalfRef,     dotCodesRef, axpyCodesRef,
+                                dotLutRef,       axpyLutRef};
+  return ops;
+}

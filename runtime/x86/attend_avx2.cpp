@@ -1,0 +1,272 @@
+//===- attend_avx2.cpp - AVX2+FMA inner kernels of fused attention --------===//
+//
+// Dot products and weighted sums of one head row against the query vectors
+// of its KV head, straight from fp16 rows or packed codes: codes are shifted
+// out of 32-bit words into int32 lanes (vpsrlvd), converted to float and
+// consumed by FMAs in registers. FMA is used on purpose here: attention is
+// checked against the reference with a tolerance, unlike the quantizers.
+//
+//===----------------------------------------------------------------------===//
+#include "avx2_util.h"
+#include "x86_kernels.h"
+
+#include "fp16.h"
+
+#include <algorithm>
+
+using namespace kvq;
+using namespace kvq::avx2;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Row readers: 16 elements starting at channel c (c % 16 == 0)
+//===----------------------------------------------------------------------===//
+
+struct HalfRow {
+  const uint16_t *p;
+  KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
+    v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + c)));
+    v1 = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + c + 8)));
+  }
+};
+
+/// Packed codes starting at a byte boundary p, as int32 lanes.
+struct CodeRow {
+  const uint8_t *p;
+  int bits;
+  KVQ_AVX2 void codes(int64_t c, __m256i &a, __m256i &b) const {
+    switch (bits) {
+    case 2: { // 16 codes in one 32-bit word
+      uint32_t w;
+      std::memcpy(&w, p + c / 4, 4);
+      const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
+      const __m256i m = _mm256_set1_epi32(3);
+      a = _mm256_and_si256(
+          _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), m);
+      b = _mm256_and_si256(
+          _mm256_srlv_epi32(x, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)),
+          m);
+      return;
+    }
+    case 4: { // 8 codes per 32-bit word
+      uint32_t w0, w1;
+      std::memcpy(&w0, p + c / 2, 4);
+      std::memcpy(&w1, p + c / 2 + 4, 4);
+      const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+      const __m256i m = _mm256_set1_epi32(15);
+      a = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)), sh), m);
+      b = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), sh), m);
+      return;
+    }
+    case 8:
+      a = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c)));
+      b = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c + 8)));
+      return;
+    default: // 3: eight codes in three bytes
+      a = widen8(expand8(loadBytes(p + c / 8 * 3, 3), 3));
+      b = widen8(expand8(loadBytes(p + c / 8 * 3 + 3, 3), 3));
+      return;
+    }
+  }
+  KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
+    __m256i a, b;
+    codes(c, a, b);
+    v0 = _mm256_cvtepi32_ps(a);
+    v1 = _mm256_cvtepi32_ps(b);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Dot products and weighted sums over a row
+//===----------------------------------------------------------------------===//
+
+/// out[j0 + jj] = q_{j0+jj} . row for NJ query vectors, two FMA chains each.
+template <int NJ, class Row>
+KVQ_AVX2 void dotBlock(const Row &row, const float *q, int64_t d, float *out) {
+  __m256 acc0[NJ], acc1[NJ];
+  for (int jj = 0; jj < NJ; ++jj)
+    acc0[jj] = acc1[jj] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < d; c += 16) {
+    __m256 v0, v1;
+    row(c, v0, v1);
+    for (int jj = 0; jj < NJ; ++jj) {
+      acc0[jj] = _mm256_fmadd_ps(_mm256_loadu_ps(q + jj * d + c), v0, acc0[jj]);
+      acc1[jj] = _mm256_fmadd_ps(_mm256_loadu_ps(q + jj * d + c + 8), v1, acc1[jj]);
+    }
+  }
+  for (int jj = 0; jj < NJ; ++jj)
+    out[jj] = hsum(_mm256_add_ps(acc0[jj], acc1[jj]));
+}
+
+template <class Row>
+KVQ_AVX2 void dotRows(const Row &row, const float *q, int64_t nq, int64_t d,
+                      float *out) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    dotBlock<4>(row, q + j * d, d, out + j);
+  switch (nq - j) {
+  case 3: dotBlock<3>(row, q + j * d, d, out + j); break;
+  case 2: dotBlock<2>(row, q + j * d, d, out + j); break;
+  case 1: dotBlock<1>(row, q + j * d, d, out + j); break;
+  default: break;
+  }
+}
+
+/// acc[j*d + c] += weight(j, c) * row[c]; weight is constant on each block
+/// of 8 channels (per-token groups are multiples of 8).
+template <class Row, class Weight>
+KVQ_AVX2 void axpyRows(const Row &row, const Weight &weight, int64_t nq,
+                       int64_t d, float *acc) {
+  for (int64_t c = 0; c < d; c += 16) {
+    __m256 v0, v1;
+    row(c, v0, v1);
+    for (int64_t j = 0; j < nq; ++j) {
+      float *a = acc + j * d + c;
+      _mm256_storeu_ps(a, _mm256_fmadd_ps(weight(j, c), v0, _mm256_loadu_ps(a)));
+      _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(weight(j, c + 8), v1,
+                                              _mm256_loadu_ps(a + 8)));
+    }
+  }
+}
+
+struct TokenWeight { // one weight per query vector
+  const float *w;
+  KVQ_AVX2 __m256 operator()(int64_t j, int64_t) const {
+    return _mm256_broadcast_ss(w + j);
+  }
+};
+
+struct GroupWeight { // one weight per (query vector, group of G channels)
+  const float *ws;
+  int64_t G, groups;
+  KVQ_AVX2 __m256 operator()(int64_t j, int64_t c) const {
+    return _mm256_broadcast_ss(ws + j * groups + c / G);
+  }
+};
+
+bool aligned(int64_t first, int bits, int64_t d) {
+  return (first * bits) % 8 == 0 && d % 16 == 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The AttendOps entries
+//===----------------------------------------------------------------------===//
+
+KVQ_AVX2 void halfToFloatNAvx2(const uint16_t *h, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(h + i))));
+  for (; i < n; ++i)
+    out[i] = halfToFloat(h[i]);
+}
+
+KVQ_AVX2 void mulHalfAvx2(const uint16_t *h, const float *q, int64_t nq,
+                          int64_t d, float *out) {
+  if (d % 8 != 0)
+    return referenceAttendOps().mulHalf(h, q, nq, d, out);
+  for (int64_t c = 0; c < d; c += 8) {
+    const __m256 s = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(h + c)));
+    for (int64_t j = 0; j < nq; ++j)
+      _mm256_storeu_ps(out + j * d + c,
+                       _mm256_mul_ps(_mm256_loadu_ps(q + j * d + c), s));
+  }
+}
+
+KVQ_AVX2 void dotHalfAvx2(const uint16_t *row, const float *q, int64_t nq,
+                          int64_t d, float *out) {
+  if (d % 16 != 0)
+    return referenceAttendOps().dotHalf(row, q, nq, d, out);
+  dotRows(HalfRow{row}, q, nq, d, out);
+}
+
+KVQ_AVX2 void axpyHalfAvx2(const uint16_t *row, const float *w, int64_t nq,
+                           int64_t d, float *acc) {
+  if (d % 16 != 0)
+    return referenceAttendOps().axpyHalf(row, w, nq, d, acc);
+  axpyRows(HalfRow{row}, TokenWeight{w}, nq, d, acc);
+}
+
+KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
+                           const float *q, int64_t nq, int64_t d, float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotCodes(packed, first, bits, q, nq, d, out);
+  dotRows(CodeRow{packed + first * bits / 8, bits}, q, nq, d, out);
+}
+
+KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
+                            const float *ws, int64_t G, int64_t nq, int64_t d,
+                            float *acc) {
+  if (!aligned(first, bits, d) || G % 8 != 0)
+    return referenceAttendOps().axpyCodes(packed, first, bits, ws, G, nq, d,
+                                          acc);
+  axpyRows(CodeRow{packed + first * bits / 8, bits}, GroupWeight{ws, G, d / G},
+           nq, d, acc);
+}
+
+KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
+                         const float *lut, int64_t nq, int64_t d, float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
+  const CodeRow row{packed + first * bits / 8, bits};
+  const int L = 1 << bits;
+  const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                           _mm256_set1_epi32(L));
+  for (int64_t j = 0; j < nq; ++j) {
+    const float *t = lut + j * d * L;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t c = 0; c < d; c += 16) {
+      __m256i a, b;
+      row.codes(c, a, b);
+      // Entry (c + lane) * L + code of this query's table.
+      acc0 = _mm256_add_ps(acc0, _mm256_i32gather_ps(t + c * L,
+                                                     _mm256_add_epi32(lanes, a), 4));
+      acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(t + (c + 8) * L,
+                                                     _mm256_add_epi32(lanes, b), 4));
+    }
+    out[j] = hsum(_mm256_add_ps(acc0, acc1));
+  }
+}
+
+KVQ_AVX2 void axpyLutAvx2(const uint8_t *packed, int64_t first, int bits,
+                          const float *lut, int64_t nq, int64_t d, float *acc) {
+  if (!aligned(first, bits, d) || bits > 3)
+    return referenceAttendOps().axpyLut(packed, first, bits, lut, nq, d, acc);
+  // Up to 8 levels: the table is one register, vpermps is the lookup.
+  const CodeRow row{packed + first * bits / 8, bits};
+  const int L = 1 << bits;
+  for (int64_t c = 0; c < d; c += 16) {
+    __m256i a, b;
+    row.codes(c, a, b);
+    for (int64_t j = 0; j < nq; ++j) {
+      alignas(32) float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::copy(lut + j * L, lut + (j + 1) * L, t);
+      const __m256 tv = _mm256_load_ps(t);
+      float *o = acc + j * d + c;
+      _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o),
+                                        _mm256_permutevar8x32_ps(tv, a)));
+      _mm256_storeu_ps(o + 8, _mm256_add_ps(_mm256_loadu_ps(o + 8),
+                                            _mm256_permutevar8x32_ps(tv, b)));
+    }
+  }
+}
+
+} // namespace
+
+void kvq::x86::fillAttendAvx2(AttendOps &ops) {
+  ops.halfToFloatN = halfToFloatNAvx2;
+  ops.mulHalf = mulHalfAvx2;
+  ops.dotHalf = dotHalfAvx2;
+  ops.axpyHalf = axpyHalfAvx2;
+  ops.dotCodes = dotCodesAvx2;
+  ops.axpyCodes = axpyCodesAvx2;
+  ops.dotLut = dotLutAvx2;
+  ops.axpyLut = axpyLutAvx2;
+}

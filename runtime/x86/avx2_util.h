@@ -1,0 +1,141 @@
+//===- avx2_util.h - Shared helpers of the AVX2+F16C kernels ----*- C++ -*-===//
+//
+// Loads, stores, code (un)packing and horizontal reductions used by the
+// x86_64 kernel files. Every function carries the target attribute instead
+// of the files being compiled with -mavx2: inline functions and templates
+// from shared headers then stay baseline code, so nothing AVX2 can leak into
+// a path that runs before the cpuid check (runtime/x86/table_avx2.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_X86_AVX2_UTIL_H
+#define KVQ_RUNTIME_X86_AVX2_UTIL_H
+
+#include "kvq/runtime.h"
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+/// Applied to every function that uses AVX2, F16C or FMA intrinsics.
+#define KVQ_AVX2 __attribute__((target("avx2,f16c,fma")))
+
+namespace kvq {
+namespace avx2 {
+
+/// Eight consecutive elements x[i..i+8) of an fp16 or f32 buffer as floats.
+KVQ_AVX2 inline __m256 load8(const void *x, kvq_dtype dtype, int64_t i) {
+  if (dtype == KVQ_DTYPE_F16)
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(static_cast<const uint16_t *>(x) + i)));
+  return _mm256_loadu_ps(static_cast<const float *>(x) + i);
+}
+
+/// Store eight floats as elements out[i..i+8) (fp16: round to nearest even,
+/// what floatToHalf does).
+KVQ_AVX2 inline void store8(void *out, kvq_dtype dtype, int64_t i, __m256 v) {
+  if (dtype == KVQ_DTYPE_F16)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(static_cast<uint16_t *>(out) + i),
+        _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  else
+    _mm256_storeu_ps(static_cast<float *>(out) + i, v);
+}
+
+KVQ_AVX2 inline float hmin(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_min_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+KVQ_AVX2 inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+KVQ_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/// Eight byte codes (each < 2^bits) -> 8*bits bits, LSB first: three
+/// shift-or steps halve the number of fields each time.
+inline uint64_t compress8(uint64_t w, int bits) {
+  if (bits == 8)
+    return w;
+  const uint64_t b = static_cast<uint64_t>(bits);
+  const uint64_t m16 = (uint64_t{1} << (2 * b)) - 1;
+  const uint64_t m32 = (uint64_t{1} << (4 * b)) - 1;
+  const uint64_t m64 = (uint64_t{1} << (8 * b)) - 1;
+  w = (w | (w >> (8 - b))) & (m16 * 0x0001000100010001ull);
+  w = (w | (w >> (16 - 2 * b))) & (m32 * 0x0000000100000001ull);
+  w = (w | (w >> (32 - 4 * b))) & m64;
+  return w;
+}
+
+/// Inverse of compress8: 8*bits bits -> eight byte codes.
+inline uint64_t expand8(uint64_t w, int bits) {
+  if (bits == 8)
+    return w;
+  const uint64_t b = static_cast<uint64_t>(bits);
+  const uint64_t m8 = (uint64_t{1} << b) - 1;
+  const uint64_t m16 = (uint64_t{1} << (2 * b)) - 1;
+  const uint64_t m32 = (uint64_t{1} << (4 * b)) - 1;
+  w = (w | (w << (32 - 4 * b))) & (m32 * 0x0000000100000001ull);
+  w = (w | (w << (16 - 2 * b))) & (m16 * 0x0001000100010001ull);
+  w = (w | (w << (8 - b))) & (m8 * 0x0101010101010101ull);
+  return w;
+}
+
+/// The `bits` bytes holding 8 codes that start at a byte boundary.
+inline uint64_t loadBytes(const uint8_t *p, int bits) {
+  uint64_t w = 0;
+  std::memcpy(&w, p, static_cast<size_t>(bits));
+  return w;
+}
+
+/// Eight int32 lanes (each < 256) -> eight bytes in lane order.
+KVQ_AVX2 inline uint64_t narrow8(__m256i v) {
+  __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(v),
+                                 _mm256_extracti128_si256(v, 1));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_packus_epi16(w16, w16)));
+}
+
+/// Eight byte codes -> eight int32 lanes.
+KVQ_AVX2 inline __m256i widen8(uint64_t bytes) {
+  return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+}
+
+/// Write 8 codes (int32 lanes) for elements [e, e+8): packed (e*bits is a
+/// byte boundary) or one byte per code.
+KVQ_AVX2 inline void writeCodes8(uint8_t *codes, int layout, int64_t e,
+                                 int bits, __m256i v) {
+  uint64_t bytes = narrow8(v);
+  if (layout == KVQ_CODES_UNPACKED) {
+    std::memcpy(codes + e, &bytes, 8);
+    return;
+  }
+  uint64_t w = compress8(bytes, bits);
+  std::memcpy(codes + e * bits / 8, &w, static_cast<size_t>(bits));
+}
+
+/// Read 8 codes of elements [e, e+8) as int32 lanes.
+KVQ_AVX2 inline __m256i readCodes8(const uint8_t *codes, int layout, int64_t e,
+                                   int bits) {
+  if (layout == KVQ_CODES_UNPACKED) {
+    uint64_t bytes;
+    std::memcpy(&bytes, codes + e, 8);
+    return widen8(bytes);
+  }
+  return widen8(expand8(loadBytes(codes + e * bits / 8, bits), bits));
+}
+
+} // namespace avx2
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_X86_AVX2_UTIL_H

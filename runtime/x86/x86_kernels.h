@@ -1,0 +1,25 @@
+//===- x86_kernels.h - Pieces of the AVX2 kernel table -----------*- C++ -*-===//
+//
+// Each x86 kernel file fills its part of the table; table_avx2.cpp checks
+// the CPU and assembles them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_X86_X86_KERNELS_H
+#define KVQ_RUNTIME_X86_X86_KERNELS_H
+
+#include "kernels.h"
+
+namespace kvq {
+namespace x86 {
+
+/// quant_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
+void fillQuantAvx2(KernelTable &t);
+/// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
+void fillMiscAvx2(KernelTable &t);
+/// attend_avx2.cpp: the fused-attention inner kernels.
+void fillAttendAvx2(AttendOps &ops);
+
+} // namespace x86
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_X86_X86_KERNELS_H

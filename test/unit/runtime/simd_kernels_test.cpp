@@ -1,0 +1,421 @@
+//===- simd_kernels_test.cpp - SIMD tables against the reference ----------===//
+//
+// Differential tests in the manner of IREE's mmt4d tests: every entry of the
+// SIMD table of this build (AVX2+F16C on x86_64, NEON on arm64, run under
+// qemu there) is run next to the scalar reference on the same seeded inputs,
+// including the awkward ones (signed zeros, constant groups, values exactly
+// halfway between two codes, subnormals, duplicate levels, ties in |x|).
+// Codes, scales, zeros, levels, masks and dequantized values must match bit
+// for bit; the fused-attention inner ops reorder float sums and are checked
+// to a stated relative tolerance.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "fp16.h"
+#include "kernels.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace kvq;
+using kvqtest::Rng;
+
+namespace {
+
+const KernelTable *simdOrSkip() { return simdKernels(); }
+
+#define REQUIRE_SIMD()                                                         \
+  const KernelTable *simd = simdOrSkip();                                      \
+  if (!simd)                                                                   \
+    GTEST_SKIP() << "no SIMD table on this CPU";                               \
+  const KernelTable &ref = referenceKernels()
+
+/// fp16-representable test data with the cases that break naive SIMD.
+std::vector<float> awkwardData(uint64_t seed, int64_t n, int pattern) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = rng.normal();
+    switch (pattern) {
+    case 1: // many signed zeros and repeated values
+      v = (i % 3 == 0) ? ((i / 3) % 2 ? -0.0 : 0.0) : std::nearbyint(v * 2);
+      break;
+    case 2: // constant runs (scale 0 groups)
+      v = (i / 16) % 2 ? 1.5 : v;
+      break;
+    case 3: // wide range incl. fp16 subnormals
+      v = v * std::ldexp(1.0, static_cast<int>(i % 40) - 24);
+      break;
+    case 4: // exact multiples of a quarter: many codes land on .5 exactly
+      v = std::nearbyint(v * 8) / 4;
+      break;
+    default:
+      break;
+    }
+    v = std::max(-60000.0, std::min(60000.0, v)); // finite in fp16
+    x[static_cast<size_t>(i)] = roundToHalf(static_cast<float>(v));
+  }
+  return x;
+}
+
+std::vector<uint16_t> toHalfs(const std::vector<float> &x) {
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    h[i] = floatToHalf(x[i]);
+  return h;
+}
+
+struct Case {
+  int64_t rows, cols, group;
+  int axis;
+};
+
+std::vector<Case> gridCases() {
+  std::vector<Case> cases;
+  for (int axis : {KVQ_AXIS_PER_TOKEN, KVQ_AXIS_PER_CHANNEL})
+    for (int64_t group : {4, 8, 16, 32, 64}) {
+      cases.push_back({64, 128, group, axis});
+      if (axis == KVQ_AXIS_PER_TOKEN)
+        cases.push_back({24, group * 3, group, axis});
+      else
+        cases.push_back({group * 3, 24, group, axis});
+    }
+  cases.push_back({32, 20, 4, KVQ_AXIS_PER_TOKEN}); // odd column count
+  cases.push_back({8, 20, 8, KVQ_AXIS_PER_CHANNEL});
+  return cases;
+}
+
+Grid toGrid(const Case &c) {
+  Grid g;
+  g.rows = c.rows;
+  g.cols = c.cols;
+  g.group = c.group;
+  g.axis = c.axis;
+  return g;
+}
+
+const void *data(kvq_dtype dt, const std::vector<float> &f,
+                 const std::vector<uint16_t> &h) {
+  return dt == KVQ_DTYPE_F16 ? static_cast<const void *>(h.data())
+                             : static_cast<const void *>(f.data());
+}
+
+std::string label(const Case &c, int bits, int dt, int layout, int pattern) {
+  return "rows " + std::to_string(c.rows) + " cols " + std::to_string(c.cols) +
+         " group " + std::to_string(c.group) + " axis " +
+         std::to_string(c.axis) + " bits " + std::to_string(bits) + " dtype " +
+         std::to_string(dt) + " layout " + std::to_string(layout) +
+         " pattern " + std::to_string(pattern);
+}
+
+} // namespace
+
+TEST(SimdTable, IsSelectedAndNamed) {
+  const KernelTable *simd = simdKernels();
+#if defined(__x86_64__) || defined(__aarch64__)
+  if (!simd)
+    GTEST_SKIP() << "CPU without the SIMD features";
+  EXPECT_STRNE(simd->name, "reference");
+#else
+  EXPECT_EQ(simd, nullptr);
+#endif
+}
+
+TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {
+  REQUIRE_SIMD();
+  uint64_t seed = 1;
+  for (const Case &c : gridCases())
+    for (int bits : {2, 3, 4, 8})
+      for (int pattern = 0; pattern < 5; ++pattern)
+        for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+          for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED}) {
+            const Grid g = toGrid(c);
+            const int64_t n = c.rows * c.cols;
+            auto f = awkwardData(seed++, n, pattern);
+            auto h = toHalfs(f);
+            const int64_t codeBytes =
+                layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
+            std::vector<uint8_t> c1(codeBytes, 0xAA), c2(codeBytes, 0x55);
+            std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()),
+                z1(g.vectors()), z2(g.vectors());
+            ref.groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
+                           c1.data(), s1.data(), z1.data());
+            simd->groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
+                             c2.data(), s2.data(), z2.data());
+            const std::string what = label(c, bits, dt, layout, pattern);
+            ASSERT_EQ(s1, s2) << what;
+            ASSERT_EQ(z1, z2) << what;
+            ASSERT_EQ(c1, c2) << what;
+            const size_t outBytes = static_cast<size_t>(n) *
+                                    (dt == KVQ_DTYPE_F16 ? 2 : 4);
+            std::vector<uint8_t> o1(outBytes), o2(outBytes);
+            ref.groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
+                             o1.data(), dt);
+            simd->groupDequant(c1.data(), layout, s1.data(), z1.data(), g,
+                               bits, o2.data(), dt);
+            ASSERT_EQ(o1, o2) << what;
+          }
+}
+
+TEST(SimdUniform, ExcludedElementsFallBackIdentically) {
+  REQUIRE_SIMD();
+  const Case c{64, 64, 32, KVQ_AXIS_PER_CHANNEL};
+  const Grid g = toGrid(c);
+  auto f = awkwardData(7, 64 * 64, 0);
+  std::vector<uint8_t> ex(f.size());
+  for (size_t i = 0; i < ex.size(); ++i)
+    ex[i] = i % 7 == 0;
+  std::vector<uint8_t> c1(64 * 64), c2(64 * 64);
+  std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()), z1(g.vectors()),
+      z2(g.vectors());
+  ref.groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(), KVQ_CODES_UNPACKED,
+                 c1.data(), s1.data(), z1.data());
+  simd->groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(),
+                   KVQ_CODES_UNPACKED, c2.data(), s2.data(), z2.data());
+  EXPECT_EQ(c1, c2);
+  EXPECT_EQ(s1, s2);
+  EXPECT_EQ(z1, z2);
+}
+
+TEST(SimdUniform, StorePrimitivesAreBitIdentical) {
+  REQUIRE_SIMD();
+  Rng rng(5);
+  for (int bits : {2, 3, 4, 8})
+    for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 100, 1024, 1031}) {
+      std::vector<uint8_t> codes(static_cast<size_t>(n));
+      for (auto &c : codes)
+        c = static_cast<uint8_t>(rng.uniform() * (1 << bits));
+      std::vector<uint8_t> p1(packedBytes(n, bits)), p2(p1.size());
+      ref.packCodes(codes.data(), n, bits, p1.data());
+      simd->packCodes(codes.data(), n, bits, p2.data());
+      ASSERT_EQ(p1, p2) << "bits " << bits << " n " << n;
+      std::vector<uint8_t> u(static_cast<size_t>(n));
+      simd->unpackCodes(p1.data(), n, bits, u.data());
+      ASSERT_EQ(u, codes) << "bits " << bits << " n " << n;
+    }
+  for (int pattern = 0; pattern < 5; ++pattern)
+    for (int bits : {2, 3, 4, 8})
+      for (int64_t n : {5, 8, 32, 37, 128})
+        for (int64_t stride : {1, 3}) {
+          auto x = awkwardData(100 + pattern, n * stride, pattern);
+          uint16_t s1, z1, s2, z2;
+          ref.uniformCalibrate(x.data(), n, stride, nullptr, 0, bits, &s1, &z1);
+          simd->uniformCalibrate(x.data(), n, stride, nullptr, 0, bits, &s2,
+                                 &z2);
+          ASSERT_EQ(s1, s2);
+          ASSERT_EQ(z1, z2);
+          std::vector<uint8_t> c1(static_cast<size_t>(n)), c2(c1.size());
+          ref.uniformQuantize(x.data(), n, stride, s1, z1, bits, c1.data(), 1);
+          simd->uniformQuantize(x.data(), n, stride, s1, z1, bits, c2.data(),
+                                1);
+          ASSERT_EQ(c1, c2) << "pattern " << pattern << " bits " << bits
+                            << " n " << n << " stride " << stride;
+        }
+}
+
+TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
+  REQUIRE_SIMD();
+  uint64_t seed = 300;
+  for (const Case &c : gridCases())
+    for (int bits : {2, 3, 4, 8})
+      for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+        for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED})
+          for (int pattern : {0, 1, 4}) {
+            const Grid g = toGrid(c);
+            const int64_t n = c.rows * c.cols, L = 1 << bits;
+            auto f = awkwardData(seed++, n, pattern);
+            auto h = toHalfs(f);
+            // Ascending fp16 levels with duplicates and exact midpoints.
+            Rng rng(seed);
+            std::vector<uint16_t> levels(static_cast<size_t>(g.vectors() * L));
+            for (int64_t v = 0; v < g.vectors(); ++v) {
+              float l = -2.0f;
+              for (int64_t i = 0; i < L; ++i) {
+                if (rng.uniform() > 0.2)
+                  l += static_cast<float>(std::nearbyint(rng.uniform() * 8) / 8);
+                levels[static_cast<size_t>(v * L + i)] = floatToHalf(l);
+              }
+            }
+            const int64_t codeBytes =
+                layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
+            std::vector<uint8_t> c1(codeBytes), c2(codeBytes);
+            ref.nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
+                         c1.data());
+            simd->nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
+                           c2.data());
+            const std::string what = label(c, bits, dt, layout, pattern);
+            ASSERT_EQ(c1, c2) << what;
+            const size_t outBytes = static_cast<size_t>(n) *
+                                    (dt == KVQ_DTYPE_F16 ? 2 : 4);
+            std::vector<uint8_t> o1(outBytes), o2(outBytes);
+            ref.nuqDequant(c1.data(), layout, levels.data(), g, bits, o1.data(),
+                           dt);
+            simd->nuqDequant(c1.data(), layout, levels.data(), g, bits,
+                             o2.data(), dt);
+            ASSERT_EQ(o1, o2) << what;
+          }
+}
+
+TEST(SimdNuq, LloydFitGivesTheSameLevels) {
+  REQUIRE_SIMD();
+  for (int pattern = 0; pattern < 5; ++pattern)
+    for (int bits : {2, 3, 4, 8})
+      for (int64_t m : {1, 2, 3, 17, 128, 1000})
+        for (int iters : {0, 1, 8}) {
+          auto x = awkwardData(500 + m + pattern, m, pattern);
+          auto y = x;
+          float l1[kMaxLevels], l2[kMaxLevels];
+          ref.lloydFitGathered(x.data(), m, bits, iters, l1, nullptr);
+          simd->lloydFitGathered(y.data(), m, bits, iters, l2, nullptr);
+          ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)))
+              << "pattern " << pattern << " bits " << bits << " m " << m
+              << " iters " << iters;
+          std::vector<float> s1(static_cast<size_t>(m)), s2(s1.size());
+          std::vector<uint8_t> ex(static_cast<size_t>(m));
+          for (int64_t i = 0; i < m; ++i)
+            ex[static_cast<size_t>(i)] = i % 5 == 1;
+          auto z = awkwardData(600 + m, m, pattern);
+          ASSERT_EQ(ref.lloydFit(z.data(), m, 1, ex.data(), 1, bits, iters,
+                                 s1.data(), l1, nullptr),
+                    simd->lloydFit(z.data(), m, 1, ex.data(), 1, bits, iters,
+                                   s2.data(), l2, nullptr));
+          ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)));
+        }
+}
+
+TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
+  REQUIRE_SIMD();
+  uint64_t seed = 900;
+  for (const Case &c : gridCases())
+    for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+      for (int pattern : {0, 1, 2, 4})
+        for (float fraction : {0.0f, 0.01f, 0.07f, 0.5f}) {
+          const Grid g = toGrid(c);
+          const int64_t n = c.rows * c.cols;
+          auto f = awkwardData(seed++, n, pattern);
+          auto h = toHalfs(f);
+          std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
+          std::vector<float> t1(g.vectors()), t2(g.vectors());
+          ref.outlierSplit(data(dt, f, h), dt, g, fraction, nullptr, m1.data(),
+                           t1.data());
+          simd->outlierSplit(data(dt, f, h), dt, g, fraction, nullptr,
+                             m2.data(), t2.data());
+          const std::string what = label(c, 0, dt, 0, pattern);
+          ASSERT_EQ(m1, m2) << what;
+          ASSERT_EQ(0, std::memcmp(t1.data(), t2.data(), 4 * t1.size()))
+              << what;
+          std::vector<float> thr(static_cast<size_t>(c.cols));
+          for (int64_t i = 0; i < c.cols; ++i)
+            thr[static_cast<size_t>(i)] =
+                i % 9 == 0 ? INFINITY : std::fabs(f[static_cast<size_t>(i)]);
+          ref.outlierScreen(data(dt, f, h), dt, c.rows, c.cols, thr.data(),
+                            m1.data());
+          simd->outlierScreen(data(dt, f, h), dt, c.rows, c.cols, thr.data(),
+                              m2.data());
+          ASSERT_EQ(m1, m2) << what;
+        }
+  for (int64_t n : {1, 9, 64, 1000})
+    for (int64_t k : {int64_t{0}, int64_t{1}, n / 3, n}) {
+      auto x = awkwardData(77 + n, n, 1);
+      std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
+      float th1, th2;
+      ref.topkAbs(x.data(), n, 1, nullptr, 0, k, m1.data(), 1, &th1);
+      simd->topkAbs(x.data(), n, 1, nullptr, 0, k, m2.data(), 1, &th2);
+      ASSERT_EQ(m1, m2);
+      ASSERT_EQ(floatBits(th1), floatBits(th2));
+      for (float &v : x)
+        v = std::fabs(v);
+      std::vector<int64_t> p1(static_cast<size_t>(k)), p2(p1.size());
+      ref.topkIndices(x.data(), n, k, p1.data());
+      simd->topkIndices(x.data(), n, k, p2.data());
+      ASSERT_EQ(p1, p2) << "n " << n << " k " << k;
+    }
+}
+
+TEST(SimdSinks, KeyNormsAreBitIdentical) {
+  REQUIRE_SIMD();
+  for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+    for (int heads : {1, 3, 8})
+      for (int64_t dim : {4, 6, 64, 128})
+        for (int64_t tokens : {1, 4, 7, 33}) {
+          auto f = awkwardData(heads * 1000 + dim + tokens, tokens * heads * dim,
+                               3);
+          auto h = toHalfs(f);
+          std::vector<float> n1(static_cast<size_t>(tokens)), n2(n1.size());
+          ref.keyNorm(data(dt, f, h), dt, tokens, heads, dim, n1.data());
+          simd->keyNorm(data(dt, f, h), dt, tokens, heads, dim, n2.data());
+          ASSERT_EQ(0, std::memcmp(n1.data(), n2.data(), 4 * n1.size()))
+              << "heads " << heads << " dim " << dim << " tokens " << tokens;
+        }
+}
+
+/// The attention inner ops sum in a different order (and with FMA), so
+/// each is compared with a relative tolerance on the sum of |terms|:
+/// |simd - ref| <= 1e-5 * sum |q_c * v_c| (+ a tiny absolute floor).
+TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
+  REQUIRE_SIMD();
+  const AttendOps &r = ref.attend, &s = simd->attend;
+  Rng rng(42);
+  for (int64_t d : {16, 64, 128, 40})
+    for (int64_t nq : {1, 2, 4, 5})
+      for (int bits : {2, 3, 4, 8}) {
+        const int64_t L = int64_t{1} << bits, first = d * 3;
+        std::vector<float> q(static_cast<size_t>(nq * d)),
+            lut(static_cast<size_t>(nq * d * L)), w(static_cast<size_t>(nq)),
+            ws(static_cast<size_t>(nq * d / 8));
+        for (auto &v : q)
+          v = static_cast<float>(rng.normal());
+        for (auto &v : lut)
+          v = static_cast<float>(rng.normal());
+        for (auto &v : w)
+          v = static_cast<float>(rng.uniform());
+        for (auto &v : ws)
+          v = static_cast<float>(rng.uniform());
+        std::vector<uint16_t> row(static_cast<size_t>(d));
+        for (auto &v : row)
+          v = floatToHalf(static_cast<float>(rng.normal()));
+        std::vector<uint8_t> codes(static_cast<size_t>(4 * d));
+        for (auto &v : codes)
+          v = static_cast<uint8_t>(rng.uniform() * 256);
+        auto close = [&](const std::vector<float> &a,
+                         const std::vector<float> &b, double scale) {
+          for (size_t i = 0; i < a.size(); ++i)
+            ASSERT_NEAR(a[i], b[i], 1e-5 * scale + 1e-6)
+                << "d " << d << " nq " << nq << " bits " << bits << " i " << i;
+        };
+        const double mag = static_cast<double>(d) * 4 * static_cast<double>(L);
+        std::vector<float> o1(static_cast<size_t>(nq)), o2(o1.size());
+        r.dotHalf(row.data(), q.data(), nq, d, o1.data());
+        s.dotHalf(row.data(), q.data(), nq, d, o2.data());
+        close(o1, o2, static_cast<double>(d) * 16);
+        r.dotCodes(codes.data(), first, bits, q.data(), nq, d, o1.data());
+        s.dotCodes(codes.data(), first, bits, q.data(), nq, d, o2.data());
+        close(o1, o2, mag);
+        r.dotLut(codes.data(), first, bits, lut.data(), nq, d, o1.data());
+        s.dotLut(codes.data(), first, bits, lut.data(), nq, d, o2.data());
+        close(o1, o2, static_cast<double>(d) * 4);
+        std::vector<float> a1(static_cast<size_t>(nq * d), 0.5f), a2 = a1;
+        r.axpyHalf(row.data(), w.data(), nq, d, a1.data());
+        s.axpyHalf(row.data(), w.data(), nq, d, a2.data());
+        close(a1, a2, 8);
+        r.axpyCodes(codes.data(), first, bits, ws.data(), 8, nq, d, a1.data());
+        s.axpyCodes(codes.data(), first, bits, ws.data(), 8, nq, d, a2.data());
+        close(a1, a2, 8.0 * static_cast<double>(L));
+        r.axpyLut(codes.data(), first, bits, lut.data(), nq, d, a1.data());
+        s.axpyLut(codes.data(), first, bits, lut.data(), nq, d, a2.data());
+        close(a1, a2, 8.0 * static_cast<double>(L));
+        std::vector<float> m1(static_cast<size_t>(nq * d)), m2(m1.size());
+        r.mulHalf(row.data(), q.data(), nq, d, m1.data());
+        s.mulHalf(row.data(), q.data(), nq, d, m2.data());
+        ASSERT_EQ(m1, m2); // one rounding per element: exact
+        std::vector<float> h1(static_cast<size_t>(d)), h2(h1.size());
+        r.halfToFloatN(row.data(), d, h1.data());
+        s.halfToFloatN(row.data(), d, h2.data());
+        ASSERT_EQ(h1, h2);
+      }
+}
