@@ -1,0 +1,160 @@
+/*===- kvq/runtime_metal.h - C ABI of the kvq Metal backend -------*- C -*-===//
+ *
+ * The Metal flavour of runtime.h: the same stateless kernels with a device
+ * context first, and the same cache entry points with a kvq_metal_ prefix.
+ * Graphs lowered with convert-kvq-to-runtime{target=metal} (--kvq-to-metal)
+ * call exactly these symbols; passes/conversions/RuntimeABI.cpp names them
+ * and must change with this header. kvq_nuq_fit_scratch_size and
+ * kvq_check_status are shared with runtime.h (the Metal library exports
+ * the whole CPU ABI too).
+ *
+ * Conventions are those of runtime.h (statuses, outputs written only on
+ * success, kvq_last_error, fp16 as uint16_t bits), plus:
+ *  - Results are bit-identical to the CPU kernels (codes, scales, levels,
+ *    masks, norms, positions); cache attention agrees within a stated
+ *    tolerance (docs/METAL.md).
+ *  - Host pointers are staged through device buffers; every call waits for
+ *    its GPU work, so buffers may be reused as soon as a call returns.
+ *  - The context is process-wide and thread-safe to share; one cache must
+ *    not be used from two threads at once.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KVQ_RUNTIME_METAL_H
+#define KVQ_RUNTIME_METAL_H
+
+#include "kvq/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The process-wide Metal context (device, queue, pipeline cache), created
+/// on first use. Null when no Metal device is available; kvq_last_error()
+/// then says why, and every kernel given a null context fails with
+/// KVQ_ERR_NULL_POINTER. On Linux test builds this is the CPU emulation of
+/// the same kernels. Never free it.
+KVQ_RT_EXPORT void *kvq_metal_default_context(void);
+
+/// Name of the device behind a context ("" for null).
+KVQ_RT_EXPORT const char *kvq_metal_device_name(void *ctx);
+
+/*===----------------------------------------------------------------------===*
+ * Stateless kernels: ctx, then the arguments of the runtime.h kernel.
+ *===----------------------------------------------------------------------===*/
+
+/// kvq_group_quant on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_group_quant(
+    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
+    kvq_axis axis, int32_t group, int32_t bits, const uint8_t *exclude,
+    kvq_code_layout layout, uint8_t *codes, uint16_t *scale, uint16_t *zero);
+
+/// kvq_group_dequant on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_group_dequant(
+    void *ctx, const uint8_t *codes, kvq_code_layout layout,
+    const uint16_t *scale, const uint16_t *zero, int64_t rows, int64_t cols,
+    kvq_axis axis, int32_t group, int32_t bits, void *out, kvq_dtype dtype);
+
+/// kvq_nuq_fit on the GPU. scratch/scratch_floats are checked as on the CPU
+/// (the GPU uses its own per-vector scratch).
+KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
+    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
+    kvq_axis axis, int32_t group, int32_t bits, int32_t iters,
+    const uint8_t *exclude, float *scratch, int64_t scratch_floats,
+    uint16_t *levels);
+
+/// kvq_nuq_quant on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_nuq_quant(
+    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
+    kvq_axis axis, int32_t group, int32_t bits, const uint16_t *levels,
+    kvq_code_layout layout, uint8_t *codes);
+
+/// kvq_nuq_dequant on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_nuq_dequant(
+    void *ctx, const uint8_t *codes, kvq_code_layout layout,
+    const uint16_t *levels, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, int32_t bits, void *out, kvq_dtype dtype);
+
+/// kvq_outlier_split on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_outlier_split(
+    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
+    kvq_axis axis, int32_t group, float fraction, const uint8_t *exclude,
+    uint8_t *outlier_mask, float *threshold);
+
+/// kvq_outlier_screen on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_outlier_screen(void *ctx, const void *x,
+                                                  kvq_dtype dtype,
+                                                  int64_t rows, int64_t cols,
+                                                  const float *threshold,
+                                                  uint8_t *outlier_mask);
+
+/// kvq_key_norm on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_key_norm(void *ctx, const void *keys,
+                                            kvq_dtype dtype, int64_t tokens,
+                                            int32_t kv_heads,
+                                            int32_t head_dim, float *norms);
+
+/// kvq_sink_select on the GPU.
+KVQ_RT_EXPORT kvq_status kvq_metal_sink_select(void *ctx, const float *norms,
+                                               int64_t tokens, int32_t k,
+                                               int64_t *positions);
+
+/*===----------------------------------------------------------------------===*
+ * The Metal KV cache: state in device buffers, attention on the GPU.
+ *===----------------------------------------------------------------------===*/
+
+/// Opaque Metal cache handle (distinct from kvq_cache_t).
+typedef struct kvq_metal_cache kvq_metal_cache_t;
+
+/// kvq_cache_create_flat for a Metal cache on the default context. backend
+/// must be KVQ_BACKEND_METAL. Methods fp16, kivi and kivi_sink are
+/// supported; kvquant gives KVQ_ERR_UNKNOWN_METHOD (docs/METAL.md).
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
+    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
+    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
+    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
+    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
+    kvq_metal_cache_t **out);
+
+/// Free a Metal cache and its device buffers. Null is a no-op.
+KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache);
+
+/// kvq_cache_update: same tokens kept fp16, same codes, same sinks as a CPU
+/// cache of the same configuration.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                const void *keys,
+                                                const void *values,
+                                                int64_t n_tokens,
+                                                kvq_dtype dtype);
+
+/// kvq_cache_length.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
+    const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens);
+
+/// kvq_cache_fetch (dequantized on the GPU; bit-identical to the CPU).
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
+    const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
+    void *values_out, int64_t capacity_tokens, kvq_dtype dtype);
+
+/// kvq_cache_attend: fused decode attention over the quantized layout on
+/// the GPU (float accumulation; the CPU reference accumulates in double).
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
+    const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
+    int64_t n_queries, int32_t q_heads, float *out);
+
+/// kvq_cache_stats: the byte partition of what the device buffers hold
+/// (equal to the CPU cache's figures for the same tokens).
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
+    const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out);
+
+/// kvq_cache_sink_positions.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(
+    const kvq_metal_cache_t *cache, int32_t layer, int64_t *positions,
+    int64_t capacity, int64_t *count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVQ_RUNTIME_METAL_H */

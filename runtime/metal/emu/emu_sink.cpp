@@ -1,0 +1,23 @@
+//===- emu_sink.cpp - sink.metal compiled through the shim ----------===//
+//
+// One translation unit per .metal file: the shim, the unmodified kernel
+// source, then the registration in plain C++.
+//
+//===----------------------------------------------------------------------===//
+#include <metal_stdlib>
+
+// The kernels go into their own namespace: some share a name with the C
+// entry point that dispatches them (kvq_nuq_fit, ...).
+namespace kvq_msl {
+#include "../kernels/sink.metal"
+} // namespace kvq_msl
+
+#include "../shim/undef.h"
+#include "launch.h"
+
+using kvq::metal::emu::Id;
+
+void kvq::metal::emu::sinkKernels(void (*add)(const KernelEntry &)) {
+  KVQ_EMU_KERNEL(add, kvq_key_norm, false, Id::Gid);
+  KVQ_EMU_KERNEL(add, kvq_sink_select, true, Id::Lane);
+}

@@ -1,0 +1,3 @@
+//===- attention.metal ---===//
+#include <metal_stdlib>
+#include "kvq_common.h"

@@ -1,0 +1,75 @@
+//===- kvq_params.h - Kernel parameter blocks (host and MSL) ----*- C++ -*-===//
+//
+// The structs passed by value ([[buffer(n)]] constant blocks) to the kvq
+// Metal kernels. This header is read by three compilers: the Metal compiler,
+// the host C++ compiler (dispatch side) and the shim build; field types are
+// 8-byte fields first, then 4-byte fields, so all three lay them out alike.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_METAL_KERNELS_PARAMS_H
+#define KVQ_METAL_KERNELS_PARAMS_H
+
+#if defined(__METAL_VERSION__) || defined(KVQ_METAL_SHIM)
+typedef uint kvq_u32;
+typedef ulong kvq_u64;
+typedef int kvq_i32;
+#else
+#include <stdint.h>
+typedef uint32_t kvq_u32;
+typedef uint64_t kvq_u64;
+typedef int32_t kvq_i32;
+#endif
+
+/// A [rows, cols] matrix cut into `vectors` vectors of `group` elements
+/// along `axis` (0 per token, 1 per channel), as in runtime.h.
+struct kvq_metal_matrix {
+  kvq_u64 rows;
+  kvq_u64 cols;
+  kvq_u64 vectors;
+  kvq_u32 group;
+  kvq_u32 axis;
+  kvq_u32 bits;        ///< code width (2, 3, 4, 8)
+  kvq_u32 dtype;       ///< kvq_dtype of the fp input or output
+  kvq_u32 has_exclude; ///< the exclude buffer is meaningful
+  kvq_u32 layout;      ///< kvq_code_layout of code inputs
+  kvq_u32 iters;       ///< Lloyd sweeps
+  float fraction;      ///< outlier fraction
+};
+
+/// Packing of `rows` streams of `n` unpacked codes each into rows of
+/// `row_bytes` bytes (LSB-first, runtime.h KVQ_CODES_PACKED).
+struct kvq_metal_pack {
+  kvq_u64 rows;
+  kvq_u64 n;
+  kvq_u64 row_bytes;
+  kvq_u32 bits;
+  kvq_u32 reserved;
+};
+
+/// Key norms / sink selection.
+struct kvq_metal_tokens {
+  kvq_u64 tokens;
+  kvq_u32 kv_heads;
+  kvq_u32 head_dim;
+  kvq_u32 dtype;
+  kvq_u32 k; ///< sinks to select
+};
+
+/// One layer of a Metal KV cache as the attention and fetch kernels read
+/// it (see docs/METAL.md "Cache layout").
+struct kvq_metal_cache_view {
+  kvq_u64 length;      ///< tokens cached
+  kvq_u64 n_queries;   ///< attention: query steps (the last n positions)
+  kvq_u32 kv_heads;
+  kvq_u32 head_dim;
+  kvq_u32 q_heads;
+  kvq_u32 group;       ///< G
+  kvq_u32 key_bits;
+  kvq_u32 value_bits;
+  kvq_u32 value_stride; ///< bytes per token in the value-code array
+  kvq_u32 dtype;        ///< fetch: output kvq_dtype
+  float scale;          ///< attention: 1 / sqrt(head_dim)
+  kvq_u32 reserved;
+};
+
+#endif // KVQ_METAL_KERNELS_PARAMS_H
