@@ -106,8 +106,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_sink_select(void *ctx, const float *norms,
 typedef struct kvq_metal_cache kvq_metal_cache_t;
 
 /// kvq_cache_create_flat for a Metal cache on the default context. backend
-/// must be KVQ_BACKEND_METAL. Methods fp16, kivi and kivi_sink are
-/// supported; kvquant gives KVQ_ERR_UNKNOWN_METHOD (docs/METAL.md).
+/// must be KVQ_BACKEND_METAL; the other fields are checked by the CPU rules
+/// (kvq_config_validate). Methods fp16, kivi and kivi_sink are supported;
+/// kvquant, and head_dim > 256, give KVQ_ERR_INVALID_ARGUMENT (docs/METAL.md).
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
     int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,

@@ -18,5 +18,6 @@ namespace kvq_msl {
 using kvq::metal::emu::Id;
 
 void kvq::metal::emu::attentionKernels(void (*add)(const KernelEntry &)) {
-  (void)add;
+  KVQ_EMU_KERNEL(add, kvq_cache_fetch, false, Id::Gid);
+  KVQ_EMU_KERNEL(add, kvq_cache_attend, true, Id::Tgid, Id::Lane);
 }

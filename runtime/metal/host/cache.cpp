@@ -1,0 +1,730 @@
+//===- cache.cpp - The Metal KV cache: state in device buffers ------------===//
+//
+// kvq_metal_cache_* entry points. The host keeps the bookkeeping (which
+// tokens are fp16, which are quantized, the running sink top-k) following
+// the rules of runtime/common/store_kivi.cpp step by step, so a Metal cache
+// holds the same tokens fp16, the same codes and the same sinks as a CPU
+// cache of the same configuration. The payload (fp16 pool, key-group
+// blocks, value blocks, per-token references) lives in device buffers,
+// written by the GPU kernels (quantization, packing) or by the host through
+// shared memory (fp16 rows, block placement), and read by the attention and
+// fetch kernels. Layout: attention.metal and docs/METAL.md.
+//
+//===----------------------------------------------------------------------===//
+#include "kvq/runtime_metal.h"
+
+#include "../kernels/kvq_params.h"
+#include "bitpack.h"
+#include "device_array.h"
+#include "dispatch.h"
+#include "fp16.h"
+#include "status.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <new>
+#include <utility>
+#include <vector>
+
+using namespace kvq;
+using namespace kvq::metal;
+
+namespace {
+
+/// kgoff entry of a key group that stores nothing (all rows are sinks).
+constexpr uint32_t kNoBlock = 0xffffffffu;
+/// Head dims the attention kernel handles (8 components per lane).
+constexpr int32_t kMaxHeadDim = 256;
+
+int64_t align4(int64_t n) { return (n + 3) & ~int64_t{3}; }
+
+/// One layer of a Metal cache.
+class Layer {
+public:
+  Layer(const kvq_config &cfg, Device &dev)
+      : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
+        G_(cfg.group_size), R_(cfg.residual_length), kb_(cfg.key_bits),
+        vb_(cfg.value_bits), block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
+        fp16_(cfg.method == KVQ_METHOD_FP16),
+        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
+        vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
+        vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
+        dkarena_(dev), dkgoff_(dev), dvq_(dev) {}
+
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n);
+  int64_t length() const { return static_cast<int64_t>(kref_.size()); }
+  kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const;
+  kvq_status attend(const float *q, int64_t nq, int32_t qHeads,
+                    float *out) const;
+  void addStats(kvq_stats &s) const;
+  void sinkPositions(std::vector<int64_t> &out) const {
+    out.clear();
+    for (size_t p = 0; p < sink_.size(); ++p)
+      if (sink_[p])
+        out.push_back(static_cast<int64_t>(p));
+  }
+
+private:
+  using TopK = std::vector<std::pair<float, int64_t>>;
+  int64_t keyDone() const { return static_cast<int64_t>(kgoff_.size()) * G_; }
+  int64_t keyTarget(int64_t L) const {
+    if (block_)
+      return R_ * (L / R_);
+    return L > R_ ? G_ * ((L - R_) / G_) : 0;
+  }
+  int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
+  void fold(TopK &top, float norm, int64_t pos) const;
+  kvq_metal_cache_view view() const;
+  kvq_status updateFp16(const uint16_t *k, const uint16_t *v, int64_t n);
+  void syncRefs(int64_t from);
+
+  const kvq_config cfg_;
+  Device &dev_;
+  const int64_t C_, G_, R_;
+  const int kb_, vb_;
+  const bool block_, fp16_;
+  const int64_t k_;
+  const int64_t vBlockBytes_, vStride_;
+
+  // Host bookkeeping (the source of truth; refs are mirrored to the device).
+  std::vector<int32_t> kref_, vref_; ///< >= 0 pool row, < 0 quantized
+  std::vector<uint8_t> sink_;
+  std::vector<uint32_t> kgoff_; ///< arena offset per key group
+  std::vector<int32_t> freeRows_;
+  int64_t poolRows_ = 0, arenaBytes_ = 0, vDone_ = 0, decided_ = 0,
+          nSinks_ = 0;
+  int64_t keyCodeBytes_ = 0, keyScaleBytes_ = 0;
+  TopK top_;
+
+  DeviceArray dkref_, dvref_, dpool_, dkarena_, dkgoff_, dvq_;
+};
+
+void Layer::fold(TopK &top, float norm, int64_t pos) const {
+  if (static_cast<int64_t>(top.size()) < k_) {
+    top.emplace_back(norm, pos);
+    return;
+  }
+  size_t weakest = 0; // lowest norm; among equal norms the latest position
+  for (size_t i = 1; i < top.size(); ++i)
+    if (top[i].first < top[weakest].first ||
+        (top[i].first == top[weakest].first &&
+         top[i].second > top[weakest].second))
+      weakest = i;
+  if (norm > top[weakest].first)
+    top[weakest] = {norm, pos};
+}
+
+kvq_metal_cache_view Layer::view() const {
+  kvq_metal_cache_view p{};
+  p.length = static_cast<uint64_t>(length());
+  p.kv_heads = static_cast<uint32_t>(cfg_.num_kv_heads);
+  p.head_dim = static_cast<uint32_t>(cfg_.head_dim);
+  p.group = static_cast<uint32_t>(G_);
+  p.key_bits = static_cast<uint32_t>(kb_);
+  p.value_bits = static_cast<uint32_t>(vb_);
+  p.value_stride = static_cast<uint32_t>(vStride_);
+  return p;
+}
+
+void Layer::syncRefs(int64_t from) {
+  const size_t bytes = 4 * static_cast<size_t>(length() - from);
+  if (bytes == 0)
+    return;
+  std::memcpy(dkref_.bytes() + 4 * from, kref_.data() + from, bytes);
+  std::memcpy(dvref_.bytes() + 4 * from, vref_.data() + from, bytes);
+}
+
+kvq_status Layer::updateFp16(const uint16_t *k, const uint16_t *v,
+                             int64_t n) {
+  const int64_t L0 = length(), L1 = L0 + n, row = 2 * C_;
+  if (!dkref_.reserve(4 * L1) || !dvref_.reserve(4 * L1) ||
+      !dpool_.reserve(row * (poolRows_ + 2 * n)))
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
+                                       "failed");
+  kref_.reserve(L1), vref_.reserve(L1), sink_.reserve(L1);
+  for (int64_t t = 0; t < n; ++t) {
+    std::memcpy(dpool_.bytes() + row * poolRows_, k + t * C_, row);
+    kref_.push_back(static_cast<int32_t>(poolRows_++));
+    std::memcpy(dpool_.bytes() + row * poolRows_, v + t * C_, row);
+    vref_.push_back(static_cast<int32_t>(poolRows_++));
+    sink_.push_back(0);
+  }
+  syncRefs(L0);
+  return KVQ_OK;
+}
+
+kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
+  if (fp16_)
+    return updateFp16(k, v, n);
+  const int64_t C = C_, L0 = length(), L1 = L0 + n, row = 2 * C;
+  auto oom = [] {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
+                                       "failed");
+  };
+  Staging st(dev_);
+  const Buffer *bk = st.make(row * n, k);
+  if (st.failed())
+    return oom();
+
+  // 1. Sink candidates: GPU key norms of the new tokens, folded into a copy
+  // of the running top-k.
+  TopK top = top_;
+  if (k_ > 0) {
+    const Buffer *bn = st.make(4 * n);
+    if (st.failed())
+      return oom();
+    kvq_metal_tokens p{};
+    p.tokens = static_cast<uint64_t>(n);
+    p.kv_heads = static_cast<uint32_t>(cfg_.num_kv_heads);
+    p.head_dim = static_cast<uint32_t>(cfg_.head_dim);
+    p.dtype = KVQ_DTYPE_F16;
+    Arg args[] = {Arg::buf(*bk), Arg::buf(*bn), Arg::val(p)};
+    if (kvq_status s = dev_.run("kvq_key_norm", args, 3,
+                                static_cast<uint32_t>(n), kPlainThreadgroup))
+      return s;
+    const float *norms = static_cast<const float *>(bn->data);
+    for (int64_t p2 = L0; p2 < L1; ++p2)
+      fold(top, norms[p2 - L0], p2);
+  }
+
+  // 2. Protection of the tokens leaving the window for the first time.
+  const int64_t kT = std::max(keyDone(), keyTarget(L1));
+  const int64_t vT = std::max(vDone_, valueTarget(L1));
+  const int64_t leaveT = std::max(std::max(kT, vT), decided_);
+  std::vector<uint8_t> newSink(static_cast<size_t>(leaveT - decided_), 0);
+  int64_t nSinks = nSinks_;
+  for (int64_t p = decided_; p < leaveT && nSinks < k_; ++p)
+    if (std::any_of(top.begin(), top.end(),
+                    [&](const auto &e) { return e.second == p; })) {
+      newSink[static_cast<size_t>(p - decided_)] = 1;
+      ++nSinks;
+    }
+  auto isSink = [&](int64_t p) {
+    if (p < decided_)
+      return sink_[static_cast<size_t>(p)] != 0;
+    return p < leaveT && newSink[static_cast<size_t>(p - decided_)] != 0;
+  };
+
+  // 3. Device space for everything below, before any state changes.
+  int64_t newRows = 0;
+  for (int64_t p = L0; p < L1; ++p)
+    newRows += (isSink(p) || p >= kT) + (isSink(p) || p >= vT);
+  int64_t arenaNeed = arenaBytes_;
+  std::vector<int64_t> coded;
+  for (int64_t start = keyDone(); start < kT; start += G_) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < G_; ++i)
+      c += !isSink(start + i);
+    coded.push_back(c);
+    if (c > 0)
+      arenaNeed += align4(4 * C + packedBytes(c * C, kb_));
+  }
+  if (arenaNeed > static_cast<int64_t>(kNoBlock))
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "metal cache: the key arena would exceed 4 GiB");
+  const int64_t rowsAfter =
+      poolRows_ + std::max<int64_t>(0, newRows - (int64_t)freeRows_.size());
+  const size_t groupsAfter = kgoff_.size() + coded.size();
+  if (!dkref_.reserve(4 * L1) || !dvref_.reserve(4 * L1) ||
+      !dpool_.reserve(row * std::max<int64_t>(rowsAfter, 1)) ||
+      !dkarena_.reserve(std::max<int64_t>(arenaNeed, 1)) ||
+      !dkgoff_.reserve(4 * std::max<size_t>(groupsAfter, 1)) ||
+      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)))
+    return oom();
+
+  // 4. New tokens: fp16 rows into pool rows (taken from a copy of the free
+  // list, so a failure below changes nothing).
+  std::vector<int32_t> freeRows = freeRows_, retired;
+  int64_t poolRows = poolRows_;
+  auto takeRow = [&]() -> int32_t {
+    if (!freeRows.empty()) {
+      int32_t r = freeRows.back();
+      freeRows.pop_back();
+      return r;
+    }
+    return static_cast<int32_t>(poolRows++);
+  };
+  std::vector<int32_t> kref(kref_.begin(), kref_.end()),
+      vref(vref_.begin(), vref_.end());
+  kref.resize(L1, -1);
+  vref.resize(L1, -1);
+  for (int64_t p = L0; p < L1; ++p) {
+    const bool s = isSink(p);
+    if (s || p >= kT) {
+      kref[p] = takeRow();
+      std::memcpy(dpool_.bytes() + row * kref[p], k + (p - L0) * C, row);
+    }
+    if (s || p >= vT) {
+      vref[p] = takeRow();
+      std::memcpy(dpool_.bytes() + row * vref[p], v + (p - L0) * C, row);
+    }
+  }
+  auto keyRow = [&](int64_t p) -> const void * {
+    return p >= L0 ? static_cast<const void *>(k + (p - L0) * C)
+                   : dpool_.bytes() + row * kref_[p];
+  };
+  auto valueRow = [&](int64_t p) -> const void * {
+    return p >= L0 ? static_cast<const void *>(v + (p - L0) * C)
+                   : dpool_.bytes() + row * vref_[p];
+  };
+
+  // 5. Values leaving the window: per-token groups of G channels.
+  std::vector<int64_t> vpos;
+  for (int64_t p = vDone_; p < vT; ++p)
+    if (!isSink(p))
+      vpos.push_back(p);
+  if (!vpos.empty()) {
+    const int64_t m = static_cast<int64_t>(vpos.size()), groups = C / G_;
+    const int64_t packedRow = packedBytes(C, vb_);
+    const Buffer *bx = st.make(row * m);
+    const Buffer *bcodes = st.make(m * C);
+    const Buffer *bscale = st.make(2 * m * groups);
+    const Buffer *bzero = st.make(2 * m * groups);
+    const Buffer *bpacked = st.make(m * packedRow);
+    if (st.failed())
+      return oom();
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i,
+                  valueRow(vpos[i]), row);
+    Geometry g{m, C, G_, KVQ_AXIS_PER_TOKEN, m * groups};
+    kvq_metal_matrix p = matrixParams(g, vb_, KVQ_DTYPE_F16);
+    Arg args[] = {Arg::buf(*bx),     Arg::buf(*bx),    Arg::buf(*bcodes),
+                  Arg::buf(*bscale), Arg::buf(*bzero), Arg::val(p)};
+    if (kvq_status s = dev_.run("kvq_uniform_quant", args, 6,
+                                static_cast<uint32_t>(m * groups),
+                                kPlainThreadgroup))
+      return s;
+    if (kvq_status s =
+            packCodes(st, *bcodes, m, C, vb_, *bpacked, 0, packedRow))
+      return s;
+    for (int64_t i = 0; i < m; ++i) {
+      uint8_t *blk = dvq_.bytes() + vStride_ * vpos[i];
+      std::memcpy(blk, static_cast<uint8_t *>(bscale->data) + 2 * groups * i,
+                  2 * groups);
+      std::memcpy(blk + 2 * groups,
+                  static_cast<uint8_t *>(bzero->data) + 2 * groups * i,
+                  2 * groups);
+      std::memcpy(blk + 4 * groups,
+                  static_cast<uint8_t *>(bpacked->data) + packedRow * i,
+                  packedRow);
+      if (vpos[i] < L0)
+        retired.push_back(vref_[vpos[i]]);
+      vref[vpos[i]] = -1;
+    }
+  }
+
+  // 6. Key groups leaving the window: per-channel groups of G tokens, sink
+  // rows left out of the min/max and of the stored codes.
+  std::vector<uint32_t> kgoff = kgoff_;
+  int64_t arena = arenaBytes_, keyCode = keyCodeBytes_,
+          keyScale = keyScaleBytes_;
+  size_t gi = 0;
+  for (int64_t start = keyDone(); start < kT; start += G_, ++gi) {
+    if (coded[gi] == 0) {
+      kgoff.push_back(kNoBlock); // an all-sink group stores nothing
+      continue;
+    }
+    const Buffer *bx = st.make(row * G_);
+    const Buffer *bex = st.make(G_ * C);
+    const Buffer *bcodes = st.make(G_ * C);
+    const Buffer *bscale = st.make(2 * C);
+    const Buffer *bzero = st.make(2 * C);
+    if (st.failed())
+      return oom();
+    for (int64_t i = 0; i < G_; ++i) {
+      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i,
+                  keyRow(start + i), row);
+      if (isSink(start + i))
+        std::memset(static_cast<uint8_t *>(bex->data) + C * i, 1, C);
+    }
+    Geometry g{G_, C, G_, KVQ_AXIS_PER_CHANNEL, C};
+    kvq_metal_matrix p = matrixParams(g, kb_, KVQ_DTYPE_F16);
+    p.has_exclude = coded[gi] < G_ ? 1u : 0u;
+    Arg args[] = {Arg::buf(*bx),     Arg::buf(*bex),   Arg::buf(*bcodes),
+                  Arg::buf(*bscale), Arg::buf(*bzero), Arg::val(p)};
+    if (kvq_status s = dev_.run("kvq_uniform_quant", args, 6,
+                                static_cast<uint32_t>(C), kPlainThreadgroup))
+      return s;
+    // Sink rows have no code slots: compact the coded rows, then pack.
+    uint8_t *codes = static_cast<uint8_t *>(bcodes->data);
+    int64_t c = 0;
+    for (int64_t i = 0; i < G_; ++i) {
+      if (isSink(start + i))
+        continue;
+      if (c != i)
+        std::memmove(codes + c * C, codes + i * C, C);
+      const int64_t pos = start + i;
+      if (pos < L0)
+        retired.push_back(kref_[pos]);
+      kref[pos] = -static_cast<int32_t>(c + 1);
+      ++c;
+    }
+    const int64_t packed = packedBytes(c * C, kb_);
+    std::memcpy(dkarena_.bytes() + arena, bscale->data, 2 * C);
+    std::memcpy(dkarena_.bytes() + arena + 2 * C, bzero->data, 2 * C);
+    if (kvq_status s = packCodes(st, *bcodes, 1, c * C, kb_,
+                                 dkarena_.buffer(), arena + 4 * C, packed))
+      return s;
+    kgoff.push_back(static_cast<uint32_t>(arena));
+    arena += align4(4 * C + packed);
+    keyCode += packed;
+    keyScale += 4 * C;
+  }
+
+  // 7. Commit: nothing below fails.
+  for (int32_t r : retired)
+    freeRows.push_back(r);
+  sink_.resize(L1, 0);
+  for (int64_t p = decided_; p < leaveT; ++p)
+    sink_[p] = newSink[static_cast<size_t>(p - decided_)];
+  const int64_t changedFrom = std::min(std::min(keyDone(), vDone_), L0);
+  kref_.swap(kref);
+  vref_.swap(vref);
+  kgoff_.swap(kgoff);
+  freeRows_.swap(freeRows);
+  poolRows_ = poolRows;
+  arenaBytes_ = arena;
+  keyCodeBytes_ = keyCode;
+  keyScaleBytes_ = keyScale;
+  vDone_ = vT;
+  decided_ = leaveT;
+  nSinks_ = nSinks;
+  top_.swap(top);
+  syncRefs(changedFrom);
+  if (!kgoff_.empty())
+    std::memcpy(dkgoff_.bytes(), kgoff_.data(), 4 * kgoff_.size());
+  return KVQ_OK;
+}
+
+kvq_status Layer::fetch(void *kout, void *vout, kvq_dtype dtype) const {
+  const int64_t n = length() * C_;
+  if (n == 0)
+    return KVQ_OK;
+  if (kvq_status s = checkGrid(n, "kvq_metal_cache_fetch"))
+    return s;
+  Staging st(dev_);
+  const size_t bytes = n * dtypeSize(dtype);
+  const Buffer *bk = st.make(bytes), *bv = st.make(bytes);
+  if (st.failed())
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_fetch: device "
+                                       "allocation failed");
+  kvq_metal_cache_view p = view();
+  p.dtype = static_cast<uint32_t>(dtype);
+  Arg args[] = {Arg::buf(dkref_.buffer()),   Arg::buf(dvref_.buffer()),
+                Arg::buf(dpool_.buffer()),   Arg::buf(dkarena_.buffer()),
+                Arg::buf(dkgoff_.buffer()),  Arg::buf(dvq_.buffer()),
+                Arg::buf(*bk),               Arg::buf(*bv),
+                Arg::val(p)};
+  if (kvq_status s = dev_.run("kvq_cache_fetch", args, 9,
+                              static_cast<uint32_t>(n), kPlainThreadgroup))
+    return s;
+  std::memcpy(kout, bk->data, bytes);
+  std::memcpy(vout, bv->data, bytes);
+  return KVQ_OK;
+}
+
+kvq_status Layer::attend(const float *q, int64_t nq, int32_t qHeads,
+                         float *out) const {
+  const int64_t elems = nq * qHeads * cfg_.head_dim;
+  if (kvq_status s = checkGrid(nq * qHeads * int64_t{kSimdgroup},
+                               "kvq_metal_cache_attend"))
+    return s;
+  Staging st(dev_);
+  const Buffer *bq = st.make(4 * elems, q), *bo = st.make(4 * elems);
+  if (st.failed())
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_attend: device "
+                                       "allocation failed");
+  kvq_metal_cache_view p = view();
+  p.n_queries = static_cast<uint64_t>(nq);
+  p.q_heads = static_cast<uint32_t>(qHeads);
+  p.scale = static_cast<float>(1.0 / std::sqrt(double(cfg_.head_dim)));
+  Arg args[] = {Arg::buf(*bq),              Arg::buf(*bo),
+                Arg::buf(dkref_.buffer()),  Arg::buf(dvref_.buffer()),
+                Arg::buf(dpool_.buffer()),  Arg::buf(dkarena_.buffer()),
+                Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer()),
+                Arg::val(p)};
+  if (kvq_status s = dev_.run(
+          "kvq_cache_attend", args, 9,
+          static_cast<uint32_t>(nq * qHeads * kSimdgroup), kSimdgroup))
+    return s;
+  std::memcpy(out, bo->data, 4 * elems);
+  return KVQ_OK;
+}
+
+void Layer::addStats(kvq_stats &s) const {
+  const int64_t row = 2 * C_;
+  s.tokens += length();
+  for (int64_t p = 0; p < length(); ++p) {
+    const int64_t fp16Rows = (kref_[p] >= 0) + (vref_[p] >= 0);
+    if (sink_[p]) {
+      ++s.sink_tokens;
+      s.sink_bytes += row * fp16Rows;
+    } else if (fp16Rows > 0) {
+      ++s.residual_tokens;
+      s.residual_bytes += row * fp16Rows;
+    } else {
+      ++s.compressed_tokens;
+    }
+    if (vref_[p] < 0) {
+      s.scale_zero_bytes += 4 * (C_ / G_);
+      s.code_bytes += vBlockBytes_ - 4 * (C_ / G_);
+    }
+  }
+  s.scale_zero_bytes += keyScaleBytes_;
+  s.code_bytes += keyCodeBytes_;
+}
+
+} // namespace
+
+struct kvq_metal_cache {
+  kvq_config cfg;
+  std::vector<std::unique_ptr<Layer>> layers;
+};
+
+namespace {
+
+kvq_status checkLayer(const kvq_metal_cache *c, int32_t layer) {
+  if (layer < 0 || layer >= c->cfg.num_layers)
+    return fail(KVQ_ERR_LAYER_OUT_OF_RANGE, "layer %d is outside [0, %d)",
+                layer, c->cfg.num_layers);
+  return KVQ_OK;
+}
+
+/// Convert n elements to fp16 bits; every one must be finite in fp16.
+kvq_status toHalf(const void *src, kvq_dtype dtype, int64_t n,
+                  std::vector<uint16_t> &dst, const char *what) {
+  dst.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    if (dtype == KVQ_DTYPE_F16) {
+      h = static_cast<const uint16_t *>(src)[i];
+    } else {
+      float v = static_cast<const float *>(src)[i];
+      h = std::isnan(v) ? 0x7e00u : floatToHalf(v);
+    }
+    if (!halfIsFinite(h))
+      return fail(KVQ_ERR_NON_FINITE,
+                  "%s element %lld is NaN, infinite or outside the fp16 "
+                  "range",
+                  what, static_cast<long long>(i));
+    dst[static_cast<size_t>(i)] = h;
+  }
+  return KVQ_OK;
+}
+
+void finishStats(kvq_stats &s, int64_t channels) {
+  s.total_bytes = s.code_bytes + s.scale_zero_bytes + s.level_table_bytes +
+                  s.outlier_bytes + s.sink_bytes + s.residual_bytes;
+  int64_t elements = s.tokens * channels * 2;
+  s.fp16_bytes = elements * 2;
+  s.effective_bits =
+      elements ? 8.0 * static_cast<double>(s.total_bytes) / elements : 0.0;
+}
+
+} // namespace
+
+extern "C" {
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
+    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
+    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
+    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
+    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
+    kvq_metal_cache_t **out) {
+  if (!out)
+    return fail(KVQ_ERR_NULL_POINTER,
+                "kvq_metal_cache_create_flat: out must be non-null");
+  if (backend != KVQ_BACKEND_METAL)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "kvq_metal_cache_create_flat: backend %d is not "
+                "KVQ_BACKEND_METAL",
+                backend);
+  kvq_config cfg;
+  kvq_config_init(&cfg, KVQ_METHOD_KIVI);
+  cfg.method = method;
+  cfg.key_bits = key_bits;
+  cfg.value_bits = value_bits;
+  cfg.group_size = group_size;
+  cfg.residual_length = residual_length;
+  cfg.residual_mode = residual_mode;
+  cfg.n_sink_tokens = n_sink_tokens;
+  cfg.outlier_fraction = outlier_fraction;
+  cfg.lloyd_iters = lloyd_iters;
+  cfg.refit_interval = refit_interval;
+  cfg.kvquant_n_sink = kvquant_n_sink;
+  cfg.kvquant_group_size = kvquant_group_size;
+  cfg.num_layers = num_layers;
+  cfg.num_kv_heads = num_kv_heads;
+  cfg.head_dim = head_dim;
+  cfg.backend = KVQ_BACKEND_CPU; // the CPU rules, which reject METAL
+  if (kvq_status s = kvq_config_validate(&cfg))
+    return s;
+  cfg.backend = KVQ_BACKEND_METAL;
+  if (method == KVQ_METHOD_KVQUANT)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "the Metal cache implements fp16, kivi and kivi_sink; "
+                "kvquant is CPU-only for now (docs/METAL.md)");
+  if (head_dim > kMaxHeadDim)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "the Metal attention kernel supports head_dim <= %d, not %d",
+                kMaxHeadDim, head_dim);
+  Device *dev = defaultDevice();
+  if (!dev)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_create_flat: no "
+                                      "Metal device");
+  try {
+    std::unique_ptr<kvq_metal_cache> cache(new kvq_metal_cache{cfg, {}});
+    for (int32_t l = 0; l < num_layers; ++l)
+      cache->layers.push_back(std::make_unique<Layer>(cfg, *dev));
+    *out = cache.release();
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_create_flat: out of "
+                                       "memory");
+  }
+  return KVQ_OK;
+}
+
+KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache) {
+  delete cache;
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                const void *keys,
+                                                const void *values,
+                                                int64_t n_tokens,
+                                                kvq_dtype dtype) {
+  if (!cache || !keys || !values)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_update: cache, keys "
+                                      "and values must be non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  if (n_tokens < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "n_tokens %lld < 0",
+                static_cast<long long>(n_tokens));
+  if (n_tokens == 0)
+    return fail(KVQ_ERR_EMPTY_INPUT, "kvq_metal_cache_update: zero tokens");
+  if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
+                static_cast<int>(dtype));
+  try {
+    const int64_t n =
+        n_tokens * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim;
+    std::vector<uint16_t> k, v;
+    if (kvq_status s = toHalf(keys, dtype, n, k, "key"))
+      return s;
+    if (kvq_status s = toHalf(values, dtype, n, v, "value"))
+      return s;
+    return cache->layers[layer]->update(k.data(), v.data(), n_tokens);
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_update: out of "
+                                       "memory");
+  }
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
+    const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens) {
+  if (!cache || !n_tokens)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_length: cache and "
+                                      "n_tokens must be non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  *n_tokens = cache->layers[layer]->length();
+  return KVQ_OK;
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
+    const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
+    void *values_out, int64_t capacity_tokens, kvq_dtype dtype) {
+  if (!cache || !keys_out || !values_out)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_fetch: cache, "
+                                      "keys_out and values_out must be "
+                                      "non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
+                static_cast<int>(dtype));
+  const Layer &l = *cache->layers[layer];
+  if (capacity_tokens < l.length())
+    return fail(KVQ_ERR_BUFFER_TOO_SMALL, "capacity %lld tokens < %lld cached",
+                static_cast<long long>(capacity_tokens),
+                static_cast<long long>(l.length()));
+  return l.fetch(keys_out, values_out, dtype);
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
+    const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
+    int64_t n_queries, int32_t q_heads, float *out) {
+  if (!cache || !queries || !out)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_attend: cache, "
+                                      "queries and out must be non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  const Layer &l = *cache->layers[layer];
+  const int32_t kvHeads = cache->cfg.num_kv_heads;
+  if (n_queries <= 0)
+    return fail(n_queries == 0 ? KVQ_ERR_EMPTY_INPUT
+                               : KVQ_ERR_INVALID_ARGUMENT,
+                "kvq_metal_cache_attend: n_queries = %lld",
+                static_cast<long long>(n_queries));
+  if (q_heads <= 0 || q_heads % kvHeads != 0)
+    return fail(KVQ_ERR_SHAPE_MISMATCH,
+                "q_heads %d is not a positive multiple of num_kv_heads %d",
+                q_heads, kvHeads);
+  if (n_queries > l.length())
+    return fail(KVQ_ERR_SHAPE_MISMATCH,
+                "%lld queries but only %lld cached tokens",
+                static_cast<long long>(n_queries),
+                static_cast<long long>(l.length()));
+  const int64_t elems = n_queries * q_heads * int64_t{cache->cfg.head_dim};
+  for (int64_t i = 0; i < elems; ++i)
+    if (!std::isfinite(queries[i]))
+      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
+                  static_cast<long long>(i));
+  return l.attend(queries, n_queries, q_heads, out);
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
+    const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out) {
+  if (!cache || !out)
+    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_stats: cache and out "
+                                      "must be non-null");
+  kvq_stats s = {};
+  if (layer == -1) {
+    for (const auto &l : cache->layers)
+      l->addStats(s);
+  } else {
+    if (kvq_status st = checkLayer(cache, layer))
+      return st;
+    cache->layers[layer]->addStats(s);
+  }
+  finishStats(s, int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim);
+  *out = s;
+  return KVQ_OK;
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(
+    const kvq_metal_cache_t *cache, int32_t layer, int64_t *positions,
+    int64_t capacity, int64_t *count) {
+  if (!cache || !count || (!positions && capacity > 0))
+    return fail(KVQ_ERR_NULL_POINTER,
+                "kvq_metal_cache_sink_positions: cache, count (and positions "
+                "when capacity > 0) must be non-null");
+  if (kvq_status s = checkLayer(cache, layer))
+    return s;
+  if (capacity < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "capacity %lld < 0",
+                static_cast<long long>(capacity));
+  std::vector<int64_t> sinks;
+  cache->layers[layer]->sinkPositions(sinks);
+  const int64_t total = static_cast<int64_t>(sinks.size());
+  for (int64_t i = 0; i < total && i < capacity; ++i)
+    positions[i] = sinks[static_cast<size_t>(i)];
+  *count = total;
+  return KVQ_OK;
+}
+
+} // extern "C"

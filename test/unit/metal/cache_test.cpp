@@ -1,0 +1,236 @@
+//===- cache_test.cpp - The Metal cache against the CPU cache -------------===//
+//
+// The same configuration and the same token stream (a prefill, then decode
+// steps of varying size) go into a CPU cache and a Metal cache. After every
+// step: fetch is bit-identical (f16 and f32), stats and sink positions are
+// equal, and fused attention over the quantized layout (GPU: float
+// accumulation, shim: lane-order simd_sum) agrees with the CPU's double
+// accumulation within 2e-5 relative to the output's magnitude.
+//
+//===----------------------------------------------------------------------===//
+#include "metal/metal_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace kvqmetaltest;
+
+namespace {
+
+struct Config {
+  const char *name;
+  int method, keyBits, valueBits, group, residual, mode, sinks;
+  int layers, kvHeads, headDim;
+};
+
+/// A CPU cache and a Metal cache fed the same data.
+class Twin {
+public:
+  explicit Twin(const Config &c) : c_(c) {
+    kvq_config cfg;
+    kvq_config_init(&cfg, static_cast<kvq_method>(c.method));
+    cfg.key_bits = c.keyBits;
+    cfg.value_bits = c.valueBits;
+    cfg.group_size = c.group;
+    cfg.residual_length = c.residual;
+    cfg.residual_mode = c.mode;
+    cfg.n_sink_tokens = c.sinks;
+    cfg.num_layers = c.layers;
+    cfg.num_kv_heads = c.kvHeads;
+    cfg.head_dim = c.headDim;
+    EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
+    EXPECT_EQ(KVQ_OK,
+              kvq_metal_cache_create_flat(
+                  cfg.method, cfg.key_bits, cfg.value_bits, cfg.group_size,
+                  cfg.residual_length, cfg.residual_mode, cfg.n_sink_tokens,
+                  cfg.outlier_fraction, cfg.lloyd_iters, cfg.refit_interval,
+                  cfg.kvquant_n_sink, cfg.kvquant_group_size, cfg.num_layers,
+                  cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL, &gpu_))
+        << kvq_last_error();
+  }
+  ~Twin() {
+    kvq_cache_destroy(cpu_);
+    kvq_metal_cache_destroy(gpu_);
+  }
+  int64_t channels() const { return int64_t{c_.kvHeads} * c_.headDim; }
+
+  void append(int layer, int64_t n, kvq_dtype dtype, uint64_t seed) {
+    Matrix k = randomMatrix(n, channels(), dtype, seed);
+    Matrix v = randomMatrix(n, channels(), dtype, seed + 1);
+    // A few loud key rows make sink selection non-trivial.
+    kvqtest::Rng rng(seed + 2);
+    for (int64_t t = 0; t < n; ++t)
+      if (rng.uniform() < 0.15)
+        for (int64_t c = 0; c < channels(); ++c)
+          k.set(t * channels() + c, 4.0f * k.get(t * channels() + c));
+    ASSERT_EQ(KVQ_OK, kvq_cache_update(cpu_, layer, k.data(), v.data(), n,
+                                       dtype));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(gpu_, layer, k.data(), v.data(),
+                                             n, dtype))
+        << kvq_last_error();
+  }
+
+  void expectSame(int layer, uint64_t seed) {
+    int64_t lc = -1, lg = -2;
+    ASSERT_EQ(KVQ_OK, kvq_cache_length(cpu_, layer, &lc));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_length(gpu_, layer, &lg));
+    ASSERT_EQ(lc, lg);
+    for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
+      const size_t bytes = lc * channels() * (dtype == KVQ_DTYPE_F16 ? 2 : 4);
+      std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1),
+          kg(bytes + 1, 1), vg(bytes + 1, 1);
+      ASSERT_EQ(KVQ_OK, kvq_cache_fetch(cpu_, layer, kc.data(), vc.data(),
+                                        lc, dtype));
+      ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu_, layer, kg.data(),
+                                              vg.data(), lc, dtype))
+          << kvq_last_error();
+      EXPECT_EQ(kc, kg) << "keys, dtype " << dtype << ", length " << lc;
+      EXPECT_EQ(vc, vg) << "values, dtype " << dtype << ", length " << lc;
+    }
+    for (int l : {layer, -1}) {
+      kvq_stats a, b;
+      ASSERT_EQ(KVQ_OK, kvq_cache_stats(cpu_, l, &a));
+      ASSERT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, l, &b));
+      EXPECT_EQ(a.tokens, b.tokens);
+      EXPECT_EQ(a.compressed_tokens, b.compressed_tokens);
+      EXPECT_EQ(a.sink_tokens, b.sink_tokens);
+      EXPECT_EQ(a.residual_tokens, b.residual_tokens);
+      EXPECT_EQ(a.code_bytes, b.code_bytes);
+      EXPECT_EQ(a.scale_zero_bytes, b.scale_zero_bytes);
+      EXPECT_EQ(a.sink_bytes, b.sink_bytes);
+      EXPECT_EQ(a.residual_bytes, b.residual_bytes);
+      EXPECT_EQ(a.total_bytes, b.total_bytes);
+      EXPECT_EQ(a.effective_bits, b.effective_bits);
+    }
+    int64_t nc = 0, ng = 0;
+    std::vector<int64_t> pc(64, -1), pg(64, -1);
+    ASSERT_EQ(KVQ_OK, kvq_cache_sink_positions(cpu_, layer, pc.data(), 64,
+                                               &nc));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_sink_positions(gpu_, layer, pg.data(),
+                                                     64, &ng));
+    EXPECT_EQ(nc, ng);
+    EXPECT_EQ(pc, pg);
+
+    // Attention: a batch of the last few positions, grouped-query heads.
+    const int64_t nq = std::min<int64_t>(3, lc);
+    const int32_t qHeads = 2 * c_.kvHeads;
+    const int64_t elems = nq * qHeads * c_.headDim;
+    std::vector<float> q(elems), oc(elems), og(elems);
+    kvqtest::Rng rng(seed);
+    for (auto &x : q)
+      x = static_cast<float>(rng.normal());
+    ASSERT_EQ(KVQ_OK, kvq_cache_attend(cpu_, layer, q.data(), nq, qHeads,
+                                       oc.data()));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_attend(gpu_, layer, q.data(), nq,
+                                             qHeads, og.data()))
+        << kvq_last_error();
+    float scale = 0;
+    for (float x : oc)
+      scale = std::max(scale, std::fabs(x));
+    for (int64_t i = 0; i < elems; ++i)
+      ASSERT_NEAR(oc[i], og[i], 2e-5f * std::max(scale, 1.0f))
+          << "attention element " << i << ", length " << lc;
+  }
+
+  kvq_cache_t *cpu_ = nullptr;
+  kvq_metal_cache_t *gpu_ = nullptr;
+
+private:
+  Config c_;
+};
+
+class MetalCache : public ::testing::TestWithParam<Config> {};
+
+TEST_P(MetalCache, MatchesTheCpuCacheThroughPrefillAndDecode) {
+  const Config c = GetParam();
+  Twin twin(c);
+  // Layer 0: one prefill then decode steps of 1, 2 and 5 tokens; layer 1 of
+  // the same cache starts with a single token (prefill of one).
+  const int64_t steps[] = {45, 1, 1, 2, 1, 5, 1, 1, 17, 1, 3, 1};
+  uint64_t seed = 1000;
+  for (int64_t n : steps) {
+    twin.append(0, n, seed % 2 ? KVQ_DTYPE_F32 : KVQ_DTYPE_F16, seed);
+    twin.expectSame(0, seed);
+    if (::testing::Test::HasFatalFailure() || HasFailure())
+      return;
+    seed += 7;
+  }
+  for (int64_t n : {1, 1, 40}) {
+    twin.append(1, n, KVQ_DTYPE_F32, seed);
+    twin.expectSame(1, seed);
+    seed += 7;
+  }
+}
+
+const Config kConfigs[] = {
+    {"fp16", KVQ_METHOD_FP16, 2, 2, 32, 32, 0, 0, 2, 2, 32},
+    {"kivi2_sliding", KVQ_METHOD_KIVI, 2, 2, 8, 8, KVQ_RESIDUAL_SLIDING, 0,
+     2, 2, 32},
+    {"kivi3_4_block", KVQ_METHOD_KIVI, 3, 4, 8, 16, KVQ_RESIDUAL_BLOCK, 0, 2,
+     2, 24},
+    {"kivi8_head64", KVQ_METHOD_KIVI, 8, 8, 16, 16, KVQ_RESIDUAL_SLIDING, 0,
+     2, 1, 64},
+    {"sink0", KVQ_METHOD_KIVI_SINK, 2, 2, 8, 8, KVQ_RESIDUAL_SLIDING, 0, 2, 2,
+     16},
+    {"sink3", KVQ_METHOD_KIVI_SINK, 2, 3, 8, 8, KVQ_RESIDUAL_SLIDING, 3, 2, 2,
+     16},
+    {"sink5_block", KVQ_METHOD_KIVI_SINK, 4, 2, 4, 8, KVQ_RESIDUAL_BLOCK, 5,
+     2, 3, 8},
+    {"sink_many_head40", KVQ_METHOD_KIVI_SINK, 3, 3, 8, 4,
+     KVQ_RESIDUAL_SLIDING, 12, 2, 1, 40},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, MetalCache, ::testing::ValuesIn(kConfigs),
+    [](const ::testing::TestParamInfo<Config> &i) { return i.param.name; });
+
+TEST(MetalCacheErrors, CreateRules) {
+  kvq_metal_cache_t *c = nullptr;
+  auto create = [&](int method, int headDim, int backend) {
+    return kvq_metal_cache_create_flat(method, 2, 2, 8, 8, 0, 0, 0.01f, 8, 0,
+                                       1, 32, 1, 1, headDim, backend, &c);
+  };
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
+            create(KVQ_METHOD_KIVI, 32, KVQ_BACKEND_CPU));
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
+            create(KVQ_METHOD_KVQUANT, 32, KVQ_BACKEND_METAL));
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
+            create(KVQ_METHOD_KIVI, 512, KVQ_BACKEND_METAL));
+  EXPECT_EQ(KVQ_ERR_UNKNOWN_METHOD, create(9, 32, KVQ_BACKEND_METAL));
+  EXPECT_EQ(KVQ_ERR_BAD_GROUP_SIZE,
+            create(KVQ_METHOD_KIVI, 36, KVQ_BACKEND_METAL));
+  EXPECT_EQ(nullptr, c);
+  ASSERT_EQ(KVQ_OK, create(KVQ_METHOD_KIVI, 32, KVQ_BACKEND_METAL));
+  kvq_metal_cache_destroy(c);
+  kvq_metal_cache_destroy(nullptr);
+}
+
+TEST(MetalCacheErrors, UpdateFetchAttendStatusesAndNoPartialUpdate) {
+  Twin twin({"kivi", KVQ_METHOD_KIVI, 2, 2, 8, 8, 0, 0, 1, 1, 16});
+  twin.append(0, 20, KVQ_DTYPE_F32, 3);
+  std::vector<float> k(16 * 4, 1.0f), v(16 * 4, 1.0f);
+  k[37] = NAN;
+  EXPECT_EQ(KVQ_ERR_NON_FINITE, kvq_metal_cache_update(twin.gpu_, 0, k.data(),
+                                                       v.data(), 4,
+                                                       KVQ_DTYPE_F32));
+  EXPECT_EQ(KVQ_ERR_LAYER_OUT_OF_RANGE,
+            kvq_metal_cache_update(twin.gpu_, 1, k.data(), v.data(), 4,
+                                   KVQ_DTYPE_F32));
+  EXPECT_EQ(KVQ_ERR_EMPTY_INPUT, kvq_metal_cache_update(
+                                     twin.gpu_, 0, k.data(), v.data(), 0,
+                                     KVQ_DTYPE_F32));
+  twin.expectSame(0, 3); // the failed updates changed nothing
+  std::vector<float> out(16 * 20 * 2);
+  EXPECT_EQ(KVQ_ERR_BUFFER_TOO_SMALL,
+            kvq_metal_cache_fetch(twin.gpu_, 0, out.data(), out.data(), 19,
+                                  KVQ_DTYPE_F32));
+  std::vector<float> q(16 * 3, 0.5f), o(16 * 3);
+  EXPECT_EQ(KVQ_ERR_SHAPE_MISMATCH,
+            kvq_metal_cache_attend(twin.gpu_, 0, q.data(), 1, 0, o.data()));
+  EXPECT_EQ(KVQ_ERR_SHAPE_MISMATCH,
+            kvq_metal_cache_attend(twin.gpu_, 0, q.data(), 21, 1, o.data()));
+  EXPECT_EQ(KVQ_ERR_EMPTY_INPUT,
+            kvq_metal_cache_attend(twin.gpu_, 0, q.data(), 0, 1, o.data()));
+}
+
+} // namespace
