@@ -29,7 +29,11 @@ constexpr int64_t kChunk = 256;
 /// vectorize on every ISA; std::exp would cost more than the dot products.
 inline float expNonPositive(float x) {
   const float xc = x < -87.0f ? -87.0f : x;
-  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  // floor(v) by truncation and a correction: std::floor is a libm call on
+  // baseline x86_64 (no SSE4.1 round), which would stop vectorization.
+  const float v = xc * 1.44269504088896341f + 0.5f;
+  const float tr = static_cast<float>(static_cast<int32_t>(v));
+  const float n = tr > v ? tr - 1.0f : tr;
   float r = xc - n * 0.693359375f; // ln 2 in two parts (Cody-Waite)
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -36,7 +36,10 @@ struct AttendJob {
   std::vector<float> scores;
   std::vector<float> acc; ///< [heads][nq][d] unnormalised output
   /// Free scratch for stores (sized by them; kept across chunks).
-  std::vector<float> scratch, scratch2;
+  std::vector<float> scratch, scratch2, scratch3;
+  std::vector<const uint8_t *> codeRows; ///< row pointers for *Rows ops
+  std::vector<const uint16_t *> halfRows;
+  std::vector<int64_t> positions;
 
   explicit AttendJob(const AttendOps &o) : ops(o) {}
   const float *query(int64_t h) const { return q.data() + h * nq * d; }

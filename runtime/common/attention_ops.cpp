@@ -91,11 +91,32 @@ void axpyLutRef(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
+void dotCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
+                     const float *q, int64_t nq, int64_t d, float *out,
+                     int64_t outStride) {
+  for (int64_t r = 0; r < n; ++r)
+    dotCodesRef(rows[r], 0, bits, q, nq, d, out + r * outStride);
+}
+
+void axpyCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
+                      const float *ws, int64_t wsStride, int64_t G, int64_t nq,
+                      int64_t d, float *acc) {
+  for (int64_t r = 0; r < n; ++r)
+    axpyCodesRef(rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc);
+}
+
+void axpyHalfRowsRef(const uint16_t *const *rows, int64_t n, const float *w,
+                     int64_t wStride, int64_t nq, int64_t d, float *acc) {
+  for (int64_t r = 0; r < n; ++r)
+    axpyHalfRef(rows[r], w + r * wStride, nq, d, acc);
+}
+
 } // namespace
 
 const AttendOps &kvq::referenceAttendOps() {
-  static const AttendOps ops = {halfToFloatNRef, mulHalfRef, dotHalfRef,
-                                axpyHalfRef,     dotCodesRef, axpyCodesRef,
-                                dotLutRef,       axpyLutRef};
+  static const AttendOps ops = {
+      halfToFloatNRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
+      dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
+      axpyHalfRowsRef, dotLutRef,        axpyLutRef};
   return ops;
 }

@@ -74,7 +74,27 @@ kvq_status checkLayout(kvq_code_layout layout) {
 }
 
 /// Every element must be finite and fit fp16 (the runtime stores fp16).
+/// A branch-free pass first (it vectorizes: this check runs on every
+/// quantize call and must not cost more than the SIMD kernel), then a scan
+/// for the first offender only when there is one. An f32 value is finite in
+/// fp16 exactly when |v| < 65520 (floatToHalf rounds 65520 up to infinity).
 kvq_status checkFinite(const void *x, kvq_dtype dtype, int64_t n) {
+  bool bad = false;
+  if (dtype == KVQ_DTYPE_F16) {
+    const uint16_t *h = static_cast<const uint16_t *>(x);
+    unsigned any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= (h[i] & 0x7c00u) == 0x7c00u;
+    bad = any != 0;
+  } else {
+    const float *f = static_cast<const float *>(x);
+    unsigned any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= !(std::fabs(f[i]) < 65520.0f);
+    bad = any != 0;
+  }
+  if (!bad)
+    return KVQ_OK;
   for (int64_t i = 0; i < n; ++i) {
     bool ok;
     if (dtype == KVQ_DTYPE_F16) {

@@ -187,6 +187,21 @@ struct AttendOps {
   void (*axpyCodes)(const uint8_t *packed, int64_t first, int bits,
                     const float *ws, int64_t G, int64_t nq, int64_t d,
                     float *acc);
+  /// Many rows of one head at once, so SIMD versions keep accumulators in
+  /// registers across rows. rows[r] is the byte-aligned start of a head
+  /// row's packed codes (or fp16 values).
+  /// out[r*outStride + j] = sum_c q[j*d + c] * code(rows[r], c).
+  void (*dotCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
+                       const float *q, int64_t nq, int64_t d, float *out,
+                       int64_t outStride);
+  /// acc[j*d + c] += ws[r*wsStride + j*(d/G) + c/G] * code(rows[r], c).
+  void (*axpyCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
+                        const float *ws, int64_t wsStride, int64_t G,
+                        int64_t nq, int64_t d, float *acc);
+  /// acc[j*d + c] += w[r*wStride + j] * half(rows[r][c]).
+  void (*axpyHalfRows)(const uint16_t *const *rows, int64_t n,
+                       const float *w, int64_t wStride, int64_t nq, int64_t d,
+                       float *acc);
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
   void (*dotLut)(const uint8_t *packed, int64_t first, int bits,
                  const float *lut, int64_t nq, int64_t d, float *out);

@@ -73,15 +73,19 @@ public:
     }
   }
 
+  /// Values of the whole chunk per head: the accumulators stay in
+  /// registers across tokens (axpyHalfRows).
   void attendValues(AttendJob &job) const override {
-    const int64_t d = job.d;
-    for (int64_t t = job.t0; t < job.t1; ++t) {
-      const uint16_t *v =
-          reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(t)].p) +
-          channels_;
-      for (int64_t h = 0; h < job.heads; ++h)
-        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), job.nq, d,
-                         job.accumulator(h));
+    const int64_t d = job.d, n = job.t1 - job.t0;
+    job.halfRows.resize(static_cast<size_t>(n));
+    for (int64_t h = 0; h < job.heads; ++h) {
+      for (int64_t t = job.t0; t < job.t1; ++t)
+        job.halfRows[static_cast<size_t>(t - job.t0)] =
+            reinterpret_cast<const uint16_t *>(
+                rows_[static_cast<size_t>(t)].p) +
+            channels_ + h * d;
+      job.ops.axpyHalfRows(job.halfRows.data(), n, job.scoreRow(job.t0, h),
+                           job.heads * job.nq, job.nq, d, job.accumulator(h));
     }
   }
 

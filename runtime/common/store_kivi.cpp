@@ -312,58 +312,94 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
 
 /// Keys: per-channel scales fold into the queries once per key group
 /// (q'_c = q_c * s_c, bias = q . zero), so a coded row costs one dot of
-/// raw codes with q'. fp16 rows (window, sinks) go through dotHalf.
+/// raw codes with q', done for all coded rows of the group in the chunk at
+/// once (dotCodesRows). fp16 rows (window, sinks) go through dotHalf.
 void KiviStore::attendKeys(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
-  job.scratch.resize(static_cast<size_t>(H * nq * d + H * nq));
+  job.scratch.resize(static_cast<size_t>(H * nq * d + H * nq + G_ * nq));
   float *folded = job.scratch.data(), *bias = folded + H * nq * d;
-  int64_t group = -1, row = 0;
-  const uint8_t *block = nullptr;
-  for (int64_t t = job.t0; t < job.t1; ++t) {
+  float *tmp = bias + H * nq;
+  job.codeRows.resize(static_cast<size_t>(G_));
+  job.positions.resize(static_cast<size_t>(G_));
+  const bool byteRows = (d * kb_) % 8 == 0;
+  for (int64_t t = job.t0; t < job.t1;) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     if (s.kf) {
       const uint16_t *k = reinterpret_cast<const uint16_t *>(s.kf.p);
       for (int64_t h = 0; h < H; ++h)
         job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(t, h));
+      ++t;
       continue;
     }
-    if (t / G_ != group) {
-      group = t / G_;
-      row = 0; // coded rows before t in its group (sinks have no slot)
-      for (int64_t p = group * G_; p < t; ++p)
-        row += !slots_[static_cast<size_t>(p)].sink;
-      block = groups_[static_cast<size_t>(group)].p;
-      const uint16_t *scales = reinterpret_cast<const uint16_t *>(block);
-      for (int64_t h = 0; h < H; ++h) {
-        job.ops.mulHalf(scales + h * d, job.query(h), nq, d,
-                        folded + h * nq * d);
-        job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d,
-                        bias + h * nq);
+    // The coded rows of this group inside the chunk.
+    const int64_t group = t / G_, end = std::min(job.t1, (group + 1) * G_);
+    int64_t row = 0; // coded rows before t in its group (sinks have no slot)
+    for (int64_t p = group * G_; p < t; ++p)
+      row += !slots_[static_cast<size_t>(p)].sink;
+    const uint8_t *block = groups_[static_cast<size_t>(group)].p;
+    const uint16_t *scales = reinterpret_cast<const uint16_t *>(block);
+    for (int64_t h = 0; h < H; ++h) {
+      job.ops.mulHalf(scales + h * d, job.query(h), nq, d, folded + h * nq * d);
+      job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d, bias + h * nq);
+    }
+    int64_t n = 0;
+    std::vector<int64_t> &rowOf = job.positions;
+    for (int64_t p = t; p < end; ++p) {
+      const Slot &q = slots_[static_cast<size_t>(p)];
+      if (q.kf) { // a sink inside the group
+        const uint16_t *k = reinterpret_cast<const uint16_t *>(q.kf.p);
+        for (int64_t h = 0; h < H; ++h)
+          job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(p, h));
+        continue;
+      }
+      rowOf[static_cast<size_t>(n++)] = p;
+    }
+    const uint8_t *codes = block + 4 * C;
+    for (int64_t h = 0; h < H; ++h) {
+      if (byteRows) {
+        for (int64_t i = 0; i < n; ++i)
+          job.codeRows[static_cast<size_t>(i)] =
+              codes + ((row + i) * C + h * d) * kb_ / 8;
+        job.ops.dotCodesRows(job.codeRows.data(), n, kb_, folded + h * nq * d,
+                             nq, d, tmp, nq);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          job.ops.dotCodes(codes, (row + i) * C + h * d, kb_,
+                           folded + h * nq * d, nq, d, tmp + i * nq);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        float *o = job.scoreRow(rowOf[static_cast<size_t>(i)], h);
+        for (int64_t j = 0; j < nq; ++j)
+          o[j] = tmp[i * nq + j] + bias[h * nq + j];
       }
     }
-    for (int64_t h = 0; h < H; ++h) {
-      float *o = job.scoreRow(t, h);
-      job.ops.dotCodes(block + 4 * C, row * C + h * d, kb_,
-                       folded + h * nq * d, nq, d, o);
-      for (int64_t j = 0; j < nq; ++j)
-        o[j] += bias[h * nq + j];
-    }
-    ++row;
+    t = end;
   }
 }
 
 /// Values: per-token groups; the weight times each group's scale scales
-/// the raw codes, and weight x zero is summed per group and added to the
-/// accumulators once per chunk.
+/// the raw codes (axpyCodesRows over the chunk's coded tokens, per head),
+/// and weight x zero is summed per group and added once per chunk.
 void KiviStore::attendValues(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
-  const int64_t perRow = C / G_, perHead = d / G_;
-  job.scratch2.assign(
-      static_cast<size_t>(2 * perRow + nq * perHead + H * nq * perHead), 0.0f);
-  float *sz = job.scratch2.data(), *ws = sz + 2 * perRow;
-  float *zsum = ws + nq * perHead;
+  const int64_t perRow = C / G_, perHead = d / G_, chunk = job.t1 - job.t0;
+  job.scratch2.assign(static_cast<size_t>(H * nq * perHead), 0.0f);
+  job.scratch3.resize(
+      static_cast<size_t>(chunk * 2 * perRow + chunk * H * nq * perHead));
+  float *zsum = job.scratch2.data(), *sz = job.scratch3.data();
+  float *ws = sz + chunk * 2 * perRow;
+  job.positions.resize(static_cast<size_t>(chunk));
+  job.codeRows.resize(static_cast<size_t>(chunk));
+  int64_t n = 0; // coded tokens of the chunk
+  const int64_t blockBytes = valueBlockBytes(), kAhead = 32;
   for (int64_t t = job.t0; t < job.t1; ++t) {
     const Slot &s = slots_[static_cast<size_t>(t)];
+    // Every token is its own payload block: the hardware prefetcher does
+    // not see the stream, so ask for a block a few tokens ahead.
+    if (t + kAhead < static_cast<int64_t>(slots_.size()))
+      if (const uint8_t *ahead = slots_[static_cast<size_t>(t + kAhead)].vq.p)
+        for (int64_t off = 0; off < blockBytes; off += 64)
+          __builtin_prefetch(ahead + off);
     if (s.vf) {
       const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
       for (int64_t h = 0; h < H; ++h)
@@ -371,18 +407,44 @@ void KiviStore::attendValues(AttendJob &job) const {
                          job.accumulator(h));
       continue;
     }
-    const uint8_t *b = s.vq.p;
-    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * perRow,
-                         sz);
-    for (int64_t h = 0; h < H; ++h) {
-      const float *w = job.scoreRow(t, h);
-      for (int64_t j = 0; j < nq; ++j)
+    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.vq.p),
+                         2 * perRow, sz + n * 2 * perRow);
+    job.positions[static_cast<size_t>(n++)] = t;
+  }
+  // Per token, all heads at once: the group weights ws[i][h][j][g] and
+  // the zero-point sums (token-major, so no store-to-load chain on zsum).
+  const int64_t wsStride = H * nq * perHead;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *w = job.scoreRow(job.positions[static_cast<size_t>(i)], 0);
+    const float *rowSz = sz + i * 2 * perRow;
+    float *wsRow = ws + i * wsStride;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t j = 0; j < nq; ++j) {
+        const float wj = w[h * nq + j];
         for (int64_t g = 0; g < perHead; ++g) {
-          ws[j * perHead + g] = w[j] * sz[h * perHead + g];
-          zsum[(h * nq + j) * perHead + g] += w[j] * sz[perRow + h * perHead + g];
+          wsRow[(h * nq + j) * perHead + g] = wj * rowSz[h * perHead + g];
+          zsum[(h * nq + j) * perHead + g] += wj * rowSz[perRow + h * perHead + g];
         }
-      job.ops.axpyCodes(b + 4 * perRow, h * d, vb_, ws, G_, nq, d,
-                        job.accumulator(h));
+      }
+  }
+  const bool byteRows = (d * vb_) % 8 == 0;
+  for (int64_t h = 0; h < H; ++h) {
+    const float *wsHead = ws + h * nq * perHead;
+    if (byteRows) {
+      for (int64_t i = 0; i < n; ++i)
+        job.codeRows[static_cast<size_t>(i)] =
+            slots_[static_cast<size_t>(job.positions[static_cast<size_t>(i)])]
+                .vq.p +
+            4 * perRow + h * d * vb_ / 8;
+      job.ops.axpyCodesRows(job.codeRows.data(), n, vb_, wsHead, wsStride, G_,
+                            nq, d, job.accumulator(h));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        job.ops.axpyCodes(
+            slots_[static_cast<size_t>(job.positions[static_cast<size_t>(i)])]
+                    .vq.p +
+                4 * perRow,
+            h * d, vb_, wsHead + i * wsStride, G_, nq, d, job.accumulator(h));
     }
   }
   for (int64_t k = 0; k < H * nq; ++k)

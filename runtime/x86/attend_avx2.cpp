@@ -32,13 +32,13 @@ struct HalfRow {
   }
 };
 
-/// Packed codes starting at a byte boundary p, as int32 lanes.
-struct CodeRow {
+/// Packed codes of width BITS starting at a byte boundary p, as int32
+/// lanes. The width is a template parameter so the decode is straight-line
+/// code inside the unrolled loops.
+template <int BITS> struct CodeRowB {
   const uint8_t *p;
-  int bits;
   KVQ_AVX2 void codes(int64_t c, __m256i &a, __m256i &b) const {
-    switch (bits) {
-    case 2: { // 16 codes in one 32-bit word
+    if constexpr (BITS == 2) { // 16 codes in one 32-bit word
       uint32_t w;
       std::memcpy(&w, p + c / 4, 4);
       const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
@@ -48,9 +48,7 @@ struct CodeRow {
       b = _mm256_and_si256(
           _mm256_srlv_epi32(x, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)),
           m);
-      return;
-    }
-    case 4: { // 8 codes per 32-bit word
+    } else if constexpr (BITS == 4) { // 8 codes per 32-bit word
       uint32_t w0, w1;
       std::memcpy(&w0, p + c / 2, 4);
       std::memcpy(&w1, p + c / 2 + 4, 4);
@@ -60,18 +58,14 @@ struct CodeRow {
           _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)), sh), m);
       b = _mm256_and_si256(
           _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), sh), m);
-      return;
-    }
-    case 8:
+    } else if constexpr (BITS == 8) {
       a = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c)));
       b = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c + 8)));
-      return;
-    default: // 3: eight codes in three bytes
+    } else { // 3: eight codes in three bytes
       a = widen8(expand8(loadBytes(p + c / 8 * 3, 3), 3));
       b = widen8(expand8(loadBytes(p + c / 8 * 3 + 3, 3), 3));
-      return;
     }
   }
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
@@ -81,6 +75,29 @@ struct CodeRow {
     v1 = _mm256_cvtepi32_ps(b);
   }
 };
+
+/// Runtime-width reader for the cold paths (lookup tables).
+struct CodeRow {
+  const uint8_t *p;
+  int bits;
+  KVQ_AVX2 void codes(int64_t c, __m256i &a, __m256i &b) const {
+    switch (bits) {
+    case 2: CodeRowB<2>{p}.codes(c, a, b); break;
+    case 3: CodeRowB<3>{p}.codes(c, a, b); break;
+    case 4: CodeRowB<4>{p}.codes(c, a, b); break;
+    default: CodeRowB<8>{p}.codes(c, a, b); break;
+    }
+  }
+};
+
+/// Expands CALL(B) for the runtime code width `bits`.
+#define KVQ_WITH_BITS(bits, CALL)                                              \
+  switch (bits) {                                                              \
+  case 2: CALL(2); break;                                                      \
+  case 3: CALL(3); break;                                                      \
+  case 4: CALL(4); break;                                                      \
+  default: CALL(8); break;                                                     \
+  }
 
 //===----------------------------------------------------------------------===//
 // Dot products and weighted sums over a row
@@ -150,6 +167,116 @@ struct GroupWeight { // one weight per (query vector, group of G channels)
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Many rows: accumulators stay in registers
+//===----------------------------------------------------------------------===//
+
+/// acc[j0+jj][c0 .. c0+W) += weight(r, jj, c) * row_r[c] over all rows, with
+/// NJ*W/8 accumulators held in registers for the whole pass.
+template <int NJ, int W, class Rows, class Weight>
+KVQ_AVX2 void axpyBlock(const Rows &rows, int64_t n, const Weight &weight,
+                        int64_t j0, int64_t c0, int64_t d, float *acc) {
+  __m256 a[NJ][W / 8];
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int i = 0; i < W / 8; ++i)
+      a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto row = rows(r);
+    for (int i = 0; i < W / 8; i += 2) {
+      __m256 v0, v1;
+      row(c0 + 8 * i, v0, v1);
+      for (int jj = 0; jj < NJ; ++jj) {
+        a[jj][i] = _mm256_fmadd_ps(weight(r, j0 + jj, c0 + 8 * i), v0, a[jj][i]);
+        a[jj][i + 1] =
+            _mm256_fmadd_ps(weight(r, j0 + jj, c0 + 8 * i + 8), v1, a[jj][i + 1]);
+      }
+    }
+  }
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int i = 0; i < W / 8; ++i)
+      _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+}
+
+/// Tile the (query, channel) plane so every tile has 8 accumulators:
+/// one query x 64 channels, two x 32, four x 16 (d % 16 == 0).
+template <class Rows, class Weight>
+KVQ_AVX2 void axpyTiles(const Rows &rows, int64_t n, const Weight &weight,
+                        int64_t nq, int64_t d, float *acc) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    for (int64_t c = 0; c < d; c += 16)
+      axpyBlock<4, 16>(rows, n, weight, j, c, d, acc);
+  if (nq - j >= 2) {
+    for (int64_t c = 0; c < d; c += 16)
+      axpyBlock<2, 16>(rows, n, weight, j, c, d, acc);
+    j += 2;
+  }
+  if (nq - j == 1) {
+    int64_t c = 0;
+    for (; c + 64 <= d; c += 64)
+      axpyBlock<1, 64>(rows, n, weight, j, c, d, acc);
+    for (; c < d; c += 16)
+      axpyBlock<1, 16>(rows, n, weight, j, c, d, acc);
+  }
+}
+
+template <int BITS> struct CodeRows {
+  const uint8_t *const *rows;
+  CodeRowB<BITS> operator()(int64_t r) const { return CodeRowB<BITS>{rows[r]}; }
+};
+
+struct HalfRows {
+  const uint16_t *const *rows;
+  HalfRow operator()(int64_t r) const { return HalfRow{rows[r]}; }
+};
+
+struct RowGroupWeight { // ws[r*stride + j*groups + c/G], G = 2^shift
+  const float *ws;
+  int shift;
+  int64_t groups, stride;
+  KVQ_AVX2 __m256 operator()(int64_t r, int64_t j, int64_t c) const {
+    return _mm256_broadcast_ss(ws + r * stride + j * groups + (c >> shift));
+  }
+};
+
+struct RowTokenWeight { // w[r*stride + j]
+  const float *w;
+  int64_t stride;
+  KVQ_AVX2 __m256 operator()(int64_t r, int64_t j, int64_t) const {
+    return _mm256_broadcast_ss(w + r * stride + j);
+  }
+};
+
+/// One query against four rows at a time: four independent FMA chains
+/// share each load of q.
+template <int BITS>
+KVQ_AVX2 void dotFourRows(const uint8_t *const *rows, const float *q, int64_t d,
+                          float *out, int64_t outStride) {
+  const CodeRowB<BITS> r0{rows[0]}, r1{rows[1]}, r2{rows[2]}, r3{rows[3]};
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t c = 0; c < d; c += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + c), q1 = _mm256_loadu_ps(q + c + 8);
+    __m256 v0, v1;
+    r0(c, v0, v1);
+    a0 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a0));
+    r1(c, v0, v1);
+    a1 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a1));
+    r2(c, v0, v1);
+    a2 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a2));
+    r3(c, v0, v1);
+    a3 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a3));
+  }
+  // Reduce the four accumulators together: two hadds and a lane fold.
+  const __m256 h01 = _mm256_hadd_ps(a0, a1), h23 = _mm256_hadd_ps(a2, a3);
+  const __m256 h = _mm256_hadd_ps(h01, h23);
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h),
+                              _mm256_extractf128_ps(h, 1));
+  alignas(16) float v[4];
+  _mm_store_ps(v, s);
+  for (int i = 0; i < 4; ++i)
+    out[i * outStride] = v[i];
+}
+
 bool aligned(int64_t first, int bits, int64_t d) {
   return (first * bits) % 8 == 0 && d % 16 == 0;
 }
@@ -198,7 +325,10 @@ KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
                            const float *q, int64_t nq, int64_t d, float *out) {
   if (!aligned(first, bits, d))
     return referenceAttendOps().dotCodes(packed, first, bits, q, nq, d, out);
-  dotRows(CodeRow{packed + first * bits / 8, bits}, q, nq, d, out);
+  const uint8_t *p = packed + first * bits / 8;
+#define KVQ_DOT(B) dotRows(CodeRowB<B>{p}, q, nq, d, out)
+  KVQ_WITH_BITS(bits, KVQ_DOT)
+#undef KVQ_DOT
 }
 
 KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
@@ -207,8 +337,48 @@ KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
   if (!aligned(first, bits, d) || G % 8 != 0)
     return referenceAttendOps().axpyCodes(packed, first, bits, ws, G, nq, d,
                                           acc);
-  axpyRows(CodeRow{packed + first * bits / 8, bits}, GroupWeight{ws, G, d / G},
-           nq, d, acc);
+  const uint8_t *p = packed + first * bits / 8;
+#define KVQ_AXPY(B) axpyRows(CodeRowB<B>{p}, GroupWeight{ws, G, d / G}, nq, d, acc)
+  KVQ_WITH_BITS(bits, KVQ_AXPY)
+#undef KVQ_AXPY
+}
+
+KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                               const float *q, int64_t nq, int64_t d,
+                               float *out, int64_t outStride) {
+  if (d % 16 != 0)
+    return referenceAttendOps().dotCodesRows(rows, n, bits, q, nq, d, out,
+                                             outStride);
+  int64_t r = 0;
+#define KVQ_DOT_ROWS(B)                                                        \
+  if (nq == 1)                                                                 \
+    for (; r + 4 <= n; r += 4)                                                 \
+      dotFourRows<B>(rows + r, q, d, out + r * outStride, outStride);          \
+  for (; r < n; ++r)                                                           \
+    dotRows(CodeRowB<B>{rows[r]}, q, nq, d, out + r * outStride);
+  KVQ_WITH_BITS(bits, KVQ_DOT_ROWS)
+#undef KVQ_DOT_ROWS
+}
+
+KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                                const float *ws, int64_t wsStride, int64_t G,
+                                int64_t nq, int64_t d, float *acc) {
+  if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
+    return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
+                                              nq, d, acc);
+  const RowGroupWeight weight{ws, __builtin_ctzll(static_cast<uint64_t>(G)),
+                              d / G, wsStride};
+#define KVQ_AXPY_ROWS(B) axpyTiles(CodeRows<B>{rows}, n, weight, nq, d, acc)
+  KVQ_WITH_BITS(bits, KVQ_AXPY_ROWS)
+#undef KVQ_AXPY_ROWS
+}
+
+KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
+                               const float *w, int64_t wStride, int64_t nq,
+                               int64_t d, float *acc) {
+  if (d % 16 != 0)
+    return referenceAttendOps().axpyHalfRows(rows, n, w, wStride, nq, d, acc);
+  axpyTiles(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
 }
 
 KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
@@ -267,6 +437,9 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.axpyHalf = axpyHalfAvx2;
   ops.dotCodes = dotCodesAvx2;
   ops.axpyCodes = axpyCodesAvx2;
+  ops.dotCodesRows = dotCodesRowsAvx2;
+  ops.axpyCodesRows = axpyCodesRowsAvx2;
+  ops.axpyHalfRows = axpyHalfRowsAvx2;
   ops.dotLut = dotLutAvx2;
   ops.axpyLut = axpyLutAvx2;
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+# ===- check_bench_json.py - Validate kvq-bench --json output ------------=== #
+#
+# Runs kvq-bench (through an emulator when given) and checks that its JSON
+# has every key docs/PERFORMANCE.md and the plot script rely on, with sane
+# types. Exit 0 when it does. Usage: check_bench_json.py EMULATOR BENCH ARGS
+#
+# ===--------------------------------------------------------------------=== #
+import json
+import shlex
+import subprocess
+import sys
+
+
+def fail(msg):
+    print("kvq-bench JSON check failed: " + msg)
+    sys.exit(1)
+
+
+def need(obj, key, kinds):
+    if not isinstance(obj, dict) or key not in obj:
+        fail("missing key %r in %r" % (key, obj))
+    if not isinstance(obj[key], kinds):
+        fail("key %r has type %s" % (key, type(obj[key]).__name__))
+    return obj[key]
+
+
+def main():
+    emulator, bench, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    cmd = shlex.split(emulator) + [bench] + args
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=600)
+    sys.stderr.write(run.stderr)
+    if run.returncode != 0:
+        fail("exit status %d" % run.returncode)
+    try:
+        doc = json.loads(run.stdout)
+    except ValueError as e:
+        fail("not JSON: %s" % e)
+    num = (int, float)
+    base = need(doc, "baseline", dict)
+    for k in ("memcpy_gbps", "read_gbps"):
+        if need(base, k, num) <= 0:
+            fail(k + " is not positive")
+    for section in ("quantize", "dequantize"):
+        rows = need(doc, section, list)
+        if not rows:
+            fail(section + " is empty")
+        for row in rows:
+            need(row, "method", str)
+            need(row, "bits", int)
+            need(row, "gbps", num)
+    rows = need(doc, "attention", list)
+    caches = set()
+    for row in rows:
+        caches.add(need(row, "cache", str))
+        need(row, "tokens", int)
+        need(row, "q_per_kv", int)
+        need(row, "ms", num)
+        need(row, "bytes_read", int)
+        need(row, "bound_ms", num)
+    for c in ("fp16", "kivi2", "kivi4"):
+        if c not in caches:
+            fail("no attention rows for " + c)
+    app = need(doc, "append", dict)
+    need(app, "ns_at_1k", num)
+    need(app, "ns_at_64k", num)
+    if "compile" not in doc:
+        fail("missing key 'compile'")
+    if doc["compile"] is not None:
+        need(doc["compile"], "layers", int)
+        need(doc["compile"], "seconds", num)
+    print("kvq-bench JSON: %d quantize, %d attention rows, compile %s" %
+          (len(doc["quantize"]), len(rows),
+           "null" if doc["compile"] is None else "%.3f s" %
+           doc["compile"]["seconds"]))
+
+
+if __name__ == "__main__":
+    main()
