@@ -34,6 +34,11 @@ if config.kvq_sanitize:
 # Execution through mlir-runner: the JIT loads the kvq runtime and MLIR's
 # runner utils (shipped for x86_64 only).
 runtime_lib = os.path.join(config.kvq_lib_dir, "libkvq_runtime_cpu.so")
+# The Metal backend with its kernels run on the CPU through the MSL shim
+# (built with clang on Linux; see docs/METAL.md).
+metal_emu_lib = os.path.join(config.kvq_lib_dir, "libkvq_runtime_metal_emu.so")
+if os.path.exists(metal_emu_lib):
+    config.available_features.add("metal-emu")
 runner_libs = [
     os.path.join(config.llvm_lib_dir, name)
     for name in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
@@ -50,6 +55,10 @@ if config.kvq_sanitize:
         [config.cxx_compiler, "-print-file-name=libclang_rt.asan-x86_64.so"],
         capture_output=True, text=True).stdout.strip()
     runner_env = "env LD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 " % asan_rt
+config.substitutions.append((
+    "%kvq_run_metal",
+    runner_env + runner + " -e main -entry-point-result=void -shared-libs="
+    + ",".join([metal_emu_lib] + runner_libs)))
 config.substitutions.append((
     "%kvq_run",
     runner_env + runner + " -e main -entry-point-result=void -shared-libs="

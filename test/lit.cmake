@@ -13,6 +13,9 @@ configure_lit_site_cfg(
   MAIN_CONFIG ${CMAKE_CURRENT_SOURCE_DIR}/lit.cfg.py)
 
 set(KVQ_TEST_DEPENDS kvq-opt kvq_runtime_cpu)
+if(TARGET kvq_runtime_metal_emu)
+  list(APPEND KVQ_TEST_DEPENDS kvq_runtime_metal_emu)
+endif()
 add_lit_testsuite(check-kvq "Running the kvq lit suites"
   ${CMAKE_CURRENT_BINARY_DIR}
   DEPENDS ${KVQ_TEST_DEPENDS})
