@@ -92,11 +92,56 @@ inline uint64_t expand8(uint64_t w, int bits) {
   return w;
 }
 
-/// The `bits` bytes holding 8 codes that start at a byte boundary.
+/// The `bits` bytes holding 8 codes that start at a byte boundary (fixed
+/// size copies: a variable-length memcpy would be a library call per 8
+/// codes).
 inline uint64_t loadBytes(const uint8_t *p, int bits) {
-  uint64_t w = 0;
-  std::memcpy(&w, p, static_cast<size_t>(bits));
-  return w;
+  switch (bits) {
+  case 2: {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    return w;
+  }
+  case 3: {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    return w | (static_cast<uint64_t>(p[2]) << 16);
+  }
+  case 4: {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    return w;
+  }
+  default: {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  }
+}
+
+/// Store the low `bits` bytes of w (the inverse of loadBytes).
+inline void storeBytes(uint8_t *p, uint64_t w, int bits) {
+  switch (bits) {
+  case 2: {
+    uint16_t v = static_cast<uint16_t>(w);
+    std::memcpy(p, &v, 2);
+    return;
+  }
+  case 3: {
+    uint16_t v = static_cast<uint16_t>(w);
+    std::memcpy(p, &v, 2);
+    p[2] = static_cast<uint8_t>(w >> 16);
+    return;
+  }
+  case 4: {
+    uint32_t v = static_cast<uint32_t>(w);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  default:
+    std::memcpy(p, &w, 8);
+  }
 }
 
 /// Eight int32 lanes (each < 256) -> eight bytes in lane order.
@@ -120,8 +165,7 @@ KVQ_AVX2 inline void writeCodes8(uint8_t *codes, int layout, int64_t e,
     std::memcpy(codes + e, &bytes, 8);
     return;
   }
-  uint64_t w = compress8(bytes, bits);
-  std::memcpy(codes + e * bits / 8, &w, static_cast<size_t>(bits));
+  storeBytes(codes + e * bits / 8, compress8(bytes, bits), bits);
 }
 
 /// Read 8 codes of elements [e, e+8) as int32 lanes.

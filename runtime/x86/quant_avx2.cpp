@@ -59,28 +59,62 @@ float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
   return lo;
 }
 
-/// Per-token groups (contiguous, group % 8 == 0).
+/// fp16 scale/zero of eight groups from their min/max, as uniformParams
+/// does per group (lanes whose fp16 scale is +-0 store +0).
+KVQ_AVX2 inline void params8(__m256 lo, __m256 hi, int bits, __m128i *sh,
+                             __m128i *zh) {
+  const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m256 levels = _mm256_set1_ps(static_cast<float>((1 << bits) - 1));
+  __m128i s = _mm256_cvtps_ph(_mm256_div_ps(_mm256_sub_ps(hi, lo), levels), rn);
+  const __m128i mag = _mm_and_si128(s, _mm_set1_epi16(0x7fff));
+  *sh = _mm_andnot_si128(_mm_cmpeq_epi16(mag, _mm_setzero_si128()), s);
+  *zh = _mm256_cvtps_ph(lo, rn);
+}
+
+/// Per-token groups (contiguous, group % 8 == 0): eight groups share one
+/// vector computation of their scale/zero.
 KVQ_AVX2 void groupQuantRows(const void *x, kvq_dtype dtype, const Grid &g,
                              int bits, int layout, uint8_t *codes,
                              uint16_t *scale, uint16_t *zero) {
   const __m256 maxc = _mm256_set1_ps(static_cast<float>((1 << bits) - 1));
-  for (int64_t v = 0; v < g.vectors(); ++v) {
-    const int64_t base = g.base(v);
-    __m256 lo = load8(x, dtype, base), hi = lo;
-    for (int64_t i = 8; i < g.group; i += 8) {
-      __m256 e = load8(x, dtype, base + i);
-      lo = _mm256_min_ps(lo, e);
-      hi = _mm256_max_ps(hi, e);
+  const int64_t V = g.vectors();
+  for (int64_t v0 = 0; v0 < V; v0 += 8) {
+    const int nv = static_cast<int>(std::min<int64_t>(8, V - v0));
+    alignas(32) float los[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    alignas(32) float his[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < nv; ++k) {
+      const int64_t base = g.base(v0 + k);
+      __m256 lo = load8(x, dtype, base), hi = lo;
+      for (int64_t i = 8; i < g.group; i += 8) {
+        __m256 e = load8(x, dtype, base + i);
+        lo = _mm256_min_ps(lo, e);
+        hi = _mm256_max_ps(hi, e);
+      }
+      los[k] = fixZeroSign(hmin(lo), x, dtype, base, g.group, 1);
+      his[k] = hmax(hi);
     }
-    float l = fixZeroSign(hmin(lo), x, dtype, base, g.group, 1);
-    uniformParams(l, hmax(hi), true, bits, &scale[v], &zero[v]);
-    const float s = halfToFloat(scale[v]);
-    const __m256 sv = _mm256_set1_ps(s), zv = _mm256_set1_ps(halfToFloat(zero[v]));
-    const __m256 rv = _mm256_set1_ps(s != 0.0f ? 1.0f / s : 0.0f);
-    const __m256 nz = _mm256_castsi256_ps(_mm256_set1_epi32(s != 0.0f ? -1 : 0));
-    for (int64_t i = 0; i < g.group; i += 8)
-      writeCodes8(codes, layout, base + i, bits,
-                  quantize8(load8(x, dtype, base + i), zv, sv, rv, maxc, nz));
+    __m128i sh, zh;
+    params8(_mm256_load_ps(los), _mm256_load_ps(his), bits, &sh, &zh);
+    alignas(16) uint16_t sH[8], zH[8];
+    _mm_store_si128(reinterpret_cast<__m128i *>(sH), sh);
+    _mm_store_si128(reinterpret_cast<__m128i *>(zH), zh);
+    alignas(32) float sF[8], zF[8], rF[8];
+    const __m256 s = _mm256_cvtph_ps(sh);
+    _mm256_store_ps(sF, s);
+    _mm256_store_ps(zF, _mm256_cvtph_ps(zh));
+    _mm256_store_ps(rF, _mm256_div_ps(_mm256_set1_ps(1.0f), s));
+    for (int k = 0; k < nv; ++k) {
+      scale[v0 + k] = sH[k];
+      zero[v0 + k] = zH[k];
+      const int64_t base = g.base(v0 + k);
+      const __m256 sv = _mm256_set1_ps(sF[k]), zv = _mm256_set1_ps(zF[k]);
+      const __m256 rv = _mm256_set1_ps(sF[k] != 0.0f ? rF[k] : 0.0f);
+      const __m256 nz =
+          _mm256_castsi256_ps(_mm256_set1_epi32(sF[k] != 0.0f ? -1 : 0));
+      for (int64_t i = 0; i < g.group; i += 8)
+        writeCodes8(codes, layout, base + i, bits,
+                    quantize8(load8(x, dtype, base + i), zv, sv, rv, maxc, nz));
+    }
   }
 }
 
@@ -300,8 +334,7 @@ void packCodesFast(const uint8_t *codes, int64_t n, int bits, uint8_t *out) {
   for (int64_t i = 0; i < n8; i += 8) {
     uint64_t w;
     std::memcpy(&w, codes + i, 8);
-    w = compress8(w, bits);
-    std::memcpy(out + i * bits / 8, &w, static_cast<size_t>(bits));
+    storeBytes(out + i * bits / 8, compress8(w, bits), bits);
   }
   if (n8 < n)
     packCodesRef(codes + n8, n - n8, bits, out + n8 * bits / 8);

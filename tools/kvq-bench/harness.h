@@ -47,6 +47,7 @@ template <class Fn> double medianSeconds(const Effort &e, Fn &&fn) {
 inline void sink(uint64_t v) {
   static volatile uint64_t slot;
   slot = v;
+  (void)slot;
 }
 
 } // namespace kvqbench

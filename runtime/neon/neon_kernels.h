@@ -1,0 +1,24 @@
+//===- neon_kernels.h - Pieces of the NEON kernel table ----------*- C++ -*-===//
+//
+// Each arm64 kernel file fills its part of the table; table_neon.cpp
+// assembles them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_NEON_NEON_KERNELS_H
+#define KVQ_RUNTIME_NEON_NEON_KERNELS_H
+
+#include "kernels.h"
+
+namespace kvq {
+namespace neon {
+
+/// quant_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
+/// outlier screening.
+void fillQuantNeon(KernelTable &t);
+/// attend_neon.cpp: the fused-attention inner kernels.
+void fillAttendNeon(AttendOps &ops);
+
+} // namespace neon
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_NEON_NEON_KERNELS_H
