@@ -19,7 +19,7 @@ jobs="${KVQ_JOBS:-$(nproc)}"
 packages=(
   cmake ninja-build python3
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libclang-rt-22-dev libgtest-dev libbenchmark-dev
+  libclang-rt-22-dev libgtest-dev libbenchmark-dev gnuplot-nox
   qemu-user-static g++-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 
