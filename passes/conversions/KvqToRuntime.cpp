@@ -41,6 +41,12 @@ struct LoweringOptions {
 // Call building
 //===----------------------------------------------------------------------===//
 
+/// The dimension a group runs along in a buffer of rank `rank`.
+int64_t groupedDim(QuantAxis axis, int64_t rank) {
+  return axis == QuantAxis::PerToken ? rank - 1 : 0;
+}
+
+
 /// Emits runtime calls and the values they take at one insertion point.
 class CallBuilder {
 public:
@@ -153,6 +159,13 @@ public:
     return memref::AllocOp::create(rewriter, loc, memrefType, sizes);
   }
 
+  /// A fresh per-group buffer of `type` (scales, zeros, thresholds, levels)
+  /// for `source` grouped by `group` along `axis`.
+  Value allocPerGroup(Type type, Value source, QuantAxis axis, int64_t group) {
+    int64_t rank = cast<MemRefType>(source.getType()).getRank();
+    return allocLike(type, source, groupedDim(axis, rank), group);
+  }
+
   /// Calls `fn` with `args` (the Metal context is prepended where the
   /// target needs it) and checks the status it returns. Returns the call's
   /// result, if any.
@@ -229,11 +242,6 @@ int32_t axisCode(QuantAxis axis) {
                                      : abi::kAxisPerChannel;
 }
 
-/// The dimension a group runs along in a buffer of rank `rank`.
-int64_t groupedDim(QuantAxis axis, int64_t rank) {
-  return axis == QuantAxis::PerToken ? rank - 1 : 0;
-}
-
 /// Base of every kvq lowering: the options and a memref-form check (the
 /// tensor forms must be bufferized first).
 template <typename OpTy>
@@ -270,13 +278,11 @@ struct GroupQuantLowering : KvqLowering<GroupQuantOp> {
   LogicalResult lower(GroupQuantOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
-    int64_t rank = cast<MemRefType>(input.getType()).getRank();
-    int64_t dim = groupedDim(op.getAxis(), rank);
     Value codes = b.allocLike(op.getCodes().getType(), input);
-    Value scale = b.allocLike(op.getScale().getType(), input, dim,
-                              op.getGroup());
-    Value zero = b.allocLike(op.getZeroPoint().getType(), input, dim,
-                             op.getGroup());
+    Value scale = b.allocPerGroup(op.getScale().getType(), input, op.getAxis(),
+                                  op.getGroup());
+    Value zero = b.allocPerGroup(op.getZeroPoint().getType(), input,
+                                 op.getAxis(), op.getGroup());
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::GroupQuant,
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
@@ -316,10 +322,8 @@ struct NuqFitLowering : KvqLowering<NuqFitOp> {
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
-    int64_t rank = cast<MemRefType>(input.getType()).getRank();
-    int64_t dim = groupedDim(op.getAxis(), rank);
-    Value levels =
-        b.allocLike(op.getLevels().getType(), input, dim, op.getGroup());
+    Value levels = b.allocPerGroup(op.getLevels().getType(), input,
+                                   op.getAxis(), op.getGroup());
     Value scratchFloats = b.call(RuntimeFn::NuqFitScratchSize,
                                  {b.i64(op.getGroup()), b.i32(op.getBits())});
     Value scratchSize = arith::IndexCastOp::create(
@@ -383,11 +387,9 @@ struct OutlierSplitLowering : KvqLowering<OutlierSplitOp> {
   LogicalResult lower(OutlierSplitOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
-    int64_t rank = cast<MemRefType>(input.getType()).getRank();
-    int64_t dim = groupedDim(op.getAxis(), rank);
     Value mask = b.allocLike(op.getMask().getType(), input);
-    Value threshold =
-        b.allocLike(op.getThreshold().getType(), input, dim, op.getGroup());
+    Value threshold = b.allocPerGroup(op.getThreshold().getType(), input,
+                                      op.getAxis(), op.getGroup());
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::OutlierSplit,
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
