@@ -35,6 +35,7 @@ public:
     emu::outlierKernels(addEntry);
     emu::sinkKernels(addEntry);
     emu::attentionKernels(addEntry);
+    emu::kvquantKernels(addEntry);
   }
   const char *name() const override { return "emulated (CPU shim)"; }
 

@@ -125,6 +125,7 @@ void nuqKernels(void (*add)(const KernelEntry &));
 void outlierKernels(void (*add)(const KernelEntry &));
 void sinkKernels(void (*add)(const KernelEntry &));
 void attentionKernels(void (*add)(const KernelEntry &));
+void kvquantKernels(void (*add)(const KernelEntry &));
 
 } // namespace kvq::metal::emu
 

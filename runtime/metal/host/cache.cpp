@@ -15,6 +15,7 @@
 
 #include "../kernels/kvq_params.h"
 #include "bitpack.h"
+#include "cache_layer.h"
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
@@ -39,8 +40,8 @@ constexpr int32_t kMaxHeadDim = 256;
 
 int64_t align4(int64_t n) { return (n + 3) & ~int64_t{3}; }
 
-/// One layer of a Metal cache.
-class Layer {
+/// One layer of a Metal cache with uniform quantization (or none).
+class Layer final : public CacheLayer {
 public:
   Layer(const kvq_config &cfg, Device &dev)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
@@ -52,13 +53,16 @@ public:
         vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
         dkarena_(dev), dkgoff_(dev), dvq_(dev) {}
 
-  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n);
-  int64_t length() const { return static_cast<int64_t>(kref_.size()); }
-  kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const;
+  kvq_status update(const uint16_t *k, const uint16_t *v,
+                    int64_t n) override;
+  int64_t length() const override {
+    return static_cast<int64_t>(kref_.size());
+  }
+  kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const override;
   kvq_status attend(const float *q, int64_t nq, int32_t qHeads,
-                    float *out) const;
-  void addStats(kvq_stats &s) const;
-  void sinkPositions(std::vector<int64_t> &out) const {
+                    float *out) const override;
+  void addStats(kvq_stats &s) const override;
+  void sinkPositions(std::vector<int64_t> &out) const override {
     out.clear();
     for (size_t p = 0; p < sink_.size(); ++p)
       if (sink_[p])
@@ -479,7 +483,7 @@ void Layer::addStats(kvq_stats &s) const {
 
 struct kvq_metal_cache {
   kvq_config cfg;
-  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::unique_ptr<CacheLayer>> layers;
 };
 
 namespace {
@@ -562,10 +566,6 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
   if (kvq_status s = kvq_config_validate(&cfg))
     return s;
   cfg.backend = KVQ_BACKEND_METAL;
-  if (method == KVQ_METHOD_KVQUANT)
-    return fail(KVQ_ERR_INVALID_ARGUMENT,
-                "the Metal cache implements fp16, kivi and kivi_sink; "
-                "kvquant is CPU-only for now (docs/METAL.md)");
   if (head_dim > kMaxHeadDim)
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "the Metal attention kernel supports head_dim <= %d, not %d",
@@ -577,7 +577,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
   try {
     std::unique_ptr<kvq_metal_cache> cache(new kvq_metal_cache{cfg, {}});
     for (int32_t l = 0; l < num_layers; ++l)
-      cache->layers.push_back(std::make_unique<Layer>(cfg, *dev));
+      cache->layers.push_back(method == KVQ_METHOD_KVQUANT
+                                  ? makeKvquantLayer(cfg, *dev)
+                                  : std::make_unique<Layer>(cfg, *dev));
     *out = cache.release();
   } catch (const std::bad_alloc &) {
     return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_create_flat: out of "
@@ -647,7 +649,7 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
   if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
                 static_cast<int>(dtype));
-  const Layer &l = *cache->layers[layer];
+  const CacheLayer &l = *cache->layers[layer];
   if (capacity_tokens < l.length())
     return fail(KVQ_ERR_BUFFER_TOO_SMALL, "capacity %lld tokens < %lld cached",
                 static_cast<long long>(capacity_tokens),
@@ -663,7 +665,7 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
                                       "queries and out must be non-null");
   if (kvq_status s = checkLayer(cache, layer))
     return s;
-  const Layer &l = *cache->layers[layer];
+  const CacheLayer &l = *cache->layers[layer];
   const int32_t kvHeads = cache->cfg.num_kv_heads;
   if (n_queries <= 0)
     return fail(n_queries == 0 ? KVQ_ERR_EMPTY_INPUT

@@ -72,4 +72,34 @@ struct kvq_metal_cache_view {
   kvq_u32 reserved;
 };
 
+/// One layer of a Metal KVQuant cache as its attention and fetch kernels
+/// read it (attend_kvquant.metal, docs/METAL.md "KVQuant layout").
+struct kvq_metal_kvquant_view {
+  kvq_u64 length;       ///< tokens cached
+  kvq_u64 n_queries;    ///< attention: query steps (the last n positions)
+  kvq_u32 kv_heads;
+  kvq_u32 head_dim;
+  kvq_u32 q_heads;
+  kvq_u32 key_bits;
+  kvq_u32 value_bits;
+  kvq_u32 table_stride; ///< bytes per key level table (segment)
+  kvq_u32 key_codes;    ///< packed code bytes of a key row (outliers follow)
+  kvq_u32 value_codes;  ///< packed code bytes of a value row
+  kvq_u32 dtype;        ///< fetch: output kvq_dtype
+  float scale;          ///< attention: 1 / sqrt(head_dim)
+};
+
+/// Where one token of a Metal KVQuant cache lives (one record per token,
+/// in a device array; 4-byte fields only, so every compiler agrees).
+struct kvq_metal_kvquant_token {
+  kvq_i32 kref;    ///< >= 0: fp16 pool row of the key; < 0: quantized
+  kvq_i32 vref;    ///< >= 0: fp16 pool row of the value; < 0: quantized
+  kvq_u32 kblock;  ///< key arena offset: [packed codes][outliers]
+  kvq_u32 vblock;  ///< value arena offset: [levels][packed codes][outliers]
+  kvq_u32 kout;    ///< outliers of the key row
+  kvq_u32 vout;    ///< outliers of the value row
+  kvq_u32 segment; ///< key level table of the row
+  kvq_u32 reserved;
+};
+
 #endif // KVQ_METAL_KERNELS_PARAMS_H

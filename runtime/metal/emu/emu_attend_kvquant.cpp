@@ -1,0 +1,23 @@
+//===- emu_attend_kvquant.cpp - attend_kvquant.metal through the shim ----===//
+//
+// One translation unit per .metal file: the shim, the unmodified kernel
+// source, then the registration in plain C++.
+//
+//===----------------------------------------------------------------------===//
+#include <metal_stdlib>
+
+// The kernels go into their own namespace: some share a name with the C
+// entry point that dispatches them (kvq_nuq_fit, ...).
+namespace kvq_msl {
+#include "../kernels/attend_kvquant.metal"
+} // namespace kvq_msl
+
+#include "../shim/undef.h"
+#include "launch.h"
+
+using kvq::metal::emu::Id;
+
+void kvq::metal::emu::kvquantKernels(void (*add)(const KernelEntry &)) {
+  KVQ_EMU_KERNEL(add, kvq_kvquant_fetch, false, Id::Gid);
+  KVQ_EMU_KERNEL(add, kvq_kvquant_attend, true, Id::Tgid, Id::Lane);
+}

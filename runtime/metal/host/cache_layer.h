@@ -1,0 +1,46 @@
+//===- cache_layer.h - One layer of a Metal KV cache -------------*- C++ -*-===//
+//
+// The kvq_metal_cache_* entry points (cache.cpp) check their arguments and
+// hand each layer's work to a CacheLayer: the uniform-quantization layer
+// of cache.cpp (fp16, kivi, kivi_sink) or the KVQuant layer of
+// cache_kvquant.cpp. Each keeps its payload in device buffers and its
+// bookkeeping on the host, mirroring the CPU store of its method.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_METAL_HOST_CACHE_LAYER_H
+#define KVQ_METAL_HOST_CACHE_LAYER_H
+
+#include "device.h"
+#include "kvq/runtime.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kvq::metal {
+
+class CacheLayer {
+public:
+  virtual ~CacheLayer() = default;
+  /// Append n tokens of fp16 K and V rows ([n, C] each, checked finite by
+  /// the caller). All or nothing: a failure leaves the layer unchanged.
+  virtual kvq_status update(const uint16_t *k, const uint16_t *v,
+                            int64_t n) = 0;
+  virtual int64_t length() const = 0;
+  /// Every cached token's K and V as dtype ([length, C] each).
+  virtual kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const = 0;
+  /// Causal attention of nq queries (the last nq positions), qHeads heads.
+  virtual kvq_status attend(const float *q, int64_t nq, int32_t qHeads,
+                            float *out) const = 0;
+  /// Add this layer's counts and bytes (not the derived fields).
+  virtual void addStats(kvq_stats &s) const = 0;
+  virtual void sinkPositions(std::vector<int64_t> &out) const = 0;
+};
+
+/// A layer of a KVQuant cache (cfg.method == KVQ_METHOD_KVQUANT, validated).
+std::unique_ptr<CacheLayer> makeKvquantLayer(const kvq_config &cfg,
+                                             Device &dev);
+
+} // namespace kvq::metal
+
+#endif // KVQ_METAL_HOST_CACHE_LAYER_H

@@ -1,0 +1,267 @@
+//===- metal_cache_kvquant_test.cpp - Metal KVQuant cache vs the CPU one --===//
+//
+// The KVQuant method of the Metal cache against the CPU store
+// (runtime/common/store_kvquant.cpp), the oracle: the same configuration
+// and the same prefill + decode steps go into a CPU cache and a Metal
+// cache, and after every step fetch must be bit-identical (f16 and f32),
+// every field of kvq_stats equal, the sink positions equal, and fused
+// attention within 2e-5 of the output's magnitude (the tolerance of
+// cache_test.cpp: float accumulation on the GPU, double on the CPU). The
+// configurations cover bits 2/3/4/8, outlier fractions including 0,
+// kvquant_n_sink 0/1/4 (including a prefill made only of sinks), frozen
+// keys (refit_interval 0) and refits every 4 or 16 tokens, and several
+// step splits.
+//
+//===----------------------------------------------------------------------===//
+#include "metal/metal_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace kvqmetaltest;
+
+namespace {
+
+struct Config {
+  const char *name;
+  int keyBits, valueBits;
+  float fraction;
+  int nSink, refit, iters;
+  int kvHeads, headDim;
+  std::vector<int64_t> steps; ///< layer 0: prefill, then decode steps
+};
+
+void PrintTo(const Config &c, std::ostream *os) { *os << c.name; }
+
+kvq_config makeConfig(const Config &c) {
+  kvq_config cfg;
+  kvq_config_init(&cfg, KVQ_METHOD_KVQUANT);
+  cfg.key_bits = c.keyBits;
+  cfg.value_bits = c.valueBits;
+  cfg.outlier_fraction = c.fraction;
+  cfg.kvquant_n_sink = c.nSink;
+  cfg.refit_interval = c.refit;
+  cfg.lloyd_iters = c.iters;
+  cfg.num_layers = 2;
+  cfg.num_kv_heads = c.kvHeads;
+  cfg.head_dim = c.headDim;
+  return cfg;
+}
+
+kvq_status createMetal(const kvq_config &cfg, kvq_metal_cache_t **out) {
+  return kvq_metal_cache_create_flat(
+      cfg.method, cfg.key_bits, cfg.value_bits, cfg.group_size,
+      cfg.residual_length, cfg.residual_mode, cfg.n_sink_tokens,
+      cfg.outlier_fraction, cfg.lloyd_iters, cfg.refit_interval,
+      cfg.kvquant_n_sink, cfg.kvquant_group_size, cfg.num_layers,
+      cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL, out);
+}
+
+/// A CPU and a Metal KVQuant cache fed the same data.
+class Twin {
+public:
+  explicit Twin(const Config &c) : c_(c) {
+    kvq_config cfg = makeConfig(c);
+    EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
+    EXPECT_EQ(KVQ_OK, createMetal(cfg, &gpu_)) << kvq_last_error();
+  }
+  ~Twin() {
+    kvq_cache_destroy(cpu_);
+    kvq_metal_cache_destroy(gpu_);
+  }
+  int64_t channels() const { return int64_t{c_.kvHeads} * c_.headDim; }
+
+  void append(int layer, int64_t n, kvq_dtype dtype, uint64_t seed) {
+    Matrix k = randomMatrix(n, channels(), dtype, seed);
+    Matrix v = randomMatrix(n, channels(), dtype, seed + 1);
+    // Loud channels (KVQuant's premise) and a few loud rows: screening
+    // and the rank split then see large, repeated magnitudes.
+    kvqtest::Rng rng(seed + 2);
+    for (int64_t t = 0; t < n; ++t) {
+      const bool loudRow = rng.uniform() < 0.1;
+      for (int64_t c = 0; c < channels(); ++c) {
+        const float gain = (c % 7 == 3 ? 6.0f : 1.0f) * (loudRow ? 3.0f : 1.0f);
+        k.set(t * channels() + c, gain * k.get(t * channels() + c));
+      }
+    }
+    ASSERT_EQ(KVQ_OK,
+              kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype))
+        << kvq_last_error();
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(gpu_, layer, k.data(), v.data(),
+                                             n, dtype))
+        << kvq_last_error();
+  }
+
+  void expectSame(int layer, uint64_t seed) {
+    int64_t lc = -1, lg = -2;
+    ASSERT_EQ(KVQ_OK, kvq_cache_length(cpu_, layer, &lc));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_length(gpu_, layer, &lg));
+    ASSERT_EQ(lc, lg);
+    for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
+      const size_t bytes = lc * channels() * (dtype == KVQ_DTYPE_F16 ? 2 : 4);
+      std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1),
+          kg(bytes + 1, 1), vg(bytes + 1, 1);
+      ASSERT_EQ(KVQ_OK, kvq_cache_fetch(cpu_, layer, kc.data(), vc.data(),
+                                        lc, dtype));
+      ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu_, layer, kg.data(),
+                                              vg.data(), lc, dtype))
+          << kvq_last_error();
+      EXPECT_EQ(kc, kg) << "keys, dtype " << dtype << ", length " << lc;
+      EXPECT_EQ(vc, vg) << "values, dtype " << dtype << ", length " << lc;
+    }
+    for (int l : {layer, -1}) {
+      kvq_stats a, b;
+      ASSERT_EQ(KVQ_OK, kvq_cache_stats(cpu_, l, &a));
+      ASSERT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, l, &b));
+      EXPECT_EQ(a.tokens, b.tokens);
+      EXPECT_EQ(a.compressed_tokens, b.compressed_tokens);
+      EXPECT_EQ(a.sink_tokens, b.sink_tokens);
+      EXPECT_EQ(a.residual_tokens, b.residual_tokens);
+      EXPECT_EQ(a.code_bytes, b.code_bytes);
+      EXPECT_EQ(a.scale_zero_bytes, b.scale_zero_bytes);
+      EXPECT_EQ(a.level_table_bytes, b.level_table_bytes);
+      EXPECT_EQ(a.outlier_bytes, b.outlier_bytes);
+      EXPECT_EQ(a.outlier_count, b.outlier_count);
+      EXPECT_EQ(a.sink_bytes, b.sink_bytes);
+      EXPECT_EQ(a.residual_bytes, b.residual_bytes);
+      EXPECT_EQ(a.total_bytes, b.total_bytes);
+      EXPECT_EQ(a.fp16_bytes, b.fp16_bytes);
+      EXPECT_EQ(a.effective_bits, b.effective_bits);
+    }
+    int64_t nc = 0, ng = 0;
+    std::vector<int64_t> pc(64, -1), pg(64, -1);
+    ASSERT_EQ(KVQ_OK,
+              kvq_cache_sink_positions(cpu_, layer, pc.data(), 64, &nc));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_sink_positions(gpu_, layer, pg.data(),
+                                                     64, &ng));
+    EXPECT_EQ(nc, ng);
+    EXPECT_EQ(pc, pg);
+
+    // Attention: a batch of the last few positions, grouped-query heads.
+    const int64_t nq = std::min<int64_t>(3, lc);
+    const int32_t qHeads = 2 * c_.kvHeads;
+    const int64_t elems = nq * qHeads * c_.headDim;
+    std::vector<float> q(elems), oc(elems), og(elems);
+    kvqtest::Rng rng(seed);
+    for (auto &x : q)
+      x = static_cast<float>(rng.normal());
+    ASSERT_EQ(KVQ_OK, kvq_cache_attend(cpu_, layer, q.data(), nq, qHeads,
+                                       oc.data()));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_attend(gpu_, layer, q.data(), nq,
+                                             qHeads, og.data()))
+        << kvq_last_error();
+    float scale = 0;
+    for (float x : oc)
+      scale = std::max(scale, std::fabs(x));
+    for (int64_t i = 0; i < elems; ++i)
+      ASSERT_NEAR(oc[i], og[i], 2e-5f * std::max(scale, 1.0f))
+          << "attention element " << i << ", length " << lc;
+  }
+
+  kvq_stats gpuStats(int layer) const {
+    kvq_stats s{};
+    EXPECT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, layer, &s));
+    return s;
+  }
+
+  kvq_cache_t *cpu_ = nullptr;
+  kvq_metal_cache_t *gpu_ = nullptr;
+
+private:
+  Config c_;
+};
+
+class MetalKvquantCache : public ::testing::TestWithParam<Config> {};
+
+TEST_P(MetalKvquantCache, MatchesTheCpuCacheThroughPrefillAndDecode) {
+  const Config c = GetParam();
+  Twin twin(c);
+  uint64_t seed = 2000;
+  // What the stream exercised, over all steps.
+  int64_t compressed = 0, outliers = 0, sinks = 0, waiting = 0;
+  auto step = [&](int layer, int64_t n, kvq_dtype dtype) {
+    twin.append(layer, n, dtype, seed);
+    twin.expectSame(layer, seed);
+    const kvq_stats s = twin.gpuStats(-1);
+    compressed = std::max(compressed, s.compressed_tokens);
+    outliers = std::max(outliers, s.outlier_count);
+    sinks = std::max(sinks, s.sink_tokens);
+    waiting = std::max(waiting, s.residual_tokens);
+    seed += 7;
+  };
+  for (int64_t n : c.steps) {
+    step(0, n, seed % 2 ? KVQ_DTYPE_F32 : KVQ_DTYPE_F16);
+    if (::testing::Test::HasFatalFailure() || HasFailure())
+      return;
+  }
+  // Layer 1 of the same cache: a one-token prefill, then more.
+  for (int64_t n : {1, 2, 9, 1}) {
+    step(1, n, KVQ_DTYPE_F32);
+    if (::testing::Test::HasFatalFailure() || HasFailure())
+      return;
+  }
+  EXPECT_GT(compressed, 0);
+  EXPECT_EQ(c.fraction > 0, outliers > 0);
+  EXPECT_EQ(c.nSink > 0, sinks > 0);
+  EXPECT_EQ(c.refit > 0, waiting > 0); // tokens waiting fp16 for a refit
+}
+
+const std::vector<int64_t> kLongPrefill = {45, 1, 1, 2, 1, 5, 1, 1, 17, 1, 3};
+const std::vector<int64_t> kShortPrefill = {3, 1, 6, 1, 1, 20, 2, 1};
+const std::vector<int64_t> kOneTokenSteps = {1, 1, 1, 1, 30, 1, 1};
+
+const Config kConfigs[] = {
+    {"k2v2_frozen", 2, 2, 0.01f, 1, 0, 8, 2, 32, kLongPrefill},
+    {"k3v3_frozen_sinks4", 3, 3, 0.02f, 4, 0, 8, 2, 16, kLongPrefill},
+    {"k4v2_no_outliers", 4, 2, 0.0f, 1, 0, 6, 2, 24, kLongPrefill},
+    {"k8v8_head64", 8, 8, 0.05f, 0, 0, 4, 1, 64, kShortPrefill},
+    {"k3v4_sinks_only_prefill", 3, 4, 0.03f, 4, 0, 8, 2, 16, kShortPrefill},
+    {"k2v3_one_token_steps", 2, 3, 0.02f, 1, 0, 8, 3, 8, kOneTokenSteps},
+    {"k3v3_refit4", 3, 3, 0.02f, 1, 4, 8, 2, 16, kLongPrefill},
+    {"k4v4_refit16_sinks4", 4, 4, 0.01f, 4, 16, 8, 2, 32, kLongPrefill},
+    {"k2v2_refit4_no_sinks", 2, 2, 0.05f, 0, 4, 8, 1, 40, kShortPrefill},
+    {"k8v2_refit4_one_token", 8, 2, 0.0f, 1, 4, 3, 2, 16, kOneTokenSteps},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, MetalKvquantCache, ::testing::ValuesIn(kConfigs),
+    [](const ::testing::TestParamInfo<Config> &i) { return i.param.name; });
+
+TEST(MetalKvquantCacheErrors, CreateRules) {
+  kvq_config cfg = makeConfig({"x", 3, 3, 0.01f, 1, 0, 8, 1, 32, {}});
+  kvq_metal_cache_t *c = nullptr;
+  cfg.kvquant_group_size = 16; // the CPU rule: kvquant ignores groups
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT, createMetal(cfg, &c));
+  cfg.kvquant_group_size = 32;
+  cfg.outlier_fraction = 1.0f;
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT, createMetal(cfg, &c));
+  cfg.outlier_fraction = 0.01f;
+  cfg.head_dim = 512; // beyond the attention kernel
+  EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT, createMetal(cfg, &c));
+  EXPECT_EQ(nullptr, c);
+  cfg.head_dim = 32;
+  ASSERT_EQ(KVQ_OK, createMetal(cfg, &c)) << kvq_last_error();
+  kvq_metal_cache_destroy(c);
+}
+
+TEST(MetalKvquantCacheErrors, FailedUpdatesChangeNothing) {
+  for (int refit : {0, 4}) {
+    Twin twin({"x", 3, 3, 0.02f, 1, refit, 8, 1, 16, {}});
+    twin.append(0, 10, KVQ_DTYPE_F32, 3);
+    twin.append(0, 2, KVQ_DTYPE_F16, 4);
+    std::vector<float> k(16 * 4, 1.0f), v(16 * 4, 1.0f);
+    v[37] = INFINITY;
+    EXPECT_EQ(KVQ_ERR_NON_FINITE,
+              kvq_metal_cache_update(twin.gpu_, 0, k.data(), v.data(), 4,
+                                     KVQ_DTYPE_F32));
+    EXPECT_EQ(KVQ_ERR_EMPTY_INPUT,
+              kvq_metal_cache_update(twin.gpu_, 0, k.data(), v.data(), 0,
+                                     KVQ_DTYPE_F32));
+    twin.expectSame(0, 5);
+    twin.append(0, 3, KVQ_DTYPE_F32, 6); // and it goes on as the CPU does
+    twin.expectSame(0, 7);
+  }
+}
+
+} // namespace
