@@ -291,7 +291,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(static_cast<uint8_t *>(bx->data) + row * i,
                   valueRow(vpos[i]), row);
-    Geometry g{m, C, G_, KVQ_AXIS_PER_TOKEN, m * groups};
+    Geometry g{m, C, G_, KVQ_AXIS_PER_TOKEN};
     kvq_metal_matrix p = matrixParams(g, vb_, KVQ_DTYPE_F16);
     Arg args[] = {Arg::buf(*bx),     Arg::buf(*bx),    Arg::buf(*bcodes),
                   Arg::buf(*bscale), Arg::buf(*bzero), Arg::val(p)};
@@ -342,7 +342,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
       if (isSink(start + i))
         std::memset(static_cast<uint8_t *>(bex->data) + C * i, 1, C);
     }
-    Geometry g{G_, C, G_, KVQ_AXIS_PER_CHANNEL, C};
+    Geometry g{G_, C, G_, KVQ_AXIS_PER_CHANNEL};
     kvq_metal_matrix p = matrixParams(g, kb_, KVQ_DTYPE_F16);
     p.has_exclude = coded[gi] < G_ ? 1u : 0u;
     Arg args[] = {Arg::buf(*bx),     Arg::buf(*bex),   Arg::buf(*bcodes),

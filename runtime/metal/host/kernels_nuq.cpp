@@ -9,7 +9,6 @@
 
 #include "bitpack.h"
 #include "dispatch.h"
-#include "fp16.h"
 #include "status.h"
 
 #include <cstring>
@@ -27,27 +26,13 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_nuq_fit", &dev))
     return s;
-  if (!x || !scratch || !levels)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_nuq_fit: x, scratch and levels must be non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
+  if (kvq_status s = validateNuqFitArgs("kvq_metal_nuq_fit", x, dtype, rows,
+                                        cols, axis, group, bits, iters,
+                                        scratch, scratch_floats, levels, &g))
     return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (iters < 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d < 0", iters);
-  if (scratch_floats < kvq_nuq_fit_scratch_size(group, bits))
-    return fail(KVQ_ERR_BUFFER_TOO_SMALL,
-                "scratch holds %lld floats, kvq_nuq_fit needs %lld",
-                static_cast<long long>(scratch_floats),
-                static_cast<long long>(kvq_nuq_fit_scratch_size(group, bits)));
   const int64_t n = rows * cols;
-  if (kvq_status s = checkFinite(x, dtype, n))
-    return s;
-  if (kvq_status s = checkGrid(g.vectors, "kvq_metal_nuq_fit"))
+  if (kvq_status s = checkGrid(g.vectors(), "kvq_metal_nuq_fit"))
     return s;
 
   const int64_t count = int64_t{1} << bits;
@@ -55,7 +40,7 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
   const Buffer *bx = st.make(n * dtypeSize(dtype), x);
   const Buffer *bex = st.make(exclude ? n : 0, exclude);
   const Buffer *bscratch = st.make(4 * n);
-  const Buffer *blevels = st.make(2 * g.vectors * count);
+  const Buffer *blevels = st.make(2 * g.vectors() * count);
   if (st.failed())
     return fail(KVQ_ERR_OUT_OF_MEMORY,
                 "kvq_metal_nuq_fit: device allocation failed");
@@ -65,10 +50,10 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
   Arg args[] = {Arg::buf(*bx), Arg::buf(*bex), Arg::buf(*bscratch),
                 Arg::buf(*blevels), Arg::val(p)};
   if (kvq_status s = dev->run("kvq_nuq_fit", args, 5,
-                              static_cast<uint32_t>(g.vectors),
+                              static_cast<uint32_t>(g.vectors()),
                               kPlainThreadgroup))
     return s;
-  std::memcpy(levels, blevels->data, 2 * g.vectors * count);
+  std::memcpy(levels, blevels->data, 2 * g.vectors() * count);
   return KVQ_OK;
 }
 
@@ -79,37 +64,19 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_quant(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_nuq_quant", &dev))
     return s;
-  if (!x || !levels || !codes)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_nuq_quant: x, levels and codes must be non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
-    return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (kvq_status s = checkLayout(layout))
+  if (kvq_status s = validateNuqQuantArgs("kvq_metal_nuq_quant", x, dtype,
+                                          rows, cols, axis, group, bits,
+                                          levels, layout, codes, &g))
     return s;
   const int64_t count = int64_t{1} << bits;
-  if (kvq_status s = checkHalfTable(levels, g.vectors * count, "level"))
-    return s;
-  for (int64_t v = 0; v < g.vectors; ++v)
-    for (int64_t l = 1; l < count; ++l)
-      if (halfToFloat(levels[v * count + l]) <
-          halfToFloat(levels[v * count + l - 1]))
-        return fail(KVQ_ERR_INVALID_ARGUMENT,
-                    "levels of vector %lld are not ascending",
-                    static_cast<long long>(v));
   const int64_t n = rows * cols;
-  if (kvq_status s = checkFinite(x, dtype, n))
-    return s;
   if (kvq_status s = checkGrid(n, "kvq_metal_nuq_quant"))
     return s;
 
   Staging st(*dev);
   const Buffer *bx = st.make(n * dtypeSize(dtype), x);
-  const Buffer *blevels = st.make(2 * g.vectors * count, levels);
+  const Buffer *blevels = st.make(2 * g.vectors() * count, levels);
   const Buffer *bcodes = st.make(n);
   const int64_t packed = packedBytes(n, bits);
   const Buffer *bpacked =
@@ -137,25 +104,13 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_dequant(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_nuq_dequant", &dev))
     return s;
-  if (!codes || !levels || !out)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_nuq_dequant: codes, levels and out must be "
-                "non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
-    return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (kvq_status s = checkLayout(layout))
+  if (kvq_status s = validateNuqDequantArgs("kvq_metal_nuq_dequant", codes,
+                                            layout, levels, rows, cols, axis,
+                                            group, bits, out, dtype, &g))
     return s;
   const int64_t count = int64_t{1} << bits;
-  if (kvq_status s = checkHalfTable(levels, g.vectors * count, "level"))
-    return s;
   const int64_t n = rows * cols;
-  if (kvq_status s = checkCodes(codes, layout, n, bits))
-    return s;
   if (kvq_status s = checkGrid(n, "kvq_metal_nuq_dequant"))
     return s;
 
@@ -163,7 +118,7 @@ KVQ_RT_EXPORT kvq_status kvq_metal_nuq_dequant(
   const int64_t codeBytes =
       layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
   const Buffer *bcodes = st.make(codeBytes, codes);
-  const Buffer *blevels = st.make(2 * g.vectors * count, levels);
+  const Buffer *blevels = st.make(2 * g.vectors() * count, levels);
   const Buffer *bout = st.make(n * dtypeSize(dtype));
   if (st.failed())
     return fail(KVQ_ERR_OUT_OF_MEMORY,

@@ -9,7 +9,6 @@
 #include "dispatch.h"
 #include "status.h"
 
-#include <cmath>
 #include <cstring>
 
 using namespace kvq;
@@ -24,30 +23,20 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_split(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_outlier_split", &dev))
     return s;
-  if (!x || !outlier_mask)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_outlier_split: x and outlier_mask must be "
-                "non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
+  if (kvq_status s = validateOutlierSplitArgs("kvq_metal_outlier_split", x,
+                                              dtype, rows, cols, axis, group,
+                                              fraction, outlier_mask, &g))
     return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (!(fraction >= 0.0f && fraction < 1.0f))
-    return fail(KVQ_ERR_INVALID_ARGUMENT,
-                "outlier fraction %g is not in [0, 1)",
-                static_cast<double>(fraction));
   const int64_t n = rows * cols;
-  if (kvq_status s = checkFinite(x, dtype, n))
-    return s;
-  if (kvq_status s = checkGrid(g.vectors, "kvq_metal_outlier_split"))
+  if (kvq_status s = checkGrid(g.vectors(), "kvq_metal_outlier_split"))
     return s;
 
   Staging st(*dev);
   const Buffer *bx = st.make(n * dtypeSize(dtype), x);
   const Buffer *bex = st.make(exclude ? n : 0, exclude);
   const Buffer *bmask = st.make(n);
-  const Buffer *bthr = st.make(4 * g.vectors);
+  const Buffer *bthr = st.make(4 * g.vectors());
   if (st.failed())
     return fail(KVQ_ERR_OUT_OF_MEMORY,
                 "kvq_metal_outlier_split: device allocation failed");
@@ -57,12 +46,12 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_split(
   Arg args[] = {Arg::buf(*bx), Arg::buf(*bex), Arg::buf(*bmask),
                 Arg::buf(*bthr), Arg::val(p)};
   if (kvq_status s = dev->run("kvq_outlier_split", args, 5,
-                              static_cast<uint32_t>(g.vectors),
+                              static_cast<uint32_t>(g.vectors()),
                               kPlainThreadgroup))
     return s;
   std::memcpy(outlier_mask, bmask->data, n);
   if (threshold)
-    std::memcpy(threshold, bthr->data, 4 * g.vectors);
+    std::memcpy(threshold, bthr->data, 4 * g.vectors());
   return KVQ_OK;
 }
 
@@ -74,21 +63,11 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_screen(void *ctx, const void *x,
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_outlier_screen", &dev))
     return s;
-  if (!x || !threshold || !outlier_mask)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_outlier_screen: x, threshold and outlier_mask "
-                "must be non-null");
-  if (kvq_status s = checkDtype(dtype))
+  if (kvq_status s = validateOutlierScreenArgs("kvq_metal_outlier_screen", x,
+                                               dtype, rows, cols, threshold,
+                                               outlier_mask))
     return s;
-  if (kvq_status s = checkMatrix(rows, cols))
-    return s;
-  for (int64_t c = 0; c < cols; ++c)
-    if (std::isnan(threshold[c]))
-      return fail(KVQ_ERR_NON_FINITE, "threshold %lld is NaN",
-                  static_cast<long long>(c));
   const int64_t n = rows * cols;
-  if (kvq_status s = checkFinite(x, dtype, n))
-    return s;
   if (kvq_status s = checkGrid(n, "kvq_metal_outlier_screen"))
     return s;
 
@@ -120,18 +99,10 @@ KVQ_RT_EXPORT kvq_status kvq_metal_key_norm(void *ctx, const void *keys,
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_key_norm", &dev))
     return s;
-  if (!keys || !norms)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_key_norm: keys and norms must be non-null");
-  if (kvq_status s = checkDtype(dtype))
+  if (kvq_status s = validateKeyNormArgs("kvq_metal_key_norm", keys, dtype,
+                                         tokens, kv_heads, head_dim, norms))
     return s;
-  if (kv_heads < 0 || head_dim < 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "negative kv_heads or head_dim");
   const int64_t channels = int64_t{kv_heads} * head_dim;
-  if (kvq_status s = checkMatrix(tokens, channels))
-    return s;
-  if (kvq_status s = checkFinite(keys, dtype, tokens * channels))
-    return s;
   if (kvq_status s = checkGrid(tokens, "kvq_metal_key_norm"))
     return s;
 
@@ -161,25 +132,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_sink_select(void *ctx, const float *norms,
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_sink_select", &dev))
     return s;
-  if (!norms || (!positions && k > 0))
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_sink_select: norms and positions must be "
-                "non-null");
-  if (tokens < 0 || k < 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "negative tokens or k");
-  if (tokens == 0)
-    return fail(KVQ_ERR_EMPTY_INPUT, "kvq_metal_sink_select: zero tokens");
-  if (k > tokens)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "k = %d exceeds tokens = %lld", k,
-                static_cast<long long>(tokens));
-  for (int64_t t = 0; t < tokens; ++t) {
-    if (!std::isfinite(norms[t]))
-      return fail(KVQ_ERR_NON_FINITE, "norm %lld is not finite",
-                  static_cast<long long>(t));
-    if (norms[t] < 0.0f)
-      return fail(KVQ_ERR_INVALID_ARGUMENT, "norm %lld is negative",
-                  static_cast<long long>(t));
-  }
+  if (kvq_status s = validateSinkSelectArgs("kvq_metal_sink_select", norms,
+                                            tokens, k, positions))
+    return s;
   if (kvq_status s = checkGrid(tokens, "kvq_metal_sink_select"))
     return s;
   if (k == 0)

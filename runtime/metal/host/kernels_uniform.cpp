@@ -41,7 +41,7 @@ kvq_metal_matrix kvq::metal::matrixParams(const Geometry &g, int32_t bits,
   kvq_metal_matrix p{};
   p.rows = static_cast<uint64_t>(g.rows);
   p.cols = static_cast<uint64_t>(g.cols);
-  p.vectors = static_cast<uint64_t>(g.vectors);
+  p.vectors = static_cast<uint64_t>(g.vectors());
   p.group = static_cast<uint32_t>(g.group);
   p.axis = static_cast<uint32_t>(g.axis);
   p.bits = static_cast<uint32_t>(bits);
@@ -59,21 +59,12 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_quant(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_group_quant", &dev))
     return s;
-  if (!x || !codes || !scale || !zero)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_group_quant: x, codes, "
-                                      "scale and zero must be non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
-    return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (kvq_status s = checkLayout(layout))
+  if (kvq_status s = validateGroupQuantArgs("kvq_metal_group_quant", x, dtype,
+                                            rows, cols, axis, group, bits,
+                                            layout, codes, scale, zero, &g))
     return s;
   const int64_t n = rows * cols;
-  if (kvq_status s = checkFinite(x, dtype, n))
-    return s;
   if (kvq_status s = checkGrid(n, "kvq_metal_group_quant"))
     return s;
 
@@ -81,8 +72,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_quant(
   const Buffer *bx = st.make(n * dtypeSize(dtype), x);
   const Buffer *bex = st.make(exclude ? n : 0, exclude);
   const Buffer *bcodes = st.make(n);
-  const Buffer *bscale = st.make(2 * g.vectors);
-  const Buffer *bzero = st.make(2 * g.vectors);
+  const Buffer *bscale = st.make(2 * g.vectors());
+  const Buffer *bzero = st.make(2 * g.vectors());
   const int64_t packed = packedBytes(n, bits);
   const Buffer *bpacked =
       layout == KVQ_CODES_PACKED ? st.make(packed) : bcodes;
@@ -95,15 +86,15 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_quant(
                 Arg::buf(*bscale), Arg::buf(*bzero), Arg::val(p)};
   if (kvq_status s =
           dev->run("kvq_uniform_quant", args, 6,
-                   static_cast<uint32_t>(g.vectors), kPlainThreadgroup))
+                   static_cast<uint32_t>(g.vectors()), kPlainThreadgroup))
     return s;
   if (layout == KVQ_CODES_PACKED)
     if (kvq_status s = packCodes(st, *bcodes, 1, n, bits, *bpacked, 0, packed))
       return s;
   std::memcpy(codes, bpacked->data,
               layout == KVQ_CODES_PACKED ? packed : n);
-  std::memcpy(scale, bscale->data, 2 * g.vectors);
-  std::memcpy(zero, bzero->data, 2 * g.vectors);
+  std::memcpy(scale, bscale->data, 2 * g.vectors());
+  std::memcpy(zero, bzero->data, 2 * g.vectors());
   return KVQ_OK;
 }
 
@@ -114,26 +105,12 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_dequant(
   Device *dev;
   if (kvq_status s = deviceOf(ctx, "kvq_metal_group_dequant", &dev))
     return s;
-  if (!codes || !scale || !zero || !out)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_group_dequant: codes, scale, zero and out must "
-                "be non-null");
   Geometry g;
-  if (kvq_status s = checkDtype(dtype))
-    return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, &g))
-    return s;
-  if (kvq_status s = checkLayout(layout))
-    return s;
-  if (kvq_status s = checkHalfTable(scale, g.vectors, "scale"))
-    return s;
-  if (kvq_status s = checkHalfTable(zero, g.vectors, "zero"))
+  if (kvq_status s = validateGroupDequantArgs(
+          "kvq_metal_group_dequant", codes, layout, scale, zero, rows, cols,
+          axis, group, bits, out, dtype, &g))
     return s;
   const int64_t n = rows * cols;
-  if (kvq_status s = checkCodes(codes, layout, n, bits))
-    return s;
   if (kvq_status s = checkGrid(n, "kvq_metal_group_dequant"))
     return s;
 
@@ -141,8 +118,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_dequant(
   const int64_t codeBytes = layout == KVQ_CODES_PACKED ? packedBytes(n, bits)
                                                        : n;
   const Buffer *bcodes = st.make(codeBytes, codes);
-  const Buffer *bscale = st.make(2 * g.vectors, scale);
-  const Buffer *bzero = st.make(2 * g.vectors, zero);
+  const Buffer *bscale = st.make(2 * g.vectors(), scale);
+  const Buffer *bzero = st.make(2 * g.vectors(), zero);
   const Buffer *bout = st.make(n * dtypeSize(dtype));
   if (st.failed())
     return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_group_dequant: device "

@@ -1,0 +1,334 @@
+//===- kernel_args.cpp - Argument checks of the stateless kernels ---------===//
+//
+// The checks behind kernel_args.h. Both backends validate through these, so
+// statuses and messages cannot drift apart between kvq_* and kvq_metal_*;
+// the order of the checks inside each function is part of the contract
+// (the first failing check decides the status).
+//
+//===----------------------------------------------------------------------===//
+#include "kernel_args.h"
+
+#include "fp16.h"
+#include "status.h"
+
+#include <cmath>
+
+using namespace kvq;
+
+namespace {
+
+/// The status of a null required pointer; `names` lists the pointers the
+/// entry point requires, as the message of each entry point spells them.
+kvq_status nullArgs(const char *entry, const char *names) {
+  return fail(KVQ_ERR_NULL_POINTER, "%s: %s must be non-null", entry, names);
+}
+
+/// The prologue of the four quantize/dequantize kernels: element type, code
+/// width, grouping, code layout.
+kvq_status checkQuantGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
+                          int64_t cols, kvq_axis axis, int32_t group,
+                          kvq_code_layout layout, Grid *g) {
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkBits(bits))
+    return s;
+  if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
+    return s;
+  return checkLayout(layout);
+}
+
+/// Levels of a validated grid: 2^bits fp16 levels per vector, all finite.
+kvq_status checkLevelTables(const uint16_t *levels, const Grid &g,
+                            int32_t bits) {
+  return checkHalfTable(levels, g.vectors() * (int64_t{1} << bits), "level");
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Single checks
+//===----------------------------------------------------------------------===//
+
+kvq_status kvq::checkDtype(kvq_dtype dtype) {
+  if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
+                static_cast<int>(dtype));
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkBits(int32_t bits) {
+  if (!supportedBits(bits))
+    return fail(KVQ_ERR_UNSUPPORTED_BITS,
+                "bits = %d is not supported (use 2, 3, 4 or 8)", bits);
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkMatrix(int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "negative shape [%lld, %lld]",
+                static_cast<long long>(rows), static_cast<long long>(cols));
+  if (rows == 0 || cols == 0)
+    return fail(KVQ_ERR_EMPTY_INPUT, "empty input [%lld, %lld]",
+                static_cast<long long>(rows), static_cast<long long>(cols));
+  return KVQ_OK;
+}
+
+kvq_status kvq::makeGeometry(int64_t rows, int64_t cols, kvq_axis axis,
+                             int32_t group, Grid *g) {
+  if (kvq_status s = checkMatrix(rows, cols))
+    return s;
+  if (axis != KVQ_AXIS_PER_TOKEN && axis != KVQ_AXIS_PER_CHANNEL)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown axis %d",
+                static_cast<int>(axis));
+  int64_t along = axis == KVQ_AXIS_PER_TOKEN ? cols : rows;
+  if (group <= 0 || along % group != 0)
+    return fail(KVQ_ERR_BAD_GROUP_SIZE,
+                "group size %d does not divide the %s dimension %lld", group,
+                axis == KVQ_AXIS_PER_TOKEN ? "column" : "row",
+                static_cast<long long>(along));
+  g->rows = rows;
+  g->cols = cols;
+  g->group = group;
+  g->axis = axis;
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkLayout(kvq_code_layout layout) {
+  if (layout != KVQ_CODES_UNPACKED && layout != KVQ_CODES_PACKED)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown code layout %d",
+                static_cast<int>(layout));
+  return KVQ_OK;
+}
+
+/// A branch-free pass first (it vectorizes: this check runs on every
+/// quantize call and must not cost more than the SIMD kernel), then a scan
+/// for the first offender only when there is one. An f32 value is finite in
+/// fp16 exactly when |v| < 65520 (floatToHalf rounds 65520 up to infinity).
+kvq_status kvq::checkFinite(const void *x, kvq_dtype dtype, int64_t n) {
+  bool bad = false;
+  if (dtype == KVQ_DTYPE_F16) {
+    const uint16_t *h = static_cast<const uint16_t *>(x);
+    unsigned any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= (h[i] & 0x7c00u) == 0x7c00u;
+    bad = any != 0;
+  } else {
+    const float *f = static_cast<const float *>(x);
+    unsigned any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= !(std::fabs(f[i]) < 65520.0f);
+    bad = any != 0;
+  }
+  if (!bad)
+    return KVQ_OK;
+  for (int64_t i = 0; i < n; ++i) {
+    bool ok;
+    if (dtype == KVQ_DTYPE_F16) {
+      ok = halfIsFinite(static_cast<const uint16_t *>(x)[i]);
+    } else {
+      float v = static_cast<const float *>(x)[i];
+      ok = std::isfinite(v) && halfIsFinite(floatToHalf(v));
+    }
+    if (!ok)
+      return fail(KVQ_ERR_NON_FINITE,
+                  "element %lld is NaN, infinite or outside the fp16 range",
+                  static_cast<long long>(i));
+  }
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkHalfTable(const uint16_t *t, int64_t n, const char *what) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!halfIsFinite(t[i]))
+      return fail(KVQ_ERR_NON_FINITE, "%s entry %lld is not finite", what,
+                  static_cast<long long>(i));
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkCodes(const uint8_t *codes, kvq_code_layout layout,
+                           int64_t n, int32_t bits) {
+  if (layout != KVQ_CODES_UNPACKED)
+    return KVQ_OK;
+  const int maxCode = (1 << bits) - 1;
+  for (int64_t i = 0; i < n; ++i)
+    if (codes[i] > maxCode)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "code %d at element %lld exceeds 2^%d - 1", codes[i],
+                  static_cast<long long>(i), bits);
+  return KVQ_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Whole argument lists
+//===----------------------------------------------------------------------===//
+
+kvq_status
+kvq::validateGroupQuantArgs(const char *entry, const void *x, kvq_dtype dtype,
+                            int64_t rows, int64_t cols, kvq_axis axis,
+                            int32_t group, int32_t bits, kvq_code_layout layout,
+                            const uint8_t *codes, const uint16_t *scale,
+                            const uint16_t *zero, Grid *g) {
+  if (!x || !codes || !scale || !zero)
+    return nullArgs(entry, "x, codes, scale and zero");
+  if (kvq_status s =
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  return checkFinite(x, dtype, rows * cols);
+}
+
+kvq_status
+kvq::validateGroupDequantArgs(const char *entry, const uint8_t *codes,
+                              kvq_code_layout layout, const uint16_t *scale,
+                              const uint16_t *zero, int64_t rows, int64_t cols,
+                              kvq_axis axis, int32_t group, int32_t bits,
+                              const void *out, kvq_dtype dtype, Grid *g) {
+  if (!codes || !scale || !zero || !out)
+    return nullArgs(entry, "codes, scale, zero and out");
+  if (kvq_status s =
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  if (kvq_status s = checkHalfTable(scale, g->vectors(), "scale"))
+    return s;
+  if (kvq_status s = checkHalfTable(zero, g->vectors(), "zero"))
+    return s;
+  return checkCodes(codes, layout, rows * cols, bits);
+}
+
+kvq_status kvq::validateNuqFitArgs(const char *entry, const void *x,
+                                   kvq_dtype dtype, int64_t rows, int64_t cols,
+                                   kvq_axis axis, int32_t group, int32_t bits,
+                                   int32_t iters, const float *scratch,
+                                   int64_t scratchFloats,
+                                   const uint16_t *levels, Grid *g) {
+  if (!x || !scratch || !levels)
+    return nullArgs(entry, "x, scratch and levels");
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkBits(bits))
+    return s;
+  if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
+    return s;
+  if (iters < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d < 0", iters);
+  // The size rule is the CPU's (kvq_nuq_fit_scratch_size), named as such in
+  // the message on both backends: Metal only checks it for ABI parity.
+  const int64_t needed = kvq_nuq_fit_scratch_size(group, bits);
+  if (scratchFloats < needed)
+    return fail(KVQ_ERR_BUFFER_TOO_SMALL,
+                "scratch holds %lld floats, kvq_nuq_fit needs %lld",
+                static_cast<long long>(scratchFloats),
+                static_cast<long long>(needed));
+  return checkFinite(x, dtype, rows * cols);
+}
+
+kvq_status kvq::validateNuqQuantArgs(const char *entry, const void *x,
+                                     kvq_dtype dtype, int64_t rows,
+                                     int64_t cols, kvq_axis axis, int32_t group,
+                                     int32_t bits, const uint16_t *levels,
+                                     kvq_code_layout layout,
+                                     const uint8_t *codes, Grid *g) {
+  if (!x || !levels || !codes)
+    return nullArgs(entry, "x, levels and codes");
+  if (kvq_status s =
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  if (kvq_status s = checkLevelTables(levels, *g, bits))
+    return s;
+  const int64_t count = int64_t{1} << bits;
+  for (int64_t v = 0; v < g->vectors(); ++v)
+    for (int64_t l = 1; l < count; ++l)
+      if (halfToFloat(levels[v * count + l]) <
+          halfToFloat(levels[v * count + l - 1]))
+        return fail(KVQ_ERR_INVALID_ARGUMENT,
+                    "levels of vector %lld are not ascending",
+                    static_cast<long long>(v));
+  return checkFinite(x, dtype, rows * cols);
+}
+
+kvq_status kvq::validateNuqDequantArgs(
+    const char *entry, const uint8_t *codes, kvq_code_layout layout,
+    const uint16_t *levels, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, int32_t bits, const void *out, kvq_dtype dtype, Grid *g) {
+  if (!codes || !levels || !out)
+    return nullArgs(entry, "codes, levels and out");
+  if (kvq_status s =
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  if (kvq_status s = checkLevelTables(levels, *g, bits))
+    return s;
+  return checkCodes(codes, layout, rows * cols, bits);
+}
+
+kvq_status kvq::validateOutlierSplitArgs(const char *entry, const void *x,
+                                         kvq_dtype dtype, int64_t rows,
+                                         int64_t cols, kvq_axis axis,
+                                         int32_t group, float fraction,
+                                         const uint8_t *outlierMask, Grid *g) {
+  if (!x || !outlierMask)
+    return nullArgs(entry, "x and outlier_mask");
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
+    return s;
+  if (!(fraction >= 0.0f && fraction < 1.0f)) // NaN fails too
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "outlier fraction %g is not in [0, 1)",
+                static_cast<double>(fraction));
+  return checkFinite(x, dtype, rows * cols);
+}
+
+kvq_status kvq::validateOutlierScreenArgs(const char *entry, const void *x,
+                                          kvq_dtype dtype, int64_t rows,
+                                          int64_t cols, const float *threshold,
+                                          const uint8_t *outlierMask) {
+  if (!x || !threshold || !outlierMask)
+    return nullArgs(entry, "x, threshold and outlier_mask");
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkMatrix(rows, cols))
+    return s;
+  for (int64_t c = 0; c < cols; ++c)
+    if (std::isnan(threshold[c]))
+      return fail(KVQ_ERR_NON_FINITE, "threshold %lld is NaN",
+                  static_cast<long long>(c));
+  return checkFinite(x, dtype, rows * cols);
+}
+
+kvq_status kvq::validateKeyNormArgs(const char *entry, const void *keys,
+                                    kvq_dtype dtype, int64_t tokens,
+                                    int32_t kvHeads, int32_t headDim,
+                                    const float *norms) {
+  if (!keys || !norms)
+    return nullArgs(entry, "keys and norms");
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvHeads < 0 || headDim < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "negative kv_heads or head_dim");
+  const int64_t channels = int64_t{kvHeads} * headDim;
+  if (kvq_status s = checkMatrix(tokens, channels))
+    return s;
+  return checkFinite(keys, dtype, tokens * channels);
+}
+
+kvq_status kvq::validateSinkSelectArgs(const char *entry, const float *norms,
+                                       int64_t tokens, int32_t k,
+                                       const int64_t *positions) {
+  if (!norms || (!positions && k > 0))
+    return nullArgs(entry, "norms and positions");
+  if (tokens < 0 || k < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "negative tokens or k");
+  if (tokens == 0)
+    return fail(KVQ_ERR_EMPTY_INPUT, "%s: zero tokens", entry);
+  if (k > tokens)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "k = %d exceeds tokens = %lld", k,
+                static_cast<long long>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (!std::isfinite(norms[t]))
+      return fail(KVQ_ERR_NON_FINITE, "norm %lld is not finite",
+                  static_cast<long long>(t));
+    if (norms[t] < 0.0f)
+      return fail(KVQ_ERR_INVALID_ARGUMENT, "norm %lld is negative",
+                  static_cast<long long>(t));
+  }
+  return KVQ_OK;
+}
