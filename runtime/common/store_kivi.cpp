@@ -10,6 +10,7 @@
 #include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
+#include "paged.h"
 #include "status.h"
 #include "store.h"
 #include "store_util.h"
@@ -77,7 +78,7 @@ private:
   const bool block_;
   const int64_t k_; ///< sink budget (0 = plain KIVI)
 
-  std::vector<Slot> slots_;
+  PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Blk> groups_; ///< key group g covers [g*G, (g+1)*G)
   int64_t vDone_ = 0;       ///< values of [0, vDone_) are quantized or sinks
   int64_t decided_ = 0;     ///< protection of [0, decided_) is decided

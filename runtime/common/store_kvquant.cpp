@@ -10,6 +10,7 @@
 #include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
+#include "paged.h"
 #include "status.h"
 #include "store.h"
 #include "store_util.h"
@@ -79,7 +80,7 @@ private:
 
   const int kb_, vb_, kLevels_, vLevels_;
   const bool frozen_; ///< refit_interval == 0: one frozen key segment
-  std::vector<Slot> slots_;
+  PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Segment> segs_;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
 };

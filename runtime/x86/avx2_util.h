@@ -168,6 +168,61 @@ KVQ_AVX2 inline void writeCodes8(uint8_t *codes, int layout, int64_t e,
   storeBytes(codes + e * bits / 8, compress8(bytes, bits), bits);
 }
 
+/// Four vectors of eight int32 codes -> 32 bytes in element order, each
+/// clamped to [0, maxc8]: signed saturation to int16 then unsigned
+/// saturation to bytes sends negative lanes to 0 (and anything >= 255 to
+/// 255), vpminub applies the code range; vpermd undoes the per-lane
+/// interleave of the two pack steps.
+KVQ_AVX2 inline __m256i narrow32(__m256i a, __m256i b, __m256i c, __m256i d,
+                                 __m256i maxc8) {
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b),
+                                            _mm256_packs_epi32(c, d));
+  return _mm256_min_epu8(
+      _mm256_permutevar8x32_epi32(bytes,
+                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+      maxc8);
+}
+
+/// Write 32 byte codes (each < 2^bits) for elements [e, e+32), packed
+/// LSB first (e*bits is a byte boundary) or one byte per code. 2 and 4 bits
+/// pack in vector registers: vpmaddubsw merges byte pairs into words
+/// (c0 + c1 << b), vpmaddwd merges word pairs (2-bit), so every packed byte
+/// ends up alone in a word or dword and one shuffle/pack gathers them.
+KVQ_AVX2 inline void writeCodes32(uint8_t *codes, int layout, int64_t e,
+                                  int bits, __m256i bytes) {
+  if (layout == KVQ_CODES_UNPACKED || bits == 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes + e), bytes);
+    return;
+  }
+  uint8_t *p = codes + e * bits / 8;
+  if (bits == 2) {
+    const __m256i w = _mm256_madd_epi16(
+        _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x0401)),
+        _mm256_set1_epi32(0x00100001));
+    // The low byte of each dword: four per 128-bit lane.
+    const __m256i g = _mm256_shuffle_epi8(
+        w, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                            -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1,
+                            -1, -1, -1, -1, -1, -1));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p),
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(g),
+                                        _mm256_extracti128_si256(g, 1)));
+    return;
+  }
+  if (bits == 4) {
+    const __m256i w = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x1001));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                     _mm_packus_epi16(_mm256_castsi256_si128(w),
+                                      _mm256_extracti128_si256(w, 1)));
+    return;
+  }
+  // 3 bits: eight codes at a time through the scalar shift-or packing.
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), bytes);
+  for (int i = 0; i < 4; ++i)
+    storeBytes(p + 3 * i, compress8(lanes[i], 3), 3);
+}
+
 /// Read 8 codes of elements [e, e+8) as int32 lanes.
 KVQ_AVX2 inline __m256i readCodes8(const uint8_t *codes, int layout, int64_t e,
                                    int bits) {

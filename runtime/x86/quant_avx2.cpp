@@ -44,6 +44,33 @@ KVQ_AVX2 inline __m256i quantize8(__m256 x, __m256 z, __m256 s, __m256 r,
   return _mm256_cvttps_epi32(_mm256_and_ps(k, nonzero));
 }
 
+/// quantize8's division-free path without the clamp, for the 32-code
+/// kernels: t = min((x - z) * r, 512) with r = 1/s (0 where s == 0, so such
+/// lanes give t = 0), converted by vcvtps2dq, which rounds half to even
+/// under the default rounding mode exactly as the reference's nearbyint
+/// does. Lanes within 2^-12 of a half-integer are or-ed into `near` (the
+/// caller then redoes the vector with exactCodes8). 512 keeps the
+/// conversion in range: any t >= 512 clamps to the largest code whichever
+/// quotient is used. Negative and oversized codes clamp in narrow32.
+KVQ_AVX2 inline __m256i fastCodes8(__m256 a, __m256 r, __m256 &near) {
+  const __m256 t = _mm256_min_ps(_mm256_mul_ps(a, r), _mm256_set1_ps(512.0f));
+  const __m256i k = _mm256_cvtps_epi32(t);
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 dist =
+      _mm256_and_ps(_mm256_sub_ps(t, _mm256_cvtepi32_ps(k)), absMask);
+  near = _mm256_or_ps(near, _mm256_cmp_ps(dist,
+                                          _mm256_set1_ps(0.5f - 0.000244140625f),
+                                          _CMP_GT_OQ));
+  return k;
+}
+
+/// The exact codes of a vector: rint((x - z) / s) with the division, 0 in
+/// lanes where s == 0 (their 0/0 or x/0 becomes 512 in vminps and is masked).
+KVQ_AVX2 inline __m256i exactCodes8(__m256 a, __m256 s, __m256 nonzero) {
+  const __m256 t = _mm256_min_ps(_mm256_div_ps(a, s), _mm256_set1_ps(512.0f));
+  return _mm256_and_si256(_mm256_cvtps_epi32(t), _mm256_castps_si256(nonzero));
+}
+
 /// The reference takes the first minimal element, so a minimum of zero
 /// carries the sign of the first zero in the group (it ends up in the fp16
 /// zero point). SIMD min does not know the order: look it up.
@@ -118,6 +145,168 @@ KVQ_AVX2 void groupQuantRows(const void *x, kvq_dtype dtype, const Grid &g,
   }
 }
 
+/// Horizontal minimum (IsMax: maximum) of eight vectors at once: lane k of
+/// the result reduces v[k]. Pairwise interleaves halve the vectors three
+/// times (14 shuffles and 7 min/max for eight reductions instead of 48
+/// instructions for eight separate ones). min/max of floats is exact, so
+/// only which of +0 / -0 comes out can depend on the order; the caller
+/// resolves that the reference's way (fixZeroSign).
+template <bool IsMax> KVQ_AVX2 inline __m256 minOrMax(__m256 a, __m256 b) {
+  return IsMax ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b);
+}
+
+template <bool IsMax> KVQ_AVX2 inline __m256 reduce8x8(const __m256 *v) {
+  constexpr auto op = minOrMax<IsMax>;
+  __m256 p[4];
+  for (int i = 0; i < 4; ++i)
+    p[i] = op(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+              _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  const __m256 q0 = op(_mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 q1 = op(_mm256_shuffle_ps(p[2], p[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm256_shuffle_ps(p[2], p[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return op(_mm256_permute2f128_ps(q0, q1, 0x20),
+            _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
+/// Per-token groups of a multiple of 32: like groupQuantRows, but 32 codes
+/// per step, so they narrow and pack in vector registers (writeCodes32).
+/// Group v starts at v * group (per-token groups tile each row).
+KVQ_AVX2 void groupQuantRows32(const void *x, kvq_dtype dtype, const Grid &g,
+                               int bits, int layout, uint8_t *codes,
+                               uint16_t *scale, uint16_t *zero) {
+  const __m256i maxc8 = _mm256_set1_epi8(static_cast<char>((1 << bits) - 1));
+  const int64_t V = g.vectors(), G = g.group;
+  for (int64_t v0 = 0; v0 < V; v0 += 8) {
+    const int nv = static_cast<int>(std::min<int64_t>(8, V - v0));
+    __m256 lo[8], hi[8];
+    for (int k = 0; k < 8; ++k) {
+      // Missing groups of a last partial batch repeat the previous one.
+      const int64_t base = (v0 + std::min(k, nv - 1)) * G;
+      __m256 lo0 = load8(x, dtype, base), hi0 = lo0;
+      __m256 lo1 = load8(x, dtype, base + 8), hi1 = lo1;
+      for (int64_t i = 16; i < G; i += 16) {
+        const __m256 e0 = load8(x, dtype, base + i);
+        const __m256 e1 = load8(x, dtype, base + i + 8);
+        lo0 = _mm256_min_ps(lo0, e0);
+        hi0 = _mm256_max_ps(hi0, e0);
+        lo1 = _mm256_min_ps(lo1, e1);
+        hi1 = _mm256_max_ps(hi1, e1);
+      }
+      lo[k] = _mm256_min_ps(lo0, lo1);
+      hi[k] = _mm256_max_ps(hi0, hi1);
+    }
+    alignas(32) float los[8], his[8];
+    _mm256_store_ps(los, reduce8x8<false>(lo));
+    _mm256_store_ps(his, reduce8x8<true>(hi));
+    for (int k = 0; k < nv; ++k)
+      if (los[k] == 0.0f)
+        los[k] = fixZeroSign(los[k], x, dtype, (v0 + k) * G, G, 1);
+    __m128i sh, zh;
+    params8(_mm256_load_ps(los), _mm256_load_ps(his), bits, &sh, &zh);
+    alignas(16) uint16_t sH[8], zH[8];
+    _mm_store_si128(reinterpret_cast<__m128i *>(sH), sh);
+    _mm_store_si128(reinterpret_cast<__m128i *>(zH), zh);
+    alignas(32) float sF[8], zF[8], rF[8];
+    const __m256 s = _mm256_cvtph_ps(sh);
+    const __m256 nz = _mm256_cmp_ps(s, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+    _mm256_store_ps(sF, s);
+    _mm256_store_ps(zF, _mm256_cvtph_ps(zh));
+    _mm256_store_ps(rF,
+                    _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), s), nz));
+    for (int k = 0; k < nv; ++k) {
+      scale[v0 + k] = sH[k];
+      zero[v0 + k] = zH[k];
+      const int64_t base = (v0 + k) * G;
+      const __m256 sv = _mm256_set1_ps(sF[k]), zv = _mm256_set1_ps(zF[k]);
+      const __m256 rv = _mm256_set1_ps(rF[k]);
+      for (int64_t i = 0; i < G; i += 32) {
+        __m256 a[4];
+        __m256i c[4];
+        __m256 near = _mm256_setzero_ps();
+        for (int j = 0; j < 4; ++j) {
+          a[j] = _mm256_sub_ps(load8(x, dtype, base + i + 8 * j), zv);
+          c[j] = fastCodes8(a[j], rv, near);
+        }
+        if (_mm256_movemask_ps(near)) {
+          const __m256 nzv = _mm256_castsi256_ps(
+              _mm256_set1_epi32(sF[k] != 0.0f ? -1 : 0));
+          for (int j = 0; j < 4; ++j)
+            c[j] = exactCodes8(a[j], sv, nzv);
+        }
+        writeCodes32(codes, layout, base + i, bits,
+                     narrow32(c[0], c[1], c[2], c[3], maxc8));
+      }
+    }
+  }
+}
+
+/// Per-channel groups, 32 columns at a time: four vectors of scales and
+/// zeros, and the 32 codes of a row segment are contiguous, so they pack
+/// in registers (writeCodes32).
+KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype,
+                                  const Grid &g, int bits, int layout,
+                                  uint8_t *codes, uint16_t *scale,
+                                  uint16_t *zero) {
+  const __m256i maxc8 = _mm256_set1_epi8(static_cast<char>((1 << bits) - 1));
+  const int64_t C = g.cols, G = g.group;
+  for (int64_t rg = 0; rg < g.rows / G; ++rg)
+    for (int64_t c = 0; c < C; c += 32) {
+      const int64_t base = rg * G * C + c;
+      __m256 lo[4], hi[4];
+      for (int j = 0; j < 4; ++j)
+        lo[j] = hi[j] = load8(x, dtype, base + 8 * j);
+      for (int64_t i = 1; i < G; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const __m256 e = load8(x, dtype, base + i * C + 8 * j);
+          lo[j] = _mm256_min_ps(lo[j], e);
+          hi[j] = _mm256_max_ps(hi[j], e);
+        }
+      __m256 z[4], r[4];
+      alignas(32) float sAll[32], nzAll[32];
+      for (int j = 0; j < 4; ++j) {
+        // Only a zero minimum needs the sign of the group's first zero.
+        if (_mm256_movemask_ps(
+                _mm256_cmp_ps(lo[j], _mm256_setzero_ps(), _CMP_EQ_OQ))) {
+          alignas(32) float los[8];
+          _mm256_store_ps(los, lo[j]);
+          for (int lane = 0; lane < 8; ++lane)
+            los[lane] =
+                fixZeroSign(los[lane], x, dtype, base + 8 * j + lane, G, C);
+          lo[j] = _mm256_load_ps(los);
+        }
+        __m128i sh, zh;
+        params8(lo[j], hi[j], bits, &sh, &zh);
+        _mm_storeu_si128(
+            reinterpret_cast<__m128i *>(scale + rg * C + c + 8 * j), sh);
+        _mm_storeu_si128(
+            reinterpret_cast<__m128i *>(zero + rg * C + c + 8 * j), zh);
+        const __m256 s = _mm256_cvtph_ps(sh);
+        const __m256 nz = _mm256_cmp_ps(s, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+        z[j] = _mm256_cvtph_ps(zh);
+        r[j] = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), s), nz);
+        _mm256_store_ps(sAll + 8 * j, s);
+        _mm256_store_ps(nzAll + 8 * j, nz);
+      }
+      for (int64_t i = 0; i < G; ++i) {
+        const int64_t e = base + i * C;
+        __m256 a[4];
+        __m256i k[4];
+        __m256 near = _mm256_setzero_ps();
+        for (int j = 0; j < 4; ++j) {
+          a[j] = _mm256_sub_ps(load8(x, dtype, e + 8 * j), z[j]);
+          k[j] = fastCodes8(a[j], r[j], near);
+        }
+        if (_mm256_movemask_ps(near))
+          for (int j = 0; j < 4; ++j)
+            k[j] = exactCodes8(a[j], _mm256_load_ps(sAll + 8 * j),
+                               _mm256_load_ps(nzAll + 8 * j));
+        writeCodes32(codes, layout, e, bits,
+                     narrow32(k[0], k[1], k[2], k[3], maxc8));
+      }
+    }
+}
+
 /// Per-channel groups: eight columns at a time, scale/zero computed in
 /// vectors exactly as uniformParams does per column.
 KVQ_AVX2 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
@@ -161,6 +350,10 @@ KVQ_AVX2 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
 KVQ_AVX2 void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g,
                              int bits, const uint8_t *exclude, int layout,
                              uint8_t *codes, uint16_t *scale, uint16_t *zero) {
+  if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0)
+    return groupQuantRows32(x, dtype, g, bits, layout, codes, scale, zero);
+  if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0)
+    return groupQuantColumns32(x, dtype, g, bits, layout, codes, scale, zero);
   if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0)
     return groupQuantRows(x, dtype, g, bits, layout, codes, scale, zero);
   if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0)
