@@ -8,13 +8,16 @@
 // blocks, value blocks, per-token references) lives in device buffers,
 // written by the GPU kernels (quantization, packing) or by the host through
 // shared memory (fp16 rows, block placement), and read by the attention and
-// fetch kernels. Layout: attention.metal and docs/METAL.md.
+// fetch kernels. Layout: attention.metal and docs/METAL.md. The argument
+// checks and the entry points that only do bookkeeping are the CPU
+// cache's (common/cache_entry.h), so both fail and count alike.
 //
 //===----------------------------------------------------------------------===//
 #include "kvq/runtime_metal.h"
 
 #include "../kernels/kvq_params.h"
 #include "bitpack.h"
+#include "cache_entry.h"
 #include "cache_layer.h"
 #include "device_array.h"
 #include "dispatch.h"
@@ -486,48 +489,6 @@ struct kvq_metal_cache {
   std::vector<std::unique_ptr<CacheLayer>> layers;
 };
 
-namespace {
-
-kvq_status checkLayer(const kvq_metal_cache *c, int32_t layer) {
-  if (layer < 0 || layer >= c->cfg.num_layers)
-    return fail(KVQ_ERR_LAYER_OUT_OF_RANGE, "layer %d is outside [0, %d)",
-                layer, c->cfg.num_layers);
-  return KVQ_OK;
-}
-
-/// Convert n elements to fp16 bits; every one must be finite in fp16.
-kvq_status toHalf(const void *src, kvq_dtype dtype, int64_t n,
-                  std::vector<uint16_t> &dst, const char *what) {
-  dst.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t h;
-    if (dtype == KVQ_DTYPE_F16) {
-      h = static_cast<const uint16_t *>(src)[i];
-    } else {
-      float v = static_cast<const float *>(src)[i];
-      h = std::isnan(v) ? 0x7e00u : floatToHalf(v);
-    }
-    if (!halfIsFinite(h))
-      return fail(KVQ_ERR_NON_FINITE,
-                  "%s element %lld is NaN, infinite or outside the fp16 "
-                  "range",
-                  what, static_cast<long long>(i));
-    dst[static_cast<size_t>(i)] = h;
-  }
-  return KVQ_OK;
-}
-
-void finishStats(kvq_stats &s, int64_t channels) {
-  s.total_bytes = s.code_bytes + s.scale_zero_bytes + s.level_table_bytes +
-                  s.outlier_bytes + s.sink_bytes + s.residual_bytes;
-  int64_t elements = s.tokens * channels * 2;
-  s.fp16_bytes = elements * 2;
-  s.effective_bits =
-      elements ? 8.0 * static_cast<double>(s.total_bytes) / elements : 0.0;
-}
-
-} // namespace
-
 extern "C" {
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
@@ -598,135 +559,52 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
                                                 const void *values,
                                                 int64_t n_tokens,
                                                 kvq_dtype dtype) {
-  if (!cache || !keys || !values)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_update: cache, keys "
-                                      "and values must be non-null");
-  if (kvq_status s = checkLayer(cache, layer))
-    return s;
-  if (n_tokens < 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "n_tokens %lld < 0",
-                static_cast<long long>(n_tokens));
-  if (n_tokens == 0)
-    return fail(KVQ_ERR_EMPTY_INPUT, "kvq_metal_cache_update: zero tokens");
-  if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
-                static_cast<int>(dtype));
-  try {
-    const int64_t n =
-        n_tokens * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim;
-    std::vector<uint16_t> k, v;
-    if (kvq_status s = toHalf(keys, dtype, n, k, "key"))
-      return s;
-    if (kvq_status s = toHalf(values, dtype, n, v, "value"))
-      return s;
-    return cache->layers[layer]->update(k.data(), v.data(), n_tokens);
-  } catch (const std::bad_alloc &) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_update: out of "
-                                       "memory");
-  }
+  return cacheUpdate("kvq_metal_cache_update", cache, layer, keys, values,
+                     n_tokens, dtype);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
     const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens) {
-  if (!cache || !n_tokens)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_length: cache and "
-                                      "n_tokens must be non-null");
-  if (kvq_status s = checkLayer(cache, layer))
-    return s;
-  *n_tokens = cache->layers[layer]->length();
-  return KVQ_OK;
+  return cacheLength("kvq_metal_cache_length", cache, layer, n_tokens);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
     const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
     void *values_out, int64_t capacity_tokens, kvq_dtype dtype) {
-  if (!cache || !keys_out || !values_out)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_fetch: cache, "
-                                      "keys_out and values_out must be "
-                                      "non-null");
-  if (kvq_status s = checkLayer(cache, layer))
+  if (kvq_status s = checkCacheLayerArgs(
+          "kvq_metal_cache_fetch", cache ? &cache->cfg : nullptr,
+          keys_out && values_out, "cache, keys_out and values_out", layer))
     return s;
-  if (dtype != KVQ_DTYPE_F16 && dtype != KVQ_DTYPE_F32)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown dtype %d",
-                static_cast<int>(dtype));
   const CacheLayer &l = *cache->layers[layer];
-  if (capacity_tokens < l.length())
-    return fail(KVQ_ERR_BUFFER_TOO_SMALL, "capacity %lld tokens < %lld cached",
-                static_cast<long long>(capacity_tokens),
-                static_cast<long long>(l.length()));
+  if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
+    return s;
   return l.fetch(keys_out, values_out, dtype);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
     const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
     int64_t n_queries, int32_t q_heads, float *out) {
-  if (!cache || !queries || !out)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_attend: cache, "
-                                      "queries and out must be non-null");
-  if (kvq_status s = checkLayer(cache, layer))
+  if (kvq_status s = checkCacheLayerArgs(
+          "kvq_metal_cache_attend", cache ? &cache->cfg : nullptr,
+          queries && out, "cache, queries and out", layer))
     return s;
   const CacheLayer &l = *cache->layers[layer];
-  const int32_t kvHeads = cache->cfg.num_kv_heads;
-  if (n_queries <= 0)
-    return fail(n_queries == 0 ? KVQ_ERR_EMPTY_INPUT
-                               : KVQ_ERR_INVALID_ARGUMENT,
-                "kvq_metal_cache_attend: n_queries = %lld",
-                static_cast<long long>(n_queries));
-  if (q_heads <= 0 || q_heads % kvHeads != 0)
-    return fail(KVQ_ERR_SHAPE_MISMATCH,
-                "q_heads %d is not a positive multiple of num_kv_heads %d",
-                q_heads, kvHeads);
-  if (n_queries > l.length())
-    return fail(KVQ_ERR_SHAPE_MISMATCH,
-                "%lld queries but only %lld cached tokens",
-                static_cast<long long>(n_queries),
-                static_cast<long long>(l.length()));
-  const int64_t elems = n_queries * q_heads * int64_t{cache->cfg.head_dim};
-  for (int64_t i = 0; i < elems; ++i)
-    if (!std::isfinite(queries[i]))
-      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
-                  static_cast<long long>(i));
+  if (kvq_status s = checkAttendArgs("kvq_metal_cache_attend", cache->cfg,
+                                     queries, n_queries, q_heads, l.length()))
+    return s;
   return l.attend(queries, n_queries, q_heads, out);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
     const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out) {
-  if (!cache || !out)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_stats: cache and out "
-                                      "must be non-null");
-  kvq_stats s = {};
-  if (layer == -1) {
-    for (const auto &l : cache->layers)
-      l->addStats(s);
-  } else {
-    if (kvq_status st = checkLayer(cache, layer))
-      return st;
-    cache->layers[layer]->addStats(s);
-  }
-  finishStats(s, int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim);
-  *out = s;
-  return KVQ_OK;
+  return cacheStats("kvq_metal_cache_stats", cache, layer, out);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(
     const kvq_metal_cache_t *cache, int32_t layer, int64_t *positions,
     int64_t capacity, int64_t *count) {
-  if (!cache || !count || (!positions && capacity > 0))
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_cache_sink_positions: cache, count (and positions "
-                "when capacity > 0) must be non-null");
-  if (kvq_status s = checkLayer(cache, layer))
-    return s;
-  if (capacity < 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT, "capacity %lld < 0",
-                static_cast<long long>(capacity));
-  std::vector<int64_t> sinks;
-  cache->layers[layer]->sinkPositions(sinks);
-  const int64_t total = static_cast<int64_t>(sinks.size());
-  for (int64_t i = 0; i < total && i < capacity; ++i)
-    positions[i] = sinks[static_cast<size_t>(i)];
-  *count = total;
-  return KVQ_OK;
+  return cacheSinkPositions("kvq_metal_cache_sink_positions", cache, layer,
+                            positions, capacity, count);
 }
 
 } // extern "C"

@@ -1,0 +1,112 @@
+//===- cache_entry.cpp - What the two KV cache ABIs share -----------------===//
+//
+// The non-template half of cache_entry.h: argument checks in the order the
+// entry points run them (the first failing check decides the status), the
+// fp16 input conversion and the derived stats fields.
+//
+//===----------------------------------------------------------------------===//
+#include "cache_entry.h"
+
+#include "fp16.h"
+#include "kernel_args.h"
+
+#include <cmath>
+
+using namespace kvq;
+
+kvq_status kvq::checkLayerIndex(const kvq_config &cfg, int32_t layer) {
+  if (layer < 0 || layer >= cfg.num_layers)
+    return fail(KVQ_ERR_LAYER_OUT_OF_RANGE, "layer %d is outside [0, %d)",
+                layer, cfg.num_layers);
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkCacheLayerArgs(const char *entry, const kvq_config *cfg,
+                                    bool pointersOk, const char *names,
+                                    int32_t layer) {
+  if (!cfg || !pointersOk)
+    return fail(KVQ_ERR_NULL_POINTER, "%s: %s must be non-null", entry, names);
+  return checkLayerIndex(*cfg, layer);
+}
+
+kvq_status kvq::validateCacheUpdateArgs(const char *entry,
+                                        const kvq_config *cfg, int32_t layer,
+                                        const void *keys, const void *values,
+                                        int64_t nTokens, kvq_dtype dtype) {
+  if (kvq_status s = checkCacheLayerArgs(entry, cfg, keys && values,
+                                         "cache, keys and values", layer))
+    return s;
+  if (nTokens < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "n_tokens %lld < 0",
+                static_cast<long long>(nTokens));
+  if (nTokens == 0)
+    return fail(KVQ_ERR_EMPTY_INPUT, "%s: zero tokens", entry);
+  return checkDtype(dtype);
+}
+
+kvq_status kvq::checkFetchArgs(int64_t capacityTokens, kvq_dtype dtype,
+                               int64_t length) {
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (capacityTokens < length)
+    return fail(KVQ_ERR_BUFFER_TOO_SMALL, "capacity %lld tokens < %lld cached",
+                static_cast<long long>(capacityTokens),
+                static_cast<long long>(length));
+  return KVQ_OK;
+}
+
+kvq_status kvq::checkAttendArgs(const char *entry, const kvq_config &cfg,
+                                const float *queries, int64_t nQueries,
+                                int32_t qHeads, int64_t length) {
+  const int32_t kvHeads = cfg.num_kv_heads;
+  if (nQueries <= 0)
+    return fail(nQueries == 0 ? KVQ_ERR_EMPTY_INPUT : KVQ_ERR_INVALID_ARGUMENT,
+                "%s: n_queries = %lld", entry,
+                static_cast<long long>(nQueries));
+  if (qHeads <= 0 || qHeads % kvHeads != 0)
+    return fail(KVQ_ERR_SHAPE_MISMATCH,
+                "q_heads %d is not a positive multiple of num_kv_heads %d",
+                qHeads, kvHeads);
+  if (nQueries > length)
+    return fail(
+        KVQ_ERR_SHAPE_MISMATCH, "%lld queries but only %lld cached tokens",
+        static_cast<long long>(nQueries), static_cast<long long>(length));
+  const int64_t elems = nQueries * qHeads * int64_t{cfg.head_dim};
+  for (int64_t i = 0; i < elems; ++i)
+    if (!std::isfinite(queries[i]))
+      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
+                  static_cast<long long>(i));
+  return KVQ_OK;
+}
+
+kvq_status kvq::toHalf(const void *src, kvq_dtype dtype, int64_t n,
+                       std::vector<uint16_t> &dst, const char *what) {
+  dst.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    if (dtype == KVQ_DTYPE_F16) {
+      h = static_cast<const uint16_t *>(src)[i];
+    } else {
+      // NaN becomes the fp16 NaN whatever floatToHalf makes of its payload,
+      // so the finiteness check below rejects it.
+      float v = static_cast<const float *>(src)[i];
+      h = std::isnan(v) ? 0x7e00u : floatToHalf(v);
+    }
+    if (!halfIsFinite(h))
+      return fail(KVQ_ERR_NON_FINITE,
+                  "%s element %lld is NaN, infinite or outside the fp16 "
+                  "range",
+                  what, static_cast<long long>(i));
+    dst[static_cast<size_t>(i)] = h;
+  }
+  return KVQ_OK;
+}
+
+void kvq::finishStats(kvq_stats &s, int64_t channels) {
+  s.total_bytes = s.code_bytes + s.scale_zero_bytes + s.level_table_bytes +
+                  s.outlier_bytes + s.sink_bytes + s.residual_bytes;
+  int64_t elements = s.tokens * channels * 2;
+  s.fp16_bytes = elements * 2;
+  s.effective_bits =
+      elements ? 8.0 * static_cast<double>(s.total_bytes) / elements : 0.0;
+}

@@ -1,0 +1,157 @@
+//===- cache_entry.h - What the two KV cache ABIs share ----------*- C++
+//-*-===//
+//
+// The CPU cache (kvq_cache_*, cache.cpp) and the Metal cache
+// (kvq_metal_cache_*, metal/host/cache.cpp) take the same arguments, check
+// them in the same order and convert K/V input to fp16 the same way; only
+// where the layers keep their payload differs. The checks and the entry
+// points whose whole work is layer bookkeeping live here once, so the two
+// ABIs cannot drift apart. Each function takes the name of the calling
+// entry point, which its messages quote.
+//
+// The templates take any cache struct with a `kvq_config cfg` and a
+// `layers` vector of (smart) pointers to objects with update, length,
+// addStats and sinkPositions, as LayerStore and metal::CacheLayer have.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
+#define KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
+
+#include "kvq/runtime.h"
+#include "status.h"
+
+#include <cstdint>
+#include <new>
+#include <vector>
+
+namespace kvq {
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+/// The layer index in [0, cfg.num_layers).
+kvq_status checkLayerIndex(const kvq_config &cfg, int32_t layer);
+
+/// The prologue of every per-layer entry point: cfg (the cache's, null for
+/// a null cache) and the other required pointers (`pointersOk`, spelled
+/// `names` in the message) non-null, then the layer index in range.
+kvq_status checkCacheLayerArgs(const char *entry, const kvq_config *cfg,
+                               bool pointersOk, const char *names,
+                               int32_t layer);
+
+/// kvq_cache_update up to the fp16 conversion of the input.
+kvq_status validateCacheUpdateArgs(const char *entry, const kvq_config *cfg,
+                                   int32_t layer, const void *keys,
+                                   const void *values, int64_t nTokens,
+                                   kvq_dtype dtype);
+
+/// kvq_cache_fetch: the checks after checkCacheLayerArgs, given the length
+/// of the (validated) layer.
+kvq_status checkFetchArgs(int64_t capacityTokens, kvq_dtype dtype,
+                          int64_t length);
+
+/// kvq_cache_attend: the checks after checkCacheLayerArgs, given the length
+/// of the (validated) layer.
+kvq_status checkAttendArgs(const char *entry, const kvq_config &cfg,
+                           const float *queries, int64_t nQueries,
+                           int32_t qHeads, int64_t length);
+
+//===----------------------------------------------------------------------===//
+// Shared work
+//===----------------------------------------------------------------------===//
+
+/// Convert n elements to fp16 bits; every one must be finite in fp16
+/// (`what` names the tensor in the message).
+kvq_status toHalf(const void *src, kvq_dtype dtype, int64_t n,
+                  std::vector<uint16_t> &dst, const char *what);
+
+/// Fill the fields the layers leave out: total_bytes, fp16_bytes and
+/// effective_bits.
+void finishStats(kvq_stats &s, int64_t channels);
+
+/// kvq_cache_update: check, convert K and V to fp16, append to the layer.
+/// Allocation failures before the layer's commit point leave it unchanged.
+template <class Cache>
+kvq_status cacheUpdate(const char *entry, Cache *cache, int32_t layer,
+                       const void *keys, const void *values, int64_t nTokens,
+                       kvq_dtype dtype) {
+  if (kvq_status s =
+          validateCacheUpdateArgs(entry, cache ? &cache->cfg : nullptr, layer,
+                                  keys, values, nTokens, dtype))
+    return s;
+  try {
+    const int64_t n =
+        nTokens * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim;
+    std::vector<uint16_t> k, v;
+    if (kvq_status s = toHalf(keys, dtype, n, k, "key"))
+      return s;
+    if (kvq_status s = toHalf(values, dtype, n, v, "value"))
+      return s;
+    return cache->layers[layer]->update(k.data(), v.data(), nTokens);
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
+  }
+}
+
+/// kvq_cache_length.
+template <class Cache>
+kvq_status cacheLength(const char *entry, const Cache *cache, int32_t layer,
+                       int64_t *nTokens) {
+  if (kvq_status s = checkCacheLayerArgs(entry, cache ? &cache->cfg : nullptr,
+                                         nTokens, "cache and n_tokens", layer))
+    return s;
+  *nTokens = cache->layers[layer]->length();
+  return KVQ_OK;
+}
+
+/// kvq_cache_stats: one layer, or all of them for layer == -1.
+template <class Cache>
+kvq_status cacheStats(const char *entry, const Cache *cache, int32_t layer,
+                      kvq_stats *out) {
+  if (!cache || !out)
+    return fail(KVQ_ERR_NULL_POINTER, "%s: cache and out must be non-null",
+                entry);
+  kvq_stats s = {};
+  if (layer == -1) {
+    for (const auto &l : cache->layers)
+      l->addStats(s);
+  } else {
+    if (kvq_status st = checkLayerIndex(cache->cfg, layer))
+      return st;
+    cache->layers[layer]->addStats(s);
+  }
+  finishStats(s, int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim);
+  *out = s;
+  return KVQ_OK;
+}
+
+/// kvq_cache_sink_positions: the first `capacity` positions, and the count.
+template <class Cache>
+kvq_status cacheSinkPositions(const char *entry, const Cache *cache,
+                              int32_t layer, int64_t *positions,
+                              int64_t capacity, int64_t *count) {
+  if (kvq_status s = checkCacheLayerArgs(
+          entry, cache ? &cache->cfg : nullptr,
+          count && (positions || capacity <= 0),
+          "cache, count (and positions when capacity > 0)", layer))
+    return s;
+  if (capacity < 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "capacity %lld < 0",
+                static_cast<long long>(capacity));
+  try {
+    std::vector<int64_t> sinks;
+    cache->layers[layer]->sinkPositions(sinks);
+    const int64_t total = static_cast<int64_t>(sinks.size());
+    for (int64_t i = 0; i < total && i < capacity; ++i)
+      positions[i] = sinks[static_cast<size_t>(i)];
+    *count = total;
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
+  }
+  return KVQ_OK;
+}
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
