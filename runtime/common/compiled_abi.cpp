@@ -5,6 +5,7 @@
 // struct is read by generated code at fixed offsets, pinned below.
 //
 //===----------------------------------------------------------------------===//
+#include "config.h"
 #include "kvq/runtime.h"
 
 #include <cstddef>
@@ -31,24 +32,11 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
     int32_t num_kv_heads, int32_t head_dim, int32_t backend,
     kvq_cache_t **out) {
-  kvq_config cfg;
-  kvq_config_init(&cfg, KVQ_METHOD_FP16);
-  cfg.method = method;
-  cfg.key_bits = key_bits;
-  cfg.value_bits = value_bits;
-  cfg.group_size = group_size;
-  cfg.residual_length = residual_length;
-  cfg.residual_mode = residual_mode;
-  cfg.n_sink_tokens = n_sink_tokens;
-  cfg.outlier_fraction = outlier_fraction;
-  cfg.lloyd_iters = lloyd_iters;
-  cfg.refit_interval = refit_interval;
-  cfg.kvquant_n_sink = kvquant_n_sink;
-  cfg.kvquant_group_size = kvquant_group_size;
-  cfg.num_layers = num_layers;
-  cfg.num_kv_heads = num_kv_heads;
-  cfg.head_dim = head_dim;
-  cfg.backend = backend;
+  kvq_config cfg = kvq::flatConfig(
+      method, key_bits, value_bits, group_size, residual_length, residual_mode,
+      n_sink_tokens, outlier_fraction, lloyd_iters, refit_interval,
+      kvquant_n_sink, kvquant_group_size, num_layers, num_kv_heads, head_dim,
+      backend);
   return kvq_cache_create(&cfg, out);
 }
 

@@ -111,3 +111,33 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_config_validate(const kvq_config *cfg) {
     return kvq::fail(KVQ_ERR_NULL_POINTER, "kvq_config_validate: cfg is null");
   return kvq::validateConfig(*cfg);
 }
+
+kvq_config kvq::flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
+                           int32_t groupSize, int32_t residualLength,
+                           int32_t residualMode, int32_t nSinkTokens,
+                           float outlierFraction, int32_t lloydIters,
+                           int32_t refitInterval, int32_t kvquantNSink,
+                           int32_t kvquantGroupSize, int32_t numLayers,
+                           int32_t numKvHeads, int32_t headDim,
+                           int32_t backend) {
+  kvq_config cfg;
+  // Every field but the allocator is set below: init only zeroes that one.
+  kvq_config_init(&cfg, KVQ_METHOD_FP16);
+  cfg.method = method;
+  cfg.key_bits = keyBits;
+  cfg.value_bits = valueBits;
+  cfg.group_size = groupSize;
+  cfg.residual_length = residualLength;
+  cfg.residual_mode = residualMode;
+  cfg.n_sink_tokens = nSinkTokens;
+  cfg.outlier_fraction = outlierFraction;
+  cfg.lloyd_iters = lloydIters;
+  cfg.refit_interval = refitInterval;
+  cfg.kvquant_n_sink = kvquantNSink;
+  cfg.kvquant_group_size = kvquantGroupSize;
+  cfg.num_layers = numLayers;
+  cfg.num_kv_heads = numKvHeads;
+  cfg.head_dim = headDim;
+  cfg.backend = backend;
+  return cfg;
+}

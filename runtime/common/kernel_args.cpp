@@ -37,10 +37,16 @@ kvq_status checkQuantGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
   return checkLayout(layout);
 }
 
-/// Levels of a validated grid: 2^bits fp16 levels per vector, all finite.
-kvq_status checkLevelTables(const uint16_t *levels, const Grid &g,
-                            int32_t bits) {
-  return checkHalfTable(levels, g.vectors() * (int64_t{1} << bits), "level");
+/// The prologue of the NUQ quantize/dequantize kernels: checkQuantGrid,
+/// then 2^bits fp16 levels per vector, all finite.
+kvq_status checkNuqGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
+                        int64_t cols, kvq_axis axis, int32_t group,
+                        kvq_code_layout layout, const uint16_t *levels,
+                        Grid *g) {
+  if (kvq_status s =
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  return checkHalfTable(levels, g->vectors() * (int64_t{1} << bits), "level");
 }
 
 } // namespace
@@ -230,9 +236,7 @@ kvq_status kvq::validateNuqQuantArgs(const char *entry, const void *x,
   if (!x || !levels || !codes)
     return nullArgs(entry, "x, levels and codes");
   if (kvq_status s =
-          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
-    return s;
-  if (kvq_status s = checkLevelTables(levels, *g, bits))
+          checkNuqGrid(dtype, bits, rows, cols, axis, group, layout, levels, g))
     return s;
   const int64_t count = int64_t{1} << bits;
   for (int64_t v = 0; v < g->vectors(); ++v)
@@ -252,9 +256,7 @@ kvq_status kvq::validateNuqDequantArgs(
   if (!codes || !levels || !out)
     return nullArgs(entry, "codes, levels and out");
   if (kvq_status s =
-          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
-    return s;
-  if (kvq_status s = checkLevelTables(levels, *g, bits))
+          checkNuqGrid(dtype, bits, rows, cols, axis, group, layout, levels, g))
     return s;
   return checkCodes(codes, layout, rows * cols, bits);
 }

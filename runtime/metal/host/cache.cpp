@@ -19,6 +19,7 @@
 #include "bitpack.h"
 #include "cache_entry.h"
 #include "cache_layer.h"
+#include "config.h"
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
@@ -506,24 +507,12 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
                 "kvq_metal_cache_create_flat: backend %d is not "
                 "KVQ_BACKEND_METAL",
                 backend);
-  kvq_config cfg;
-  kvq_config_init(&cfg, KVQ_METHOD_KIVI);
-  cfg.method = method;
-  cfg.key_bits = key_bits;
-  cfg.value_bits = value_bits;
-  cfg.group_size = group_size;
-  cfg.residual_length = residual_length;
-  cfg.residual_mode = residual_mode;
-  cfg.n_sink_tokens = n_sink_tokens;
-  cfg.outlier_fraction = outlier_fraction;
-  cfg.lloyd_iters = lloyd_iters;
-  cfg.refit_interval = refit_interval;
-  cfg.kvquant_n_sink = kvquant_n_sink;
-  cfg.kvquant_group_size = kvquant_group_size;
-  cfg.num_layers = num_layers;
-  cfg.num_kv_heads = num_kv_heads;
-  cfg.head_dim = head_dim;
-  cfg.backend = KVQ_BACKEND_CPU; // the CPU rules, which reject METAL
+  // Validated by the CPU rules (which reject METAL), then marked Metal.
+  kvq_config cfg = flatConfig(
+      method, key_bits, value_bits, group_size, residual_length, residual_mode,
+      n_sink_tokens, outlier_fraction, lloyd_iters, refit_interval,
+      kvquant_n_sink, kvquant_group_size, num_layers, num_kv_heads, head_dim,
+      KVQ_BACKEND_CPU);
   if (kvq_status s = kvq_config_validate(&cfg))
     return s;
   cfg.backend = KVQ_BACKEND_METAL;
