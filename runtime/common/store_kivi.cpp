@@ -38,7 +38,9 @@ public:
   }
   void loadRow(int64_t pos, float *k, float *v) const override;
   void addStats(kvq_stats &s) const override;
-  void sinkPositions(std::vector<int64_t> &out) const override;
+  void sinkPositions(std::vector<int64_t> &out) const override {
+    sinkPositionsOf(slots_, out);
+  }
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
@@ -154,23 +156,14 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
                              int64_t n) {
   const int64_t C = channels_, L0 = length(), L1 = L0 + n;
   const int64_t rowBytes = 2 * C;
-  auto keyRow = [&](int64_t p) -> const uint16_t * {
-    return p >= L0 ? k + (p - L0) * C
-                   : reinterpret_cast<const uint16_t *>(
-                         slots_[static_cast<size_t>(p)].kf.p);
-  };
-  auto valueRow = [&](int64_t p) -> const uint16_t * {
-    return p >= L0 ? v + (p - L0) * C
-                   : reinterpret_cast<const uint16_t *>(
-                         slots_[static_cast<size_t>(p)].vf.p);
-  };
+  const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
 
   // 1. Fold the new tokens' key norms into a copy of the running top-k.
   TopK top = top_;
   if (k_ > 0) {
     std::vector<float> row(static_cast<size_t>(C));
     for (int64_t p = L0; p < L1; ++p) {
-      halfRowToFloat(keyRow(p), C, row.data());
+      halfRowToFloat(in.key(p), C, row.data());
       fold(top, keyNormRow(row.data(), cfg_.num_kv_heads, cfg_.head_dim), p);
     }
   }
@@ -198,11 +191,7 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
 
   // 3. Plan every payload change inside a transaction.
   Txn txn(payload_);
-  auto oom = [&](int64_t bytes) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY,
-                "kivi cache: allocation of %lld bytes failed",
-                static_cast<long long>(bytes));
-  };
+  auto oom = [](int64_t bytes) { return allocationFailed("kivi", bytes); };
   std::vector<Slot> added(static_cast<size_t>(n));
   for (int64_t p = L0; p < L1; ++p) {
     Slot &s = added[static_cast<size_t>(p - L0)];
@@ -210,12 +199,12 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
     if (sink || p >= kT) {
       if (!(s.kf = txn.allocate(rowBytes)))
         return oom(rowBytes);
-      std::memcpy(s.kf.p, keyRow(p), static_cast<size_t>(rowBytes));
+      std::memcpy(s.kf.p, in.key(p), static_cast<size_t>(rowBytes));
     }
     if (sink || p >= vT) {
       if (!(s.vf = txn.allocate(rowBytes)))
         return oom(rowBytes);
-      std::memcpy(s.vf.p, valueRow(p), static_cast<size_t>(rowBytes));
+      std::memcpy(s.vf.p, in.value(p), static_cast<size_t>(rowBytes));
     }
   }
   std::vector<Blk> newValues(static_cast<size_t>(vT - vDone_));
@@ -225,7 +214,7 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
     Blk b = txn.allocate(valueBlockBytes());
     if (!b)
       return oom(valueBlockBytes());
-    quantizeValue(valueRow(p), b.p);
+    quantizeValue(in.value(p), b.p);
     newValues[static_cast<size_t>(p - vDone_)] = b;
     if (p < L0)
       txn.retire(slots_[static_cast<size_t>(p)].vf);
@@ -236,7 +225,7 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
   for (int64_t start = keyDone(); start < kT; start += G_) {
     int64_t coded = 0;
     for (int64_t i = 0; i < G_; ++i) {
-      rows[static_cast<size_t>(i)] = keyRow(start + i);
+      rows[static_cast<size_t>(i)] = in.key(start + i);
       sinkRows[static_cast<size_t>(i)] = isSink(start + i) ? 1 : 0;
       coded += !sinkRows[static_cast<size_t>(i)];
     }
@@ -476,13 +465,6 @@ void KiviStore::addStats(kvq_stats &st) const {
       st.scale_zero_bytes += 4 * channels_;
       st.code_bytes += b.size - 4 * channels_;
     }
-}
-
-void KiviStore::sinkPositions(std::vector<int64_t> &out) const {
-  out.clear();
-  for (size_t p = 0; p < slots_.size(); ++p)
-    if (slots_[p].sink)
-      out.push_back(static_cast<int64_t>(p));
 }
 
 void KiviStore::releaseAll() {

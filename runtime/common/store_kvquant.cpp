@@ -25,6 +25,12 @@ namespace {
 /// Bytes of one realised outlier: fp16 value + uint16 channel in the row.
 constexpr int64_t kOutlierBytes = 4;
 
+/// Outlier o of a row's side list: its fp16 value, then its channel.
+void writeOutlier(uint8_t *outliers, int64_t o, float value, int64_t c) {
+  write16(outliers, 2 * o, floatToHalf(value));
+  write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
+}
+
 class KvquantStore final : public LayerStore {
 public:
   KvquantStore(const kvq_config &cfg, Payload &payload)
@@ -38,7 +44,9 @@ public:
   }
   void loadRow(int64_t pos, float *k, float *v) const override;
   void addStats(kvq_stats &s) const override;
-  void sinkPositions(std::vector<int64_t> &out) const override;
+  void sinkPositions(std::vector<int64_t> &out) const override {
+    sinkPositionsOf(slots_, out);
+  }
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
@@ -118,11 +126,8 @@ void KvquantStore::writeKeyRow(const float *x, const uint8_t *mask,
     // dense-and-sparse split.
     codes[static_cast<size_t>(c)] =
         static_cast<uint8_t>(nearestLevel(levels, kLevels_, x[c]));
-    if (mask[c]) {
-      write16(outliers, 2 * o, floatToHalf(x[c]));
-      write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
-      ++o;
-    }
+    if (mask[c])
+      writeOutlier(outliers, o++, x[c], c);
   }
   kernels().packCodes(codes.data(), C, kb_, out);
 }
@@ -159,11 +164,8 @@ void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
   for (int64_t c = 0; c < C; ++c) {
     codes[static_cast<size_t>(c)] = static_cast<uint8_t>(
         nearestLevel(levels + (c / D) * vLevels_, vLevels_, x[c]));
-    if (mask[c]) {
-      write16(outliers, 2 * o, floatToHalf(x[c]));
-      write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
-      ++o;
-    }
+    if (mask[c])
+      writeOutlier(outliers, o++, x[c], c);
   }
   kernels().packCodes(codes.data(), C, vb_, packed);
 }
@@ -172,16 +174,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
                                 int64_t n) {
   const int64_t C = channels_, L0 = length(), L1 = L0 + n;
   const int64_t rowBytes = 2 * C;
-  auto keyRow = [&](int64_t p) -> const uint16_t * {
-    return p >= L0 ? k + (p - L0) * C
-                   : reinterpret_cast<const uint16_t *>(
-                         slots_[static_cast<size_t>(p)].kf.p);
-  };
-  auto valueRow = [&](int64_t p) -> const uint16_t * {
-    return p >= L0 ? v + (p - L0) * C
-                   : reinterpret_cast<const uint16_t *>(
-                         slots_[static_cast<size_t>(p)].vf.p);
-  };
+  const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
 
   // Which positions are sinks, which get quantized now (and with which
   // fresh fits), which wait fp16 for the next refit.
@@ -205,11 +198,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
   }
 
   Txn txn(payload_);
-  auto oom = [&](int64_t bytes) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY,
-                "kvquant cache: allocation of %lld bytes failed",
-                static_cast<long long>(bytes));
-  };
+  auto oom = [](int64_t bytes) { return allocationFailed("kvquant", bytes); };
   std::vector<Slot> added(static_cast<size_t>(n));
   for (int64_t p = L0; p < L1; ++p) {
     Slot &s = added[static_cast<size_t>(p - L0)];
@@ -218,8 +207,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       if (!(s.kf = txn.allocate(rowBytes)) ||
           !(s.vf = txn.allocate(rowBytes)))
         return oom(rowBytes);
-      std::memcpy(s.kf.p, keyRow(p), static_cast<size_t>(rowBytes));
-      std::memcpy(s.vf.p, valueRow(p), static_cast<size_t>(rowBytes));
+      std::memcpy(s.kf.p, in.key(p), static_cast<size_t>(rowBytes));
+      std::memcpy(s.vf.p, in.value(p), static_cast<size_t>(rowBytes));
     }
   }
 
@@ -235,7 +224,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     x.resize(static_cast<size_t>(m * C));
     mask.assign(static_cast<size_t>(m * C), 0);
     for (int64_t p = a; p < b; ++p)
-      halfRowToFloat(keyRow(p), C, x.data() + (p - a) * C);
+      halfRowToFloat(in.key(p), C, x.data() + (p - a) * C);
     if (fresh) {
       fitKeys(x.data(), m, mask.data(), const_cast<uint8_t *>(table));
     } else {
@@ -286,7 +275,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     std::vector<float> levels(
         static_cast<size_t>(cfg_.num_kv_heads * vLevels_));
     for (int64_t p = first; p < quantEnd; ++p) {
-      halfRowToFloat(valueRow(p), C, row.data());
+      halfRowToFloat(in.value(p), C, row.data());
       int64_t outs = planValueRow(row.data(), vmask.data(), levels.data());
       int64_t bytes = 2 * cfg_.num_kv_heads * vLevels_ +
                       packedBytes(C, vb_) + kOutlierBytes * outs;
@@ -460,13 +449,6 @@ void KvquantStore::addStats(kvq_stats &st) const {
   }
   for (const Segment &s : segs_)
     st.level_table_bytes += s.table.size;
-}
-
-void KvquantStore::sinkPositions(std::vector<int64_t> &out) const {
-  out.clear();
-  for (size_t p = 0; p < slots_.size(); ++p)
-    if (slots_[p].sink)
-      out.push_back(static_cast<int64_t>(p));
 }
 
 void KvquantStore::releaseAll() {

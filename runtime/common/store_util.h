@@ -1,15 +1,18 @@
 //===- store_util.h - Small helpers shared by the method stores -*- C++ -*-===//
 //
-// Unaligned-safe fp16 reads/writes inside payload blocks and row conversion.
+// Unaligned-safe fp16 reads/writes inside payload blocks, row conversion,
+// and the pieces of an update that the KIVI and KVQuant stores share.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_COMMON_STORE_UTIL_H
 #define KVQ_RUNTIME_COMMON_STORE_UTIL_H
 
 #include "fp16.h"
+#include "status.h"
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace kvq {
 
@@ -33,6 +36,50 @@ inline void halfRowToFloat(const uint16_t *h, int64_t n, float *out) {
 inline void blockRowToFloat(const uint8_t *p, int64_t n, float *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = halfToFloat(read16(p, i));
+}
+
+/// The fp16 K/V rows an update reads. Position p >= oldLength is one of
+/// the appended tokens (the caller's input); an older one is still held
+/// fp16 in its slot's kf/vf block, since a store only re-reads rows it has
+/// not quantized yet (window, sinks, tokens awaiting a refit).
+template <class Slots> class UpdateRows {
+public:
+  UpdateRows(const Slots &slots, const uint16_t *k, const uint16_t *v,
+             int64_t oldLength, int64_t channels)
+      : slots_(slots), k_(k), v_(v), l0_(oldLength), c_(channels) {}
+  const uint16_t *key(int64_t p) const {
+    return p >= l0_ ? k_ + (p - l0_) * c_
+                    : reinterpret_cast<const uint16_t *>(
+                          slots_[static_cast<size_t>(p)].kf.p);
+  }
+  const uint16_t *value(int64_t p) const {
+    return p >= l0_ ? v_ + (p - l0_) * c_
+                    : reinterpret_cast<const uint16_t *>(
+                          slots_[static_cast<size_t>(p)].vf.p);
+  }
+
+private:
+  const Slots &slots_;
+  const uint16_t *k_, *v_;
+  int64_t l0_, c_;
+};
+
+/// The status of a payload allocation that failed inside an update of a
+/// `method` store (the update then changes nothing).
+inline kvq_status allocationFailed(const char *method, int64_t bytes) {
+  return fail(KVQ_ERR_OUT_OF_MEMORY,
+              "%s cache: allocation of %lld bytes failed", method,
+              static_cast<long long>(bytes));
+}
+
+/// The positions whose slot is a sink, ascending (LayerStore::sinkPositions
+/// of the stores with a per-token slot table).
+template <class Slots>
+void sinkPositionsOf(const Slots &slots, std::vector<int64_t> &out) {
+  out.clear();
+  for (size_t p = 0; p < slots.size(); ++p)
+    if (slots[p].sink)
+      out.push_back(static_cast<int64_t>(p));
 }
 
 } // namespace kvq
