@@ -5,6 +5,14 @@
 // explicit fmla: attention is compared with the reference to a tolerance,
 // so fused multiply-adds are fine here (unlike in the quantizers).
 //
+// Dot products follow the canonical order of the AVX2 kernels
+// (runtime/x86/attend_avx2.cpp), so x86_64 and arm64 give the same bits
+// (test/e2e/cross-arch.mlir): sixteen partial sums over c = l (mod 16),
+// fused multiply-adds in channel order from +0, then reduce16's tree.
+// Weighted sums are one fmla per element and row, rows in order. Every op
+// takes its SIMD path under exactly the AVX2 conditions and falls back to
+// the reference otherwise.
+//
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
 #include "neon_util.h"
@@ -36,18 +44,33 @@ struct CodeRow {
   }
 };
 
+/// The canonical tree over the sixteen partial sums a0 = S_0..3,
+/// a1 = S_4..7, a2 = S_8..11, a3 = S_12..15: T_l = S_l + S_{l+8},
+/// U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2}, result W_0 + W_1 (what the
+/// AVX2 kernels' hsum of two 8-lane accumulators computes).
+inline float reduce16(float32x4_t a0, float32x4_t a1, float32x4_t a2,
+                      float32x4_t a3) {
+  const float32x4_t u = vaddq_f32(vaddq_f32(a0, a2), vaddq_f32(a1, a3));
+  const float32x4_t w = vaddq_f32(u, vextq_f32(u, u, 2));
+  return vgetq_lane_f32(w, 0) + vgetq_lane_f32(w, 1);
+}
+
 template <class Row>
 void dotRow(const Row &row, const float *q, int64_t nq, int64_t d,
             float *out) {
   for (int64_t j = 0; j < nq; ++j) {
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0;
-    for (int64_t c = 0; c < d; c += 8) {
-      float32x4_t v0, v1;
+    const float *qj = q + j * d;
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t c = 0; c < d; c += 16) {
+      float32x4_t v0, v1, v2, v3;
       row(c, v0, v1);
-      a0 = vfmaq_f32(a0, vld1q_f32(q + j * d + c), v0);
-      a1 = vfmaq_f32(a1, vld1q_f32(q + j * d + c + 4), v1);
+      row(c + 8, v2, v3);
+      a0 = vfmaq_f32(a0, vld1q_f32(qj + c), v0);
+      a1 = vfmaq_f32(a1, vld1q_f32(qj + c + 4), v1);
+      a2 = vfmaq_f32(a2, vld1q_f32(qj + c + 8), v2);
+      a3 = vfmaq_f32(a3, vld1q_f32(qj + c + 12), v3);
     }
-    out[j] = vaddvq_f32(vaddq_f32(a0, a1));
+    out[j] = reduce16(a0, a1, a2, a3);
   }
 }
 
@@ -79,8 +102,9 @@ struct GroupWeight {
   }
 };
 
+/// The AVX2 kernels' condition for the SIMD paths (see the file comment).
 bool aligned(int64_t first, int bits, int64_t d) {
-  return (first * bits) % 8 == 0 && d % 8 == 0;
+  return (first * bits) % 8 == 0 && d % 16 == 0;
 }
 
 void halfToFloatNNeon(const uint16_t *h, int64_t n, float *out) {
@@ -112,14 +136,14 @@ void mulHalfNeon(const uint16_t *h, const float *q, int64_t nq, int64_t d,
 
 void dotHalfNeon(const uint16_t *row, const float *q, int64_t nq, int64_t d,
                  float *out) {
-  if (d % 8 != 0)
+  if (d % 16 != 0)
     return referenceAttendOps().dotHalf(row, q, nq, d, out);
   dotRow(HalfRow{row}, q, nq, d, out);
 }
 
 void axpyHalfNeon(const uint16_t *row, const float *w, int64_t nq, int64_t d,
                   float *acc) {
-  if (d % 8 != 0)
+  if (d % 16 != 0)
     return referenceAttendOps().axpyHalf(row, w, nq, d, acc);
   axpyRow(HalfRow{row}, TokenWeight{w}, nq, d, acc);
 }
@@ -151,6 +175,9 @@ void dotCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
 void axpyCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                        const float *ws, int64_t wsStride, int64_t G,
                        int64_t nq, int64_t d, float *acc) {
+  if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
+    return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
+                                              nq, d, acc);
   for (int64_t r = 0; r < n; ++r)
     axpyCodesNeon(rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc);
 }
@@ -159,6 +186,36 @@ void axpyHalfRowsNeon(const uint16_t *const *rows, int64_t n, const float *w,
                       int64_t wStride, int64_t nq, int64_t d, float *acc) {
   for (int64_t r = 0; r < n; ++r)
     axpyHalfNeon(rows[r], w + r * wStride, nq, d, acc);
+}
+
+/// Per-channel lookup tables (KVQuant keys): the canonical order with
+/// additions instead of fused multiply-adds, as the AVX2 gather version.
+void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
+                const float *lut, int64_t nq, int64_t d, float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
+  const uint8_t *p = packed + first * bits / 8;
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t j = 0; j < nq; ++j) {
+    const float *t = lut + j * d * L;
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t c = 0; c < d; c += 16) {
+      uint8_t code[16];
+      for (int h = 0; h < 2; ++h) {
+        const uint64_t w =
+            expand8(loadBytes(p + (c + 8 * h) * bits / 8, bits), bits);
+        std::memcpy(code + 8 * h, &w, 8);
+      }
+      float v[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = t[(c + i) * L + code[i]];
+      a0 = vaddq_f32(a0, vld1q_f32(v));
+      a1 = vaddq_f32(a1, vld1q_f32(v + 4));
+      a2 = vaddq_f32(a2, vld1q_f32(v + 8));
+      a3 = vaddq_f32(a3, vld1q_f32(v + 12));
+    }
+    out[j] = reduce16(a0, a1, a2, a3);
+  }
 }
 
 } // namespace
@@ -173,4 +230,7 @@ void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.dotCodesRows = dotCodesRowsNeon;
   ops.axpyCodesRows = axpyCodesRowsNeon;
   ops.axpyHalfRows = axpyHalfRowsNeon;
+  ops.dotLut = dotLutNeon;
+  // axpyLut stays the reference: one addition per element, the same
+  // operation the AVX2 version does.
 }

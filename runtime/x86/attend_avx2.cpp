@@ -6,6 +6,15 @@
 // consumed by FMAs in registers. FMA is used on purpose here: attention is
 // checked against the reference with a tolerance, unlike the quantizers.
 //
+// Every dot product uses one canonical order, shared with the NEON kernels
+// (runtime/neon/attend_neon.cpp) so that x86_64 and arm64 give the same bits
+// (test/e2e/cross-arch.mlir): sixteen partial sums S_l over the channels
+// c = l (mod 16), each a chain of fused multiply-adds in channel order from
+// +0, then T_l = S_l + S_{l+8}, U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2} and
+// W_0 + W_1 (two accumulators of 8 lanes and hsum here). Weighted sums are
+// one FMA per element and row, rows in order. Both ISAs take the SIMD path
+// under the same conditions (d % 16 == 0, ...) and the reference otherwise.
+//
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
 #include "x86_kernels.h"
@@ -69,10 +78,28 @@ template <int BITS> struct CodeRowB {
     }
   }
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
-    __m256i a, b;
-    codes(c, a, b);
-    v0 = _mm256_cvtepi32_ps(a);
-    v1 = _mm256_cvtepi32_ps(b);
+    if constexpr (BITS == 2) {
+      // vpermps reads only the low three bits of each index: after the
+      // shift they are code + 4 * (low bit of the next code), so a table
+      // {0,1,2,3,0,1,2,3} yields the code as a float without the mask and
+      // the int-to-float conversion (one shuffle-port uop instead of two
+      // uops competing with the FMAs).
+      uint32_t w;
+      std::memcpy(&w, p + c / 4, 4);
+      const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
+      const __m256 table = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+      v0 = _mm256_permutevar8x32_ps(
+          table,
+          _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)));
+      v1 = _mm256_permutevar8x32_ps(
+          table, _mm256_srlv_epi32(
+                     x, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)));
+    } else {
+      __m256i a, b;
+      codes(c, a, b);
+      v0 = _mm256_cvtepi32_ps(a);
+      v1 = _mm256_cvtepi32_ps(b);
+    }
   }
 };
 
@@ -247,30 +274,39 @@ struct RowTokenWeight { // w[r*stride + j]
   }
 };
 
-/// One query against four rows at a time: four independent FMA chains
-/// share each load of q.
+/// One query against four rows at a time: eight independent FMA chains
+/// (two per row, the canonical 16 partial sums) share each load of q.
 template <int BITS>
 KVQ_AVX2 void dotFourRows(const uint8_t *const *rows, const float *q, int64_t d,
                           float *out, int64_t outStride) {
   const CodeRowB<BITS> r0{rows[0]}, r1{rows[1]}, r2{rows[2]}, r3{rows[3]};
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0,
+         b2 = a0, a3 = a0, b3 = a0;
   for (int64_t c = 0; c < d; c += 16) {
     const __m256 q0 = _mm256_loadu_ps(q + c), q1 = _mm256_loadu_ps(q + c + 8);
     __m256 v0, v1;
     r0(c, v0, v1);
-    a0 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a0));
+    a0 = _mm256_fmadd_ps(q0, v0, a0);
+    b0 = _mm256_fmadd_ps(q1, v1, b0);
     r1(c, v0, v1);
-    a1 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a1));
+    a1 = _mm256_fmadd_ps(q0, v0, a1);
+    b1 = _mm256_fmadd_ps(q1, v1, b1);
     r2(c, v0, v1);
-    a2 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a2));
+    a2 = _mm256_fmadd_ps(q0, v0, a2);
+    b2 = _mm256_fmadd_ps(q1, v1, b2);
     r3(c, v0, v1);
-    a3 = _mm256_fmadd_ps(q1, v1, _mm256_fmadd_ps(q0, v0, a3));
+    a3 = _mm256_fmadd_ps(q0, v0, a3);
+    b3 = _mm256_fmadd_ps(q1, v1, b3);
   }
-  // Reduce the four accumulators together: two hadds and a lane fold.
-  const __m256 h01 = _mm256_hadd_ps(a0, a1), h23 = _mm256_hadd_ps(a2, a3);
-  const __m256 h = _mm256_hadd_ps(h01, h23);
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h),
-                              _mm256_extractf128_ps(h, 1));
+  // The canonical tree for four rows at once: T and U per row, then a 4x4
+  // transpose puts U_l of the four rows in one vector per l.
+  auto fold = [](__m256 t) KVQ_AVX2 {
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  };
+  __m128 u0 = fold(_mm256_add_ps(a0, b0)), u1 = fold(_mm256_add_ps(a1, b1));
+  __m128 u2 = fold(_mm256_add_ps(a2, b2)), u3 = fold(_mm256_add_ps(a3, b3));
+  _MM_TRANSPOSE4_PS(u0, u1, u2, u3); // now u_l = U_l of rows 0..3
+  const __m128 s = _mm_add_ps(_mm_add_ps(u0, u2), _mm_add_ps(u1, u3));
   alignas(16) float v[4];
   _mm_store_ps(v, s);
   for (int i = 0; i < 4; ++i)

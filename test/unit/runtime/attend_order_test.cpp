@@ -1,0 +1,210 @@
+//===- attend_order_test.cpp - SIMD attention ops in the canonical order --===//
+//
+// The AVX2 and NEON attention inner kernels must give the same bits, so that
+// a model attends identically on x86_64 and arm64 (test/e2e/cross-arch.mlir
+// checks one small case end to end). This test pins both to one scalar
+// model of the canonical order (runtime/x86/attend_avx2.cpp, file comment):
+// sixteen fused multiply-add chains over c = l (mod 16) and a fixed tree.
+// It runs natively (AVX2 table) and under qemu (NEON table); matching the
+// same model bit for bit on both means matching each other, at head_dim 128
+// where the e2e test cannot reach.
+//
+//===----------------------------------------------------------------------===//
+#include "bitpack.h"
+#include "fp16.h"
+#include "kernels.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace kvq;
+using kvqtest::Rng;
+
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// The canonical dot product of q and v over d channels (d % 16 == 0):
+/// `fused` selects fma chains (codes, fp16 rows) or plain additions of
+/// v (lookup tables, where v already holds the products).
+float canonicalDot(const float *q, const float *v, int64_t d, bool fused) {
+  float S[16] = {};
+  for (int64_t c = 0; c < d; ++c) {
+    float &s = S[c % 16];
+    s = fused ? std::fma(q[c], v[c], s) : s + v[c];
+  }
+  float T[8], U[4], W[2];
+  for (int l = 0; l < 8; ++l)
+    T[l] = S[l] + S[l + 8];
+  for (int l = 0; l < 4; ++l)
+    U[l] = T[l] + T[l + 4];
+  for (int l = 0; l < 2; ++l)
+    W[l] = U[l] + U[l + 2];
+  return W[0] + W[1];
+}
+
+struct Data {
+  int64_t d = 128, nq = 4, rows = 9;
+  std::vector<float> q;
+  std::vector<uint8_t> packed; ///< rows x d codes, packed row after row
+  std::vector<uint16_t> half;  ///< rows x d fp16 values
+};
+
+Data makeData(int bits, uint64_t seed) {
+  Data t;
+  Rng rng(seed);
+  t.q.resize(static_cast<size_t>(t.nq * t.d));
+  for (float &x : t.q)
+    x = static_cast<float>(rng.normal());
+  const int64_t n = t.rows * t.d;
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  t.half.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    codes[static_cast<size_t>(i)] =
+        static_cast<uint8_t>(rng.uniform() * (1 << bits)) & ((1 << bits) - 1);
+    t.half[static_cast<size_t>(i)] =
+        floatToHalf(static_cast<float>(rng.normal() * 3));
+  }
+  t.packed.resize(static_cast<size_t>(packedBytes(n, bits)));
+  packCodesRef(codes.data(), n, bits, t.packed.data());
+  return t;
+}
+
+std::vector<float> rowCodes(const Data &t, int bits, int64_t r) {
+  std::vector<float> v(static_cast<size_t>(t.d));
+  for (int64_t c = 0; c < t.d; ++c)
+    v[static_cast<size_t>(c)] = packedCodeAt(t.packed.data(), r * t.d + c, bits);
+  return v;
+}
+
+#define REQUIRE_SIMD_ATTEND()                                                  \
+  const KernelTable *simd = simdKernels();                                     \
+  if (!simd)                                                                   \
+    GTEST_SKIP() << "no SIMD table on this CPU";                               \
+  const AttendOps &ops = simd->attend
+
+TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
+  REQUIRE_SIMD_ATTEND();
+  for (int bits : {2, 3, 4, 8}) {
+    const Data t = makeData(bits, 40 + bits);
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}}) {
+      // dotCodesRows: nq == 1 takes the four-rows-at-once kernel on AVX2.
+      std::vector<const uint8_t *> rows;
+      for (int64_t r = 0; r < t.rows; ++r)
+        rows.push_back(t.packed.data() + r * t.d * bits / 8);
+      std::vector<float> out(static_cast<size_t>(t.rows * nq));
+      ops.dotCodesRows(rows.data(), t.rows, bits, t.q.data(), nq, t.d,
+                       out.data(), nq);
+      for (int64_t r = 0; r < t.rows; ++r) {
+        const std::vector<float> v = rowCodes(t, bits, r);
+        std::vector<float> one(static_cast<size_t>(nq));
+        ops.dotCodes(t.packed.data(), r * t.d, bits, t.q.data(), nq, t.d,
+                     one.data());
+        std::vector<float> h(static_cast<size_t>(nq));
+        ops.dotHalf(t.half.data() + r * t.d, t.q.data(), nq, t.d, h.data());
+        std::vector<float> hv(static_cast<size_t>(t.d));
+        for (int64_t c = 0; c < t.d; ++c)
+          hv[static_cast<size_t>(c)] =
+              halfToFloat(t.half[static_cast<size_t>(r * t.d + c)]);
+        for (int64_t j = 0; j < nq; ++j) {
+          const float want = canonicalDot(t.q.data() + j * t.d, v.data(), t.d,
+                                          true);
+          const float wantH = canonicalDot(t.q.data() + j * t.d, hv.data(),
+                                           t.d, true);
+          SCOPED_TRACE("bits " + std::to_string(bits) + " nq " +
+                       std::to_string(nq) + " row " + std::to_string(r) +
+                       " query " + std::to_string(j));
+          EXPECT_EQ(bitsOf(out[static_cast<size_t>(r * nq + j)]), bitsOf(want));
+          EXPECT_EQ(bitsOf(one[static_cast<size_t>(j)]), bitsOf(want));
+          EXPECT_EQ(bitsOf(h[static_cast<size_t>(j)]), bitsOf(wantH));
+        }
+      }
+    }
+  }
+}
+
+TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
+  REQUIRE_SIMD_ATTEND();
+  for (int bits : {2, 3, 4}) {
+    const Data t = makeData(bits, 70 + bits);
+    const int64_t L = int64_t{1} << bits, nq = 2;
+    std::vector<float> lut(static_cast<size_t>(nq * t.d * L));
+    Rng rng(5);
+    for (float &x : lut)
+      x = static_cast<float>(rng.normal());
+    for (int64_t r = 0; r < t.rows; ++r) {
+      std::vector<float> out(static_cast<size_t>(nq));
+      ops.dotLut(t.packed.data(), r * t.d, bits, lut.data(), nq, t.d,
+                 out.data());
+      for (int64_t j = 0; j < nq; ++j) {
+        std::vector<float> v(static_cast<size_t>(t.d));
+        for (int64_t c = 0; c < t.d; ++c)
+          v[static_cast<size_t>(c)] =
+              lut[static_cast<size_t>((j * t.d + c) * L +
+                                      packedCodeAt(t.packed.data(),
+                                                   r * t.d + c, bits))];
+        EXPECT_EQ(bitsOf(out[static_cast<size_t>(j)]),
+                  bitsOf(canonicalDot(nullptr, v.data(), t.d, false)))
+            << "bits " << bits << " row " << r << " query " << j;
+      }
+    }
+  }
+}
+
+TEST(AttendOrder, WeightedSumsAreOneFmaPerElementAndRow) {
+  REQUIRE_SIMD_ATTEND();
+  for (int bits : {2, 4, 8}) {
+    const Data t = makeData(bits, 90 + bits);
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const int64_t G = 32, groups = t.d / G, wsStride = nq * groups;
+      Rng rng(static_cast<uint64_t>(nq));
+      std::vector<float> ws(static_cast<size_t>(t.rows * wsStride)),
+          w(static_cast<size_t>(t.rows * nq));
+      for (float &x : ws)
+        x = static_cast<float>(rng.uniform());
+      for (float &x : w)
+        x = static_cast<float>(rng.uniform());
+      std::vector<const uint8_t *> rows;
+      std::vector<const uint16_t *> halfRows;
+      for (int64_t r = 0; r < t.rows; ++r) {
+        rows.push_back(t.packed.data() + r * t.d * bits / 8);
+        halfRows.push_back(t.half.data() + r * t.d);
+      }
+      std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f),
+          accH = acc, want = acc, wantH = acc;
+      ops.axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G, nq,
+                        t.d, acc.data());
+      ops.axpyHalfRows(halfRows.data(), t.rows, w.data(), nq, nq, t.d,
+                       accH.data());
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t j = 0; j < nq; ++j)
+          for (int64_t c = 0; c < t.d; ++c) {
+            const size_t e = static_cast<size_t>(j * t.d + c);
+            const float code = packedCodeAt(t.packed.data(), r * t.d + c, bits);
+            want[e] = std::fma(
+                ws[static_cast<size_t>(r * wsStride + j * groups + c / G)],
+                code, want[e]);
+            wantH[e] = std::fma(
+                w[static_cast<size_t>(r * nq + j)],
+                halfToFloat(t.half[static_cast<size_t>(r * t.d + c)]),
+                wantH[e]);
+          }
+      for (size_t e = 0; e < acc.size(); ++e) {
+        ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
+            << "codes, bits " << bits << " nq " << nq << " element " << e;
+        ASSERT_EQ(bitsOf(accH[e]), bitsOf(wantH[e]))
+            << "fp16, nq " << nq << " element " << e;
+      }
+    }
+  }
+}
+
+} // namespace
