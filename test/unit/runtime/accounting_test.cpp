@@ -19,21 +19,6 @@ void expectPartition(const kvq_stats &s) {
   EXPECT_EQ(s.outlier_bytes, 4 * s.outlier_count);
 }
 
-KV laplaceKV(uint64_t seed, int64_t tokens, int heads, int dim) {
-  Rng rng(seed);
-  KV kv;
-  kv.tokens = tokens;
-  kv.heads = heads;
-  kv.dim = dim;
-  kv.k.resize(static_cast<size_t>(tokens * heads * dim));
-  kv.v.resize(kv.k.size());
-  for (size_t i = 0; i < kv.k.size(); ++i) {
-    kv.k[i] = fromHalf(toHalf(static_cast<float>(rng.laplace())));
-    kv.v[i] = fromHalf(toHalf(static_cast<float>(rng.laplace())));
-  }
-  return kv;
-}
-
 /// kvq's kvquant bytes for one prefill of S tokens (1 head, head_dim D,
 /// 3 bits, 1% outliers, 1 sink), from the storage layout in docs/RUNTIME.md.
 double kvqKvquantBits(int64_t S, int64_t D) {

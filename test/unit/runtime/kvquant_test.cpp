@@ -22,22 +22,6 @@ kvq_config kvqConfig(int heads = 2, int dim = 64, int nSink = 1,
   return c;
 }
 
-/// Laplacian K/V (heavy-ish tails), fp16-representable.
-KV laplaceKV(uint64_t seed, int64_t tokens, int heads, int dim) {
-  Rng rng(seed);
-  KV kv;
-  kv.tokens = tokens;
-  kv.heads = heads;
-  kv.dim = dim;
-  kv.k.resize(static_cast<size_t>(tokens * heads * dim));
-  kv.v.resize(kv.k.size());
-  for (size_t i = 0; i < kv.k.size(); ++i) {
-    kv.k[i] = fromHalf(toHalf(static_cast<float>(rng.laplace())));
-    kv.v[i] = fromHalf(toHalf(static_cast<float>(rng.laplace())));
-  }
-  return kv;
-}
-
 bool rowEqual(const std::vector<float> &a, const std::vector<float> &b,
               int64_t t, int64_t C, int64_t tb = -1) {
   if (tb < 0)

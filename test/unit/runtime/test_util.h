@@ -95,8 +95,10 @@ struct KV {
   float *vrow(int64_t t) { return v.data() + t * channels(); }
 };
 
-/// Gaussian K/V, rounded to fp16 so comparisons with fp16 storage are exact.
-inline KV gaussianKV(uint64_t seed, int64_t tokens, int heads, int dim) {
+/// K/V whose elements `draw(rng)` gives in the order k[0], v[0], k[1], ...,
+/// rounded to fp16 so comparisons with fp16 storage are exact.
+template <class Draw>
+KV randomKV(uint64_t seed, int64_t tokens, int heads, int dim, Draw draw) {
   Rng rng(seed);
   KV kv;
   kv.tokens = tokens;
@@ -105,10 +107,20 @@ inline KV gaussianKV(uint64_t seed, int64_t tokens, int heads, int dim) {
   kv.k.resize(static_cast<size_t>(tokens * heads * dim));
   kv.v.resize(kv.k.size());
   for (size_t i = 0; i < kv.k.size(); ++i) {
-    kv.k[i] = fromHalf(toHalf(static_cast<float>(rng.normal())));
-    kv.v[i] = fromHalf(toHalf(static_cast<float>(rng.normal())));
+    kv.k[i] = fromHalf(toHalf(static_cast<float>(draw(rng))));
+    kv.v[i] = fromHalf(toHalf(static_cast<float>(draw(rng))));
   }
   return kv;
+}
+
+/// Gaussian K/V, fp16-representable.
+inline KV gaussianKV(uint64_t seed, int64_t tokens, int heads, int dim) {
+  return randomKV(seed, tokens, heads, dim, [](Rng &r) { return r.normal(); });
+}
+
+/// Laplacian K/V (heavy-ish tails), fp16-representable.
+inline KV laplaceKV(uint64_t seed, int64_t tokens, int heads, int dim) {
+  return randomKV(seed, tokens, heads, dim, [](Rng &r) { return r.laplace(); });
 }
 
 inline kvq_config config(kvq_method method, int heads, int dim) {
