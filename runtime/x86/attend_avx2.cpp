@@ -199,8 +199,11 @@ struct GroupWeight { // one weight per (query vector, group of G channels)
 //===----------------------------------------------------------------------===//
 
 /// acc[j0+jj][c0 .. c0+W) += weight(r, jj, c) * row_r[c] over all rows, with
-/// NJ*W/8 accumulators held in registers for the whole pass.
-template <int NJ, int W, class Rows, class Weight>
+/// NJ*W/8 accumulators held in registers for the whole pass. Same16: the
+/// weight is constant on aligned blocks of 16 channels (token weights,
+/// groups of 16 or more), so it is loaded once per block: fewer loads and
+/// registers, the same products.
+template <int NJ, int W, bool Same16, class Rows, class Weight>
 KVQ_AVX2 void axpyBlock(const Rows &rows, int64_t n, const Weight &weight,
                         int64_t j0, int64_t c0, int64_t d, float *acc) {
   __m256 a[NJ][W / 8];
@@ -213,9 +216,10 @@ KVQ_AVX2 void axpyBlock(const Rows &rows, int64_t n, const Weight &weight,
       __m256 v0, v1;
       row(c0 + 8 * i, v0, v1);
       for (int jj = 0; jj < NJ; ++jj) {
-        a[jj][i] = _mm256_fmadd_ps(weight(r, j0 + jj, c0 + 8 * i), v0, a[jj][i]);
-        a[jj][i + 1] =
-            _mm256_fmadd_ps(weight(r, j0 + jj, c0 + 8 * i + 8), v1, a[jj][i + 1]);
+        const __m256 w0 = weight(r, j0 + jj, c0 + 8 * i);
+        const __m256 w1 = Same16 ? w0 : weight(r, j0 + jj, c0 + 8 * i + 8);
+        a[jj][i] = _mm256_fmadd_ps(w0, v0, a[jj][i]);
+        a[jj][i + 1] = _mm256_fmadd_ps(w1, v1, a[jj][i + 1]);
       }
     }
   }
@@ -226,24 +230,24 @@ KVQ_AVX2 void axpyBlock(const Rows &rows, int64_t n, const Weight &weight,
 
 /// Tile the (query, channel) plane so every tile has 8 accumulators:
 /// one query x 64 channels, two x 32, four x 16 (d % 16 == 0).
-template <class Rows, class Weight>
+template <bool Same16, class Rows, class Weight>
 KVQ_AVX2 void axpyTiles(const Rows &rows, int64_t n, const Weight &weight,
                         int64_t nq, int64_t d, float *acc) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
     for (int64_t c = 0; c < d; c += 16)
-      axpyBlock<4, 16>(rows, n, weight, j, c, d, acc);
+      axpyBlock<4, 16, Same16>(rows, n, weight, j, c, d, acc);
   if (nq - j >= 2) {
     for (int64_t c = 0; c < d; c += 16)
-      axpyBlock<2, 16>(rows, n, weight, j, c, d, acc);
+      axpyBlock<2, 16, Same16>(rows, n, weight, j, c, d, acc);
     j += 2;
   }
   if (nq - j == 1) {
     int64_t c = 0;
     for (; c + 64 <= d; c += 64)
-      axpyBlock<1, 64>(rows, n, weight, j, c, d, acc);
+      axpyBlock<1, 64, Same16>(rows, n, weight, j, c, d, acc);
     for (; c < d; c += 16)
-      axpyBlock<1, 16>(rows, n, weight, j, c, d, acc);
+      axpyBlock<1, 16, Same16>(rows, n, weight, j, c, d, acc);
   }
 }
 
@@ -404,7 +408,11 @@ KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
                                               nq, d, acc);
   const RowGroupWeight weight{ws, __builtin_ctzll(static_cast<uint64_t>(G)),
                               d / G, wsStride};
-#define KVQ_AXPY_ROWS(B) axpyTiles(CodeRows<B>{rows}, n, weight, nq, d, acc)
+#define KVQ_AXPY_ROWS(B)                                                       \
+  if (G % 16 == 0)                                                             \
+    axpyTiles<true>(CodeRows<B>{rows}, n, weight, nq, d, acc);                 \
+  else                                                                         \
+    axpyTiles<false>(CodeRows<B>{rows}, n, weight, nq, d, acc);
   KVQ_WITH_BITS(bits, KVQ_AXPY_ROWS)
 #undef KVQ_AXPY_ROWS
 }
@@ -414,7 +422,7 @@ KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
                                int64_t d, float *acc) {
   if (d % 16 != 0)
     return referenceAttendOps().axpyHalfRows(rows, n, w, wStride, nq, d, acc);
-  axpyTiles(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
+  axpyTiles<true>(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
 }
 
 KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,

@@ -65,7 +65,16 @@ struct Report {
   bool compiled = false;
   double compileSeconds = 0;
   std::string compileNote;
+  /// One-minute load average before and after the run (-1: unknown): a
+  /// shared machine's other work moves every figure, so the output says
+  /// how busy it was.
+  double loadStart = -1, loadEnd = -1;
 };
+
+double loadAverage() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
+}
 
 constexpr int kHeads = 8, kDim = 128, kChannels = kHeads * kDim;
 
@@ -461,6 +470,8 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "kvq-bench (%s kernels, one thread%s)\n",
                kvq::kernels().name,
                o.smoke ? ", smoke sizes" : (o.quick ? ", quick" : ""));
+  std::fprintf(f, "load average (1 min): %.2f at start, %.2f at end\n",
+               r.loadStart, r.loadEnd);
   std::fprintf(f, "baseline: memcpy %.1f GB/s, sequential read %.1f GB/s\n\n",
                r.memcpyGbps, r.readGbps);
   for (int pass = 0; pass < 2; ++pass) {
@@ -499,6 +510,9 @@ void printJson(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "{\n  \"kernels\": \"%s\",\n  \"mode\": \"%s\",\n",
                kvq::kernels().name,
                o.smoke ? "smoke" : (o.quick ? "quick" : "full"));
+  std::fprintf(f,
+               "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
+               r.loadStart, r.loadEnd);
   std::fprintf(f,
                "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f},\n",
                r.memcpyGbps, r.readGbps);
@@ -574,6 +588,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   Report r;
+  r.loadStart = loadAverage();
   measureBaseline(o, r);
   const int64_t T = o.smoke ? 256 : (o.quick ? 4096 : 8192);
   const std::vector<uint16_t> k = gaussianHalfs(T * kChannels, 1);
@@ -587,6 +602,7 @@ int main(int argc, char **argv) {
   r.appendNs1k = appendNs(o, k, poolTokens, 1024);
   r.appendNs64k = appendNs(o, k, poolTokens, big);
   measureCompile(o, r);
+  r.loadEnd = loadAverage();
   if (o.json) {
     printHuman(stderr, r, o);
     printJson(stdout, r, o);
