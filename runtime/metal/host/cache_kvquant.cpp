@@ -276,6 +276,9 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
                *bthr = nullptr, *bscratch = nullptr, *bvmask = nullptr,
                *bvcodes = nullptr, *bvpacked = nullptr, *bvlevels = nullptr;
   if (m > 0) {
+    // The element-wise kernels run one thread per element of the batch.
+    if (kvq_status s = checkGrid(m * C, "kvq_metal_cache_update"))
+      return s;
     bk = st.make(row * m);
     bv = st.make(row * m);
     bkmask = st.make(m * C);
