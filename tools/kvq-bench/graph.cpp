@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 std::string kvqbench::decoderGraph(int layers) {
@@ -85,8 +87,12 @@ std::string kvqbench::decoderGraph(int layers) {
 double kvqbench::timeCompile(const std::string &kvqOpt,
                              const std::string &graph,
                              const std::string &scratchDir, int reps) {
-  const std::string in = scratchDir + "/kvq-bench-graph.mlir";
-  const std::string out = scratchDir + "/kvq-bench-graph.ll.mlir";
+  // Per-process names: two kvq-bench runs on a shared machine must not
+  // write (and remove) each other's graph.
+  const std::string stem =
+      scratchDir + "/kvq-bench-graph-" + std::to_string(getpid());
+  const std::string in = stem + ".mlir";
+  const std::string out = stem + ".ll.mlir";
   {
     std::ofstream f(in);
     f << graph;
@@ -100,6 +106,7 @@ double kvqbench::timeCompile(const std::string &kvqOpt,
     auto t0 = std::chrono::steady_clock::now();
     if (std::system(cmd.c_str()) != 0) {
       std::remove(in.c_str());
+      std::remove(out.c_str());
       return -1;
     }
     double dt = std::chrono::duration<double>(
