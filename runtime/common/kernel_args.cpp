@@ -23,16 +23,23 @@ kvq_status nullArgs(const char *entry, const char *names) {
   return fail(KVQ_ERR_NULL_POINTER, "%s: %s must be non-null", entry, names);
 }
 
-/// The prologue of the four quantize/dequantize kernels: element type, code
-/// width, grouping, code layout.
-kvq_status checkQuantGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
-                          int64_t cols, kvq_axis axis, int32_t group,
-                          kvq_code_layout layout, Grid *g) {
+/// The prologue of every kernel with a code width: element type, code
+/// width, grouping.
+kvq_status checkCodedGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
+                          int64_t cols, kvq_axis axis, int32_t group, Grid *g) {
   if (kvq_status s = checkDtype(dtype))
     return s;
   if (kvq_status s = checkBits(bits))
     return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
+  return makeGeometry(rows, cols, axis, group, g);
+}
+
+/// The prologue of the four quantize/dequantize kernels: checkCodedGrid,
+/// then the code layout.
+kvq_status checkQuantGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
+                          int64_t cols, kvq_axis axis, int32_t group,
+                          kvq_code_layout layout, Grid *g) {
+  if (kvq_status s = checkCodedGrid(dtype, bits, rows, cols, axis, group, g))
     return s;
   return checkLayout(layout);
 }
@@ -208,11 +215,7 @@ kvq_status kvq::validateNuqFitArgs(const char *entry, const void *x,
                                    const uint16_t *levels, Grid *g) {
   if (!x || !scratch || !levels)
     return nullArgs(entry, "x, scratch and levels");
-  if (kvq_status s = checkDtype(dtype))
-    return s;
-  if (kvq_status s = checkBits(bits))
-    return s;
-  if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
+  if (kvq_status s = checkCodedGrid(dtype, bits, rows, cols, axis, group, g))
     return s;
   if (iters < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d < 0", iters);
