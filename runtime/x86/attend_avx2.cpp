@@ -451,23 +451,36 @@ KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
 
 KVQ_AVX2 void axpyLutAvx2(const uint8_t *packed, int64_t first, int bits,
                           const float *lut, int64_t nq, int64_t d, float *acc) {
-  if (!aligned(first, bits, d) || bits > 3)
+  if (!aligned(first, bits, d) || bits > 4)
     return referenceAttendOps().axpyLut(packed, first, bits, lut, nq, d, acc);
-  // Up to 8 levels: the table is one register, vpermps is the lookup.
+  // Up to 16 levels: the table is one or two registers and vpermps is the
+  // lookup (it reads the low three index bits; with 16 levels bit 3,
+  // shifted into the sign, picks the upper half through vblendvps). The
+  // tables of query j are loaded once per row (each element still gets
+  // one addition, so the order across j and c does not matter).
   const CodeRow row{packed + first * bits / 8, bits};
   const int L = 1 << bits;
-  for (int64_t c = 0; c < d; c += 16) {
-    __m256i a, b;
-    row.codes(c, a, b);
-    for (int64_t j = 0; j < nq; ++j) {
-      alignas(32) float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::copy(lut + j * L, lut + (j + 1) * L, t);
-      const __m256 tv = _mm256_load_ps(t);
-      float *o = acc + j * d + c;
-      _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o),
-                                        _mm256_permutevar8x32_ps(tv, a)));
-      _mm256_storeu_ps(o + 8, _mm256_add_ps(_mm256_loadu_ps(o + 8),
-                                            _mm256_permutevar8x32_ps(tv, b)));
+  for (int64_t j = 0; j < nq; ++j) {
+    alignas(32) float t[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                               0, 0, 0, 0, 0, 0, 0, 0};
+    std::copy(lut + j * L, lut + (j + 1) * L, t);
+    const __m256 lo = _mm256_load_ps(t), hi = _mm256_load_ps(t + 8);
+    auto lookup = [&](__m256i code) KVQ_AVX2 {
+      const __m256 v = _mm256_permutevar8x32_ps(lo, code);
+      if (L <= 8)
+        return v;
+      return _mm256_blendv_ps(
+          v, _mm256_permutevar8x32_ps(hi, code),
+          _mm256_castsi256_ps(_mm256_slli_epi32(code, 28)));
+    };
+    float *o = acc + j * d;
+    for (int64_t c = 0; c < d; c += 16) {
+      __m256i a, b;
+      row.codes(c, a, b);
+      _mm256_storeu_ps(o + c,
+                       _mm256_add_ps(_mm256_loadu_ps(o + c), lookup(a)));
+      _mm256_storeu_ps(o + c + 8,
+                       _mm256_add_ps(_mm256_loadu_ps(o + c + 8), lookup(b)));
     }
   }
 }

@@ -159,6 +159,30 @@ TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
   }
 }
 
+TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
+  REQUIRE_SIMD_ATTEND();
+  for (int bits : {2, 3, 4, 8}) {
+    const Data t = makeData(bits, 110 + bits);
+    const int64_t L = int64_t{1} << bits, nq = 3;
+    std::vector<float> lut(static_cast<size_t>(nq * L));
+    Rng rng(9);
+    for (float &x : lut)
+      x = static_cast<float>(rng.normal());
+    std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.5f), want = acc;
+    for (int64_t r = 0; r < t.rows; ++r) {
+      ops.axpyLut(t.packed.data(), r * t.d, bits, lut.data(), nq, t.d,
+                  acc.data());
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t c = 0; c < t.d; ++c)
+          want[static_cast<size_t>(j * t.d + c)] += lut[static_cast<size_t>(
+              j * L + packedCodeAt(t.packed.data(), r * t.d + c, bits))];
+    }
+    for (size_t e = 0; e < acc.size(); ++e)
+      ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
+          << "bits " << bits << " element " << e;
+  }
+}
+
 TEST(AttendOrder, WeightedSumsAreOneFmaPerElementAndRow) {
   REQUIRE_SIMD_ATTEND();
   for (int bits : {2, 4, 8}) {
