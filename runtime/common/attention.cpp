@@ -21,8 +21,11 @@ using namespace kvq;
 namespace {
 
 /// Tokens per chunk: the scores of a chunk ([chunk][heads][nq] floats) stay
-/// in L1/L2 between the key and the value pass.
-constexpr int64_t kChunk = 256;
+/// in L1/L2 between the key and the value pass, and so do the chunk's value
+/// rows, which the stores walk once per KV head. 128 measured ~5 % faster
+/// than 256 and 64 for a 32K-token KIVI-2 cache (8 heads x 128); a multiple
+/// of the usual key group (32) keeps groups whole inside a chunk.
+constexpr int64_t kChunk = 128;
 
 /// exp(x) for x <= 0 (Cephes' single-precision polynomial, a few ulp),
 /// exactly 0 below -87 and for -inf. Branch-free so the loops over a chunk
