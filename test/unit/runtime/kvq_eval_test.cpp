@@ -20,8 +20,15 @@
 
 namespace {
 
+/// A scratch path private to the running test: ctest runs the tests of
+/// this file as parallel processes, which must not share input files.
 std::string tmp(const std::string &name) {
-  return std::string(KVQ_EVAL_TMP) + "/kvq_eval_test_" + name;
+  const ::testing::TestInfo *test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string owner = test ? std::string(test->test_suite_name()) + "." +
+                                 test->name()
+                           : "global";
+  return std::string(KVQ_EVAL_TMP) + "/kvq_eval_test_" + owner + "_" + name;
 }
 
 struct RunResult {
