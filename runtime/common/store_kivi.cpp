@@ -328,8 +328,14 @@ void KiviStore::attendKeys(AttendJob &job) const {
       row += !slots_[static_cast<size_t>(p)].sink;
     const uint8_t *block = groups_[static_cast<size_t>(group)].p;
     const uint16_t *scales = reinterpret_cast<const uint16_t *>(block);
+    // With one query vector per head the folded queries are one
+    // element-wise product over all C channels: one call instead of H.
+    if (nq == 1)
+      job.ops.mulHalf(scales, job.q.data(), 1, C, folded);
     for (int64_t h = 0; h < H; ++h) {
-      job.ops.mulHalf(scales + h * d, job.query(h), nq, d, folded + h * nq * d);
+      if (nq != 1)
+        job.ops.mulHalf(scales + h * d, job.query(h), nq, d,
+                        folded + h * nq * d);
       job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d, bias + h * nq);
     }
     int64_t n = 0;
@@ -345,51 +351,112 @@ void KiviStore::attendKeys(AttendJob &job) const {
       rowOf[static_cast<size_t>(n++)] = p;
     }
     const uint8_t *codes = block + 4 * C;
+    // Without a sink in the group the coded rows are the chunk's rows
+    // t .. end - 1, so the kernels write the score rows in place and the
+    // bias is added over the whole [rows][heads][nq] block at once; tmp and
+    // the row indirection are only needed around sinks. Either way each
+    // score is the kernel's dot plus the bias, one addition.
+    const bool inPlace = n == end - t;
+    const int64_t K = H * nq;
+    // The dot products are arithmetic-bound while the value pass that
+    // follows waits on its blocks (one allocation per token, a stride the
+    // hardware prefetcher does not follow): each head's turn asks for the
+    // value blocks of 1/H of the group's tokens, so those loads overlap
+    // with the arithmetic and never arrive as one burst.
+    const int64_t vBytes = valueBlockBytes(), share = (end - t + H - 1) / H;
     for (int64_t h = 0; h < H; ++h) {
+      float *out = inPlace ? job.scoreRow(t, h) : tmp;
+      const int64_t stride = inPlace ? K : nq;
       if (byteRows) {
         for (int64_t i = 0; i < n; ++i)
           job.codeRows[static_cast<size_t>(i)] =
               codes + ((row + i) * C + h * d) * kb_ / 8;
         job.ops.dotCodesRows(job.codeRows.data(), n, kb_, folded + h * nq * d,
-                             nq, d, tmp, nq);
+                             nq, d, out, stride);
       } else {
         for (int64_t i = 0; i < n; ++i)
           job.ops.dotCodes(codes, (row + i) * C + h * d, kb_,
-                           folded + h * nq * d, nq, d, tmp + i * nq);
+                           folded + h * nq * d, nq, d, out + i * stride);
       }
-      for (int64_t i = 0; i < n; ++i) {
-        float *o = job.scoreRow(rowOf[static_cast<size_t>(i)], h);
-        for (int64_t j = 0; j < nq; ++j)
-          o[j] = tmp[i * nq + j] + bias[h * nq + j];
-      }
+      const int64_t p1 = std::min(end, t + (h + 1) * share);
+      for (int64_t p = t + h * share; p < p1; ++p)
+        if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+          for (int64_t off = 0; off < vBytes; off += 64)
+            __builtin_prefetch(v + off);
+      if (!inPlace)
+        for (int64_t i = 0; i < n; ++i) {
+          float *o = job.scoreRow(rowOf[static_cast<size_t>(i)], h);
+          for (int64_t j = 0; j < nq; ++j)
+            o[j] = tmp[i * nq + j] + bias[h * nq + j];
+        }
+    }
+    if (inPlace) {
+      float *__restrict o = job.scoreRow(t, 0);
+      const float *__restrict b = bias;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < K; ++k)
+          o[i * K + k] += b[k];
     }
     t = end;
   }
 }
 
+/// Per coded token of a chunk: its group weights ws[k*PH + g] = w[k] *
+/// scale[h*PH + g] and the zero-point sums zsum[k*PH + g] += w[k] *
+/// zero[h*PH + g], for the K = heads * nq query vectors k = h*nq + j (PH
+/// groups per head row). PH is a template parameter for the usual shapes so
+/// the g loop is straight-line and the compiler vectorizes across groups;
+/// each element is still one multiply and one add in token order (no
+/// contraction: -ffp-contract=off), so every ISA rounds the same way.
+template <int PH>
+void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
+                  const float *sz, int64_t heads, int64_t nq,
+                  int64_t perHeadRt, float *__restrict ws,
+                  float *__restrict zsum) {
+  const int64_t perHead = PH > 0 ? PH : perHeadRt;
+  const int64_t perRow = heads * perHead, stride = heads * nq * perHead;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *__restrict w = scores + rowOf[i] * heads * nq;
+    const float *__restrict sc = sz + i * 2 * perRow;
+    const float *__restrict zr = sc + perRow;
+    float *__restrict wsRow = ws + i * stride;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t j = 0; j < nq; ++j) {
+        const float wj = w[h * nq + j];
+        const int64_t k = (h * nq + j) * perHead;
+        for (int64_t g = 0; g < perHead; ++g) {
+          wsRow[k + g] = wj * sc[h * perHead + g];
+          zsum[k + g] += wj * zr[h * perHead + g];
+        }
+      }
+  }
+}
+
 /// Values: per-token groups; the weight times each group's scale scales
 /// the raw codes (axpyCodesRows over the chunk's coded tokens, per head),
-/// and weight x zero is summed per group and added once per chunk.
+/// and weight x zero is summed per group and added once per chunk. The
+/// walk touches each token's slot once: it records the block, converts
+/// the block's scales and zeros, and every later step works on those
+/// chunk-wide arrays.
 void KiviStore::attendValues(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
   const int64_t perRow = C / G_, perHead = d / G_, chunk = job.t1 - job.t0;
-  job.scratch2.assign(static_cast<size_t>(H * nq * perHead), 0.0f);
+  const int64_t wsStride = H * nq * perHead;
+  job.scratch2.assign(static_cast<size_t>(wsStride), 0.0f);
   job.scratch3.resize(
-      static_cast<size_t>(chunk * 2 * perRow + chunk * H * nq * perHead));
+      static_cast<size_t>(chunk * 2 * perRow + chunk * wsStride));
   float *zsum = job.scratch2.data(), *sz = job.scratch3.data();
   float *ws = sz + chunk * 2 * perRow;
+  // codeRows: [0, chunk) one head's rows for the kernel, [chunk, 2 chunk)
+  // each coded token's code block; positions: its row in the chunk.
+  job.codeRows.resize(static_cast<size_t>(2 * chunk));
   job.positions.resize(static_cast<size_t>(chunk));
-  job.codeRows.resize(static_cast<size_t>(chunk));
+  const uint8_t **rowsOut = job.codeRows.data();
+  const uint8_t **blocks = rowsOut + chunk;
   int64_t n = 0; // coded tokens of the chunk
-  const int64_t blockBytes = valueBlockBytes(), kAhead = 32;
   for (int64_t t = job.t0; t < job.t1; ++t) {
+    // The blocks were prefetched during the key pass (attendKeys).
     const Slot &s = slots_[static_cast<size_t>(t)];
-    // Every token is its own payload block: the hardware prefetcher does
-    // not see the stream, so ask for a block a few tokens ahead.
-    if (t + kAhead < static_cast<int64_t>(slots_.size()))
-      if (const uint8_t *ahead = slots_[static_cast<size_t>(t + kAhead)].vq.p)
-        for (int64_t off = 0; off < blockBytes; off += 64)
-          __builtin_prefetch(ahead + off);
     if (s.vf) {
       const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
       for (int64_t h = 0; h < H; ++h)
@@ -399,47 +466,45 @@ void KiviStore::attendValues(AttendJob &job) const {
     }
     job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.vq.p),
                          2 * perRow, sz + n * 2 * perRow);
-    job.positions[static_cast<size_t>(n++)] = t;
+    blocks[n] = s.vq.p + 4 * perRow;
+    job.positions[static_cast<size_t>(n++)] = t - job.t0;
   }
-  // Per token, all heads at once: the group weights ws[i][h][j][g] and
-  // the zero-point sums (token-major, so no store-to-load chain on zsum).
-  const int64_t wsStride = H * nq * perHead;
-  for (int64_t i = 0; i < n; ++i) {
-    const float *w = job.scoreRow(job.positions[static_cast<size_t>(i)], 0);
-    const float *rowSz = sz + i * 2 * perRow;
-    float *wsRow = ws + i * wsStride;
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t j = 0; j < nq; ++j) {
-        const float wj = w[h * nq + j];
-        for (int64_t g = 0; g < perHead; ++g) {
-          wsRow[(h * nq + j) * perHead + g] = wj * rowSz[h * perHead + g];
-          zsum[(h * nq + j) * perHead + g] += wj * rowSz[perRow + h * perHead + g];
-        }
-      }
+  const float *scores = job.scores.data();
+  const int64_t *rowOf = job.positions.data();
+#define KVQ_GROUP_WEIGHTS(PH)                                                  \
+  groupWeights<PH>(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
+  switch (perHead) {
+  case 1: KVQ_GROUP_WEIGHTS(1); break;
+  case 2: KVQ_GROUP_WEIGHTS(2); break;
+  case 4: KVQ_GROUP_WEIGHTS(4); break;
+  case 8: KVQ_GROUP_WEIGHTS(8); break;
+  default: KVQ_GROUP_WEIGHTS(0); break;
   }
+#undef KVQ_GROUP_WEIGHTS
   const bool byteRows = (d * vb_) % 8 == 0;
   for (int64_t h = 0; h < H; ++h) {
     const float *wsHead = ws + h * nq * perHead;
     if (byteRows) {
+      const int64_t off = h * d * vb_ / 8;
       for (int64_t i = 0; i < n; ++i)
-        job.codeRows[static_cast<size_t>(i)] =
-            slots_[static_cast<size_t>(job.positions[static_cast<size_t>(i)])]
-                .vq.p +
-            4 * perRow + h * d * vb_ / 8;
-      job.ops.axpyCodesRows(job.codeRows.data(), n, vb_, wsHead, wsStride, G_,
-                            nq, d, job.accumulator(h));
+        rowsOut[i] = blocks[i] + off;
+      job.ops.axpyCodesRows(rowsOut, n, vb_, wsHead, wsStride, G_, nq, d,
+                            job.accumulator(h));
     } else {
       for (int64_t i = 0; i < n; ++i)
-        job.ops.axpyCodes(
-            slots_[static_cast<size_t>(job.positions[static_cast<size_t>(i)])]
-                    .vq.p +
-                4 * perRow,
-            h * d, vb_, wsHead + i * wsStride, G_, nq, d, job.accumulator(h));
+        job.ops.axpyCodes(blocks[i], h * d, vb_, wsHead + i * wsStride, G_, nq,
+                          d, job.accumulator(h));
     }
   }
+  // One zero-point sum per (query vector, group), added to its G channels.
+  float *acc = job.acc.data();
   for (int64_t k = 0; k < H * nq; ++k)
-    for (int64_t c = 0; c < d; ++c)
-      job.acc[static_cast<size_t>(k * d + c)] += zsum[k * perHead + c / G_];
+    for (int64_t g = 0; g < perHead; ++g) {
+      const float z = zsum[k * perHead + g];
+      float *a = acc + k * d + g * G_;
+      for (int64_t c = 0; c < G_; ++c)
+        a[c] += z;
+    }
 }
 
 void KiviStore::addStats(kvq_stats &st) const {
