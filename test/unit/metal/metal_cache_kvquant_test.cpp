@@ -94,69 +94,7 @@ public:
   }
 
   void expectSame(int layer, uint64_t seed) {
-    int64_t lc = -1, lg = -2;
-    ASSERT_EQ(KVQ_OK, kvq_cache_length(cpu_, layer, &lc));
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_length(gpu_, layer, &lg));
-    ASSERT_EQ(lc, lg);
-    for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
-      const size_t bytes = lc * channels() * (dtype == KVQ_DTYPE_F16 ? 2 : 4);
-      std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1),
-          kg(bytes + 1, 1), vg(bytes + 1, 1);
-      ASSERT_EQ(KVQ_OK, kvq_cache_fetch(cpu_, layer, kc.data(), vc.data(),
-                                        lc, dtype));
-      ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu_, layer, kg.data(),
-                                              vg.data(), lc, dtype))
-          << kvq_last_error();
-      EXPECT_EQ(kc, kg) << "keys, dtype " << dtype << ", length " << lc;
-      EXPECT_EQ(vc, vg) << "values, dtype " << dtype << ", length " << lc;
-    }
-    for (int l : {layer, -1}) {
-      kvq_stats a, b;
-      ASSERT_EQ(KVQ_OK, kvq_cache_stats(cpu_, l, &a));
-      ASSERT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, l, &b));
-      EXPECT_EQ(a.tokens, b.tokens);
-      EXPECT_EQ(a.compressed_tokens, b.compressed_tokens);
-      EXPECT_EQ(a.sink_tokens, b.sink_tokens);
-      EXPECT_EQ(a.residual_tokens, b.residual_tokens);
-      EXPECT_EQ(a.code_bytes, b.code_bytes);
-      EXPECT_EQ(a.scale_zero_bytes, b.scale_zero_bytes);
-      EXPECT_EQ(a.level_table_bytes, b.level_table_bytes);
-      EXPECT_EQ(a.outlier_bytes, b.outlier_bytes);
-      EXPECT_EQ(a.outlier_count, b.outlier_count);
-      EXPECT_EQ(a.sink_bytes, b.sink_bytes);
-      EXPECT_EQ(a.residual_bytes, b.residual_bytes);
-      EXPECT_EQ(a.total_bytes, b.total_bytes);
-      EXPECT_EQ(a.fp16_bytes, b.fp16_bytes);
-      EXPECT_EQ(a.effective_bits, b.effective_bits);
-    }
-    int64_t nc = 0, ng = 0;
-    std::vector<int64_t> pc(64, -1), pg(64, -1);
-    ASSERT_EQ(KVQ_OK,
-              kvq_cache_sink_positions(cpu_, layer, pc.data(), 64, &nc));
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_sink_positions(gpu_, layer, pg.data(),
-                                                     64, &ng));
-    EXPECT_EQ(nc, ng);
-    EXPECT_EQ(pc, pg);
-
-    // Attention: a batch of the last few positions, grouped-query heads.
-    const int64_t nq = std::min<int64_t>(3, lc);
-    const int32_t qHeads = 2 * c_.kvHeads;
-    const int64_t elems = nq * qHeads * c_.headDim;
-    std::vector<float> q(elems), oc(elems), og(elems);
-    kvqtest::Rng rng(seed);
-    for (auto &x : q)
-      x = static_cast<float>(rng.normal());
-    ASSERT_EQ(KVQ_OK, kvq_cache_attend(cpu_, layer, q.data(), nq, qHeads,
-                                       oc.data()));
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_attend(gpu_, layer, q.data(), nq,
-                                             qHeads, og.data()))
-        << kvq_last_error();
-    float scale = 0;
-    for (float x : oc)
-      scale = std::max(scale, std::fabs(x));
-    for (int64_t i = 0; i < elems; ++i)
-      ASSERT_NEAR(oc[i], og[i], 2e-5f * std::max(scale, 1.0f))
-          << "attention element " << i << ", length " << lc;
+    expectCachesMatch(cpu_, gpu_, layer, c_.kvHeads, c_.headDim, seed);
   }
 
   kvq_stats gpuStats(int layer) const {

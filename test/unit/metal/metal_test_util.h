@@ -1,7 +1,7 @@
 //===- metal_test_util.h - Shared helpers of the Metal tests ----*- C++ -*-===//
 //
 // Seeded matrices in fp16 or f32 (with planted constant groups, outliers and
-// ties), masks, and the context under test.
+// ties), masks, the context under test, and the CPU-vs-Metal cache check.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_TEST_UNIT_METAL_TEST_UTIL_H
@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -93,6 +95,79 @@ inline std::vector<uint8_t> randomMask(int64_t n, double p, uint64_t seed) {
   for (auto &b : mask)
     b = rng.uniform() < p ? 1 : 0;
   return mask;
+}
+
+/// Requires the CPU cache and the Metal cache fed the same updates to agree:
+/// the same length, bit-identical fetch (f16 and f32), every stats field of
+/// the layer and of the whole cache, the same sink positions, and attention
+/// of a GQA batch within 2e-5 of the output scale (the CPU sums in double).
+inline void expectCachesMatch(kvq_cache_t *cpu, kvq_metal_cache_t *gpu,
+                              int layer, int32_t kvHeads, int32_t headDim,
+                              uint64_t seed) {
+  const int64_t channels = int64_t{kvHeads} * headDim;
+  int64_t lc = -1, lg = -2;
+  ASSERT_EQ(KVQ_OK, kvq_cache_length(cpu, layer, &lc));
+  ASSERT_EQ(KVQ_OK, kvq_metal_cache_length(gpu, layer, &lg));
+  ASSERT_EQ(lc, lg);
+  for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
+    const size_t bytes = lc * channels * (dtype == KVQ_DTYPE_F16 ? 2 : 4);
+    std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1),
+        kg(bytes + 1, 1), vg(bytes + 1, 1);
+    ASSERT_EQ(KVQ_OK, kvq_cache_fetch(cpu, layer, kc.data(), vc.data(),
+                                      lc, dtype));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu, layer, kg.data(),
+                                            vg.data(), lc, dtype))
+        << kvq_last_error();
+    EXPECT_EQ(kc, kg) << "keys, dtype " << dtype << ", length " << lc;
+    EXPECT_EQ(vc, vg) << "values, dtype " << dtype << ", length " << lc;
+  }
+  for (int l : {layer, -1}) {
+    kvq_stats a, b;
+    ASSERT_EQ(KVQ_OK, kvq_cache_stats(cpu, l, &a));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu, l, &b));
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.compressed_tokens, b.compressed_tokens);
+    EXPECT_EQ(a.sink_tokens, b.sink_tokens);
+    EXPECT_EQ(a.residual_tokens, b.residual_tokens);
+    EXPECT_EQ(a.code_bytes, b.code_bytes);
+    EXPECT_EQ(a.scale_zero_bytes, b.scale_zero_bytes);
+    EXPECT_EQ(a.level_table_bytes, b.level_table_bytes);
+    EXPECT_EQ(a.outlier_bytes, b.outlier_bytes);
+    EXPECT_EQ(a.outlier_count, b.outlier_count);
+    EXPECT_EQ(a.sink_bytes, b.sink_bytes);
+    EXPECT_EQ(a.residual_bytes, b.residual_bytes);
+    EXPECT_EQ(a.total_bytes, b.total_bytes);
+    EXPECT_EQ(a.fp16_bytes, b.fp16_bytes);
+    EXPECT_EQ(a.effective_bits, b.effective_bits);
+  }
+  int64_t nc = 0, ng = 0;
+  std::vector<int64_t> pc(64, -1), pg(64, -1);
+  ASSERT_EQ(KVQ_OK,
+            kvq_cache_sink_positions(cpu, layer, pc.data(), 64, &nc));
+  ASSERT_EQ(KVQ_OK, kvq_metal_cache_sink_positions(gpu, layer, pg.data(),
+                                                   64, &ng));
+  EXPECT_EQ(nc, ng);
+  EXPECT_EQ(pc, pg);
+
+  // Attention: a batch of the last few positions, grouped-query heads.
+  const int64_t nq = std::min<int64_t>(3, lc);
+  const int32_t qHeads = 2 * kvHeads;
+  const int64_t elems = nq * qHeads * headDim;
+  std::vector<float> q(elems), oc(elems), og(elems);
+  kvqtest::Rng rng(seed);
+  for (auto &x : q)
+    x = static_cast<float>(rng.normal());
+  ASSERT_EQ(KVQ_OK, kvq_cache_attend(cpu, layer, q.data(), nq, qHeads,
+                                     oc.data()));
+  ASSERT_EQ(KVQ_OK, kvq_metal_cache_attend(gpu, layer, q.data(), nq,
+                                           qHeads, og.data()))
+      << kvq_last_error();
+  float scale = 0;
+  for (float x : oc)
+    scale = std::max(scale, std::fabs(x));
+  for (int64_t i = 0; i < elems; ++i)
+    ASSERT_NEAR(oc[i], og[i], 2e-5f * std::max(scale, 1.0f))
+        << "attention element " << i << ", length " << lc;
 }
 
 } // namespace kvqmetaltest
