@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
+#include "bitpack_swar.h"
 
 #include <cstring>
 
@@ -50,4 +51,28 @@ void kvq::unpackCodesRef(const uint8_t *packed, int64_t n, int bits,
     acc >>= bits;
     filled -= bits;
   }
+}
+
+/// Eight codes per word; the tail goes through the reference.
+void kvq::packCodesSwar(const uint8_t *codes, int64_t n, int bits,
+                        uint8_t *out) {
+  const int64_t n8 = n & ~int64_t{7};
+  for (int64_t i = 0; i < n8; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, codes + i, 8);
+    storeBytes(out + i * bits / 8, compress8(w, bits), bits);
+  }
+  if (n8 < n)
+    packCodesRef(codes + n8, n - n8, bits, out + n8 * bits / 8);
+}
+
+void kvq::unpackCodesSwar(const uint8_t *packed, int64_t n, int bits,
+                          uint8_t *codes) {
+  const int64_t n8 = n & ~int64_t{7};
+  for (int64_t i = 0; i < n8; i += 8) {
+    uint64_t w = expand8(loadBytes(packed + i * bits / 8, bits), bits);
+    std::memcpy(codes + i, &w, 8);
+  }
+  if (n8 < n)
+    unpackCodesRef(packed + n8 * bits / 8, n - n8, bits, codes + n8);
 }

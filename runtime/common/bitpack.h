@@ -22,6 +22,12 @@ void packCodesRef(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
 void unpackCodesRef(const uint8_t *packed, int64_t n, int bits,
                     uint8_t *codes);
 
+/// Word-at-a-time versions of packCodesRef / unpackCodesRef (same bytes),
+/// used by the SIMD kernel tables.
+void packCodesSwar(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
+void unpackCodesSwar(const uint8_t *packed, int64_t n, int bits,
+                     uint8_t *codes);
+
 /// Code i of a packed stream (random access, used by row decoding).
 inline uint8_t packedCodeAt(const uint8_t *packed, int64_t i, int bits) {
   int64_t bit = i * bits;

@@ -11,6 +11,7 @@
 #ifndef KVQ_RUNTIME_NEON_NEON_UTIL_H
 #define KVQ_RUNTIME_NEON_NEON_UTIL_H
 
+#include "bitpack_swar.h"
 #include "kvq/runtime.h"
 
 #include <arm_neon.h>
@@ -49,52 +50,6 @@ inline void store8(void *out, kvq_dtype dtype, int64_t i, float32x4_t lo,
   }
 }
 
-/// Eight byte codes (each < 2^bits) -> 8*bits bits, LSB first.
-inline uint64_t compress8(uint64_t w, int bits) {
-  if (bits == 8)
-    return w;
-  const uint64_t b = static_cast<uint64_t>(bits);
-  const uint64_t m16 = (uint64_t{1} << (2 * b)) - 1;
-  const uint64_t m32 = (uint64_t{1} << (4 * b)) - 1;
-  const uint64_t m64 = (uint64_t{1} << (8 * b)) - 1;
-  w = (w | (w >> (8 - b))) & (m16 * 0x0001000100010001ull);
-  w = (w | (w >> (16 - 2 * b))) & (m32 * 0x0000000100000001ull);
-  return (w | (w >> (32 - 4 * b))) & m64;
-}
-
-/// Inverse of compress8.
-inline uint64_t expand8(uint64_t w, int bits) {
-  if (bits == 8)
-    return w;
-  const uint64_t b = static_cast<uint64_t>(bits);
-  const uint64_t m8 = (uint64_t{1} << b) - 1;
-  const uint64_t m16 = (uint64_t{1} << (2 * b)) - 1;
-  const uint64_t m32 = (uint64_t{1} << (4 * b)) - 1;
-  w = (w | (w << (32 - 4 * b))) & (m32 * 0x0000000100000001ull);
-  w = (w | (w << (16 - 2 * b))) & (m16 * 0x0001000100010001ull);
-  return (w | (w << (8 - b))) & (m8 * 0x0101010101010101ull);
-}
-
-/// The `bits` bytes of 8 codes at a byte boundary, as a little-endian word.
-inline uint64_t loadBytes(const uint8_t *p, int bits) {
-  uint64_t w = 0;
-  switch (bits) {
-  case 2: std::memcpy(&w, p, 2); break;
-  case 3: std::memcpy(&w, p, 3); break;
-  case 4: std::memcpy(&w, p, 4); break;
-  default: std::memcpy(&w, p, 8); break;
-  }
-  return w;
-}
-
-inline void storeBytes(uint8_t *p, uint64_t w, int bits) {
-  switch (bits) {
-  case 2: std::memcpy(p, &w, 2); break;
-  case 3: std::memcpy(p, &w, 3); break;
-  case 4: std::memcpy(p, &w, 4); break;
-  default: std::memcpy(p, &w, 8); break;
-  }
-}
 
 /// Eight codes as two uint32x4 halves from eight bytes.
 inline void widen8(uint64_t bytes, uint32x4_t &lo, uint32x4_t &hi) {

@@ -158,27 +158,6 @@ void groupDequantNeon(const uint8_t *codes, int layout, const uint16_t *scale,
   groupDequantRef(codes, layout, scale, zero, g, bits, out, dtype);
 }
 
-void packCodesNeon(const uint8_t *codes, int64_t n, int bits, uint8_t *out) {
-  const int64_t n8 = n & ~int64_t{7};
-  for (int64_t i = 0; i < n8; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, codes + i, 8);
-    storeBytes(out + i * bits / 8, compress8(w, bits), bits);
-  }
-  if (n8 < n)
-    packCodesRef(codes + n8, n - n8, bits, out + n8 * bits / 8);
-}
-
-void unpackCodesNeon(const uint8_t *packed, int64_t n, int bits,
-                     uint8_t *codes) {
-  const int64_t n8 = n & ~int64_t{7};
-  for (int64_t i = 0; i < n8; i += 8) {
-    uint64_t w = expand8(loadBytes(packed + i * bits / 8, bits), bits);
-    std::memcpy(codes + i, &w, 8);
-  }
-  if (n8 < n)
-    unpackCodesRef(packed + n8 * bits / 8, n - n8, bits, codes + n8);
-}
 
 void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
                        int64_t cols, const float *threshold, uint8_t *mask) {
@@ -200,8 +179,8 @@ void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
 } // namespace
 
 void kvq::neon::fillQuantNeon(KernelTable &t) {
-  t.packCodes = packCodesNeon;
-  t.unpackCodes = unpackCodesNeon;
+  t.packCodes = packCodesSwar;
+  t.unpackCodes = unpackCodesSwar;
   t.groupQuant = groupQuantNeon;
   t.groupDequant = groupDequantNeon;
   t.outlierScreen = outlierScreenNeon;

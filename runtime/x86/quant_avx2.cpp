@@ -522,27 +522,6 @@ KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
 // Strided primitives of the cache stores
 //===----------------------------------------------------------------------===//
 
-void packCodesFast(const uint8_t *codes, int64_t n, int bits, uint8_t *out) {
-  const int64_t n8 = n & ~int64_t{7};
-  for (int64_t i = 0; i < n8; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, codes + i, 8);
-    storeBytes(out + i * bits / 8, compress8(w, bits), bits);
-  }
-  if (n8 < n)
-    packCodesRef(codes + n8, n - n8, bits, out + n8 * bits / 8);
-}
-
-void unpackCodesFast(const uint8_t *packed, int64_t n, int bits,
-                     uint8_t *codes) {
-  const int64_t n8 = n & ~int64_t{7};
-  for (int64_t i = 0; i < n8; i += 8) {
-    uint64_t w = expand8(loadBytes(packed + i * bits / 8, bits), bits);
-    std::memcpy(codes + i, &w, 8);
-  }
-  if (n8 < n)
-    unpackCodesRef(packed + n8 * bits / 8, n - n8, bits, codes + n8);
-}
 
 KVQ_AVX2 void uniformCalibrateAvx2(const float *x, int64_t n, int64_t stride,
                                    const uint8_t *exclude, int64_t exStride,
@@ -589,8 +568,8 @@ KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
 } // namespace
 
 void kvq::x86::fillQuantAvx2(KernelTable &t) {
-  t.packCodes = packCodesFast;
-  t.unpackCodes = unpackCodesFast;
+  t.packCodes = packCodesSwar;
+  t.unpackCodes = unpackCodesSwar;
   t.uniformCalibrate = uniformCalibrateAvx2;
   t.uniformQuantize = uniformQuantizeAvx2;
   t.groupQuant = groupQuantAvx2;
