@@ -18,6 +18,12 @@ void halfToFloatNRef(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
+void halfRowsToFloatRef(const uint16_t *const *rows, int64_t n,
+                        int64_t count, float *out) {
+  for (int64_t r = 0; r < n; ++r)
+    halfToFloatNRef(rows[r], count, out + r * count);
+}
+
 void mulHalfRef(const uint16_t *h, const float *q, int64_t nq, int64_t d,
                 float *out) {
   for (int64_t c = 0; c < d; ++c) {
@@ -115,7 +121,7 @@ void axpyHalfRowsRef(const uint16_t *const *rows, int64_t n, const float *w,
 
 const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
-      halfToFloatNRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
+      halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
       axpyHalfRowsRef, dotLutRef,        axpyLutRef};
   return ops;

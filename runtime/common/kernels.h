@@ -170,6 +170,10 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 struct AttendOps {
   /// out[i] = half(h[i]) for n values (block scales, zeros, levels).
   void (*halfToFloatN)(const uint16_t *h, int64_t n, float *out);
+  /// out[r*count + i] = half(rows[r][i]): halfToFloatN over many blocks in
+  /// one call (the per-token value headers of an attention chunk).
+  void (*halfRowsToFloat)(const uint16_t *const *rows, int64_t n,
+                          int64_t count, float *out);
   /// out[j*d + c] = q[j*d + c] * half(h[c]): folds per-channel key scales
   /// into the queries.
   void (*mulHalf)(const uint16_t *h, const float *q, int64_t nq, int64_t d,

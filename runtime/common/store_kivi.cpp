@@ -409,7 +409,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
 /// each element is still one multiply and one add in token order (no
 /// contraction: -ffp-contract=off), so every ISA rounds the same way.
 template <int PH>
-void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
+__attribute__((always_inline)) inline void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
                   const float *sz, int64_t heads, int64_t nq,
                   int64_t perHeadRt, float *__restrict ws,
                   float *__restrict zsum) {
@@ -432,12 +432,35 @@ void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
   }
 }
 
+/// groupWeights<PH> for the usual shapes, each with an AVX2 clone on
+/// x86_64 (chosen at load time; the same operations, eight lanes instead
+/// of four, so the same bits).
+#if defined(__x86_64__) && defined(__ELF__)
+#define KVQ_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define KVQ_CLONES
+#endif
+#define KVQ_GROUP_WEIGHTS_FN(PH)                                               \
+  KVQ_CLONES void groupWeights##PH(                                            \
+      const float *scores, const int64_t *rowOf, int64_t n, const float *sz,   \
+      int64_t heads, int64_t nq, int64_t perHeadRt, float *__restrict ws,      \
+      float *__restrict zsum) {                                                \
+    groupWeights<PH>(scores, rowOf, n, sz, heads, nq, perHeadRt, ws, zsum);    \
+  }
+KVQ_GROUP_WEIGHTS_FN(0)
+KVQ_GROUP_WEIGHTS_FN(1)
+KVQ_GROUP_WEIGHTS_FN(2)
+KVQ_GROUP_WEIGHTS_FN(4)
+KVQ_GROUP_WEIGHTS_FN(8)
+#undef KVQ_GROUP_WEIGHTS_FN
+#undef KVQ_CLONES
+
 /// Values: per-token groups; the weight times each group's scale scales
 /// the raw codes (axpyCodesRows over the chunk's coded tokens, per head),
 /// and weight x zero is summed per group and added once per chunk. The
-/// walk touches each token's slot once: it records the block, converts
-/// the block's scales and zeros, and every later step works on those
-/// chunk-wide arrays.
+/// walk touches each token's slot once: it records the block; one call then
+/// converts all blocks' scales and zeros, and every later step works on
+/// those chunk-wide arrays.
 void KiviStore::attendValues(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
   const int64_t perRow = C / G_, perHead = d / G_, chunk = job.t1 - job.t0;
@@ -451,6 +474,7 @@ void KiviStore::attendValues(AttendJob &job) const {
   // each coded token's code block; positions: its row in the chunk.
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
   job.positions.resize(static_cast<size_t>(chunk));
+  job.halfRows.resize(static_cast<size_t>(chunk));
   const uint8_t **rowsOut = job.codeRows.data();
   const uint8_t **blocks = rowsOut + chunk;
   int64_t n = 0; // coded tokens of the chunk
@@ -464,15 +488,17 @@ void KiviStore::attendValues(AttendJob &job) const {
                          job.accumulator(h));
       continue;
     }
-    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.vq.p),
-                         2 * perRow, sz + n * 2 * perRow);
+    job.halfRows[static_cast<size_t>(n)] =
+        reinterpret_cast<const uint16_t *>(s.vq.p);
     blocks[n] = s.vq.p + 4 * perRow;
     job.positions[static_cast<size_t>(n++)] = t - job.t0;
   }
+  // The coded tokens' scales and zeros, converted in one call.
+  job.ops.halfRowsToFloat(job.halfRows.data(), n, 2 * perRow, sz);
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
 #define KVQ_GROUP_WEIGHTS(PH)                                                  \
-  groupWeights<PH>(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
+  groupWeights##PH(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
   switch (perHead) {
   case 1: KVQ_GROUP_WEIGHTS(1); break;
   case 2: KVQ_GROUP_WEIGHTS(2); break;

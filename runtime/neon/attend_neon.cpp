@@ -119,6 +119,12 @@ void halfToFloatNNeon(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
+void halfRowsToFloatNeon(const uint16_t *const *rows, int64_t n,
+                         int64_t count, float *out) {
+  for (int64_t r = 0; r < n; ++r)
+    halfToFloatNNeon(rows[r], count, out + r * count);
+}
+
 void mulHalfNeon(const uint16_t *h, const float *q, int64_t nq, int64_t d,
                  float *out) {
   if (d % 8 != 0)
@@ -222,6 +228,7 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
 
 void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.halfToFloatN = halfToFloatNNeon;
+  ops.halfRowsToFloat = halfRowsToFloatNeon;
   ops.mulHalf = mulHalfNeon;
   ops.dotHalf = dotHalfNeon;
   ops.axpyHalf = axpyHalfNeon;

@@ -334,6 +334,12 @@ KVQ_AVX2 void halfToFloatNAvx2(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
+KVQ_AVX2 void halfRowsToFloatAvx2(const uint16_t *const *rows, int64_t n,
+                                  int64_t count, float *out) {
+  for (int64_t r = 0; r < n; ++r)
+    halfToFloatNAvx2(rows[r], count, out + r * count);
+}
+
 KVQ_AVX2 void mulHalfAvx2(const uint16_t *h, const float *q, int64_t nq,
                           int64_t d, float *out) {
   if (d % 8 != 0)
@@ -489,6 +495,7 @@ KVQ_AVX2 void axpyLutAvx2(const uint8_t *packed, int64_t first, int bits,
 
 void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.halfToFloatN = halfToFloatNAvx2;
+  ops.halfRowsToFloat = halfRowsToFloatAvx2;
   ops.mulHalf = mulHalfAvx2;
   ops.dotHalf = dotHalfAvx2;
   ops.axpyHalf = axpyHalfAvx2;

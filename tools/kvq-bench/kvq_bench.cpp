@@ -40,7 +40,29 @@ struct Options {
   bool json = false, quick = false, smoke = false;
   std::string kvqOpt; ///< empty: look next to this executable
   int layers = 32;
+  /// Sections to run (--only) and attention caches to time (--caches);
+  /// empty: all. Skipped sections print as empty lists / null.
+  std::vector<std::string> only, caches;
+  bool runs(const char *section) const { return selected(only, section); }
+  bool times(const char *cache) const { return selected(caches, cache); }
+  static bool selected(const std::vector<std::string> &list, const char *x) {
+    return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
+  }
 };
+
+/// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string> splitList(const std::string &s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i <= s.size();) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos)
+      j = s.size();
+    if (j > i)
+      out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
 
 struct QuantRow {
   std::string method;
@@ -376,6 +398,8 @@ void measureAttention(const Options &o, Report &r,
   const Effort e = effort(o);
   for (const CacheKind &kind : kinds)
     for (int64_t T : lengths) {
+      if (!o.times(kind.name))
+        continue;
       kvq_config cfg = cacheConfig(kind);
       kvq_cache_t *cache = nullptr;
       check(kvq_cache_create(&cfg, &cache), "cache_create");
@@ -497,8 +521,10 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                  a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
                  a.ms / a.boundMs, fp16 > 0 ? fp16 / a.ms : 0.0);
   }
-  std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
-               r.appendNs1k, r.appendNs64k, r.appendNs64k / r.appendNs1k);
+  if (r.appendNs1k > 0)
+    std::fprintf(f,
+                 "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
+                 r.appendNs1k, r.appendNs64k, r.appendNs64k / r.appendNs1k);
   if (r.compiled)
     std::fprintf(f, "compile: kvq-opt --kvq-to-llvm on %d layers: %.3f s\n",
                  o.layers, r.compileSeconds);
@@ -553,13 +579,19 @@ void usage() {
   std::fprintf(stderr,
                "usage: kvq-bench [--json] [--quick] [--kvq-opt=PATH] "
                "[--layers=N]\n"
+               "                 [--only=LIST] [--caches=LIST]\n"
                "  --json         one JSON object on stdout (the table goes "
                "to stderr)\n"
                "  --quick        reduced set, under a minute\n"
                "  --kvq-opt=PATH kvq-opt to time (default: next to "
                "kvq-bench)\n"
                "  --layers=N     layers of the generated graph (default 32)\n"
-               "  --smoke        tiny sizes, seconds (for the test suite)\n");
+               "  --smoke        tiny sizes, seconds (for the test suite)\n"
+               "  --only=LIST    sections to run, of quantize,attention,append,"
+               "compile\n"
+               "                 (default all; the baseline always runs)\n"
+               "  --caches=LIST  attention caches to time, of fp16,kivi2,"
+               "kivi4,kvquant3\n");
 }
 
 } // namespace
@@ -578,11 +610,28 @@ int main(int argc, char **argv) {
       o.kvqOpt = a.substr(10);
     else if (a.rfind("--layers=", 0) == 0)
       o.layers = std::atoi(a.c_str() + 9);
+    else if (a.rfind("--only=", 0) == 0)
+      o.only = splitList(a.substr(7));
+    else if (a.rfind("--caches=", 0) == 0)
+      o.caches = splitList(a.substr(9));
     else {
       usage();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  auto allKnown = [](const std::vector<std::string> &got,
+                     std::initializer_list<const char *> known) {
+    for (const std::string &g : got)
+      if (std::none_of(known.begin(), known.end(),
+                       [&](const char *k) { return g == k; })) {
+        std::fprintf(stderr, "kvq-bench: unknown name '%s'\n", g.c_str());
+        return false;
+      }
+    return true;
+  };
+  if (!allKnown(o.only, {"quantize", "attention", "append", "compile"}) ||
+      !allKnown(o.caches, {"fp16", "kivi2", "kivi4", "kvquant3"}))
+    return 2;
   if (o.layers < 1) {
     usage();
     return 2;
@@ -593,15 +642,23 @@ int main(int argc, char **argv) {
   const int64_t T = o.smoke ? 256 : (o.quick ? 4096 : 8192);
   const std::vector<uint16_t> k = gaussianHalfs(T * kChannels, 1);
   const std::vector<uint16_t> v = gaussianHalfs(T * kChannels, 2);
-  measureKivi(o, r, k, v, T);
-  measureNuq(o, r, k, v, T);
+  if (o.runs("quantize")) {
+    measureKivi(o, r, k, v, T);
+    measureNuq(o, r, k, v, T);
+  }
   // One pool of K (first half) and V rows feeds every cache.
   const int64_t poolTokens = T / 2;
-  measureAttention(o, r, k, poolTokens);
+  if (o.runs("attention"))
+    measureAttention(o, r, k, poolTokens);
   const int64_t big = o.smoke ? 4096 : 65536;
-  r.appendNs1k = appendNs(o, k, poolTokens, 1024);
-  r.appendNs64k = appendNs(o, k, poolTokens, big);
-  measureCompile(o, r);
+  if (o.runs("append")) {
+    r.appendNs1k = appendNs(o, k, poolTokens, 1024);
+    r.appendNs64k = appendNs(o, k, poolTokens, big);
+  }
+  if (o.runs("compile"))
+    measureCompile(o, r);
+  else
+    r.compileNote = "not run (--only)";
   r.loadEnd = loadAverage();
   if (o.json) {
     printHuman(stderr, r, o);
