@@ -417,5 +417,18 @@ TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
         r.halfToFloatN(row.data(), d, h1.data());
         s.halfToFloatN(row.data(), d, h2.data());
         ASSERT_EQ(h1, h2);
+        // Several blocks in one call, each converted like halfToFloatN
+        // (odd counts exercise the scalar tail).
+        const uint16_t *blocks[3] = {row.data(), row.data() + 1,
+                                     row.data() + d / 2};
+        const int64_t count = d / 2 - 1;
+        std::vector<float> b1(static_cast<size_t>(3 * count), -1.0f),
+            b2(b1.size(), -2.0f), want(b1.size());
+        r.halfRowsToFloat(blocks, 3, count, b1.data());
+        s.halfRowsToFloat(blocks, 3, count, b2.data());
+        for (int64_t i = 0; i < 3 * count; ++i)
+          want[static_cast<size_t>(i)] = halfToFloat(blocks[i / count][i % count]);
+        ASSERT_EQ(b1, want);
+        ASSERT_EQ(b2, want);
       }
 }
