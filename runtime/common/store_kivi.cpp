@@ -409,7 +409,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
 /// each element is still one multiply and one add in token order (no
 /// contraction: -ffp-contract=off), so every ISA rounds the same way.
 template <int PH>
-__attribute__((always_inline)) inline void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
+void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
                   const float *sz, int64_t heads, int64_t nq,
                   int64_t perHeadRt, float *__restrict ws,
                   float *__restrict zsum) {
@@ -431,29 +431,6 @@ __attribute__((always_inline)) inline void groupWeights(const float *scores, con
       }
   }
 }
-
-/// groupWeights<PH> for the usual shapes, each with an AVX2 clone on
-/// x86_64 (chosen at load time; the same operations, eight lanes instead
-/// of four, so the same bits).
-#if defined(__x86_64__) && defined(__ELF__)
-#define KVQ_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define KVQ_CLONES
-#endif
-#define KVQ_GROUP_WEIGHTS_FN(PH)                                               \
-  KVQ_CLONES void groupWeights##PH(                                            \
-      const float *scores, const int64_t *rowOf, int64_t n, const float *sz,   \
-      int64_t heads, int64_t nq, int64_t perHeadRt, float *__restrict ws,      \
-      float *__restrict zsum) {                                                \
-    groupWeights<PH>(scores, rowOf, n, sz, heads, nq, perHeadRt, ws, zsum);    \
-  }
-KVQ_GROUP_WEIGHTS_FN(0)
-KVQ_GROUP_WEIGHTS_FN(1)
-KVQ_GROUP_WEIGHTS_FN(2)
-KVQ_GROUP_WEIGHTS_FN(4)
-KVQ_GROUP_WEIGHTS_FN(8)
-#undef KVQ_GROUP_WEIGHTS_FN
-#undef KVQ_CLONES
 
 /// Values: per-token groups; the weight times each group's scale scales
 /// the raw codes (axpyCodesRows over the chunk's coded tokens, per head),
@@ -498,7 +475,7 @@ void KiviStore::attendValues(AttendJob &job) const {
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
 #define KVQ_GROUP_WEIGHTS(PH)                                                  \
-  groupWeights##PH(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
+  groupWeights<PH>(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
   switch (perHead) {
   case 1: KVQ_GROUP_WEIGHTS(1); break;
   case 2: KVQ_GROUP_WEIGHTS(2); break;
