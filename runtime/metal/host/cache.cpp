@@ -406,58 +406,20 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
 }
 
 kvq_status Layer::fetch(void *kout, void *vout, kvq_dtype dtype) const {
-  const int64_t n = length() * C_;
-  if (n == 0)
-    return KVQ_OK;
-  if (kvq_status s = checkGrid(n, "kvq_metal_cache_fetch"))
-    return s;
-  Staging st(dev_);
-  const size_t bytes = n * dtypeSize(dtype);
-  const Buffer *bk = st.make(bytes), *bv = st.make(bytes);
-  if (st.failed())
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_fetch: device "
-                                       "allocation failed");
-  kvq_metal_cache_view p = view();
-  p.dtype = static_cast<uint32_t>(dtype);
-  Arg args[] = {Arg::buf(dkref_.buffer()),   Arg::buf(dvref_.buffer()),
-                Arg::buf(dpool_.buffer()),   Arg::buf(dkarena_.buffer()),
-                Arg::buf(dkgoff_.buffer()),  Arg::buf(dvq_.buffer()),
-                Arg::buf(*bk),               Arg::buf(*bv),
-                Arg::val(p)};
-  if (kvq_status s = dev_.run("kvq_cache_fetch", args, 9,
-                              static_cast<uint32_t>(n), kPlainThreadgroup))
-    return s;
-  std::memcpy(kout, bk->data, bytes);
-  std::memcpy(vout, bv->data, bytes);
-  return KVQ_OK;
+  return runCacheFetch(dev_, "kvq_cache_fetch",
+                       {Arg::buf(dkref_.buffer()), Arg::buf(dvref_.buffer()),
+                        Arg::buf(dpool_.buffer()), Arg::buf(dkarena_.buffer()),
+                        Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer())},
+                       view(), length() * C_, dtype, kout, vout);
 }
 
 kvq_status Layer::attend(const float *q, int64_t nq, int32_t qHeads,
                          float *out) const {
-  const int64_t elems = nq * qHeads * cfg_.head_dim;
-  if (kvq_status s = checkGrid(nq * qHeads * int64_t{kSimdgroup},
-                               "kvq_metal_cache_attend"))
-    return s;
-  Staging st(dev_);
-  const Buffer *bq = st.make(4 * elems, q), *bo = st.make(4 * elems);
-  if (st.failed())
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_attend: device "
-                                       "allocation failed");
-  kvq_metal_cache_view p = view();
-  p.n_queries = static_cast<uint64_t>(nq);
-  p.q_heads = static_cast<uint32_t>(qHeads);
-  p.scale = static_cast<float>(1.0 / std::sqrt(double(cfg_.head_dim)));
-  Arg args[] = {Arg::buf(*bq),              Arg::buf(*bo),
-                Arg::buf(dkref_.buffer()),  Arg::buf(dvref_.buffer()),
-                Arg::buf(dpool_.buffer()),  Arg::buf(dkarena_.buffer()),
-                Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer()),
-                Arg::val(p)};
-  if (kvq_status s = dev_.run(
-          "kvq_cache_attend", args, 9,
-          static_cast<uint32_t>(nq * qHeads * kSimdgroup), kSimdgroup))
-    return s;
-  std::memcpy(out, bo->data, 4 * elems);
-  return KVQ_OK;
+  return runCacheAttend(dev_, "kvq_cache_attend",
+                        {Arg::buf(dkref_.buffer()), Arg::buf(dvref_.buffer()),
+                         Arg::buf(dpool_.buffer()), Arg::buf(dkarena_.buffer()),
+                         Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer())},
+                        view(), q, nq, qHeads, cfg_.head_dim, out);
 }
 
 void Layer::addStats(kvq_stats &s) const {
