@@ -87,14 +87,16 @@ void dotLutRef(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
-void axpyLutRef(const uint8_t *packed, int64_t first, int bits,
-                const float *lut, int64_t nq, int64_t d, float *acc) {
-  const int64_t L = int64_t{1} << bits;
-  for (int64_t c = 0; c < d; ++c) {
-    int64_t code = packedCodeAt(packed, first + c, bits);
-    for (int64_t j = 0; j < nq; ++j)
-      acc[j * d + c] += lut[j * L + code];
-  }
+void axpyLutRowsRef(const uint8_t *const *rows, int64_t n, int bits,
+                    const float *luts, int64_t lutStride, int64_t nq,
+                    int64_t d, float *acc) {
+  const int64_t E = lutEntries(bits);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < d; ++c) {
+      const int64_t code = packedCodeAt(rows[r], c, bits);
+      for (int64_t j = 0; j < nq; ++j)
+        acc[j * d + c] += luts[r * lutStride + j * E + code];
+    }
 }
 
 void dotCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
@@ -123,6 +125,6 @@ const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
-      axpyHalfRowsRef, dotLutRef,        axpyLutRef};
+      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef};
   return ops;
 }

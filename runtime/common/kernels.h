@@ -209,10 +209,21 @@ struct AttendOps {
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
   void (*dotLut)(const uint8_t *packed, int64_t first, int bits,
                  const float *lut, int64_t nq, int64_t d, float *out);
-  /// acc[j*d + c] += lut[j * 2^bits + code_c] (one table per row).
-  void (*axpyLut)(const uint8_t *packed, int64_t first, int bits,
-                  const float *lut, int64_t nq, int64_t d, float *acc);
+  /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
+  /// c)] over the rows in order (one table per row and query vector, e.g.
+  /// weight x the row's levels). One addition per element and row, so
+  /// every ISA gives the same bits.
+  void (*axpyLutRows)(const uint8_t *const *rows, int64_t n, int bits,
+                      const float *luts, int64_t lutStride, int64_t nq,
+                      int64_t d, float *acc);
 };
+
+/// Floats per table of axpyLutRows: at least 16, periodic past 2^bits
+/// (entry l holds the value of code l mod 2^bits), so a SIMD version loads
+/// whole registers and may leave bits above a code in its lookup index.
+constexpr int64_t lutEntries(int bits) {
+  return (int64_t{1} << bits) > 16 ? (int64_t{1} << bits) : 16;
+}
 
 /// The portable versions of the attention inner kernels.
 const AttendOps &referenceAttendOps();

@@ -376,6 +376,11 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     for (int64_t h = 0; h < H; ++h)
       job.ops.dotLut(s.kq.p, h * d, kb_, lut + h * nq * d * L, nq, d,
                      job.scoreRow(t, h));
+    // The value pass that follows reads this token's value block (its own
+    // allocation, a stride the hardware prefetcher does not follow): ask
+    // for it now, while the key arithmetic runs (as the KIVI store does).
+    for (int64_t off = 0; off < s.vq.size; off += 64)
+      __builtin_prefetch(s.vq.p + off);
     const uint8_t *outliers = s.kq.p + packedBytes(C, kb_);
     for (int64_t o = 0; o < s.kOut; ++o) {
       const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
@@ -390,12 +395,23 @@ void KvquantStore::attendKeys(AttendJob &job) const {
 }
 
 /// Values: one level table per (token, head); the weights times the table
-/// form a per-row lookup (axpyLut), outliers add their correction.
+/// form per-row lookups ([token][head][j][lutEntries] for the chunk's
+/// quantized tokens), summed per head in one axpyLutRows call so the
+/// accumulators stay in registers across the rows. Outliers then add
+/// their corrections, token by token.
 void KvquantStore::attendValues(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
-  const int64_t L = vLevels_;
-  job.scratch2.resize(static_cast<size_t>(H * L + nq * L));
-  float *levels = job.scratch2.data(), *lut = levels + H * L;
+  const int64_t L = vLevels_, E = lutEntries(vb_), chunk = job.t1 - job.t0;
+  const int64_t lutStride = H * nq * E;
+  job.scratch2.resize(static_cast<size_t>(chunk * H * L));
+  job.scratch3.resize(static_cast<size_t>(chunk * lutStride));
+  float *levels = job.scratch2.data(), *luts = job.scratch3.data();
+  job.codeRows.resize(static_cast<size_t>(2 * chunk));
+  job.halfRows.resize(static_cast<size_t>(chunk));
+  job.positions.resize(static_cast<size_t>(chunk));
+  const uint8_t **rowsOut = job.codeRows.data();
+  const uint8_t **packedOf = rowsOut + chunk; // each coded token's codes
+  int64_t n = 0;
   for (int64_t t = job.t0; t < job.t1; ++t) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     if (s.vf) {
@@ -405,21 +421,41 @@ void KvquantStore::attendValues(AttendJob &job) const {
                          job.accumulator(h));
       continue;
     }
-    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.vq.p), H * L,
-                         levels);
-    const uint8_t *packed = s.vq.p + 2 * H * L;
+    job.halfRows[static_cast<size_t>(n)] =
+        reinterpret_cast<const uint16_t *>(s.vq.p);
+    packedOf[n] = s.vq.p + 2 * H * L;
+    job.positions[static_cast<size_t>(n++)] = t;
+  }
+  job.ops.halfRowsToFloat(job.halfRows.data(), n, H * L, levels);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = job.positions[static_cast<size_t>(i)];
     for (int64_t h = 0; h < H; ++h) {
       const float *w = job.scoreRow(t, h);
-      for (int64_t j = 0; j < nq; ++j)
-        for (int64_t l = 0; l < L; ++l)
-          lut[j * L + l] = w[j] * levels[h * L + l];
-      job.ops.axpyLut(packed, h * d, vb_, lut, nq, d, job.accumulator(h));
+      const float *lv = levels + (i * H + h) * L;
+      float *lut = luts + i * lutStride + h * nq * E;
+      for (int64_t j = 0; j < nq; ++j) // periodic tables (lutEntries)
+        for (int64_t k = 0; k < E; k += L)
+          for (int64_t l = 0; l < L; ++l)
+            lut[j * E + k + l] = w[j] * lv[l];
     }
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t off = h * d * vb_ / 8;
+    for (int64_t i = 0; i < n; ++i)
+      rowsOut[i] = packedOf[i] + off;
+    job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq, d,
+                        job.accumulator(h));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = job.positions[static_cast<size_t>(i)];
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    const uint8_t *packed = packedOf[i];
     const uint8_t *outliers = packed + packedBytes(C, vb_);
     for (int64_t o = 0; o < s.vOut; ++o) {
       const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
       const float value = halfToFloat(read16(outliers, 2 * o));
-      const float level = levels[h * L + packedCodeAt(packed, c, vb_)];
+      const float level =
+          levels[(i * H + h) * L + packedCodeAt(packed, c, vb_)];
       const float *w = job.scoreRow(t, h);
       float *acc = job.accumulator(h);
       for (int64_t j = 0; j < nq; ++j)

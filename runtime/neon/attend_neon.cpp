@@ -238,6 +238,6 @@ void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.axpyCodesRows = axpyCodesRowsNeon;
   ops.axpyHalfRows = axpyHalfRowsNeon;
   ops.dotLut = dotLutNeon;
-  // axpyLut stays the reference: one addition per element, the same
-  // operation the AVX2 version does.
+  // axpyLutRows stays the reference: one addition per element and row, the
+  // same operations the AVX2 version does.
 }

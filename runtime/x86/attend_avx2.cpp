@@ -103,20 +103,6 @@ template <int BITS> struct CodeRowB {
   }
 };
 
-/// Runtime-width reader for the cold paths (lookup tables).
-struct CodeRow {
-  const uint8_t *p;
-  int bits;
-  KVQ_AVX2 void codes(int64_t c, __m256i &a, __m256i &b) const {
-    switch (bits) {
-    case 2: CodeRowB<2>{p}.codes(c, a, b); break;
-    case 3: CodeRowB<3>{p}.codes(c, a, b); break;
-    case 4: CodeRowB<4>{p}.codes(c, a, b); break;
-    default: CodeRowB<8>{p}.codes(c, a, b); break;
-    }
-  }
-};
-
 /// Expands CALL(B) for the runtime code width `bits`.
 #define KVQ_WITH_BITS(bits, CALL)                                              \
   switch (bits) {                                                              \
@@ -431,63 +417,146 @@ KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
   axpyTiles<true>(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
 }
 
-KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
-                         const float *lut, int64_t nq, int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
-  const CodeRow row{packed + first * bits / 8, bits};
-  const int L = 1 << bits;
-  const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32(L));
+/// Indices of 8 codes of width BITS at channel c of a row (c % 8 == 0):
+/// the packed word shifted per lane. Bits above the code are left in:
+/// vpermps reads only the low three (2- and 3-bit codes; the tables are
+/// periodic, entry l = entry l mod 2^bits) and lutLookup uses bit 3 of a
+/// 4-bit code. The 3-bit load takes the 3 bytes it needs at a row's end.
+template <int BITS>
+KVQ_AVX2 inline __m256i lutIndex8(const uint8_t *row, int64_t c, int64_t d) {
+  uint32_t w = 0;
+  const uint8_t *p = row + c * BITS / 8;
+  if (BITS != 3 || c + 8 < d)
+    std::memcpy(&w, p, BITS == 3 ? 4 : BITS);
+  else
+    std::memcpy(&w, p, 3);
+  const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
+  return _mm256_srlv_epi32(x, _mm256_setr_epi32(0, BITS, 2 * BITS, 3 * BITS,
+                                                4 * BITS, 5 * BITS, 6 * BITS,
+                                                7 * BITS));
+}
+
+/// t[code] for 8 indices from a table of 8 (or, BITS == 4, 16) floats:
+/// vpermps reads the low three index bits; bit 3, shifted into the sign,
+/// picks the upper half through vblendvps.
+template <int BITS>
+KVQ_AVX2 inline __m256 lutLookup(const float *t, __m256i index) {
+  const __m256 v = _mm256_permutevar8x32_ps(_mm256_loadu_ps(t), index);
+  if constexpr (BITS != 4)
+    return v;
+  return _mm256_blendv_ps(
+      v, _mm256_permutevar8x32_ps(_mm256_loadu_ps(t + 8), index),
+      _mm256_castsi256_ps(_mm256_slli_epi32(index, 28)));
+}
+
+/// out[j] = sum_c lut[(j*d + c) * L + code_c]: the codes decoded in
+/// registers (lutIndex8, masked; 8-bit codes widened), and gathered from
+/// each channel's table;
+/// sums in the canonical order (two accumulators of the 16 partial sums).
+template <int BITS>
+KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
+                        int64_t d, float *out) {
+  constexpr int L = 1 << BITS;
+  const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
+                                          6 * L, 7 * L);
+  const __m256i mask = _mm256_set1_epi32(L - 1);
   for (int64_t j = 0; j < nq; ++j) {
     const float *t = lut + j * d * L;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t c = 0; c < d; c += 16) {
-      __m256i a, b;
-      row.codes(c, a, b);
       // Entry (c + lane) * L + code of this query's table.
-      acc0 = _mm256_add_ps(acc0, _mm256_i32gather_ps(t + c * L,
-                                                     _mm256_add_epi32(lanes, a), 4));
-      acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(t + (c + 8) * L,
-                                                     _mm256_add_epi32(lanes, b), 4));
+      __m256i a, b;
+      if constexpr (BITS == 8) {
+        a = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c)));
+        b = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c + 8)));
+      } else {
+        a = _mm256_and_si256(lutIndex8<BITS>(row, c, d), mask);
+        b = _mm256_and_si256(lutIndex8<BITS>(row, c + 8, d), mask);
+      }
+      acc0 = _mm256_add_ps(
+          acc0, _mm256_i32gather_ps(t + c * L, _mm256_add_epi32(lanes, a), 4));
+      acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(
+                                     t + (c + 8) * L,
+                                     _mm256_add_epi32(lanes, b), 4));
     }
     out[j] = hsum(_mm256_add_ps(acc0, acc1));
   }
 }
 
-KVQ_AVX2 void axpyLutAvx2(const uint8_t *packed, int64_t first, int bits,
-                          const float *lut, int64_t nq, int64_t d, float *acc) {
-  if (!aligned(first, bits, d) || bits > 4)
-    return referenceAttendOps().axpyLut(packed, first, bits, lut, nq, d, acc);
-  // Up to 16 levels: the table is one or two registers and vpermps is the
-  // lookup (it reads the low three index bits; with 16 levels bit 3,
-  // shifted into the sign, picks the upper half through vblendvps). The
-  // tables of query j are loaded once per row (each element still gets
-  // one addition, so the order across j and c does not matter).
-  const CodeRow row{packed + first * bits / 8, bits};
-  const int L = 1 << bits;
-  for (int64_t j = 0; j < nq; ++j) {
-    alignas(32) float t[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                               0, 0, 0, 0, 0, 0, 0, 0};
-    std::copy(lut + j * L, lut + (j + 1) * L, t);
-    const __m256 lo = _mm256_load_ps(t), hi = _mm256_load_ps(t + 8);
-    auto lookup = [&](__m256i code) KVQ_AVX2 {
-      const __m256 v = _mm256_permutevar8x32_ps(lo, code);
-      if (L <= 8)
-        return v;
-      return _mm256_blendv_ps(
-          v, _mm256_permutevar8x32_ps(hi, code),
-          _mm256_castsi256_ps(_mm256_slli_epi32(code, 28)));
-    };
-    float *o = acc + j * d;
-    for (int64_t c = 0; c < d; c += 16) {
-      __m256i a, b;
-      row.codes(c, a, b);
-      _mm256_storeu_ps(o + c,
-                       _mm256_add_ps(_mm256_loadu_ps(o + c), lookup(a)));
-      _mm256_storeu_ps(o + c + 8,
-                       _mm256_add_ps(_mm256_loadu_ps(o + c + 8), lookup(b)));
+KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
+                         const float *lut, int64_t nq, int64_t d, float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
+  const uint8_t *row = packed + first * bits / 8;
+  switch (bits) {
+  case 2: return dotLutRow<2>(row, lut, nq, d, out);
+  case 3: return dotLutRow<3>(row, lut, nq, d, out);
+  case 4: return dotLutRow<4>(row, lut, nq, d, out);
+  default: return dotLutRow<8>(row, lut, nq, d, out);
+  }
+}
+
+/// acc[j0+jj][c0 .. c0+W) += the rows' table entries, with NJ*W/8
+/// accumulators held in registers for the whole pass (as axpyBlock); each
+/// row's table is read from L1 by the lookups.
+template <int NJ, int W, int BITS>
+KVQ_AVX2 void lutBlock(const uint8_t *const *rows, int64_t n,
+                       const float *luts, int64_t lutStride, int64_t j0,
+                       int64_t c0, int64_t d, float *acc) {
+  __m256 a[NJ][W / 8];
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int i = 0; i < W / 8; ++i)
+      a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+  for (int64_t r = 0; r < n; ++r) {
+    const float *t = luts + r * lutStride + j0 * 16;
+#pragma GCC unroll 8
+    for (int i = 0; i < W / 8; ++i) {
+      const __m256i index = lutIndex8<BITS>(rows[r], c0 + 8 * i, d);
+#pragma GCC unroll 4
+      for (int jj = 0; jj < NJ; ++jj)
+        a[jj][i] = _mm256_add_ps(a[jj][i], lutLookup<BITS>(t + jj * 16, index));
     }
+  }
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int i = 0; i < W / 8; ++i)
+      _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+}
+
+/// The (query, channel) plane in tiles of 8 accumulators, as axpyTiles.
+template <int BITS>
+KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n,
+                       const float *luts, int64_t lutStride, int64_t nq,
+                       int64_t d, float *acc) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    for (int64_t c = 0; c < d; c += 16)
+      lutBlock<4, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
+  if (nq - j >= 2) {
+    for (int64_t c = 0; c < d; c += 16)
+      lutBlock<2, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
+    j += 2;
+  }
+  if (nq - j == 1) {
+    int64_t c = 0;
+    for (; c + 64 <= d; c += 64)
+      lutBlock<1, 64, BITS>(rows, n, luts, lutStride, j, c, d, acc);
+    for (; c < d; c += 16)
+      lutBlock<1, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
+  }
+}
+
+KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                              const float *luts, int64_t lutStride, int64_t nq,
+                              int64_t d, float *acc) {
+  if (d % 16 != 0 || bits > 4)
+    return referenceAttendOps().axpyLutRows(rows, n, bits, luts, lutStride, nq,
+                                            d, acc);
+  switch (bits) {
+  case 2: return lutTiles<2>(rows, n, luts, lutStride, nq, d, acc);
+  case 3: return lutTiles<3>(rows, n, luts, lutStride, nq, d, acc);
+  default: return lutTiles<4>(rows, n, luts, lutStride, nq, d, acc);
   }
 }
 
@@ -505,5 +574,5 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.axpyCodesRows = axpyCodesRowsAvx2;
   ops.axpyHalfRows = axpyHalfRowsAvx2;
   ops.dotLut = dotLutAvx2;
-  ops.axpyLut = axpyLutAvx2;
+  ops.axpyLutRows = axpyLutRowsAvx2;
 }

@@ -163,20 +163,32 @@ TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
   REQUIRE_SIMD_ATTEND();
   for (int bits : {2, 3, 4, 8}) {
     const Data t = makeData(bits, 110 + bits);
-    const int64_t L = int64_t{1} << bits, nq = 3;
-    std::vector<float> lut(static_cast<size_t>(nq * L));
+    const int64_t nq = 3, E = lutEntries(bits), stride = nq * E + 5;
+    // One table per (row, query vector); rows padded apart by 5 floats.
+    std::vector<float> luts(static_cast<size_t>(t.rows * stride));
     Rng rng(9);
-    for (float &x : lut)
+    for (float &x : luts)
       x = static_cast<float>(rng.normal());
+    // Tables are periodic past 2^bits (lutEntries).
+    const int64_t L = int64_t{1} << bits;
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t l = L; l < E; ++l)
+          luts[static_cast<size_t>(r * stride + j * E + l)] =
+              luts[static_cast<size_t>(r * stride + j * E + l % L)];
+    std::vector<const uint8_t *> rows;
+    for (int64_t r = 0; r < t.rows; ++r)
+      rows.push_back(t.packed.data() + r * t.d * bits / 8);
     std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.5f), want = acc;
-    for (int64_t r = 0; r < t.rows; ++r) {
-      ops.axpyLut(t.packed.data(), r * t.d, bits, lut.data(), nq, t.d,
-                  acc.data());
+    ops.axpyLutRows(rows.data(), t.rows, bits, luts.data(), stride, nq, t.d,
+                    acc.data());
+    for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t j = 0; j < nq; ++j)
         for (int64_t c = 0; c < t.d; ++c)
-          want[static_cast<size_t>(j * t.d + c)] += lut[static_cast<size_t>(
-              j * L + packedCodeAt(t.packed.data(), r * t.d + c, bits))];
-    }
+          want[static_cast<size_t>(j * t.d + c)] +=
+              luts[static_cast<size_t>(
+                  r * stride + j * E +
+                  packedCodeAt(t.packed.data(), r * t.d + c, bits))];
     for (size_t e = 0; e < acc.size(); ++e)
       ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
           << "bits " << bits << " element " << e;

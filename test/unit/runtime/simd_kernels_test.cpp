@@ -406,9 +406,22 @@ TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
         r.axpyCodes(codes.data(), first, bits, ws.data(), 8, nq, d, a1.data());
         s.axpyCodes(codes.data(), first, bits, ws.data(), 8, nq, d, a2.data());
         close(a1, a2, 8.0 * static_cast<double>(L));
-        r.axpyLut(codes.data(), first, bits, lut.data(), nq, d, a1.data());
-        s.axpyLut(codes.data(), first, bits, lut.data(), nq, d, a2.data());
-        close(a1, a2, 8.0 * static_cast<double>(L));
+        {
+          // Two rows, each with its own tables (lutEntries floats apiece).
+          const int64_t E = lutEntries(bits);
+          const uint8_t *rows2[2] = {codes.data() + first * bits / 8,
+                                     codes.data() + d * bits / 8};
+          std::vector<float> luts(static_cast<size_t>(2 * nq * E));
+          for (auto &v : luts)
+            v = static_cast<float>(rng.normal());
+          for (size_t i = 0; i < luts.size(); ++i) // periodic past 2^bits
+            if (static_cast<int64_t>(i) % E >= L)
+              luts[i] = luts[i - i % E + static_cast<int64_t>(i) % E % L];
+          a2 = a1; // the ops above may differ in the last bits
+          r.axpyLutRows(rows2, 2, bits, luts.data(), nq * E, nq, d, a1.data());
+          s.axpyLutRows(rows2, 2, bits, luts.data(), nq * E, nq, d, a2.data());
+          ASSERT_EQ(a1, a2); // one addition per element and row: exact
+        }
         std::vector<float> m1(static_cast<size_t>(nq * d)), m2(m1.size());
         r.mulHalf(row.data(), q.data(), nq, d, m1.data());
         s.mulHalf(row.data(), q.data(), nq, d, m2.data());
