@@ -67,10 +67,7 @@ public:
                     float *out) const override;
   void addStats(kvq_stats &s) const override;
   void sinkPositions(std::vector<int64_t> &out) const override {
-    out.clear();
-    for (size_t p = 0; p < sink_.size(); ++p)
-      if (sink_[p])
-        out.push_back(static_cast<int64_t>(p));
+    flaggedPositions(sink_, out);
   }
 
 private:

@@ -37,6 +37,16 @@ public:
   virtual void sinkPositions(std::vector<int64_t> &out) const = 0;
 };
 
+/// out = the positions p with flags[p] != 0, ascending (sinkPositions of
+/// layers that keep one sink flag per token).
+inline void flaggedPositions(const std::vector<uint8_t> &flags,
+                             std::vector<int64_t> &out) {
+  out.clear();
+  for (size_t p = 0; p < flags.size(); ++p)
+    if (flags[p])
+      out.push_back(static_cast<int64_t>(p));
+}
+
 /// A layer of a KVQuant cache (cfg.method == KVQ_METHOD_KVQUANT, validated).
 std::unique_ptr<CacheLayer> makeKvquantLayer(const kvq_config &cfg,
                                              Device &dev);
