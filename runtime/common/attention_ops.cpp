@@ -119,12 +119,26 @@ void axpyHalfRowsRef(const uint16_t *const *rows, int64_t n, const float *w,
     axpyHalfRef(rows[r], w + r * wStride, nq, d, acc);
 }
 
+void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
+                      int64_t nib0, int bits, const float *q, int64_t nq,
+                      int64_t d, float *out, int64_t outStride) {
+  const int64_t P = d * bits / 4;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < nq; ++j) {
+      float S[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int64_t i = 0; i < P; ++i)
+        S[i & 3] += nibbleTerm(q + j * d, i,
+                               nibbleAt(codes, (nib0 + i) * n + r0 + r), bits);
+      out[r * outStride + j] = (S[0] + S[1]) + (S[2] + S[3]);
+    }
+}
+
 } // namespace
 
 const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
-      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef};
+      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef};
   return ops;
 }

@@ -76,3 +76,18 @@ void kvq::unpackCodesSwar(const uint8_t *packed, int64_t n, int bits,
   if (n8 < n)
     unpackCodesRef(packed + n8 * bits / 8, n - n8, bits, codes + n8);
 }
+
+void kvq::packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
+                          int bits, uint8_t *out) {
+  const int64_t perNibble = 4 / bits, nibbles = cols / perNibble;
+  std::memset(out, 0, static_cast<size_t>(packedBytes(rows * cols, bits)));
+  for (int64_t i = 0; i < nibbles; ++i)
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t *c = codes + r * cols + i * perNibble;
+      unsigned x = c[0];
+      if (perNibble == 2)
+        x |= static_cast<unsigned>(c[1]) << 2;
+      const int64_t k = i * rows + r;
+      out[k >> 1] |= static_cast<uint8_t>(x << ((k & 1) * 4));
+    }
+}

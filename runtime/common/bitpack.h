@@ -39,6 +39,42 @@ inline uint8_t packedCodeAt(const uint8_t *packed, int64_t i, int bits) {
   return static_cast<uint8_t>((word >> offset) & ((1u << bits) - 1u));
 }
 
+//===----------------------------------------------------------------------===//
+// Nibble-major layout (KIVI key groups of 2- and 4-bit codes)
+//===----------------------------------------------------------------------===//
+//
+// A block of `rows` rows of `cols` codes, each row read as cols*bits/4
+// nibbles (4-bit: one code; 2-bit: codes 2i and 2i+1 as bits 0-1 and 2-3).
+// Nibble i of row r is nibble i*rows + r of an LSB-first nibble stream, so
+// the rows' nibble i sit side by side: one 32-bit word holds nibble i of
+// eight consecutive rows, which is what the attention kernels need to put
+// rows in vector lanes (AttendOps::dotNibbleRows). Same size as the
+// row-major stream: packedBytes(rows * cols, bits).
+
+/// Widths stored nibble-major: 2 and 4, when a row is whole nibbles.
+inline bool nibbleMajorFits(int64_t cols, int bits) {
+  return (bits == 2 || bits == 4) && (cols * bits) % 4 == 0;
+}
+
+/// Nibble k of an LSB-first nibble stream.
+inline unsigned nibbleAt(const uint8_t *p, int64_t k) {
+  return (p[k >> 1] >> ((k & 1) * 4)) & 0xfu;
+}
+
+/// Write rows x cols codes (row-major, one byte each, < 2^bits) nibble-major
+/// into packedBytes(rows * cols, bits) bytes of out.
+void packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
+                     int bits, uint8_t *out);
+
+/// Code (row, col) of a nibble-major block of `rows` rows.
+inline uint8_t nibbleMajorCodeAt(const uint8_t *packed, int64_t rows,
+                                 int64_t row, int64_t col, int bits) {
+  const int64_t perNibble = 4 / bits;
+  const unsigned x = nibbleAt(packed, (col / perNibble) * rows + row);
+  return static_cast<uint8_t>((x >> ((col % perNibble) * bits)) &
+                              ((1u << bits) - 1u));
+}
+
 } // namespace kvq
 
 #endif // KVQ_RUNTIME_COMMON_BITPACK_H

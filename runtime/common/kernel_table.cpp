@@ -2,7 +2,8 @@
 //
 // One place that decides which implementation of the hot primitives runs:
 // the SIMD table of this build and CPU (runtime/x86, runtime/neon), unless
-// the environment asks for the reference with KVQ_KERNELS=reference.
+// the environment asks for the reference with KVQ_KERNELS=reference (or
+// for another table this CPU runs by its name, e.g. KVQ_KERNELS=avx2).
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
@@ -13,6 +14,7 @@
 
 #if !defined(KVQ_HAVE_SIMD_TABLE)
 const kvq::KernelTable *kvq::simdKernelTable() { return nullptr; }
+const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }
 #endif
 
 const kvq::KernelTable &kvq::referenceKernels() {
@@ -41,6 +43,15 @@ const kvq::KernelTable *kvq::simdKernels() {
   return table;
 }
 
+std::vector<const kvq::KernelTable *> kvq::simdKernelVariants() {
+  std::vector<const KernelTable *> out;
+  if (const KernelTable *best = simdKernels())
+    out.push_back(best);
+  if (const KernelTable *next = simdFallbackKernelTable())
+    out.push_back(next);
+  return out;
+}
+
 const kvq::KernelTable &kvq::kernels() {
   // Decided once: the stores and the C entry points must agree for the
   // whole life of the process.
@@ -48,6 +59,12 @@ const kvq::KernelTable &kvq::kernels() {
     const char *env = std::getenv("KVQ_KERNELS");
     if (env && std::strcmp(env, "reference") == 0)
       return &referenceKernels();
+    // A named SIMD table this CPU runs (e.g. avx2 on an AVX-512 machine),
+    // for comparisons; an unknown name keeps the default.
+    if (env)
+      for (const KernelTable *t : simdKernelVariants())
+        if (std::strcmp(env, t->name) == 0)
+          return t;
     const KernelTable *simd = simdKernels();
     return simd ? simd : &referenceKernels();
   }();

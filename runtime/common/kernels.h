@@ -12,6 +12,7 @@
 #include "kvq/runtime.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace kvq {
 
@@ -216,7 +217,28 @@ struct AttendOps {
   void (*axpyLutRows)(const uint8_t *const *rows, int64_t n, int bits,
                       const float *luts, int64_t lutStride, int64_t nq,
                       int64_t d, float *acc);
+  /// Key dots over a nibble-major block (bitpack.h) of n rows of 2- or
+  /// 4-bit codes: rows [r0, r0 + m), the head's P = d*bits/4 nibbles
+  /// starting at nibble index nib0, against nq folded query vectors:
+  /// out[r*outStride + j] = (S_0 + S_1) + (S_2 + S_3), where S_a sums, from
+  /// +0 in ascending i = a (mod 4), the table term nibbleTerm(q + j*d, i, x)
+  /// of the row's nibble x. Rows sit in vector lanes, so a 16-entry table
+  /// lookup per nibble replaces per-code arithmetic; every ISA computes the
+  /// same terms in the same order, so they give the same bits.
+  void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0,
+                        int64_t m, int64_t nib0, int bits, const float *q,
+                        int64_t nq, int64_t d, float *out, int64_t outStride);
 };
+
+/// The term of dotNibbleRows for nibble i (value x) of a row: 2-bit,
+/// fma(q[2i+1], x >> 2, q[2i] * (x & 3)) (two channels); 4-bit, q[i] * x.
+/// SIMD versions tabulate it for x = 0..15 with the same operations.
+inline float nibbleTerm(const float *q, int64_t i, unsigned x, int bits) {
+  if (bits == 2)
+    return __builtin_fmaf(q[2 * i + 1], static_cast<float>(x >> 2),
+                          q[2 * i] * static_cast<float>(x & 3u));
+  return q[i] * static_cast<float>(x);
+}
 
 /// Floats per table of axpyLutRows: at least 16, periodic past 2^bits
 /// (entry l holds the value of code l mod 2^bits), so a SIMD version loads
@@ -281,10 +303,19 @@ const KernelTable &referenceKernels();
 /// KVQ_KERNELS says; differential tests compare it with the reference.
 const KernelTable *simdKernels();
 
+/// Every SIMD table this build and CPU can run, best first (x86_64 with
+/// AVX-512: the AVX-512 table and the AVX2-only one), so differential tests
+/// cover each; empty when there is none.
+std::vector<const KernelTable *> simdKernelVariants();
+
 /// Provided by the SIMD backend of this target (runtime/x86, runtime/neon):
 /// its table, or null when the CPU lacks the features. kernel_table.cpp
 /// supplies a null one for targets without a backend.
 const KernelTable *simdKernelTable();
+
+/// Provided by the SIMD backend too: the next-best table when the CPU runs
+/// more than one (x86_64 with AVX-512: the AVX2-only table), else null.
+const KernelTable *simdFallbackKernelTable();
 
 } // namespace kvq
 

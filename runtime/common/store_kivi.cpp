@@ -1,7 +1,8 @@
 //===- store_kivi.cpp - KIVI and KIVI-Sink storage -------------------------===//
 //
 // Keys: per-channel uniform groups of G consecutive tokens, one block per
-// group (C scales, C zeros, packed codes of its non-sink rows). Values: one
+// group (C scales, C zeros, packed codes of its non-sink rows; 2- and 4-bit
+// codes nibble-major, bitpack.h, so attention puts rows in lanes). Values: one
 // block per token (per-token groups of G channels). Recent tokens stay fp16
 // (residual window); KIVI-Sink keeps the K and V rows of protected tokens
 // fp16 for good and leaves them out of their key group's min/max.
@@ -28,6 +29,7 @@ public:
       : LayerStore(cfg, payload), G_(cfg.group_size), R_(cfg.residual_length),
         kb_(cfg.key_bits), vb_(cfg.value_bits),
         block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
+        nibbleKeys_(nibbleMajorFits(cfg.head_dim, cfg.key_bits)),
         k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0) {
     top_.reserve(static_cast<size_t>(k_));
   }
@@ -71,6 +73,9 @@ private:
     return 4 * channels_ + packedBytes(codedRows * channels_, kb_);
   }
   void fold(TopK &top, float norm, int64_t pos) const;
+  /// Coded (non-sink) rows of key group g, and how many precede pos in it.
+  int64_t codedRows(int64_t g) const;
+  int64_t codedBefore(int64_t pos) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
   void quantizeKeyGroup(const uint16_t *const *rows, const uint8_t *sink,
                         uint8_t *out) const;
@@ -78,6 +83,7 @@ private:
   const int64_t G_, R_;
   const int kb_, vb_;
   const bool block_;
+  const bool nibbleKeys_; ///< key codes nibble-major (else row-major)
   const int64_t k_; ///< sink budget (0 = plain KIVI)
 
   PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
@@ -149,7 +155,24 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
                   codes.begin() + coded * C);
       ++coded;
     }
-  kt.packCodes(codes.data(), coded * C, kb_, out + 4 * C);
+  if (nibbleKeys_)
+    packNibbleMajor(codes.data(), coded, C, kb_, out + 4 * C);
+  else
+    kt.packCodes(codes.data(), coded * C, kb_, out + 4 * C);
+}
+
+int64_t KiviStore::codedRows(int64_t g) const {
+  int64_t coded = 0;
+  for (int64_t p = g * G_; p < (g + 1) * G_; ++p)
+    coded += !slots_[static_cast<size_t>(p)].sink;
+  return coded;
+}
+
+int64_t KiviStore::codedBefore(int64_t pos) const {
+  int64_t row = 0;
+  for (int64_t p = pos / G_ * G_; p < pos; ++p)
+    row += !slots_[static_cast<size_t>(p)].sink;
+  return row;
 }
 
 kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
@@ -278,15 +301,16 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
   if (s.kf) {
     blockRowToFloat(s.kf.p, C, k);
   } else {
-    const int64_t g = pos / G_, start = g * G_;
-    int64_t row = pos - start;
-    for (int64_t p = start; p < pos; ++p)
-      row -= slots_[static_cast<size_t>(p)].sink;
+    const int64_t g = pos / G_, row = codedBefore(pos);
+    const int64_t rows = nibbleKeys_ ? codedRows(g) : 0;
     const uint8_t *b = groups_[static_cast<size_t>(g)].p;
-    for (int64_t c = 0; c < C; ++c)
-      k[c] = uniformDequant(packedCodeAt(b + 4 * C, row * C + c, kb_),
-                            halfToFloat(read16(b, c)),
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t code =
+          nibbleKeys_ ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
+                      : packedCodeAt(b + 4 * C, row * C + c, kb_);
+      k[c] = uniformDequant(code, halfToFloat(read16(b, c)),
                             halfToFloat(read16(b, C + c)));
+    }
   }
   if (s.vf) {
     blockRowToFloat(s.vf.p, C, v);
@@ -323,9 +347,8 @@ void KiviStore::attendKeys(AttendJob &job) const {
     }
     // The coded rows of this group inside the chunk.
     const int64_t group = t / G_, end = std::min(job.t1, (group + 1) * G_);
-    int64_t row = 0; // coded rows before t in its group (sinks have no slot)
-    for (int64_t p = group * G_; p < t; ++p)
-      row += !slots_[static_cast<size_t>(p)].sink;
+    const int64_t row = codedBefore(t); // sinks have no code slot
+    const int64_t groupRows = nibbleKeys_ ? codedRows(group) : 0;
     const uint8_t *block = groups_[static_cast<size_t>(group)].p;
     const uint16_t *scales = reinterpret_cast<const uint16_t *>(block);
     // With one query vector per head the folded queries are one
@@ -367,7 +390,10 @@ void KiviStore::attendKeys(AttendJob &job) const {
     for (int64_t h = 0; h < H; ++h) {
       float *out = inPlace ? job.scoreRow(t, h) : tmp;
       const int64_t stride = inPlace ? K : nq;
-      if (byteRows) {
+      if (nibbleKeys_) {
+        job.ops.dotNibbleRows(codes, groupRows, row, n, h * d * kb_ / 4, kb_,
+                              folded + h * nq * d, nq, d, out, stride);
+      } else if (byteRows) {
         for (int64_t i = 0; i < n; ++i)
           job.codeRows[static_cast<size_t>(i)] =
               codes + ((row + i) * C + h * d) * kb_ / 8;

@@ -17,6 +17,8 @@ namespace neon {
 void fillQuantNeon(KernelTable &t);
 /// attend_neon.cpp: the fused-attention inner kernels.
 void fillAttendNeon(AttendOps &ops);
+/// attend_nibble_neon.cpp: key dots over nibble-major blocks.
+void fillNibbleNeon(AttendOps &ops);
 
 } // namespace neon
 } // namespace kvq

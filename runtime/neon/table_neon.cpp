@@ -17,7 +17,10 @@ const kvq::KernelTable *kvq::simdKernelTable() {
     t.lloydFitGathered = lloydFitGatheredWalk;
     neon::fillQuantNeon(t);
     neon::fillAttendNeon(t.attend);
+    neon::fillNibbleNeon(t.attend);
     return t;
   }();
   return &table;
 }
+
+const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }

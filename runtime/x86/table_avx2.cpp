@@ -2,7 +2,9 @@
 //
 // The x86_64 SIMD table exists only when the CPU (and the OS, for the YMM
 // state) supports AVX2, F16C and FMA; otherwise kernels() keeps the
-// reference. Checked with cpuid/xgetbv directly so the test does not depend
+// reference. With AVX-512F the table takes the AVX-512 kernels where there
+// are any (the AVX2-only table stays available for differential tests).
+// Checked with cpuid/xgetbv directly so the test does not depend
 // on which feature names a compiler's __builtin_cpu_supports knows.
 //
 //===----------------------------------------------------------------------===//
@@ -30,18 +32,53 @@ bool cpuHasAvx2F16cFma() {
   return b & (1u << 5); // AVX2
 }
 
+/// AVX-512F with the OS saving the opmask and ZMM state.
+bool cpuHasAvx512f() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0, nullptr) < 7)
+    return false;
+  __cpuid_count(7, 0, a, b, c, d);
+  if (!(b & (1u << 16)))
+    return false;
+  unsigned lo, hi;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xe6u) == 0xe6u;
+}
+
+const kvq::KernelTable &avx2Table() {
+  static const kvq::KernelTable table = [] {
+    kvq::KernelTable t = kvq::referenceKernels();
+    t.name = "avx2";
+    kvq::x86::fillQuantAvx2(t);
+    kvq::x86::fillMiscAvx2(t);
+    kvq::x86::fillAttendAvx2(t.attend);
+    kvq::x86::fillNibbleAvx2(t.attend);
+    return t;
+  }();
+  return table;
+}
+
+/// The AVX2 table with the kernels that have an AVX-512 version swapped in.
+const kvq::KernelTable &avx512Table() {
+  static const kvq::KernelTable table = [] {
+    kvq::KernelTable t = avx2Table();
+    t.name = "avx512";
+    kvq::x86::fillNibbleAvx512(t.attend);
+    return t;
+  }();
+  return table;
+}
+
 } // namespace
 
 const kvq::KernelTable *kvq::simdKernelTable() {
   if (!cpuHasAvx2F16cFma())
     return nullptr;
-  static const KernelTable table = [] {
-    KernelTable t = referenceKernels();
-    t.name = "avx2";
-    x86::fillQuantAvx2(t);
-    x86::fillMiscAvx2(t);
-    x86::fillAttendAvx2(t.attend);
-    return t;
-  }();
-  return &table;
+  return cpuHasAvx512f() ? &avx512Table() : &avx2Table();
+}
+
+const kvq::KernelTable *kvq::simdFallbackKernelTable() {
+  if (!cpuHasAvx2F16cFma() || !cpuHasAvx512f())
+    return nullptr;
+  return &avx2Table();
 }

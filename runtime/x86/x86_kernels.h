@@ -18,6 +18,9 @@ void fillQuantAvx2(KernelTable &t);
 void fillMiscAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
 void fillAttendAvx2(AttendOps &ops);
+/// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
+void fillNibbleAvx2(AttendOps &ops);
+void fillNibbleAvx512(AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq

@@ -1,0 +1,60 @@
+//===- nibble_tiles.h - Row tiles of nibble-major code blocks ----*- C++ -*-===//
+//
+// Shared by the SIMD versions of AttendOps::dotNibbleRows: where the words
+// of a tile of rows (nibble i of each row, row t in bits 4t..4t+3) come
+// from. Portable code, no ISA attributes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_NIBBLE_TILES_H
+#define KVQ_RUNTIME_COMMON_NIBBLE_TILES_H
+
+#include "bitpack.h"
+
+#include <cstdint>
+
+namespace kvq {
+
+/// Nibbles per head row the SIMD kernels keep tables for on the stack
+/// (head_dim 512 at 2 bits, 256 at 4); longer rows take the reference.
+constexpr int64_t kMaxTileNibbles = 256;
+
+/// Nibble i of rows [r, r + rows) (rows <= 16) of a block of n rows as one
+/// word: for tiles that are partial or start at an odd nibble.
+inline uint64_t gatherTileWord(const uint8_t *codes, int64_t n, int64_t i,
+                               int64_t r, int64_t rows) {
+  uint64_t w = 0;
+  for (int64_t t = 0; t < rows; ++t)
+    w |= static_cast<uint64_t>(nibbleAt(codes, i * n + r + t)) << (4 * t);
+  return w;
+}
+
+/// Word i of a tile is the little-endian value at base + i * stride.
+struct TileWords {
+  const uint8_t *base;
+  int64_t stride;
+};
+
+/// The words of nibbles nib0 .. nib0 + P - 1 for the `rows` rows at row r:
+/// read in place when the tile has all `full` rows and starts on a byte
+/// (nothing past the block is touched then), else gathered into buf.
+inline TileWords tileWords(const uint8_t *codes, int64_t n, int64_t nib0,
+                           int64_t P, int64_t r, int64_t rows, int64_t full,
+                           uint64_t *buf) {
+  const int64_t k = nib0 * n + r;
+  if (rows == full && n % 2 == 0 && k % 2 == 0)
+    return {codes + k / 2, n / 2};
+  for (int64_t i = 0; i < P; ++i)
+    buf[i] = gatherTileWord(codes, n, nib0 + i, r, rows);
+  return {reinterpret_cast<const uint8_t *>(buf), 8};
+}
+
+/// out[t * outStride] = v[t] for the tile's rows.
+inline void storeTileRows(const float *v, int64_t rows, float *out,
+                          int64_t outStride) {
+  for (int64_t t = 0; t < rows; ++t)
+    out[t * outStride] = v[t];
+}
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_NIBBLE_TILES_H

@@ -1,0 +1,215 @@
+//===- attend_nibble.cpp - Key dots over nibble-major code blocks ---------===//
+//
+// AttendOps::dotNibbleRows for x86_64 (contract and canonical order in
+// kernels.h). Rows sit in vector lanes: one 32-bit word of a nibble-major
+// block holds nibble i of eight consecutive rows, so after one shift per
+// lane each lane's low four bits index a 16-entry table of that nibble's
+// terms (2-bit: two channels' codes; 4-bit: one channel's code). That is
+// one shift, one table lookup and one addition per 16 (2-bit) codes, where
+// decoding codes to floats took a shift, a permute and an FMA per 8.
+//
+// - AVX-512F: 16 rows per zmm, `vpermps` reads a whole 16-entry table.
+// - AVX2: 8 rows per ymm; no 16-entry permute, so the lanes compute the
+//   terms with nibbleTerm's operations (termAvx2), as many vector uops per
+//   code as the row-major float kernel.
+// The tables are computed with the operations of nibbleTerm and summed in
+// the canonical order, so both give the reference's bits.
+//
+//===----------------------------------------------------------------------===//
+#include "avx2_util.h"
+#include "x86_kernels.h"
+
+#include "nibble_tiles.h"
+
+#include <algorithm>
+
+using namespace kvq;
+
+/// Applied to every function that uses AVX-512 intrinsics.
+#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// AVX2: tiles of 8 rows
+//===----------------------------------------------------------------------===//
+
+/// Terms of nibble i for the 8 rows of a 32-bit word (lane t = row t).
+/// AVX2 has no 16-entry float permute, so each lane computes nibbleTerm's
+/// operations on the decoded codes (same bits as the tables):
+/// - 2-bit: q[2i] * (x & 3) comes from a 4-entry product table by
+///   `vpermilps` (which reads the low two bits of the shifted word), x >> 2
+///   from {0,1,2,3} by a second one, then one FMA;
+/// - 4-bit: x masked and converted, then one multiply.
+template <int BITS>
+KVQ_AVX2 inline __m256 termAvx2(const uint8_t *word, const float *q,
+                                int64_t i) {
+  uint32_t w;
+  std::memcpy(&w, word, 4);
+  const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
+  const __m256i lowShift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256 codes = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+  if constexpr (BITS == 2) {
+    const __m256 products =
+        _mm256_mul_ps(_mm256_set1_ps(q[2 * i]), codes); // q[2i] * {0..3}
+    const __m256 lo =
+        _mm256_permutevar_ps(products, _mm256_srlv_epi32(x, lowShift));
+    const __m256i hiShift = _mm256_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30);
+    const __m256 hi =
+        _mm256_permutevar_ps(codes, _mm256_srlv_epi32(x, hiShift));
+    return _mm256_fmadd_ps(_mm256_set1_ps(q[2 * i + 1]), hi, lo);
+  } else {
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(x, lowShift),
+                                         _mm256_set1_epi32(15));
+    return _mm256_mul_ps(_mm256_set1_ps(q[i]), _mm256_cvtepi32_ps(nib));
+  }
+}
+
+/// Canonical sums of two tiles at once (eight addition chains in flight).
+template <int BITS>
+KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q,
+                           int64_t P, __m256 &ra, __m256 &rb) {
+  __m256 A[4], B[4];
+  for (int u = 0; u < 4; ++u)
+    A[u] = B[u] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < P; i += 4)
+    for (int u = 0; u < 4; ++u) {
+      A[u] = _mm256_add_ps(
+          A[u], termAvx2<BITS>(a.base + (i + u) * a.stride, q, i + u));
+      B[u] = _mm256_add_ps(
+          B[u], termAvx2<BITS>(b.base + (i + u) * b.stride, q, i + u));
+    }
+  ra = _mm256_add_ps(_mm256_add_ps(A[0], A[1]), _mm256_add_ps(A[2], A[3]));
+  rb = _mm256_add_ps(_mm256_add_ps(B[0], B[1]), _mm256_add_ps(B[2], B[3]));
+}
+
+KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
+                                int64_t m, int64_t nib0, int bits,
+                                const float *q, int64_t nq, int64_t d,
+                                float *out, int64_t outStride) {
+  const int64_t P = d * bits / 4;
+  if (P % 4 != 0 || P > kMaxTileNibbles)
+    return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
+                                              nq, d, out, outStride);
+  uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
+  alignas(32) float va[8], vb[8];
+  for (int64_t j = 0; j < nq; ++j) {
+    for (int64_t r = 0; r < m; r += 16) {
+      const int64_t ra = std::min<int64_t>(8, m - r);
+      const int64_t rb = std::min<int64_t>(8, m - r - ra);
+      const TileWords a = tileWords(codes, n, nib0, P, r0 + r, ra, 8, bufA);
+      // A missing second tile repeats the first; its sums are not stored.
+      const TileWords b =
+          rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + 8, rb, 8, bufB) : a;
+      __m256 sa, sb;
+      if (bits == 2)
+        twoTilesAvx2<2>(a, b, q + j * d, P, sa, sb);
+      else
+        twoTilesAvx2<4>(a, b, q + j * d, P, sa, sb);
+      _mm256_store_ps(va, sa);
+      _mm256_store_ps(vb, sb);
+      float *o = out + r * outStride + j;
+      storeTileRows(va, ra, o, outStride);
+      storeTileRows(vb, rb, o + 8 * outStride, outStride);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// AVX-512F: tiles of 16 rows
+//===----------------------------------------------------------------------===//
+
+/// The 16 terms of nibble i (x = 0..15), computed in registers: cheaper
+/// than storing tables and loading them back.
+template <int BITS>
+KVQ_AVX512 inline __m512 tableAvx512(const float *q, int64_t i) {
+  if constexpr (BITS == 2) {
+    const __m512 c1 =
+        _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    const __m512 c2 =
+        _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_fmadd_ps(_mm512_set1_ps(q[2 * i + 1]), c2,
+                           _mm512_mul_ps(_mm512_set1_ps(q[2 * i]), c1));
+  } else {
+    return _mm512_mul_ps(_mm512_set1_ps(q[i]),
+                         _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                        12, 13, 14, 15));
+  }
+}
+
+/// Table term of nibble i for the 16 rows of a 64-bit word. The word is
+/// broadcast as two alternating 32-bit halves, so lane 2k holds row k and
+/// lane 2k+1 row 8 + k after the shift.
+KVQ_AVX512 inline __m512 termAvx512(const uint8_t *word, __m512 table) {
+  uint64_t w;
+  std::memcpy(&w, word, 8);
+  const __m512i shift = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16,
+                                          20, 20, 24, 24, 28, 28);
+  const __m512i idx =
+      _mm512_srlv_epi32(_mm512_set1_epi64(static_cast<int64_t>(w)), shift);
+  return _mm512_permutexvar_ps(idx, table);
+}
+
+template <int BITS>
+KVQ_AVX512 void twoTilesAvx512(TileWords a, TileWords b, const float *q,
+                               int64_t P, __m512 &ra, __m512 &rb) {
+  __m512 A[4], B[4];
+  for (int u = 0; u < 4; ++u)
+    A[u] = B[u] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < P; i += 4)
+    for (int u = 0; u < 4; ++u) {
+      const __m512 t = tableAvx512<BITS>(q, i + u);
+      A[u] = _mm512_add_ps(A[u], termAvx512(a.base + (i + u) * a.stride, t));
+      B[u] = _mm512_add_ps(B[u], termAvx512(b.base + (i + u) * b.stride, t));
+    }
+  // Back to row order: row t < 8 is lane 2t, row 8 + t lane 2t + 1.
+  const __m512i rowOrder = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3,
+                                             5, 7, 9, 11, 13, 15);
+  ra = _mm512_permutexvar_ps(
+      rowOrder,
+      _mm512_add_ps(_mm512_add_ps(A[0], A[1]), _mm512_add_ps(A[2], A[3])));
+  rb = _mm512_permutexvar_ps(
+      rowOrder,
+      _mm512_add_ps(_mm512_add_ps(B[0], B[1]), _mm512_add_ps(B[2], B[3])));
+}
+
+KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n,
+                                    int64_t r0, int64_t m, int64_t nib0,
+                                    int bits, const float *q, int64_t nq,
+                                    int64_t d, float *out, int64_t outStride) {
+  const int64_t P = d * bits / 4;
+  if (P % 4 != 0 || P > kMaxTileNibbles)
+    return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
+                                              nq, d, out, outStride);
+  uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
+  alignas(64) float va[16], vb[16];
+  for (int64_t j = 0; j < nq; ++j) {
+    for (int64_t r = 0; r < m; r += 32) {
+      const int64_t ra = std::min<int64_t>(16, m - r);
+      const int64_t rb = std::min<int64_t>(16, m - r - ra);
+      const TileWords a = tileWords(codes, n, nib0, P, r0 + r, ra, 16, bufA);
+      const TileWords b =
+          rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + 16, rb, 16, bufB) : a;
+      __m512 sa, sb;
+      if (bits == 2)
+        twoTilesAvx512<2>(a, b, q + j * d, P, sa, sb);
+      else
+        twoTilesAvx512<4>(a, b, q + j * d, P, sa, sb);
+      _mm512_store_ps(va, sa);
+      _mm512_store_ps(vb, sb);
+      float *o = out + r * outStride + j;
+      storeTileRows(va, ra, o, outStride);
+      storeTileRows(vb, rb, o + 16 * outStride, outStride);
+    }
+  }
+}
+
+} // namespace
+
+void kvq::x86::fillNibbleAvx2(AttendOps &ops) {
+  ops.dotNibbleRows = dotNibbleRowsAvx2;
+}
+
+void kvq::x86::fillNibbleAvx512(AttendOps &ops) {
+  ops.dotNibbleRows = dotNibbleRowsAvx512;
+}
