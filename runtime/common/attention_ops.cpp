@@ -109,8 +109,29 @@ void dotCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
 void axpyCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
                       int64_t d, float *acc) {
-  for (int64_t r = 0; r < n; ++r)
-    axpyCodesRef(rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc);
+  int64_t r = 0;
+  if (bits == 2) { // rows in pairs, one addition of pairTerm per element
+    const int64_t groups = d / G;
+    for (; r + 2 <= n; r += 2) {
+      const float *wa = ws + r * wsStride, *wb = wa + wsStride;
+      for (int64_t c = 0; c < d; ++c) {
+        const unsigned a = packedCodeAt(rows[r], c, 2);
+        const unsigned b = packedCodeAt(rows[r + 1], c, 2);
+        for (int64_t j = 0; j < nq; ++j) {
+          const int64_t g = j * groups + c / G;
+          acc[j * d + c] += pairTerm(wa[g], a, wb[g], b);
+        }
+      }
+    }
+  }
+  for (; r < n; ++r) // fused: the contraction is spelled out
+    for (int64_t c = 0; c < d; ++c) {
+      const float v = packedCodeAt(rows[r], c, bits);
+      for (int64_t j = 0; j < nq; ++j) {
+        float &a = acc[j * d + c];
+        a = __builtin_fmaf(ws[r * wsStride + j * (d / G) + c / G], v, a);
+      }
+    }
 }
 
 void axpyHalfRowsRef(const uint16_t *const *rows, int64_t n, const float *w,

@@ -199,7 +199,12 @@ struct AttendOps {
   void (*dotCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
                        const float *q, int64_t nq, int64_t d, float *out,
                        int64_t outStride);
-  /// acc[j*d + c] += ws[r*wsStride + j*(d/G) + c/G] * code(rows[r], c).
+  /// acc[j*d + c] += ws[r*wsStride + j*(d/G) + c/G] * code(rows[r], c),
+  /// rows in order, one fused multiply-add per element and row; except
+  /// 2-bit codes, whose rows go in pairs (2k, 2k+1): one addition of
+  /// pairTerm(w_2k, a, w_2k+1, b) per element and pair (a lone last row:
+  /// one FMA). The pair's 16 possible terms are one table, so AVX-512 looks
+  /// them up with one permute per 16 channels of two rows.
   void (*axpyCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
                         const float *ws, int64_t wsStride, int64_t G,
                         int64_t nq, int64_t d, float *acc);
@@ -229,6 +234,12 @@ struct AttendOps {
                         int64_t m, int64_t nib0, int bits, const float *q,
                         int64_t nq, int64_t d, float *out, int64_t outStride);
 };
+
+/// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
+/// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).
+inline float pairTerm(float wa, unsigned a, float wb, unsigned b) {
+  return __builtin_fmaf(wb, static_cast<float>(b), wa * static_cast<float>(a));
+}
 
 /// The term of dotNibbleRows for nibble i (value x) of a row: 2-bit,
 /// fma(q[2i+1], x >> 2, q[2i] * (x & 3)) (two channels); 4-bit, q[i] * x.

@@ -162,6 +162,8 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
 }
 
 int64_t KiviStore::codedRows(int64_t g) const {
+  if (nSinks_ == 0) // plain KIVI, or no sink chosen yet: every row is coded
+    return G_;
   int64_t coded = 0;
   for (int64_t p = g * G_; p < (g + 1) * G_; ++p)
     coded += !slots_[static_cast<size_t>(p)].sink;
@@ -169,6 +171,8 @@ int64_t KiviStore::codedRows(int64_t g) const {
 }
 
 int64_t KiviStore::codedBefore(int64_t pos) const {
+  if (nSinks_ == 0)
+    return pos % G_;
   int64_t row = 0;
   for (int64_t p = pos / G_ * G_; p < pos; ++p)
     row += !slots_[static_cast<size_t>(p)].sink;

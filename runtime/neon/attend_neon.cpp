@@ -9,7 +9,8 @@
 // (runtime/x86/attend_avx2.cpp), so x86_64 and arm64 give the same bits
 // (test/e2e/cross-arch.mlir): sixteen partial sums over c = l (mod 16),
 // fused multiply-adds in channel order from +0, then reduce16's tree.
-// Weighted sums are one fmla per element and row, rows in order. Every op
+// Weighted sums are one fmla per element and row, rows in order (2-bit
+// rows in pairs: one addition of pairTerm per element and pair). Every op
 // takes its SIMD path under exactly the AVX2 conditions and falls back to
 // the reference otherwise.
 //
@@ -178,12 +179,53 @@ void dotCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
     dotCodesNeon(rows[r], 0, bits, q, nq, d, out + r * outStride);
 }
 
+/// 2-bit rows in pairs (kernels.h): each lane computes pairTerm's
+/// operations, fma(wb, b, wa * a), then one addition.
+void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
+                       int64_t wsStride, int64_t G, int64_t nq, int64_t d,
+                       float *acc) {
+  const int64_t groups = d / G;
+  const int32_t shifts[4][4] = {{0, -2, -4, -6},
+                                {-8, -10, -12, -14},
+                                {-16, -18, -20, -22},
+                                {-24, -26, -28, -30}};
+  const uint32x4_t three = vdupq_n_u32(3);
+  int64_t r = 0;
+  for (; r + 2 <= n; r += 2) {
+    const float *wa = ws + r * wsStride, *wb = wa + wsStride;
+    for (int64_t c = 0; c < d; c += 16) {
+      uint32_t xa, xb;
+      std::memcpy(&xa, rows[r] + c / 4, 4);
+      std::memcpy(&xb, rows[r + 1] + c / 4, 4);
+      for (int k = 0; k < 4; ++k) {
+        const int32x4_t s = vld1q_s32(shifts[k]);
+        const float32x4_t a = vcvtq_f32_u32(
+            vandq_u32(vshlq_u32(vdupq_n_u32(xa), s), three));
+        const float32x4_t b = vcvtq_f32_u32(
+            vandq_u32(vshlq_u32(vdupq_n_u32(xb), s), three));
+        const int64_t ch = c + 4 * k;
+        for (int64_t j = 0; j < nq; ++j) {
+          const int64_t g = j * groups + ch / G;
+          float *o = acc + j * d + ch;
+          const float32x4_t t =
+              vfmaq_f32(vmulq_n_f32(a, wa[g]), vdupq_n_f32(wb[g]), b);
+          vst1q_f32(o, vaddq_f32(vld1q_f32(o), t));
+        }
+      }
+    }
+  }
+  if (r < n) // the lone last row: one FMA per element
+    axpyCodesNeon(rows[r], 0, 2, ws + r * wsStride, G, nq, d, acc);
+}
+
 void axpyCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                        const float *ws, int64_t wsStride, int64_t G,
                        int64_t nq, int64_t d, float *acc) {
   if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
     return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
                                               nq, d, acc);
+  if (bits == 2)
+    return axpyCodePairsNeon(rows, n, ws, wsStride, G, nq, d, acc);
   for (int64_t r = 0; r < n; ++r)
     axpyCodesNeon(rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc);
 }

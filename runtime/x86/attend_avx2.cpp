@@ -392,9 +392,14 @@ KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 #undef KVQ_DOT_ROWS
 }
 
-KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                                const float *ws, int64_t wsStride, int64_t G,
-                                int64_t nq, int64_t d, float *acc) {
+} // namespace
+
+KVQ_AVX2 void kvq::x86::axpyCodesRowsAvx2(const uint8_t *const *rows,
+                                          int64_t n, int bits, const float *ws,
+                                          int64_t wsStride, int64_t G,
+                                          int64_t nq, int64_t d, float *acc) {
+  if (bits == 2) // rows in pairs (attend_pairs.cpp)
+    return axpyCodePairsAvx2(rows, n, ws, wsStride, G, nq, d, acc);
   if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
     return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
                                               nq, d, acc);
@@ -408,6 +413,8 @@ KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
   KVQ_WITH_BITS(bits, KVQ_AXPY_ROWS)
 #undef KVQ_AXPY_ROWS
 }
+
+namespace {
 
 KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
                                const float *w, int64_t wStride, int64_t nq,
@@ -571,7 +578,7 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.dotCodes = dotCodesAvx2;
   ops.axpyCodes = axpyCodesAvx2;
   ops.dotCodesRows = dotCodesRowsAvx2;
-  ops.axpyCodesRows = axpyCodesRowsAvx2;
+  ops.axpyCodesRows = x86::axpyCodesRowsAvx2;
   ops.axpyHalfRows = axpyHalfRowsAvx2;
   ops.dotLut = dotLutAvx2;
   ops.axpyLutRows = axpyLutRowsAvx2;

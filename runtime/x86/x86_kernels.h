@@ -21,6 +21,16 @@ void fillAttendAvx2(AttendOps &ops);
 /// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
 void fillNibbleAvx2(AttendOps &ops);
 void fillNibbleAvx512(AttendOps &ops);
+/// attend_avx2.cpp: AttendOps::axpyCodesRows on AVX2 (any width).
+void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                       const float *ws, int64_t wsStride, int64_t G,
+                       int64_t nq, int64_t d, float *acc);
+/// attend_pairs.cpp: its 2-bit case (rows in pairs), and the AVX-512
+/// version of axpyCodesRows.
+void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
+                       int64_t wsStride, int64_t G, int64_t nq, int64_t d,
+                       float *acc);
+void fillPairsAvx512(AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq

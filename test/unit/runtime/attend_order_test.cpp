@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace kvq;
@@ -195,51 +197,94 @@ TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
   }
 }
 
-TEST(AttendOrder, WeightedSumsAreOneFmaPerElementAndRow) {
-  REQUIRE_SIMD_ATTEND();
+/// The canonical weighted sum of coded rows (kernels.h, axpyCodesRows):
+/// one FMA per element and row, except 2-bit rows, which go in pairs and
+/// add fma(wb, b, wa * a) once per element and pair.
+std::vector<float> canonicalAxpyCodes(const Data &t, int bits,
+                                      const std::vector<float> &ws,
+                                      int64_t wsStride, int64_t G, int64_t nq,
+                                      std::vector<float> acc) {
+  const int64_t groups = t.d / G;
+  auto code = [&](int64_t r, int64_t c) {
+    return static_cast<float>(packedCodeAt(t.packed.data(), r * t.d + c, bits));
+  };
+  auto weight = [&](int64_t r, int64_t j, int64_t c) {
+    return ws[static_cast<size_t>(r * wsStride + j * groups + c / G)];
+  };
+  int64_t r = 0;
+  for (; bits == 2 && r + 2 <= t.rows; r += 2)
+    for (int64_t j = 0; j < nq; ++j)
+      for (int64_t c = 0; c < t.d; ++c)
+        acc[static_cast<size_t>(j * t.d + c)] +=
+            std::fma(weight(r + 1, j, c), code(r + 1, c),
+                     weight(r, j, c) * code(r, c));
+  for (; r < t.rows; ++r)
+    for (int64_t j = 0; j < nq; ++j)
+      for (int64_t c = 0; c < t.d; ++c) {
+        float &a = acc[static_cast<size_t>(j * t.d + c)];
+        a = std::fma(weight(r, j, c), code(r, c), a);
+      }
+  return acc;
+}
+
+TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
+  std::vector<std::pair<std::string, const AttendOps *>> tables = {
+      {"reference", &referenceAttendOps()}};
+  for (const KernelTable *k : simdKernelVariants())
+    tables.push_back({k->name, &k->attend});
   for (int bits : {2, 4, 8}) {
-    const Data t = makeData(bits, 90 + bits);
-    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
-      const int64_t G = 32, groups = t.d / G, wsStride = nq * groups;
-      Rng rng(static_cast<uint64_t>(nq));
-      std::vector<float> ws(static_cast<size_t>(t.rows * wsStride)),
-          w(static_cast<size_t>(t.rows * nq));
-      for (float &x : ws)
-        x = static_cast<float>(rng.uniform());
-      for (float &x : w)
-        x = static_cast<float>(rng.uniform());
-      std::vector<const uint8_t *> rows;
-      std::vector<const uint16_t *> halfRows;
-      for (int64_t r = 0; r < t.rows; ++r) {
-        rows.push_back(t.packed.data() + r * t.d * bits / 8);
-        halfRows.push_back(t.half.data() + r * t.d);
+    const Data t = makeData(bits, 90 + bits); // 9 rows: a lone last row
+    std::vector<const uint8_t *> rows;
+    for (int64_t r = 0; r < t.rows; ++r)
+      rows.push_back(t.packed.data() + r * t.d * bits / 8);
+    for (int64_t G : {int64_t{8}, int64_t{16}, int64_t{32}, int64_t{64}})
+      for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+        const int64_t groups = t.d / G, wsStride = nq * groups;
+        Rng rng(static_cast<uint64_t>(nq * 100 + G));
+        std::vector<float> ws(static_cast<size_t>(t.rows * wsStride));
+        for (float &x : ws)
+          x = static_cast<float>(rng.normal());
+        const std::vector<float> start(static_cast<size_t>(nq * t.d), 0.25f);
+        const std::vector<float> want =
+            canonicalAxpyCodes(t, bits, ws, wsStride, G, nq, start);
+        for (const auto &[name, ops] : tables) {
+          std::vector<float> acc = start;
+          ops->axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G,
+                             nq, t.d, acc.data());
+          for (size_t e = 0; e < acc.size(); ++e)
+            ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
+                << name << " bits " << bits << " G " << G << " nq " << nq
+                << " element " << e;
+        }
       }
-      std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f),
-          accH = acc, want = acc, wantH = acc;
-      ops.axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G, nq,
-                        t.d, acc.data());
-      ops.axpyHalfRows(halfRows.data(), t.rows, w.data(), nq, nq, t.d,
-                       accH.data());
-      for (int64_t r = 0; r < t.rows; ++r)
-        for (int64_t j = 0; j < nq; ++j)
-          for (int64_t c = 0; c < t.d; ++c) {
-            const size_t e = static_cast<size_t>(j * t.d + c);
-            const float code = packedCodeAt(t.packed.data(), r * t.d + c, bits);
-            want[e] = std::fma(
-                ws[static_cast<size_t>(r * wsStride + j * groups + c / G)],
-                code, want[e]);
-            wantH[e] = std::fma(
-                w[static_cast<size_t>(r * nq + j)],
-                halfToFloat(t.half[static_cast<size_t>(r * t.d + c)]),
-                wantH[e]);
-          }
-      for (size_t e = 0; e < acc.size(); ++e) {
-        ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
-            << "codes, bits " << bits << " nq " << nq << " element " << e;
-        ASSERT_EQ(bitsOf(accH[e]), bitsOf(wantH[e]))
-            << "fp16, nq " << nq << " element " << e;
-      }
-    }
+  }
+}
+
+TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) {
+  REQUIRE_SIMD_ATTEND();
+  const Data t = makeData(4, 94);
+  std::vector<const uint16_t *> halfRows;
+  for (int64_t r = 0; r < t.rows; ++r)
+    halfRows.push_back(t.half.data() + r * t.d);
+  for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+    Rng rng(static_cast<uint64_t>(nq));
+    std::vector<float> w(static_cast<size_t>(t.rows * nq));
+    for (float &x : w)
+      x = static_cast<float>(rng.uniform());
+    std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f), want = acc;
+    ops.axpyHalfRows(halfRows.data(), t.rows, w.data(), nq, nq, t.d,
+                     acc.data());
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t j = 0; j < nq; ++j)
+        for (int64_t c = 0; c < t.d; ++c) {
+          const size_t e = static_cast<size_t>(j * t.d + c);
+          want[e] = std::fma(
+              w[static_cast<size_t>(r * nq + j)],
+              halfToFloat(t.half[static_cast<size_t>(r * t.d + c)]), want[e]);
+        }
+    for (size_t e = 0; e < acc.size(); ++e)
+      ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
+          << "fp16, nq " << nq << " element " << e;
   }
 }
 
