@@ -46,7 +46,9 @@ struct PairWeights {
 // AVX2: NJ queries x W channels of accumulators in registers
 //===----------------------------------------------------------------------===//
 
-template <int NJ, int W>
+/// SPAN: channels that share one weight inside the block (min(G, W)), so
+/// a pair's product table and weight broadcast are built once per span.
+template <int NJ, int W, int SPAN>
 KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
                             const PairWeights &w, int64_t j0, int64_t c0,
                             int64_t d, float *acc) {
@@ -58,30 +60,36 @@ KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
     for (int i = 0; i < W / 8; ++i)
       a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
   int64_t r = 0;
-  for (; r + 2 <= n; r += 2)
+  for (; r + 2 <= n; r += 2) {
+    // products[jj][s] = wa * {0,1,2,3} and wb of span s of query jj.
+    __m256 products[NJ][W / SPAN], wbs[NJ][W / SPAN];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int sp = 0; sp < W / SPAN; ++sp) {
+        const int64_t c = c0 + SPAN * sp;
+        products[jj][sp] =
+            _mm256_mul_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), codes);
+        wbs[jj][sp] = _mm256_set1_ps(*w.at(r + 1, j0 + jj, c));
+      }
     for (int i = 0; i < W / 8; i += 2) { // one 32-bit word: 16 channels
       const int64_t c = c0 + 8 * i;
       const __m256i A = _mm256_set1_epi32(
           static_cast<int32_t>(word32(rows[r] + c / 4)));
       const __m256i B = _mm256_set1_epi32(
           static_cast<int32_t>(word32(rows[r + 1] + c / 4)));
-      const __m256i ia0 = _mm256_srlv_epi32(A, s0), ia1 = _mm256_srlv_epi32(A, s1);
-      const __m256 b0 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s0));
-      const __m256 b1 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s1));
-      for (int jj = 0; jj < NJ; ++jj) {
-        const float *wa0 = w.at(r, j0 + jj, c), *wa1 = w.at(r, j0 + jj, c + 8);
-        const float *wb0 = w.at(r + 1, j0 + jj, c);
-        const float *wb1 = w.at(r + 1, j0 + jj, c + 8);
-        const __m256 lo0 = _mm256_permutevar_ps(
-            _mm256_mul_ps(_mm256_set1_ps(*wa0), codes), ia0);
-        const __m256 lo1 = _mm256_permutevar_ps(
-            _mm256_mul_ps(_mm256_set1_ps(*wa1), codes), ia1);
-        a[jj][i] = _mm256_add_ps(
-            a[jj][i], _mm256_fmadd_ps(_mm256_set1_ps(*wb0), b0, lo0));
-        a[jj][i + 1] = _mm256_add_ps(
-            a[jj][i + 1], _mm256_fmadd_ps(_mm256_set1_ps(*wb1), b1, lo1));
-      }
+      const __m256i ia[2] = {_mm256_srlv_epi32(A, s0),
+                             _mm256_srlv_epi32(A, s1)};
+      const __m256 bv[2] = {
+          _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s0)),
+          _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s1))};
+      for (int jj = 0; jj < NJ; ++jj)
+        for (int h = 0; h < 2; ++h) {
+          const int sp = (8 * (i + h)) / SPAN;
+          const __m256 lo = _mm256_permutevar_ps(products[jj][sp], ia[h]);
+          a[jj][i + h] = _mm256_add_ps(
+              a[jj][i + h], _mm256_fmadd_ps(wbs[jj][sp], bv[h], lo));
+        }
     }
+  }
   if (r < n) // the lone last row: one FMA per element
     for (int i = 0; i < W / 8; i += 2) {
       const int64_t c = c0 + 8 * i;
@@ -101,25 +109,25 @@ KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
       _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
 }
 
-/// Tiles of 8 accumulators: four queries x 16 channels, two x 32, one x 64.
+/// Tiles of at most 8 accumulators: four queries x 16 channels, two x 16,
+/// one x 32 (more would spill: each pair step needs eight temporaries).
+template <int SPAN16, int SPAN32>
 KVQ_AVX2 void pairTilesAvx2(const uint8_t *const *rows, int64_t n,
                             const PairWeights &w, int64_t nq, int64_t d,
                             float *acc) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
     for (int64_t c = 0; c < d; c += 16)
-      pairBlockAvx2<4, 16>(rows, n, w, j, c, d, acc);
-  if (nq - j >= 2) {
+      pairBlockAvx2<4, 16, SPAN16>(rows, n, w, j, c, d, acc);
+  for (; j + 2 <= nq; j += 2)
     for (int64_t c = 0; c < d; c += 16)
-      pairBlockAvx2<2, 16>(rows, n, w, j, c, d, acc);
-    j += 2;
-  }
+      pairBlockAvx2<2, 16, SPAN16>(rows, n, w, j, c, d, acc);
   if (nq - j == 1) {
     int64_t c = 0;
-    for (; c + 64 <= d; c += 64)
-      pairBlockAvx2<1, 64>(rows, n, w, j, c, d, acc);
+    for (; c + 32 <= d; c += 32)
+      pairBlockAvx2<1, 32, SPAN32>(rows, n, w, j, c, d, acc);
     for (; c < d; c += 16)
-      pairBlockAvx2<1, 16>(rows, n, w, j, c, d, acc);
+      pairBlockAvx2<1, 16, SPAN16>(rows, n, w, j, c, d, acc);
   }
 }
 
@@ -221,7 +229,12 @@ KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows,
   if (d % 16 != 0 || G % 8 != 0 || !powerOfTwo(G))
     return referenceAttendOps().axpyCodesRows(rows, n, 2, ws, wsStride, G, nq,
                                               d, acc);
-  pairTilesAvx2(rows, n, pairWeights(ws, wsStride, G, d), nq, d, acc);
+  const PairWeights w = pairWeights(ws, wsStride, G, d);
+  switch (G) {
+  case 8: return pairTilesAvx2<8, 8>(rows, n, w, nq, d, acc);
+  case 16: return pairTilesAvx2<16, 16>(rows, n, w, nq, d, acc);
+  default: return pairTilesAvx2<16, 32>(rows, n, w, nq, d, acc);
+  }
 }
 
 namespace {
