@@ -83,6 +83,56 @@ KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q,
   rb = _mm256_add_ps(_mm256_add_ps(B[0], B[1]), _mm256_add_ps(B[2], B[3]));
 }
 
+/// Codes of nibble i for the 8 rows of a word, decoded once for two query
+/// vectors (GQA): 2-bit x & 3 and x >> 2 as floats, or 4-bit x.
+template <int BITS>
+KVQ_AVX2 inline void decodeAvx2(const uint8_t *word, __m256 &lo, __m256 &hi) {
+  uint32_t w;
+  std::memcpy(&w, word, 4);
+  const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
+  const __m256i lowShift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  if constexpr (BITS == 2) {
+    const __m256 codes = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+    const __m256i hiShift = _mm256_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30);
+    lo = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(x, lowShift));
+    hi = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(x, hiShift));
+  } else {
+    lo = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(x, lowShift),
+                                             _mm256_set1_epi32(15)));
+    hi = lo;
+  }
+}
+
+/// Canonical sums of one tile for query vectors q0 and q1 = q0 + d: the
+/// decode is shared, each query's term is nibbleTerm's operations.
+template <int BITS>
+KVQ_AVX2 void oneTileTwoQueriesAvx2(TileWords t, const float *q0, int64_t d,
+                                    int64_t P, __m256 &r0, __m256 &r1) {
+  const float *q1 = q0 + d;
+  __m256 A[4], B[4];
+  for (int u = 0; u < 4; ++u)
+    A[u] = B[u] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < P; i += 4)
+    for (int u = 0; u < 4; ++u) {
+      const int64_t k = i + u;
+      __m256 lo, hi;
+      decodeAvx2<BITS>(t.base + k * t.stride, lo, hi);
+      if constexpr (BITS == 2) {
+        A[u] = _mm256_add_ps(
+            A[u], _mm256_fmadd_ps(_mm256_set1_ps(q0[2 * k + 1]), hi,
+                                  _mm256_mul_ps(_mm256_set1_ps(q0[2 * k]), lo)));
+        B[u] = _mm256_add_ps(
+            B[u], _mm256_fmadd_ps(_mm256_set1_ps(q1[2 * k + 1]), hi,
+                                  _mm256_mul_ps(_mm256_set1_ps(q1[2 * k]), lo)));
+      } else {
+        A[u] = _mm256_add_ps(A[u], _mm256_mul_ps(_mm256_set1_ps(q0[k]), lo));
+        B[u] = _mm256_add_ps(B[u], _mm256_mul_ps(_mm256_set1_ps(q1[k]), lo));
+      }
+    }
+  r0 = _mm256_add_ps(_mm256_add_ps(A[0], A[1]), _mm256_add_ps(A[2], A[3]));
+  r1 = _mm256_add_ps(_mm256_add_ps(B[0], B[1]), _mm256_add_ps(B[2], B[3]));
+}
+
 KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
                                 int64_t m, int64_t nib0, int bits,
                                 const float *q, int64_t nq, int64_t d,
@@ -93,7 +143,24 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
                                               nq, d, out, outStride);
   uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
   alignas(32) float va[8], vb[8];
-  for (int64_t j = 0; j < nq; ++j) {
+  int64_t j = 0;
+  // Query vectors in pairs (GQA): one tile at a time, decode shared.
+  for (; j + 2 <= nq; j += 2)
+    for (int64_t r = 0; r < m; r += 8) {
+      const int64_t rows = std::min<int64_t>(8, m - r);
+      const TileWords t = tileWords(codes, n, nib0, P, r0 + r, rows, 8, bufA);
+      __m256 s0, s1;
+      if (bits == 2)
+        oneTileTwoQueriesAvx2<2>(t, q + j * d, d, P, s0, s1);
+      else
+        oneTileTwoQueriesAvx2<4>(t, q + j * d, d, P, s0, s1);
+      _mm256_store_ps(va, s0);
+      _mm256_store_ps(vb, s1);
+      float *o = out + r * outStride + j;
+      storeTileRows(va, rows, o, outStride);
+      storeTileRows(vb, rows, o + 1, outStride);
+    }
+  for (; j < nq; ++j) {
     for (int64_t r = 0; r < m; r += 16) {
       const int64_t ra = std::min<int64_t>(8, m - r);
       const int64_t rb = std::min<int64_t>(8, m - r - ra);
