@@ -154,12 +154,19 @@ void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
     }
 }
 
+bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
+                          const float *, int64_t, int64_t, int64_t, float *,
+                          float *) {
+  return false; // the portable path: halfRowsToFloat + groupWeightsPortable
+}
+
 } // namespace
 
 const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
-      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef};
+      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef,
+      groupWeightsHalfNone};
   return ops;
 }

@@ -233,6 +233,15 @@ struct AttendOps {
   void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0,
                         int64_t m, int64_t nib0, int bits, const float *q,
                         int64_t nq, int64_t d, float *out, int64_t outStride);
+  /// groupWeightsPortable (group_weights.h) straight from the n tokens'
+  /// fp16 headers (heads*perHead scales, then as many zeros), the
+  /// conversion fused in; returns false, touching nothing, for shapes it
+  /// does not take (the caller then converts with halfRowsToFloat and calls
+  /// groupWeightsPortable). Same bits either way.
+  bool (*groupWeightsHalf)(const uint16_t *const *headers,
+                           const int64_t *rowOf, int64_t n,
+                           const float *scores, int64_t heads, int64_t nq,
+                           int64_t perHead, float *ws, float *zsum);
 };
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b

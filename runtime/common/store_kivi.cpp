@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "attention.h"
 #include "bitpack.h"
+#include "group_weights.h"
 #include "kernels.h"
 #include "paged.h"
 #include "status.h"
@@ -431,37 +432,6 @@ void KiviStore::attendKeys(AttendJob &job) const {
   }
 }
 
-/// Per coded token of a chunk: its group weights ws[k*PH + g] = w[k] *
-/// scale[h*PH + g] and the zero-point sums zsum[k*PH + g] += w[k] *
-/// zero[h*PH + g], for the K = heads * nq query vectors k = h*nq + j (PH
-/// groups per head row). PH is a template parameter for the usual shapes so
-/// the g loop is straight-line and the compiler vectorizes across groups;
-/// each element is still one multiply and one add in token order (no
-/// contraction: -ffp-contract=off), so every ISA rounds the same way.
-template <int PH>
-void groupWeights(const float *scores, const int64_t *rowOf, int64_t n,
-                  const float *sz, int64_t heads, int64_t nq,
-                  int64_t perHeadRt, float *__restrict ws,
-                  float *__restrict zsum) {
-  const int64_t perHead = PH > 0 ? PH : perHeadRt;
-  const int64_t perRow = heads * perHead, stride = heads * nq * perHead;
-  for (int64_t i = 0; i < n; ++i) {
-    const float *__restrict w = scores + rowOf[i] * heads * nq;
-    const float *__restrict sc = sz + i * 2 * perRow;
-    const float *__restrict zr = sc + perRow;
-    float *__restrict wsRow = ws + i * stride;
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t j = 0; j < nq; ++j) {
-        const float wj = w[h * nq + j];
-        const int64_t k = (h * nq + j) * perHead;
-        for (int64_t g = 0; g < perHead; ++g) {
-          wsRow[k + g] = wj * sc[h * perHead + g];
-          zsum[k + g] += wj * zr[h * perHead + g];
-        }
-      }
-  }
-}
-
 /// Values: per-token groups; the weight times each group's scale scales
 /// the raw codes (axpyCodesRows over the chunk's coded tokens, per head),
 /// and weight x zero is summed per group and added once per chunk. The
@@ -500,20 +470,16 @@ void KiviStore::attendValues(AttendJob &job) const {
     blocks[n] = s.vq.p + 4 * perRow;
     job.positions[static_cast<size_t>(n++)] = t - job.t0;
   }
-  // The coded tokens' scales and zeros, converted in one call.
-  job.ops.halfRowsToFloat(job.halfRows.data(), n, 2 * perRow, sz);
+  // Group weights and zero-point sums from the coded tokens' headers: in
+  // one fused call where the table has one, else converted in one call and
+  // summed by the portable loops (the same bits either way).
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
-#define KVQ_GROUP_WEIGHTS(PH)                                                  \
-  groupWeights<PH>(scores, rowOf, n, sz, H, nq, perHead, ws, zsum)
-  switch (perHead) {
-  case 1: KVQ_GROUP_WEIGHTS(1); break;
-  case 2: KVQ_GROUP_WEIGHTS(2); break;
-  case 4: KVQ_GROUP_WEIGHTS(4); break;
-  case 8: KVQ_GROUP_WEIGHTS(8); break;
-  default: KVQ_GROUP_WEIGHTS(0); break;
+  if (!job.ops.groupWeightsHalf(job.halfRows.data(), rowOf, n, scores, H, nq,
+                                perHead, ws, zsum)) {
+    job.ops.halfRowsToFloat(job.halfRows.data(), n, 2 * perRow, sz);
+    groupWeightsPortable(scores, rowOf, n, sz, H, nq, perHead, ws, zsum);
   }
-#undef KVQ_GROUP_WEIGHTS
   const bool byteRows = (d * vb_) % 8 == 0;
   for (int64_t h = 0; h < H; ++h) {
     const float *wsHead = ws + h * nq * perHead;

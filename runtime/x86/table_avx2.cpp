@@ -65,6 +65,7 @@ const kvq::KernelTable &avx512Table() {
     t.name = "avx512";
     kvq::x86::fillNibbleAvx512(t.attend);
     kvq::x86::fillPairsAvx512(t.attend);
+    kvq::x86::fillGroupWeightsAvx512(t.attend);
     return t;
   }();
   return table;

@@ -31,6 +31,8 @@ void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
 void fillPairsAvx512(AttendOps &ops);
+/// group_weights_avx512.cpp: fused KIVI value headers.
+void fillGroupWeightsAvx512(AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq
