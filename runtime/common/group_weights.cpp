@@ -16,9 +16,9 @@ namespace {
 /// contraction: -ffp-contract=off), so every ISA rounds the same way.
 template <int PH>
 void groupWeightsFor(const float *scores, const int64_t *rowOf, int64_t n,
-                  const float *sz, int64_t heads, int64_t nq,
-                  int64_t perHeadRt, float *__restrict ws,
-                  float *__restrict zsum) {
+                     const float *sz, int64_t heads, int64_t nq,
+                     int64_t perHeadRt, float *__restrict ws,
+                     float *__restrict zsum) {
   const int64_t perHead = PH > 0 ? PH : perHeadRt;
   const int64_t perRow = heads * perHead, stride = heads * nq * perHead;
   for (int64_t i = 0; i < n; ++i) {
@@ -47,11 +47,21 @@ void kvq::groupWeightsPortable(const float *scores, const int64_t *rowOf,
 #define KVQ_GROUP_WEIGHTS(PH)                                                  \
   groupWeightsFor<PH>(scores, rowOf, n, sz, heads, nq, perHead, ws, zsum)
   switch (perHead) {
-  case 1: KVQ_GROUP_WEIGHTS(1); break;
-  case 2: KVQ_GROUP_WEIGHTS(2); break;
-  case 4: KVQ_GROUP_WEIGHTS(4); break;
-  case 8: KVQ_GROUP_WEIGHTS(8); break;
-  default: KVQ_GROUP_WEIGHTS(0); break;
+  case 1:
+    KVQ_GROUP_WEIGHTS(1);
+    break;
+  case 2:
+    KVQ_GROUP_WEIGHTS(2);
+    break;
+  case 4:
+    KVQ_GROUP_WEIGHTS(4);
+    break;
+  case 8:
+    KVQ_GROUP_WEIGHTS(8);
+    break;
+  default:
+    KVQ_GROUP_WEIGHTS(0);
+    break;
   }
 #undef KVQ_GROUP_WEIGHTS
 }

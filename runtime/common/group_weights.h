@@ -1,4 +1,4 @@
-//===- group_weights.h - Per-token group weights of the KIVI value pass ---*- C++ -*-===//
+//===- group_weights.h - Group weights of the KIVI value pass -*- C++ -*-===//
 //
 // KIVI values are quantized per token in groups of G channels, so a chunk's
 // weighted sum needs, per coded token, each group's weight times its scale

@@ -1,4 +1,4 @@
-//===- nibble_tiles.h - Row tiles of nibble-major code blocks ----*- C++ -*-===//
+//===- nibble_tiles.h - Row tiles of nibble-major code blocks -*- C++ -*-===//
 //
 // Shared by the SIMD versions of AttendOps::dotNibbleRows: where the words
 // of a tile of rows (nibble i of each row, row t in bits 4t..4t+3) come

@@ -46,8 +46,7 @@ inline void decode(const uint8_t *word, float32x4_t lo[2], float32x4_t hi[2]) {
 /// ...), the decode shared: out8[j*8 + t] for row t and query j. Each term
 /// is nibbleTerm's operations (2-bit: fma(q[2i+1], hi, q[2i] * lo)).
 template <int BITS, int NQ>
-void tileSums(TileWords w, const float *q, int64_t d, int64_t P,
-              float *out8) {
+void tileSums(TileWords w, const float *q, int64_t d, int64_t P, float *out8) {
   float32x4_t S[NQ][4][2];
   for (int j = 0; j < NQ; ++j)
     for (int u = 0; u < 4; ++u)

@@ -59,16 +59,16 @@ KVQ_AVX2 inline __m256 termAvx2(const uint8_t *word, const float *q,
         _mm256_permutevar_ps(codes, _mm256_srlv_epi32(x, hiShift));
     return _mm256_fmadd_ps(_mm256_set1_ps(q[2 * i + 1]), hi, lo);
   } else {
-    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(x, lowShift),
-                                         _mm256_set1_epi32(15));
+    const __m256i nib =
+        _mm256_and_si256(_mm256_srlv_epi32(x, lowShift), _mm256_set1_epi32(15));
     return _mm256_mul_ps(_mm256_set1_ps(q[i]), _mm256_cvtepi32_ps(nib));
   }
 }
 
 /// Canonical sums of two tiles at once (eight addition chains in flight).
 template <int BITS>
-KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q,
-                           int64_t P, __m256 &ra, __m256 &rb) {
+KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q, int64_t P,
+                           __m256 &ra, __m256 &rb) {
   __m256 A[4], B[4];
   for (int u = 0; u < 4; ++u)
     A[u] = B[u] = _mm256_setzero_ps();
@@ -119,11 +119,13 @@ KVQ_AVX2 void oneTileTwoQueriesAvx2(TileWords t, const float *q0, int64_t d,
       decodeAvx2<BITS>(t.base + k * t.stride, lo, hi);
       if constexpr (BITS == 2) {
         A[u] = _mm256_add_ps(
-            A[u], _mm256_fmadd_ps(_mm256_set1_ps(q0[2 * k + 1]), hi,
-                                  _mm256_mul_ps(_mm256_set1_ps(q0[2 * k]), lo)));
+            A[u],
+            _mm256_fmadd_ps(_mm256_set1_ps(q0[2 * k + 1]), hi,
+                            _mm256_mul_ps(_mm256_set1_ps(q0[2 * k]), lo)));
         B[u] = _mm256_add_ps(
-            B[u], _mm256_fmadd_ps(_mm256_set1_ps(q1[2 * k + 1]), hi,
-                                  _mm256_mul_ps(_mm256_set1_ps(q1[2 * k]), lo)));
+            B[u],
+            _mm256_fmadd_ps(_mm256_set1_ps(q1[2 * k + 1]), hi,
+                            _mm256_mul_ps(_mm256_set1_ps(q1[2 * k]), lo)));
       } else {
         A[u] = _mm256_add_ps(A[u], _mm256_mul_ps(_mm256_set1_ps(q0[k]), lo));
         B[u] = _mm256_add_ps(B[u], _mm256_mul_ps(_mm256_set1_ps(q1[k]), lo));
@@ -198,9 +200,9 @@ KVQ_AVX512 inline __m512 tableAvx512(const float *q, int64_t i) {
     return _mm512_fmadd_ps(_mm512_set1_ps(q[2 * i + 1]), c2,
                            _mm512_mul_ps(_mm512_set1_ps(q[2 * i]), c1));
   } else {
-    return _mm512_mul_ps(_mm512_set1_ps(q[i]),
-                         _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                        12, 13, 14, 15));
+    return _mm512_mul_ps(
+        _mm512_set1_ps(q[i]),
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   }
 }
 
@@ -210,8 +212,8 @@ KVQ_AVX512 inline __m512 tableAvx512(const float *q, int64_t i) {
 KVQ_AVX512 inline __m512 termAvx512(const uint8_t *word, __m512 table) {
   uint64_t w;
   std::memcpy(&w, word, 8);
-  const __m512i shift = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16,
-                                          20, 20, 24, 24, 28, 28);
+  const __m512i shift = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20,
+                                          20, 24, 24, 28, 28);
   const __m512i idx =
       _mm512_srlv_epi32(_mm512_set1_epi64(static_cast<int64_t>(w)), shift);
   return _mm512_permutexvar_ps(idx, table);
@@ -230,20 +232,20 @@ KVQ_AVX512 void twoTilesAvx512(TileWords a, TileWords b, const float *q,
       B[u] = _mm512_add_ps(B[u], termAvx512(b.base + (i + u) * b.stride, t));
     }
   // Back to row order: row t < 8 is lane 2t, row 8 + t lane 2t + 1.
-  const __m512i rowOrder = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3,
-                                             5, 7, 9, 11, 13, 15);
-  ra = _mm512_permutexvar_ps(
-      rowOrder,
-      _mm512_add_ps(_mm512_add_ps(A[0], A[1]), _mm512_add_ps(A[2], A[3])));
-  rb = _mm512_permutexvar_ps(
-      rowOrder,
-      _mm512_add_ps(_mm512_add_ps(B[0], B[1]), _mm512_add_ps(B[2], B[3])));
+  const __m512i rowOrder =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  ra =
+      _mm512_permutexvar_ps(rowOrder, _mm512_add_ps(_mm512_add_ps(A[0], A[1]),
+                                                    _mm512_add_ps(A[2], A[3])));
+  rb =
+      _mm512_permutexvar_ps(rowOrder, _mm512_add_ps(_mm512_add_ps(B[0], B[1]),
+                                                    _mm512_add_ps(B[2], B[3])));
 }
 
-KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n,
-                                    int64_t r0, int64_t m, int64_t nib0,
-                                    int bits, const float *q, int64_t nq,
-                                    int64_t d, float *out, int64_t outStride) {
+KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
+                                    int64_t m, int64_t nib0, int bits,
+                                    const float *q, int64_t nq, int64_t d,
+                                    float *out, int64_t outStride) {
   const int64_t P = d * bits / 4;
   if (P % 4 != 0 || P > kMaxTileNibbles)
     return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,

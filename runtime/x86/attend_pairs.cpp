@@ -72,10 +72,10 @@ KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
       }
     for (int i = 0; i < W / 8; i += 2) { // one 32-bit word: 16 channels
       const int64_t c = c0 + 8 * i;
-      const __m256i A = _mm256_set1_epi32(
-          static_cast<int32_t>(word32(rows[r] + c / 4)));
-      const __m256i B = _mm256_set1_epi32(
-          static_cast<int32_t>(word32(rows[r + 1] + c / 4)));
+      const __m256i A =
+          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
+      const __m256i B =
+          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r + 1] + c / 4)));
       const __m256i ia[2] = {_mm256_srlv_epi32(A, s0),
                              _mm256_srlv_epi32(A, s1)};
       const __m256 bv[2] = {
@@ -85,23 +85,23 @@ KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
         for (int h = 0; h < 2; ++h) {
           const int sp = (8 * (i + h)) / SPAN;
           const __m256 lo = _mm256_permutevar_ps(products[jj][sp], ia[h]);
-          a[jj][i + h] = _mm256_add_ps(
-              a[jj][i + h], _mm256_fmadd_ps(wbs[jj][sp], bv[h], lo));
+          a[jj][i + h] = _mm256_add_ps(a[jj][i + h],
+                                       _mm256_fmadd_ps(wbs[jj][sp], bv[h], lo));
         }
     }
   }
   if (r < n) // the lone last row: one FMA per element
     for (int i = 0; i < W / 8; i += 2) {
       const int64_t c = c0 + 8 * i;
-      const __m256i A = _mm256_set1_epi32(
-          static_cast<int32_t>(word32(rows[r] + c / 4)));
+      const __m256i A =
+          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
       const __m256 v0 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s0));
       const __m256 v1 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s1));
       for (int jj = 0; jj < NJ; ++jj) {
-        a[jj][i] = _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), v0,
-                                   a[jj][i]);
-        a[jj][i + 1] = _mm256_fmadd_ps(
-            _mm256_set1_ps(*w.at(r, j0 + jj, c + 8)), v1, a[jj][i + 1]);
+        a[jj][i] =
+            _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), v0, a[jj][i]);
+        a[jj][i + 1] = _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c + 8)),
+                                       v1, a[jj][i + 1]);
       }
     }
   for (int jj = 0; jj < NJ; ++jj)
@@ -176,7 +176,8 @@ KVQ_AVX512 void pairBlockAvx512(const uint8_t *const *rows, int64_t n,
           table = _mm512_fmadd_ps(
               _mm512_set1_ps(*w.at(r + 1, j0 + jj, c)), c2,
               _mm512_mul_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), c1));
-        a[jj][b] = _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+        a[jj][b] =
+            _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
       }
     }
   }
@@ -189,8 +190,8 @@ KVQ_AVX512 void pairBlockAvx512(const uint8_t *const *rows, int64_t n,
               sa),
           c1);
       for (int jj = 0; jj < NJ; ++jj)
-        a[jj][b] = _mm512_fmadd_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), v,
-                                   a[jj][b]);
+        a[jj][b] =
+            _mm512_fmadd_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), v, a[jj][b]);
     }
   for (int jj = 0; jj < NJ; ++jj)
     for (int b = 0; b < 4; ++b)
@@ -222,34 +223,40 @@ PairWeights pairWeights(const float *ws, int64_t wsStride, int64_t G,
 
 } // namespace
 
-KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows,
-                                          int64_t n, const float *ws,
-                                          int64_t wsStride, int64_t G,
-                                          int64_t nq, int64_t d, float *acc) {
+KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n,
+                                          const float *ws, int64_t wsStride,
+                                          int64_t G, int64_t nq, int64_t d,
+                                          float *acc) {
   if (d % 16 != 0 || G % 8 != 0 || !powerOfTwo(G))
     return referenceAttendOps().axpyCodesRows(rows, n, 2, ws, wsStride, G, nq,
                                               d, acc);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
-  case 8: return pairTilesAvx2<8, 8>(rows, n, w, nq, d, acc);
-  case 16: return pairTilesAvx2<16, 16>(rows, n, w, nq, d, acc);
-  default: return pairTilesAvx2<16, 32>(rows, n, w, nq, d, acc);
+  case 8:
+    return pairTilesAvx2<8, 8>(rows, n, w, nq, d, acc);
+  case 16:
+    return pairTilesAvx2<16, 16>(rows, n, w, nq, d, acc);
+  default:
+    return pairTilesAvx2<16, 32>(rows, n, w, nq, d, acc);
   }
 }
 
 namespace {
 
 KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
-                                    int bits, const float *ws,
-                                    int64_t wsStride, int64_t G, int64_t nq,
-                                    int64_t d, float *acc) {
+                                    int bits, const float *ws, int64_t wsStride,
+                                    int64_t G, int64_t nq, int64_t d,
+                                    float *acc) {
   if (bits != 2 || d % 64 != 0 || G % 16 != 0 || !powerOfTwo(G))
     return x86::axpyCodesRowsAvx2(rows, n, bits, ws, wsStride, G, nq, d, acc);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
-  case 16: return pairTilesAvx512<1>(rows, n, w, nq, d, acc);
-  case 32: return pairTilesAvx512<2>(rows, n, w, nq, d, acc);
-  default: return pairTilesAvx512<4>(rows, n, w, nq, d, acc);
+  case 16:
+    return pairTilesAvx512<1>(rows, n, w, nq, d, acc);
+  case 32:
+    return pairTilesAvx512<2>(rows, n, w, nq, d, acc);
+  default:
+    return pairTilesAvx512<4>(rows, n, w, nq, d, acc);
   }
 }
 

@@ -58,15 +58,13 @@ TEST(GroupWeights, FusedHeadersGiveThePortableBitsOnEveryTable) {
           std::vector<float> sz(static_cast<size_t>(n * 2 * perRow));
           for (int64_t i = 0; i < n; ++i)
             for (int64_t e = 0; e < 2 * perRow; ++e)
-              sz[static_cast<size_t>(i * 2 * perRow + e)] =
-                  halfToFloat(headerData[static_cast<size_t>(i)]
-                                        [static_cast<size_t>(e)]);
+              sz[static_cast<size_t>(i * 2 * perRow + e)] = halfToFloat(
+                  headerData[static_cast<size_t>(i)][static_cast<size_t>(e)]);
           const size_t wsSize = static_cast<size_t>(n * K * perHead);
           std::vector<float> wantWs(wsSize, -3.0f);
           std::vector<float> wantZ(static_cast<size_t>(K * perHead), 0.5f);
-          groupWeightsPortable(scores.data(), rowOf.data(), n, sz.data(),
-                               heads, nq, perHead, wantWs.data(),
-                               wantZ.data());
+          groupWeightsPortable(scores.data(), rowOf.data(), n, sz.data(), heads,
+                               nq, perHead, wantWs.data(), wantZ.data());
           for (const auto &[name, ops] : tables) {
             std::vector<float> ws(wsSize, -3.0f);
             std::vector<float> z(static_cast<size_t>(K * perHead), 0.5f);
@@ -81,7 +79,8 @@ TEST(GroupWeights, FusedHeadersGiveThePortableBitsOnEveryTable) {
               EXPECT_TRUE(sameBits(ws, std::vector<float>(wsSize, -3.0f)))
                   << what;
               EXPECT_TRUE(sameBits(
-                  z, std::vector<float>(static_cast<size_t>(K * perHead), 0.5f)))
+                  z,
+                  std::vector<float>(static_cast<size_t>(K * perHead), 0.5f)))
                   << what;
               continue;
             }

@@ -56,9 +56,11 @@ TEST(NibbleMajor, NibbleIOfEveryRowSitsSideBySide) {
           // The documented position: nibble (c / perNibble) * rows + r,
           // code c % perNibble inside it.
           const int64_t k = (c / perNibble) * rows + r;
-          const unsigned x = (packed[static_cast<size_t>(k / 2)] >> (k % 2 * 4)) & 15u;
+          const unsigned x =
+              (packed[static_cast<size_t>(k / 2)] >> (k % 2 * 4)) & 15u;
           ASSERT_EQ((x >> (c % perNibble * bits)) & ((1u << bits) - 1), want)
-              << "bits " << bits << " rows " << rows << " r " << r << " c " << c;
+              << "bits " << bits << " rows " << rows << " r " << r << " c "
+              << c;
         }
       // Same size as the row-major stream; an odd nibble count leaves the
       // last byte's high nibble zero.
