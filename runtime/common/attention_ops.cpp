@@ -154,6 +154,13 @@ void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
     }
 }
 
+void dotLutHeadsRef(const uint8_t *packed, int bits, const float *lut,
+                    int64_t heads, int64_t nq, int64_t d, float *out) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t h = 0; h < heads; ++h)
+    dotLutRef(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
+}
+
 bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
                           const float *, int64_t, int64_t, int64_t, float *,
                           float *) {
@@ -167,6 +174,6 @@ const AttendOps &kvq::referenceAttendOps() {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
       axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef,
-      groupWeightsHalfNone};
+      dotLutHeadsRef,  groupWeightsHalfNone};
   return ops;
 }

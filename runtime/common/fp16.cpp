@@ -38,16 +38,3 @@ uint16_t kvq::floatToHalf(float value) {
   return sign | static_cast<uint16_t>(result);
 }
 
-float kvq::halfToFloat(uint16_t half) {
-  uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-  uint32_t exponent = (half >> 10) & 0x1fu;
-  uint32_t mantissa = half & 0x3ffu;
-  if (exponent == 0) {
-    // Zero or subnormal: mantissa * 2^-24 is exact in float.
-    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-    return bitsToFloat(floatBits(magnitude) | sign);
-  }
-  if (exponent == 31)
-    return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
-  return bitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}

@@ -19,16 +19,8 @@ namespace kvq {
 /// stays NaN (quiet).
 uint16_t floatToHalf(float value);
 
-/// binary16 bits -> float (exact).
-float halfToFloat(uint16_t half);
-
 /// True when `half` encodes a finite number.
 inline bool halfIsFinite(uint16_t half) { return (half & 0x7c00u) != 0x7c00u; }
-
-/// The float nearest to `value` that binary16 represents.
-inline float roundToHalf(float value) {
-  return halfToFloat(floatToHalf(value));
-}
 
 inline uint32_t floatBits(float value) {
   uint32_t bits;
@@ -40,6 +32,27 @@ inline float bitsToFloat(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
+}
+
+/// binary16 bits -> float (exact). Inline: the attention walks convert
+/// single values (outliers, levels) in their inner loops.
+inline float halfToFloat(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fu;
+  const uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    return bitsToFloat(floatBits(magnitude) | sign);
+  }
+  if (exponent == 31)
+    return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+  return bitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+/// The float nearest to `value` that binary16 represents.
+inline float roundToHalf(float value) {
+  return halfToFloat(floatToHalf(value));
 }
 
 /// Element `i` of a buffer of `dtype` as float.

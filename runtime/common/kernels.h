@@ -233,6 +233,11 @@ struct AttendOps {
   void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0,
                         int64_t m, int64_t nib0, int bits, const float *q,
                         int64_t nq, int64_t d, float *out, int64_t outStride);
+  /// dotLut for every head of one row: out[h*nq + j] = dotLut(packed,
+  /// h*d, bits, lut + h*nq*d*2^bits, nq, d) for h < heads, each with
+  /// dotLut's bits. One call per token lets SIMD versions interleave heads.
+  void (*dotLutHeads)(const uint8_t *packed, int bits, const float *lut,
+                      int64_t heads, int64_t nq, int64_t d, float *out);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
   /// conversion fused in; returns false, touching nothing, for shapes it

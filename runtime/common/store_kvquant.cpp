@@ -373,9 +373,7 @@ void KvquantStore::attendKeys(AttendJob &job) const {
               row[c * L + l] = q[c] * levels[(h * d + c) * L + l];
         }
     }
-    for (int64_t h = 0; h < H; ++h)
-      job.ops.dotLut(s.kq.p, h * d, kb_, lut + h * nq * d * L, nq, d,
-                     job.scoreRow(t, h));
+    job.ops.dotLutHeads(s.kq.p, kb_, lut, H, nq, d, job.scoreRow(t, 0));
     // The value pass that follows reads this token's value block (its own
     // allocation, a stride the hardware prefetcher does not follow): ask
     // for it now, while the key arithmetic runs (as the KIVI store does).
@@ -390,6 +388,33 @@ void KvquantStore::attendKeys(AttendJob &job) const {
       for (int64_t j = 0; j < nq; ++j)
         out[j] += job.query(h)[j * d + cc] * value -
                   lut[((h * nq + j) * d + cc) * L + code];
+    }
+  }
+}
+
+/// luts[i][h][j] = w[j] * the levels of token i, head h, repeated to
+/// lutEntries (periodic tables). LT = L as a template parameter for the
+/// usual widths, so the products are straight-line vector code; one
+/// multiply per entry either way.
+template <int LT>
+void valueLuts(AttendJob &job, int64_t n, const float *levels,
+               float *luts, int64_t Lrt = 0) {
+  const int64_t L = LT > 0 ? LT : Lrt, H = job.heads, nq = job.nq;
+  const int64_t E = L > 16 ? L : 16, lutStride = H * nq * E;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = job.positions[static_cast<size_t>(i)];
+    for (int64_t h = 0; h < H; ++h) {
+      const float *__restrict w = job.scoreRow(t, h);
+      const float *__restrict lv = levels + (i * H + h) * L;
+      float *__restrict lut = luts + i * lutStride + h * nq * E;
+      for (int64_t j = 0; j < nq; ++j) {
+        // Each copy is computed, not copied: reading back the products
+        // just stored stalls on store forwarding.
+        float *__restrict dst = lut + j * E;
+        for (int64_t k = 0; k < E; k += L)
+          for (int64_t l = 0; l < L; ++l)
+            dst[k + l] = w[j] * lv[l];
+      }
     }
   }
 }
@@ -427,17 +452,11 @@ void KvquantStore::attendValues(AttendJob &job) const {
     job.positions[static_cast<size_t>(n++)] = t;
   }
   job.ops.halfRowsToFloat(job.halfRows.data(), n, H * L, levels);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t t = job.positions[static_cast<size_t>(i)];
-    for (int64_t h = 0; h < H; ++h) {
-      const float *w = job.scoreRow(t, h);
-      const float *lv = levels + (i * H + h) * L;
-      float *lut = luts + i * lutStride + h * nq * E;
-      for (int64_t j = 0; j < nq; ++j) // periodic tables (lutEntries)
-        for (int64_t k = 0; k < E; k += L)
-          for (int64_t l = 0; l < L; ++l)
-            lut[j * E + k + l] = w[j] * lv[l];
-    }
+  switch (L) {
+  case 4: valueLuts<4>(job, n, levels, luts); break;
+  case 8: valueLuts<8>(job, n, levels, luts); break;
+  case 16: valueLuts<16>(job, n, levels, luts); break;
+  default: valueLuts<0>(job, n, levels, luts, L); break;
   }
   for (int64_t h = 0; h < H; ++h) {
     const int64_t off = h * d * vb_ / 8;

@@ -266,6 +266,13 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
+void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
+                     int64_t heads, int64_t nq, int64_t d, float *out) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t h = 0; h < heads; ++h)
+    dotLutNeon(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
+}
+
 } // namespace
 
 void kvq::neon::fillAttendNeon(AttendOps &ops) {
@@ -280,6 +287,7 @@ void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.axpyCodesRows = axpyCodesRowsNeon;
   ops.axpyHalfRows = axpyHalfRowsNeon;
   ops.dotLut = dotLutNeon;
+  ops.dotLutHeads = dotLutHeadsNeon;
   // axpyLutRows stays the reference: one addition per element and row, the
   // same operations the AVX2 version does.
 }

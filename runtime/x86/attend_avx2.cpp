@@ -492,8 +492,11 @@ KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
   }
 }
 
-KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
-                         const float *lut, int64_t nq, int64_t d, float *out) {
+} // namespace
+
+KVQ_AVX2 void kvq::x86::dotLutAvx2(const uint8_t *packed, int64_t first,
+                                   int bits, const float *lut, int64_t nq,
+                                   int64_t d, float *out) {
   if (!aligned(first, bits, d))
     return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
   const uint8_t *row = packed + first * bits / 8;
@@ -504,6 +507,8 @@ KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
   default: return dotLutRow<8>(row, lut, nq, d, out);
   }
 }
+
+namespace {
 
 /// acc[j0+jj][c0 .. c0+W) += the rows' table entries, with NJ*W/8
 /// accumulators held in registers for the whole pass (as axpyBlock); each
@@ -567,6 +572,14 @@ KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
   }
 }
 
+void dotLutHeadsAvx2(const uint8_t *packed, int bits, const float *lut,
+                     int64_t heads, int64_t nq, int64_t d, float *out) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t h = 0; h < heads; ++h)
+    x86::dotLutAvx2(packed, h * d, bits, lut + h * nq * d * L, nq, d,
+                    out + h * nq);
+}
+
 } // namespace
 
 void kvq::x86::fillAttendAvx2(AttendOps &ops) {
@@ -580,6 +593,7 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.dotCodesRows = dotCodesRowsAvx2;
   ops.axpyCodesRows = x86::axpyCodesRowsAvx2;
   ops.axpyHalfRows = axpyHalfRowsAvx2;
-  ops.dotLut = dotLutAvx2;
+  ops.dotLut = x86::dotLutAvx2;
+  ops.dotLutHeads = dotLutHeadsAvx2;
   ops.axpyLutRows = axpyLutRowsAvx2;
 }

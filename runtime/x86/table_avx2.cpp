@@ -66,6 +66,7 @@ const kvq::KernelTable &avx512Table() {
     kvq::x86::fillNibbleAvx512(t.attend);
     kvq::x86::fillPairsAvx512(t.attend);
     kvq::x86::fillGroupWeightsAvx512(t.attend);
+    kvq::x86::fillLutAvx512(t.attend);
     return t;
   }();
   return table;

@@ -25,6 +25,11 @@ void fillNibbleAvx512(AttendOps &ops);
 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
                        const float *ws, int64_t wsStride, int64_t G,
                        int64_t nq, int64_t d, float *acc);
+/// attend_avx2.cpp: AttendOps::dotLut on AVX2 (any width).
+void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
+                const float *lut, int64_t nq, int64_t d, float *out);
+/// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits).
+void fillLutAvx512(AttendOps &ops);
 /// attend_pairs.cpp: its 2-bit case (rows in pairs), and the AVX-512
 /// version of axpyCodesRows.
 void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,

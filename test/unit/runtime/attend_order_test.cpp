@@ -5,7 +5,7 @@
 // checks one small case end to end). This test pins both to one scalar
 // model of the canonical order (runtime/x86/attend_avx2.cpp, file comment):
 // sixteen fused multiply-add chains over c = l (mod 16) and a fixed tree.
-// It runs natively (AVX2 table) and under qemu (NEON table); matching the
+// It runs natively (every x86 table) and under qemu (NEON table); matching the
 // same model bit for bit on both means matching each other, at head_dim 128
 // where the e2e test cannot reach.
 //
@@ -87,14 +87,20 @@ std::vector<float> rowCodes(const Data &t, int bits, int64_t r) {
   return v;
 }
 
-#define REQUIRE_SIMD_ATTEND()                                                  \
-  const KernelTable *simd = simdKernels();                                     \
-  if (!simd)                                                                   \
+/// Runs CHECK(ops) for every SIMD table this CPU runs (AVX-512 and the
+/// AVX2-only one on such a machine, NEON under qemu).
+#define FOR_EACH_SIMD_TABLE(CHECK)                                             \
+  const std::vector<const KernelTable *> tables = simdKernelVariants();       \
+  if (tables.empty())                                                          \
     GTEST_SKIP() << "no SIMD table on this CPU";                               \
-  const AttendOps &ops = simd->attend
+  for (const KernelTable *k : tables) {                                        \
+    SCOPED_TRACE(k->name);                                                     \
+    CHECK(k->attend);                                                          \
+    if (HasFatalFailure())                                                     \
+      return;                                                                  \
+  }
 
-TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
-  REQUIRE_SIMD_ATTEND();
+void checkDotsOfCodesAndHalfsAreCanonical(const AttendOps &ops) {
   for (int bits : {2, 3, 4, 8}) {
     const Data t = makeData(bits, 40 + bits);
     for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}}) {
@@ -133,8 +139,9 @@ TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
   }
 }
 
-TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
-  REQUIRE_SIMD_ATTEND();
+TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) { FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical); }
+
+void checkPerChannelLookupDotIsCanonical(const AttendOps &ops) {
   for (int bits : {2, 3, 4}) {
     const Data t = makeData(bits, 70 + bits);
     const int64_t L = int64_t{1} << bits, nq = 2;
@@ -161,8 +168,44 @@ TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
   }
 }
 
-TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
-  REQUIRE_SIMD_ATTEND();
+TEST(AttendOrder, PerChannelLookupDotIsCanonical) { FOR_EACH_SIMD_TABLE(checkPerChannelLookupDotIsCanonical); }
+
+/// dotLutHeads: the rows of `heads` consecutive heads (t.rows rows of d
+/// channels read as one token of rows*d channels) against their tables, each
+/// the canonical lookup sum; 1 to 3 query vectors cover the interleaved
+/// streams and their remainders.
+void checkLookupDotsOfAllHeadsAreCanonical(const AttendOps &ops) {
+  for (int bits : {2, 3, 4})
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+      const Data t = makeData(bits, 80 + bits);
+      const int64_t L = int64_t{1} << bits, heads = t.rows, d = t.d;
+      std::vector<float> lut(static_cast<size_t>(heads * nq * d * L));
+      Rng rng(static_cast<uint64_t>(6 + nq));
+      for (float &x : lut)
+        x = static_cast<float>(rng.normal());
+      std::vector<float> out(static_cast<size_t>(heads * nq));
+      ops.dotLutHeads(t.packed.data(), bits, lut.data(), heads, nq, d,
+                      out.data());
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t j = 0; j < nq; ++j) {
+          std::vector<float> v(static_cast<size_t>(d));
+          for (int64_t c = 0; c < d; ++c)
+            v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
+                ((h * nq + j) * d + c) * L +
+                packedCodeAt(t.packed.data(), h * d + c, bits))];
+          ASSERT_EQ(bitsOf(out[static_cast<size_t>(h * nq + j)]),
+                    bitsOf(canonicalDot(nullptr, v.data(), d, false)))
+              << "bits " << bits << " nq " << nq << " head " << h
+              << " query " << j;
+        }
+    }
+}
+
+TEST(AttendOrder, LookupDotsOfAllHeadsAreCanonical) {
+  FOR_EACH_SIMD_TABLE(checkLookupDotsOfAllHeadsAreCanonical);
+}
+
+void checkPerRowLookupSumsAreOneAdditionPerElement(const AttendOps &ops) {
   for (int bits : {2, 3, 4, 8}) {
     const Data t = makeData(bits, 110 + bits);
     const int64_t nq = 3, E = lutEntries(bits), stride = nq * E + 5;
@@ -196,6 +239,8 @@ TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
           << "bits " << bits << " element " << e;
   }
 }
+
+TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) { FOR_EACH_SIMD_TABLE(checkPerRowLookupSumsAreOneAdditionPerElement); }
 
 /// The canonical weighted sum of coded rows (kernels.h, axpyCodesRows):
 /// one FMA per element and row, except 2-bit rows, which go in pairs and
@@ -260,8 +305,7 @@ TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
   }
 }
 
-TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) {
-  REQUIRE_SIMD_ATTEND();
+void checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow(const AttendOps &ops) {
   const Data t = makeData(4, 94);
   std::vector<const uint16_t *> halfRows;
   for (int64_t r = 0; r < t.rows; ++r)
@@ -287,5 +331,7 @@ TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) {
           << "fp16, nq " << nq << " element " << e;
   }
 }
+
+TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) { FOR_EACH_SIMD_TABLE(checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow); }
 
 } // namespace
