@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace kvq;
 
@@ -408,12 +409,20 @@ void valueLuts(AttendJob &job, int64_t n, const float *levels,
       const float *__restrict lv = levels + (i * H + h) * L;
       float *__restrict lut = luts + i * lutStride + h * nq * E;
       for (int64_t j = 0; j < nq; ++j) {
-        // Each copy is computed, not copied: reading back the products
-        // just stored stalls on store forwarding.
+        // The products are made once in registers and stored E / L times
+        // (reading back entries just stored would stall on forwarding).
         float *__restrict dst = lut + j * E;
-        for (int64_t k = 0; k < E; k += L)
-          for (int64_t l = 0; l < L; ++l)
-            dst[k + l] = w[j] * lv[l];
+        if constexpr (LT > 0) {
+          float prod[LT];
+          for (int l = 0; l < LT; ++l)
+            prod[l] = w[j] * lv[l];
+          for (int64_t k = 0; k < E; k += LT)
+            std::memcpy(dst + k, prod, sizeof(prod));
+        } else {
+          for (int64_t k = 0; k < E; k += L)
+            for (int64_t l = 0; l < L; ++l)
+              dst[k + l] = w[j] * lv[l];
+        }
       }
     }
   }
