@@ -559,9 +559,12 @@ KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n,
   }
 }
 
-KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                              const float *luts, int64_t lutStride, int64_t nq,
-                              int64_t d, float *acc) {
+} // namespace
+
+KVQ_AVX2 void kvq::x86::axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n,
+                                        int bits, const float *luts,
+                                        int64_t lutStride, int64_t nq,
+                                        int64_t d, float *acc) {
   if (d % 16 != 0 || bits > 4)
     return referenceAttendOps().axpyLutRows(rows, n, bits, luts, lutStride, nq,
                                             d, acc);
@@ -571,6 +574,8 @@ KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
   default: return lutTiles<4>(rows, n, luts, lutStride, nq, d, acc);
   }
 }
+
+namespace {
 
 void dotLutHeadsAvx2(const uint8_t *packed, int bits, const float *lut,
                      int64_t heads, int64_t nq, int64_t d, float *out) {
@@ -595,5 +600,5 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.axpyHalfRows = axpyHalfRowsAvx2;
   ops.dotLut = x86::dotLutAvx2;
   ops.dotLutHeads = dotLutHeadsAvx2;
-  ops.axpyLutRows = axpyLutRowsAvx2;
+  ops.axpyLutRows = x86::axpyLutRowsAvx2;
 }

@@ -8,6 +8,8 @@
 // channels (four at 3 bits) instead of a 16-lane gather. The sums follow the
 // canonical order of the AVX2 and NEON versions (chain l adds the channels
 // c = l mod 16 in order, then the fixed tree), so the bits are the same.
+// axpyLutRows (per-row value tables) looks up 16 channels per `vpermps`,
+// one addition per element and row as everywhere.
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
@@ -142,9 +144,90 @@ KVQ_AVX512 void dotLutHeadsAvx512(const uint8_t *packed, int bits,
   }
 }
 
+/// Codes of the block's 16 channels in the lanes of blockCodes, with the
+/// bits above each code left in: the periodic tables of axpyLutRows
+/// (lutEntries) make them harmless, as vpermps reads four index bits.
+template <int BITS>
+KVQ_AVX512 inline __m512i blockIndex(const uint8_t *row, int64_t c) {
+  uint64_t w = 0;
+  std::memcpy(&w, row + c * BITS / 8, 2 * BITS);
+  constexpr int half = 8 * BITS;
+  const uint64_t lo = w & ((uint64_t{1} << half) - 1);
+  const uint64_t hi = (w >> half) & ((uint64_t{1} << half) - 1);
+  const __m512i shift = _mm512_setr_epi32(
+      0, 0, BITS, BITS, 2 * BITS, 2 * BITS, 3 * BITS, 3 * BITS, 4 * BITS,
+      4 * BITS, 5 * BITS, 5 * BITS, 6 * BITS, 6 * BITS, 7 * BITS, 7 * BITS);
+  return _mm512_srlv_epi32(
+      _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32))), shift);
+}
+
+/// acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4 accumulators in
+/// registers, lanes in blockCodes order (permuted on load and store).
+template <int BITS, int NJ>
+KVQ_AVX512 void lutBlock512(const uint8_t *const *rows, int64_t n,
+                            const float *luts, int64_t lutStride, int64_t j0,
+                            int64_t c0, int64_t d, float *acc) {
+  constexpr int64_t E = 16; // lutEntries for 2-4 bits
+  const __m512i channelOfLane = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4,
+                                                  12, 5, 13, 6, 14, 7, 15);
+  const __m512i laneOfChannel = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14,
+                                                  1, 3, 5, 7, 9, 11, 13, 15);
+  __m512 a[NJ][4];
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int b = 0; b < 4; ++b)
+      a[jj][b] = _mm512_permutexvar_ps(
+          channelOfLane,
+          _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+  for (int64_t r = 0; r < n; ++r) {
+    __m512i idx[4];
+    for (int b = 0; b < 4; ++b)
+      idx[b] = blockIndex<BITS>(rows[r], c0 + 16 * b);
+    for (int jj = 0; jj < NJ; ++jj) {
+      const __m512 table =
+          _mm512_loadu_ps(luts + r * lutStride + (j0 + jj) * E);
+      for (int b = 0; b < 4; ++b)
+        a[jj][b] = _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+    }
+  }
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int b = 0; b < 4; ++b)
+      _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
+                       _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+}
+
+template <int BITS>
+KVQ_AVX512 void lutTiles512(const uint8_t *const *rows, int64_t n,
+                            const float *luts, int64_t lutStride, int64_t nq,
+                            int64_t d, float *acc) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    for (int64_t c = 0; c < d; c += 64)
+      lutBlock512<BITS, 4>(rows, n, luts, lutStride, j, c, d, acc);
+  for (; j + 2 <= nq; j += 2)
+    for (int64_t c = 0; c < d; c += 64)
+      lutBlock512<BITS, 2>(rows, n, luts, lutStride, j, c, d, acc);
+  for (; j < nq; ++j)
+    for (int64_t c = 0; c < d; c += 64)
+      lutBlock512<BITS, 1>(rows, n, luts, lutStride, j, c, d, acc);
+}
+
+KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
+                                  int bits, const float *luts,
+                                  int64_t lutStride, int64_t nq, int64_t d,
+                                  float *acc) {
+  if (d % 64 != 0 || bits < 2 || bits > 4)
+    return x86::axpyLutRowsAvx2(rows, n, bits, luts, lutStride, nq, d, acc);
+  switch (bits) {
+  case 2: return lutTiles512<2>(rows, n, luts, lutStride, nq, d, acc);
+  case 3: return lutTiles512<3>(rows, n, luts, lutStride, nq, d, acc);
+  default: return lutTiles512<4>(rows, n, luts, lutStride, nq, d, acc);
+  }
+}
+
 } // namespace
 
 void kvq::x86::fillLutAvx512(AttendOps &ops) {
   ops.dotLut = dotLutAvx512;
   ops.dotLutHeads = dotLutHeadsAvx512;
+  ops.axpyLutRows = axpyLutRowsAvx512;
 }

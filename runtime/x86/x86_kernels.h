@@ -28,7 +28,12 @@ void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 /// attend_avx2.cpp: AttendOps::dotLut on AVX2 (any width).
 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
                 const float *lut, int64_t nq, int64_t d, float *out);
-/// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits).
+/// attend_avx2.cpp: AttendOps::axpyLutRows on AVX2.
+void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                     const float *luts, int64_t lutStride, int64_t nq,
+                     int64_t d, float *acc);
+/// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits), and
+/// axpyLutRows on 16 channels per register.
 void fillLutAvx512(AttendOps &ops);
 /// attend_pairs.cpp: its 2-bit case (rows in pairs), and the AVX-512
 /// version of axpyCodesRows.
