@@ -55,6 +55,33 @@ inline void storeTileRows(const float *v, int64_t rows, float *out,
     out[t * outStride] = v[t];
 }
 
+/// The walk of the SIMD dotNibbleRows versions: for query vectors j0 .. nq-1
+/// and rows [0, m) in steps of two TILE-row tiles (the second may be
+/// missing: it then repeats the first and its sums are dropped), sums(a, b,
+/// q + j*d, va, vb) writes TILE canonical sums per tile, stored to out.
+/// Two tiles per step keep eight addition chains in flight.
+template <int TILE, class TwoTileSums>
+void walkTilePairs(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
+                   int64_t nib0, int64_t P, const float *q, int64_t j0,
+                   int64_t nq, int64_t d, float *out, int64_t outStride,
+                   const TwoTileSums &sums) {
+  uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
+  alignas(64) float va[TILE], vb[TILE];
+  for (int64_t j = j0; j < nq; ++j)
+    for (int64_t r = 0; r < m; r += 2 * TILE) {
+      const int64_t ra = m - r < TILE ? m - r : TILE;
+      const int64_t rb = m - r - ra < TILE ? m - r - ra : TILE;
+      const TileWords a = tileWords(codes, n, nib0, P, r0 + r, ra, TILE, bufA);
+      const TileWords b =
+          rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + TILE, rb, TILE, bufB)
+                 : a;
+      sums(a, b, q + j * d, va, vb);
+      float *o = out + r * outStride + j;
+      storeTileRows(va, ra, o, outStride);
+      storeTileRows(vb, rb, o + TILE * outStride, outStride);
+    }
+}
+
 } // namespace kvq
 
 #endif // KVQ_RUNTIME_COMMON_NIBBLE_TILES_H

@@ -450,26 +450,10 @@ void KiviStore::attendValues(AttendJob &job) const {
   // codeRows: [0, chunk) one head's rows for the kernel, [chunk, 2 chunk)
   // each coded token's code block; positions: its row in the chunk.
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
-  job.positions.resize(static_cast<size_t>(chunk));
-  job.halfRows.resize(static_cast<size_t>(chunk));
   const uint8_t **rowsOut = job.codeRows.data();
   const uint8_t **blocks = rowsOut + chunk;
-  int64_t n = 0; // coded tokens of the chunk
-  for (int64_t t = job.t0; t < job.t1; ++t) {
-    // The blocks were prefetched during the key pass (attendKeys).
-    const Slot &s = slots_[static_cast<size_t>(t)];
-    if (s.vf) {
-      const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
-      for (int64_t h = 0; h < H; ++h)
-        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), nq, d,
-                         job.accumulator(h));
-      continue;
-    }
-    job.halfRows[static_cast<size_t>(n)] =
-        reinterpret_cast<const uint16_t *>(s.vq.p);
-    blocks[n] = s.vq.p + 4 * perRow;
-    job.positions[static_cast<size_t>(n++)] = t - job.t0;
-  }
+  // The blocks were prefetched during the key pass (attendKeys).
+  const int64_t n = walkValueRows(job, slots_, 4 * perRow, blocks);
   // Group weights and zero-point sums from the coded tokens' headers: in
   // one fused call where the table has one, else converted in one call and
   // summed by the portable loops (the same bits either way).

@@ -403,7 +403,7 @@ void valueLuts(AttendJob &job, int64_t n, const float *levels,
   const int64_t L = LT > 0 ? LT : Lrt, H = job.heads, nq = job.nq;
   const int64_t E = L > 16 ? L : 16, lutStride = H * nq * E;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t t = job.positions[static_cast<size_t>(i)];
+    const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];
     for (int64_t h = 0; h < H; ++h) {
       const float *__restrict w = job.scoreRow(t, h);
       const float *__restrict lv = levels + (i * H + h) * L;
@@ -441,25 +441,9 @@ void KvquantStore::attendValues(AttendJob &job) const {
   job.scratch3.resize(static_cast<size_t>(chunk * lutStride));
   float *levels = job.scratch2.data(), *luts = job.scratch3.data();
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
-  job.halfRows.resize(static_cast<size_t>(chunk));
-  job.positions.resize(static_cast<size_t>(chunk));
   const uint8_t **rowsOut = job.codeRows.data();
   const uint8_t **packedOf = rowsOut + chunk; // each coded token's codes
-  int64_t n = 0;
-  for (int64_t t = job.t0; t < job.t1; ++t) {
-    const Slot &s = slots_[static_cast<size_t>(t)];
-    if (s.vf) {
-      const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
-      for (int64_t h = 0; h < H; ++h)
-        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), nq, d,
-                         job.accumulator(h));
-      continue;
-    }
-    job.halfRows[static_cast<size_t>(n)] =
-        reinterpret_cast<const uint16_t *>(s.vq.p);
-    packedOf[n] = s.vq.p + 2 * H * L;
-    job.positions[static_cast<size_t>(n++)] = t;
-  }
+  const int64_t n = walkValueRows(job, slots_, 2 * H * L, packedOf);
   job.ops.halfRowsToFloat(job.halfRows.data(), n, H * L, levels);
   switch (L) {
   case 4: valueLuts<4>(job, n, levels, luts); break;
@@ -475,7 +459,7 @@ void KvquantStore::attendValues(AttendJob &job) const {
                         job.accumulator(h));
   }
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t t = job.positions[static_cast<size_t>(i)];
+    const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];
     const Slot &s = slots_[static_cast<size_t>(t)];
     const uint8_t *packed = packedOf[i];
     const uint8_t *outliers = packed + packedBytes(C, vb_);

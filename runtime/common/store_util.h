@@ -7,6 +7,7 @@
 #ifndef KVQ_RUNTIME_COMMON_STORE_UTIL_H
 #define KVQ_RUNTIME_COMMON_STORE_UTIL_H
 
+#include "attention.h"
 #include "fp16.h"
 #include "status.h"
 
@@ -80,6 +81,35 @@ void sinkPositionsOf(const Slots &slots, std::vector<int64_t> &out) {
   for (size_t p = 0; p < slots.size(); ++p)
     if (slots[p].sink)
       out.push_back(static_cast<int64_t>(p));
+}
+
+/// The first walk of a value pass over job's chunk (stores whose slots have
+/// an fp16 row `vf` or a quantized block `vq`): fp16 rows (window, sinks)
+/// are summed in place, head by head; each coded token is recorded as
+/// job.halfRows[i] = its block (an fp16 header first), codes[i] = block +
+/// codeOffset and job.positions[i] = t - t0. Returns the coded count.
+template <class Slots>
+int64_t walkValueRows(AttendJob &job, const Slots &slots, int64_t codeOffset,
+                      const uint8_t **codes) {
+  const int64_t H = job.heads, d = job.d, nq = job.nq;
+  job.halfRows.resize(static_cast<size_t>(job.t1 - job.t0));
+  job.positions.resize(static_cast<size_t>(job.t1 - job.t0));
+  int64_t n = 0;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    const auto &s = slots[static_cast<size_t>(t)];
+    if (s.vf) {
+      const uint16_t *v = reinterpret_cast<const uint16_t *>(s.vf.p);
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.axpyHalf(v + h * d, job.scoreRow(t, h), nq, d,
+                         job.accumulator(h));
+      continue;
+    }
+    job.halfRows[static_cast<size_t>(n)] =
+        reinterpret_cast<const uint16_t *>(s.vq.p);
+    codes[n] = s.vq.p + codeOffset;
+    job.positions[static_cast<size_t>(n++)] = t - job.t0;
+  }
+  return n;
 }
 
 } // namespace kvq

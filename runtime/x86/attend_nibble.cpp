@@ -83,6 +83,22 @@ KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q, int64_t P,
   rb = _mm256_add_ps(_mm256_add_ps(B[0], B[1]), _mm256_add_ps(B[2], B[3]));
 }
 
+/// walkTilePairs' sums for AVX2: two tiles of 8 rows, one query vector.
+struct TwoTilesAvx2 {
+  int bits;
+  int64_t P;
+  KVQ_AVX2 void operator()(TileWords a, TileWords b, const float *q,
+                           float *va, float *vb) const {
+    __m256 sa, sb;
+    if (bits == 2)
+      twoTilesAvx2<2>(a, b, q, P, sa, sb);
+    else
+      twoTilesAvx2<4>(a, b, q, P, sa, sb);
+    _mm256_storeu_ps(va, sa);
+    _mm256_storeu_ps(vb, sb);
+  }
+};
+
 /// Codes of nibble i for the 8 rows of a word, decoded once for two query
 /// vectors (GQA): 2-bit x & 3 and x >> 2 as floats, or 4-bit x.
 template <int BITS>
@@ -143,14 +159,14 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
   if (P % 4 != 0 || P > kMaxTileNibbles)
     return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
                                               nq, d, out, outStride);
-  uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
+  uint64_t buf[kMaxTileNibbles];
   alignas(32) float va[8], vb[8];
   int64_t j = 0;
   // Query vectors in pairs (GQA): one tile at a time, decode shared.
   for (; j + 2 <= nq; j += 2)
     for (int64_t r = 0; r < m; r += 8) {
       const int64_t rows = std::min<int64_t>(8, m - r);
-      const TileWords t = tileWords(codes, n, nib0, P, r0 + r, rows, 8, bufA);
+      const TileWords t = tileWords(codes, n, nib0, P, r0 + r, rows, 8, buf);
       __m256 s0, s1;
       if (bits == 2)
         oneTileTwoQueriesAvx2<2>(t, q + j * d, d, P, s0, s1);
@@ -162,26 +178,8 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
       storeTileRows(va, rows, o, outStride);
       storeTileRows(vb, rows, o + 1, outStride);
     }
-  for (; j < nq; ++j) {
-    for (int64_t r = 0; r < m; r += 16) {
-      const int64_t ra = std::min<int64_t>(8, m - r);
-      const int64_t rb = std::min<int64_t>(8, m - r - ra);
-      const TileWords a = tileWords(codes, n, nib0, P, r0 + r, ra, 8, bufA);
-      // A missing second tile repeats the first; its sums are not stored.
-      const TileWords b =
-          rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + 8, rb, 8, bufB) : a;
-      __m256 sa, sb;
-      if (bits == 2)
-        twoTilesAvx2<2>(a, b, q + j * d, P, sa, sb);
-      else
-        twoTilesAvx2<4>(a, b, q + j * d, P, sa, sb);
-      _mm256_store_ps(va, sa);
-      _mm256_store_ps(vb, sb);
-      float *o = out + r * outStride + j;
-      storeTileRows(va, ra, o, outStride);
-      storeTileRows(vb, rb, o + 8 * outStride, outStride);
-    }
-  }
+  walkTilePairs<8>(codes, n, r0, m, nib0, P, q, j, nq, d, out, outStride,
+                   TwoTilesAvx2{bits, P});
 }
 
 //===----------------------------------------------------------------------===//
@@ -242,6 +240,22 @@ KVQ_AVX512 void twoTilesAvx512(TileWords a, TileWords b, const float *q,
                                                     _mm512_add_ps(B[2], B[3])));
 }
 
+/// walkTilePairs' sums for AVX-512: two tiles of 16 rows, one query vector.
+struct TwoTilesAvx512 {
+  int bits;
+  int64_t P;
+  KVQ_AVX512 void operator()(TileWords a, TileWords b, const float *q,
+                             float *va, float *vb) const {
+    __m512 sa, sb;
+    if (bits == 2)
+      twoTilesAvx512<2>(a, b, q, P, sa, sb);
+    else
+      twoTilesAvx512<4>(a, b, q, P, sa, sb);
+    _mm512_storeu_ps(va, sa);
+    _mm512_storeu_ps(vb, sb);
+  }
+};
+
 KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
                                     int64_t m, int64_t nib0, int bits,
                                     const float *q, int64_t nq, int64_t d,
@@ -250,27 +264,8 @@ KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
   if (P % 4 != 0 || P > kMaxTileNibbles)
     return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
                                               nq, d, out, outStride);
-  uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
-  alignas(64) float va[16], vb[16];
-  for (int64_t j = 0; j < nq; ++j) {
-    for (int64_t r = 0; r < m; r += 32) {
-      const int64_t ra = std::min<int64_t>(16, m - r);
-      const int64_t rb = std::min<int64_t>(16, m - r - ra);
-      const TileWords a = tileWords(codes, n, nib0, P, r0 + r, ra, 16, bufA);
-      const TileWords b =
-          rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + 16, rb, 16, bufB) : a;
-      __m512 sa, sb;
-      if (bits == 2)
-        twoTilesAvx512<2>(a, b, q + j * d, P, sa, sb);
-      else
-        twoTilesAvx512<4>(a, b, q + j * d, P, sa, sb);
-      _mm512_store_ps(va, sa);
-      _mm512_store_ps(vb, sb);
-      float *o = out + r * outStride + j;
-      storeTileRows(va, ra, o, outStride);
-      storeTileRows(vb, rb, o + 16 * outStride, outStride);
-    }
-  }
+  walkTilePairs<16>(codes, n, r0, m, nib0, P, q, 0, nq, d, out, outStride,
+                    TwoTilesAvx512{bits, P});
 }
 
 } // namespace
