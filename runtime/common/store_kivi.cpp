@@ -332,7 +332,9 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
 /// Keys: per-channel scales fold into the queries once per key group
 /// (q'_c = q_c * s_c, bias = q . zero), so a coded row costs one dot of
 /// raw codes with q', done for all coded rows of the group in the chunk at
-/// once (dotCodesRows). fp16 rows (window, sinks) go through dotHalf.
+/// once: dotNibbleRows on nibble-major groups (2 and 4 bits, rows in
+/// vector lanes), else dotCodesRows. fp16 rows (window, sinks) go through
+/// dotHalf.
 void KiviStore::attendKeys(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
   job.scratch.resize(static_cast<size_t>(H * nq * d + H * nq + G_ * nq));
