@@ -166,8 +166,11 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 
 /// One head row of d channels against nq query vectors. Codes are read from
 /// a packed stream starting at code index `first` (any bit offset).
-/// Float reductions may be reordered by SIMD versions: attention is checked
-/// against the reference with a tolerance, not bit for bit.
+/// Every SIMD table sums in one canonical order per op, so x86_64 and arm64
+/// give the same bits (attend_order_test). The reference follows it for
+/// dotNibbleRows, axpyCodesRows and groupWeightsHalf; for the other ops it
+/// sums in plain channel order, and attention is checked against it with a
+/// tolerance, not bit for bit.
 struct AttendOps {
   /// out[i] = half(h[i]) for n values (block scales, zeros, levels).
   void (*halfToFloatN)(const uint16_t *h, int64_t n, float *out);
