@@ -161,6 +161,19 @@ void dotLutHeadsRef(const uint8_t *packed, int bits, const float *lut,
     dotLutRef(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
 }
 
+void dotLevelsRef(const uint8_t *packed, int64_t first, int bits,
+                  const float *levels, const float *q, int64_t nq, int64_t d,
+                  float *out) {
+  const int64_t L = int64_t{1} << bits;
+  for (int64_t j = 0; j < nq; ++j)
+    out[j] = 0.0f;
+  for (int64_t c = 0; c < d; ++c) {
+    const float v = levels[c * L + packedCodeAt(packed, first + c, bits)];
+    for (int64_t j = 0; j < nq; ++j)
+      out[j] += q[j * d + c] * v;
+  }
+}
+
 bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
                           const float *, int64_t, int64_t, int64_t, float *,
                           float *) {
@@ -174,6 +187,6 @@ const AttendOps &kvq::referenceAttendOps() {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
       axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef,
-      dotLutHeadsRef,  groupWeightsHalfNone};
+      dotLutHeadsRef,  dotLevelsRef,     groupWeightsHalfNone};
   return ops;
 }

@@ -241,6 +241,13 @@ struct AttendOps {
   /// dotLut's bits. One call per token lets SIMD versions interleave heads.
   void (*dotLutHeads)(const uint8_t *packed, int bits, const float *lut,
                       int64_t heads, int64_t nq, int64_t d, float *out);
+  /// out[j] = sum_c q[j*d + c] * levels[c * 2^bits + code_c]: each code
+  /// dequantized by its channel's level table, then dotCodes' sum (sixteen
+  /// FMA chains in SIMD versions). One lookup per code serves all nq query
+  /// vectors, where dotLut looks up a product table per query (GQA).
+  void (*dotLevels)(const uint8_t *packed, int64_t first, int bits,
+                    const float *levels, const float *q, int64_t nq,
+                    int64_t d, float *out);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
   /// conversion fused in; returns false, touching nothing, for shapes it

@@ -374,7 +374,14 @@ void KvquantStore::attendKeys(AttendJob &job) const {
               row[c * L + l] = q[c] * levels[(h * d + c) * L + l];
         }
     }
-    job.ops.dotLutHeads(s.kq.p, kb_, lut, H, nq, d, job.scoreRow(t, 0));
+    // One query vector per head: product tables, looked up per code. More
+    // (GQA): dequantize each code once and share it between the queries.
+    if (nq == 1)
+      job.ops.dotLutHeads(s.kq.p, kb_, lut, H, nq, d, job.scoreRow(t, 0));
+    else
+      for (int64_t h = 0; h < H; ++h)
+        job.ops.dotLevels(s.kq.p, h * d, kb_, levels + h * d * L,
+                          job.query(h), nq, d, job.scoreRow(t, h));
     // The value pass that follows reads this token's value block (its own
     // allocation, a stride the hardware prefetcher does not follow): ask
     // for it now, while the key arithmetic runs (as the KIVI store does).

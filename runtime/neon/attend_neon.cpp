@@ -45,6 +45,27 @@ struct CodeRow {
   }
 };
 
+/// Eight channels dequantized by per-channel level tables
+/// (levels[c * 2^bits + code]); NEON has no gather, so the lookups are
+/// scalar and the sums stay dotRow's.
+struct LevelRow {
+  const uint8_t *p; ///< byte-aligned start of the row's codes
+  const float *levels;
+  int bits;
+  void operator()(int64_t c, float32x4_t &a, float32x4_t &b) const {
+    uint32x4_t lo, hi;
+    readCodes8(p, KVQ_CODES_PACKED, c, bits, lo, hi);
+    uint32_t code[8];
+    vst1q_u32(code, lo);
+    vst1q_u32(code + 4, hi);
+    float v[8];
+    for (int i = 0; i < 8; ++i)
+      v[i] = levels[((c + i) << bits) + code[i]];
+    a = vld1q_f32(v);
+    b = vld1q_f32(v + 4);
+  }
+};
+
 /// The canonical tree over the sixteen partial sums a0 = S_0..3,
 /// a1 = S_4..7, a2 = S_8..11, a3 = S_12..15: T_l = S_l + S_{l+8},
 /// U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2}, result W_0 + W_1 (what the
@@ -266,6 +287,15 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
+void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
+                   const float *levels, const float *q, int64_t nq, int64_t d,
+                   float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq,
+                                          d, out);
+  dotRow(LevelRow{packed + first * bits / 8, levels, bits}, q, nq, d, out);
+}
+
 void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
                      int64_t heads, int64_t nq, int64_t d, float *out) {
   const int64_t L = int64_t{1} << bits;
@@ -288,6 +318,7 @@ void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.axpyHalfRows = axpyHalfRowsNeon;
   ops.dotLut = dotLutNeon;
   ops.dotLutHeads = dotLutHeadsNeon;
+  ops.dotLevels = dotLevelsNeon;
   // axpyLutRows stays the reference: one addition per element and row, the
   // same operations the AVX2 version does.
 }

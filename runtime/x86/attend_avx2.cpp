@@ -456,6 +456,46 @@ KVQ_AVX2 inline __m256 lutLookup(const float *t, __m256i index) {
       _mm256_castsi256_ps(_mm256_slli_epi32(index, 28)));
 }
 
+/// Sixteen channels of a row dequantized by per-channel level tables
+/// (levels[c * L + code]): the codes decoded in registers, the levels
+/// gathered; a dotRows reader, so each gather serves every query vector.
+template <int BITS> struct LevelRowB {
+  const uint8_t *row;
+  const float *levels;
+  int64_t d;
+  KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
+    constexpr int L = 1 << BITS;
+    const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
+                                            6 * L, 7 * L);
+    __m256i a, b;
+    if constexpr (BITS == 8) {
+      a = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c)));
+      b = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c + 8)));
+    } else {
+      const __m256i mask = _mm256_set1_epi32(L - 1);
+      a = _mm256_and_si256(lutIndex8<BITS>(row, c, d), mask);
+      b = _mm256_and_si256(lutIndex8<BITS>(row, c + 8, d), mask);
+    }
+    v0 = _mm256_i32gather_ps(levels + c * L, _mm256_add_epi32(lanes, a), 4);
+    v1 = _mm256_i32gather_ps(levels + (c + 8) * L,
+                             _mm256_add_epi32(lanes, b), 4);
+  }
+};
+
+KVQ_AVX2 void dotLevelsAvx2(const uint8_t *packed, int64_t first, int bits,
+                            const float *levels, const float *q, int64_t nq,
+                            int64_t d, float *out) {
+  if (!aligned(first, bits, d))
+    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq,
+                                          d, out);
+  const uint8_t *row = packed + first * bits / 8;
+#define KVQ_DOT_LEVELS(B) dotRows(LevelRowB<B>{row, levels, d}, q, nq, d, out)
+  KVQ_WITH_BITS(bits, KVQ_DOT_LEVELS)
+#undef KVQ_DOT_LEVELS
+}
+
 /// out[j] = sum_c lut[(j*d + c) * L + code_c]: the codes decoded in
 /// registers (lutIndex8, masked; 8-bit codes widened), and gathered from
 /// each channel's table;
@@ -600,5 +640,6 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.axpyHalfRows = axpyHalfRowsAvx2;
   ops.dotLut = x86::dotLutAvx2;
   ops.dotLutHeads = dotLutHeadsAvx2;
+  ops.dotLevels = dotLevelsAvx2;
   ops.axpyLutRows = x86::axpyLutRowsAvx2;
 }

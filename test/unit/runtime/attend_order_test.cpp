@@ -201,6 +201,43 @@ void checkLookupDotsOfAllHeadsAreCanonical(const AttendOps &ops) {
     }
 }
 
+/// dotLevels: each code dequantized by its channel's level table, then the
+/// canonical FMA chains, for 1 to 5 query vectors (GQA blocks of 4 and the
+/// remainders).
+void checkLevelDotsAreCanonical(const AttendOps &ops) {
+  for (int bits : {2, 3, 4, 8})
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const Data t = makeData(bits, 60 + bits);
+      const int64_t L = int64_t{1} << bits;
+      std::vector<float> levels(static_cast<size_t>(t.d * L)),
+          q(static_cast<size_t>(nq * t.d));
+      Rng rng(static_cast<uint64_t>(9 + nq));
+      for (float &x : levels)
+        x = static_cast<float>(rng.normal());
+      for (float &x : q)
+        x = static_cast<float>(rng.normal());
+      for (int64_t r = 0; r < t.rows; ++r) {
+        std::vector<float> out(static_cast<size_t>(nq));
+        ops.dotLevels(t.packed.data(), r * t.d, bits, levels.data(), q.data(),
+                      nq, t.d, out.data());
+        std::vector<float> v(static_cast<size_t>(t.d));
+        for (int64_t c = 0; c < t.d; ++c)
+          v[static_cast<size_t>(c)] = levels[static_cast<size_t>(
+              c * L + packedCodeAt(t.packed.data(), r * t.d + c, bits))];
+        for (int64_t j = 0; j < nq; ++j)
+          ASSERT_EQ(bitsOf(out[static_cast<size_t>(j)]),
+                    bitsOf(canonicalDot(q.data() + j * t.d, v.data(), t.d,
+                                        true)))
+              << "bits " << bits << " nq " << nq << " row " << r
+              << " query " << j;
+      }
+    }
+}
+
+TEST(AttendOrder, LevelDotsAreCanonical) {
+  FOR_EACH_SIMD_TABLE(checkLevelDotsAreCanonical);
+}
+
 TEST(AttendOrder, LookupDotsOfAllHeadsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLookupDotsOfAllHeadsAreCanonical);
 }
