@@ -174,6 +174,19 @@ void dotLevelsRef(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
+void axpyLevelRowsRef(const uint8_t *const *rows, int64_t n, int bits,
+                      const float *levels, int64_t levelStride, const float *w,
+                      int64_t wStride, int64_t nq, int64_t d, float *acc) {
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < d; ++c) {
+      const float v = levels[r * levelStride + packedCodeAt(rows[r], c, bits)];
+      for (int64_t j = 0; j < nq; ++j) {
+        float &a = acc[j * d + c];
+        a = __builtin_fmaf(w[r * wStride + j], v, a);
+      }
+    }
+}
+
 bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
                           const float *, int64_t, int64_t, int64_t, float *,
                           float *) {
@@ -187,6 +200,7 @@ const AttendOps &kvq::referenceAttendOps() {
       halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
       dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
       axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef,
-      dotLutHeadsRef,  dotLevelsRef,     groupWeightsHalfNone};
+      dotLutHeadsRef,  dotLevelsRef,     axpyLevelRowsRef,
+      groupWeightsHalfNone};
   return ops;
 }

@@ -168,7 +168,7 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 /// a packed stream starting at code index `first` (any bit offset).
 /// Every SIMD table sums in one canonical order per op, so x86_64 and arm64
 /// give the same bits (attend_order_test). The reference follows it for
-/// dotNibbleRows, axpyCodesRows and groupWeightsHalf; for the other ops it
+/// dotNibbleRows, axpyCodesRows, axpyLevelRows and groupWeightsHalf; for the other ops it
 /// sums in plain channel order, and attention is checked against it with a
 /// tolerance, not bit for bit.
 struct AttendOps {
@@ -248,6 +248,15 @@ struct AttendOps {
   void (*dotLevels)(const uint8_t *packed, int64_t first, int bits,
                     const float *levels, const float *q, int64_t nq,
                     int64_t d, float *out);
+  /// acc[j*d + c] = fma(w[r*wStride + j], levels[r*levelStride +
+  /// code(rows[r], c)], acc[j*d + c]) over the rows in order (one FMA per
+  /// element and row; a row's table holds 2^bits levels, readable up to 16
+  /// floats). Each code is looked up once for all nq query vectors, where
+  /// axpyLutRows needs a weighted table per query (GQA).
+  void (*axpyLevelRows)(const uint8_t *const *rows, int64_t n, int bits,
+                        const float *levels, int64_t levelStride,
+                        const float *w, int64_t wStride, int64_t nq,
+                        int64_t d, float *acc);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
   /// conversion fused in; returns false, touching nothing, for shapes it

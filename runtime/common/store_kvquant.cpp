@@ -444,26 +444,45 @@ void KvquantStore::attendValues(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
   const int64_t L = vLevels_, E = lutEntries(vb_), chunk = job.t1 - job.t0;
   const int64_t lutStride = H * nq * E;
-  job.scratch2.resize(static_cast<size_t>(chunk * H * L));
-  job.scratch3.resize(static_cast<size_t>(chunk * lutStride));
+  // 16 floats of slack: a SIMD lookup may read a whole register of the
+  // last table.
+  job.scratch2.resize(static_cast<size_t>(chunk * H * L + 16));
+  job.scratch3.resize(static_cast<size_t>(nq == 1 ? chunk * lutStride
+                                                  : chunk * nq));
   float *levels = job.scratch2.data(), *luts = job.scratch3.data();
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
   const uint8_t **rowsOut = job.codeRows.data();
   const uint8_t **packedOf = rowsOut + chunk; // each coded token's codes
   const int64_t n = walkValueRows(job, slots_, 2 * H * L, packedOf);
   job.ops.halfRowsToFloat(job.halfRows.data(), n, H * L, levels);
-  switch (L) {
-  case 4: valueLuts<4>(job, n, levels, luts); break;
-  case 8: valueLuts<8>(job, n, levels, luts); break;
-  case 16: valueLuts<16>(job, n, levels, luts); break;
-  default: valueLuts<0>(job, n, levels, luts, L); break;
+  // One query vector per head: weighted tables, one lookup and addition
+  // per element. More (GQA): each code looked up once in its row's level
+  // table, then one FMA per query vector.
+  if (nq == 1) {
+    switch (L) {
+    case 4: valueLuts<4>(job, n, levels, luts); break;
+    case 8: valueLuts<8>(job, n, levels, luts); break;
+    case 16: valueLuts<16>(job, n, levels, luts); break;
+    default: valueLuts<0>(job, n, levels, luts, L); break;
+    }
   }
   for (int64_t h = 0; h < H; ++h) {
     const int64_t off = h * d * vb_ / 8;
     for (int64_t i = 0; i < n; ++i)
       rowsOut[i] = packedOf[i] + off;
-    job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq, d,
-                        job.accumulator(h));
+    if (nq == 1) {
+      job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq,
+                          d, job.accumulator(h));
+      continue;
+    }
+    float *w = luts; // the chunk's weights of this head, [i][j]
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(w + i * nq,
+                  job.scoreRow(job.t0 + job.positions[static_cast<size_t>(i)],
+                               h),
+                  static_cast<size_t>(nq) * sizeof(float));
+    job.ops.axpyLevelRows(rowsOut, n, vb_, levels + h * L, H * L, w, nq, nq,
+                          d, job.accumulator(h));
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];

@@ -66,6 +66,25 @@ struct LevelRow {
   }
 };
 
+/// Eight channels looked up in one row's level table (2^bits entries).
+struct LevelTableRow {
+  const uint8_t *p;
+  const float *table;
+  int bits;
+  void operator()(int64_t c, float32x4_t &a, float32x4_t &b) const {
+    uint32x4_t lo, hi;
+    readCodes8(p, KVQ_CODES_PACKED, c, bits, lo, hi);
+    uint32_t code[8];
+    vst1q_u32(code, lo);
+    vst1q_u32(code + 4, hi);
+    float v[8];
+    for (int i = 0; i < 8; ++i)
+      v[i] = table[code[i]];
+    a = vld1q_f32(v);
+    b = vld1q_f32(v + 4);
+  }
+};
+
 /// The canonical tree over the sixteen partial sums a0 = S_0..3,
 /// a1 = S_4..7, a2 = S_8..11, a3 = S_12..15: T_l = S_l + S_{l+8},
 /// U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2}, result W_0 + W_1 (what the
@@ -296,6 +315,19 @@ void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
   dotRow(LevelRow{packed + first * bits / 8, levels, bits}, q, nq, d, out);
 }
 
+void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
+                       const float *levels, int64_t levelStride,
+                       const float *w, int64_t wStride, int64_t nq, int64_t d,
+                       float *acc) {
+  if (d % 16 != 0)
+    return referenceAttendOps().axpyLevelRows(rows, n, bits, levels,
+                                              levelStride, w, wStride, nq, d,
+                                              acc);
+  for (int64_t r = 0; r < n; ++r)
+    axpyRow(LevelTableRow{rows[r], levels + r * levelStride, bits},
+            TokenWeight{w + r * wStride}, nq, d, acc);
+}
+
 void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
                      int64_t heads, int64_t nq, int64_t d, float *out) {
   const int64_t L = int64_t{1} << bits;
@@ -319,6 +351,7 @@ void kvq::neon::fillAttendNeon(AttendOps &ops) {
   ops.dotLut = dotLutNeon;
   ops.dotLutHeads = dotLutHeadsNeon;
   ops.dotLevels = dotLevelsNeon;
+  ops.axpyLevelRows = axpyLevelRowsNeon;
   // axpyLutRows stays the reference: one addition per element and row, the
   // same operations the AVX2 version does.
 }

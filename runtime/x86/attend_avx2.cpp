@@ -496,6 +496,53 @@ KVQ_AVX2 void dotLevelsAvx2(const uint8_t *packed, int64_t first, int bits,
 #undef KVQ_DOT_LEVELS
 }
 
+/// Sixteen channels of a row looked up in the row's level table (2^bits
+/// entries; lutLookup reads 8, or 16 at 4 bits): an axpyTiles reader.
+template <int BITS> struct LevelTableRow {
+  const uint8_t *p;
+  const float *table;
+  int64_t d;
+  KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
+    const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
+    v0 = lutLookup<BITS>(table,
+                         _mm256_and_si256(lutIndex8<BITS>(p, c, d), mask));
+    v1 = lutLookup<BITS>(table,
+                         _mm256_and_si256(lutIndex8<BITS>(p, c + 8, d), mask));
+  }
+};
+
+template <int BITS> struct LevelTableRows {
+  const uint8_t *const *rows;
+  const float *levels;
+  int64_t stride, d;
+  LevelTableRow<BITS> operator()(int64_t r) const {
+    return LevelTableRow<BITS>{rows[r], levels + r * stride, d};
+  }
+};
+
+KVQ_AVX2 void axpyLevelRowsAvx2(const uint8_t *const *rows, int64_t n,
+                                int bits, const float *levels,
+                                int64_t levelStride, const float *w,
+                                int64_t wStride, int64_t nq, int64_t d,
+                                float *acc) {
+  if (d % 16 != 0 || bits < 2 || bits > 4)
+    return referenceAttendOps().axpyLevelRows(rows, n, bits, levels,
+                                              levelStride, w, wStride, nq, d,
+                                              acc);
+  const RowTokenWeight weight{w, wStride};
+  switch (bits) {
+  case 2:
+    return axpyTiles<true>(LevelTableRows<2>{rows, levels, levelStride, d}, n,
+                           weight, nq, d, acc);
+  case 3:
+    return axpyTiles<true>(LevelTableRows<3>{rows, levels, levelStride, d}, n,
+                           weight, nq, d, acc);
+  default:
+    return axpyTiles<true>(LevelTableRows<4>{rows, levels, levelStride, d}, n,
+                           weight, nq, d, acc);
+  }
+}
+
 /// out[j] = sum_c lut[(j*d + c) * L + code_c]: the codes decoded in
 /// registers (lutIndex8, masked; 8-bit codes widened), and gathered from
 /// each channel's table;
@@ -641,5 +688,6 @@ void kvq::x86::fillAttendAvx2(AttendOps &ops) {
   ops.dotLut = x86::dotLutAvx2;
   ops.dotLutHeads = dotLutHeadsAvx2;
   ops.dotLevels = dotLevelsAvx2;
+  ops.axpyLevelRows = axpyLevelRowsAvx2;
   ops.axpyLutRows = x86::axpyLutRowsAvx2;
 }

@@ -238,6 +238,52 @@ TEST(AttendOrder, LevelDotsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLevelDotsAreCanonical);
 }
 
+/// axpyLevelRows: each row's codes looked up in its own level table, then
+/// one FMA per element, query vector and row, rows in order.
+void checkLevelSumsAreOneFmaPerElementAndRow(const AttendOps &ops) {
+  for (int bits : {2, 3, 4})
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const Data t = makeData(bits, 50 + bits);
+      const int64_t L = int64_t{1} << bits, stride = L + 3, wStride = nq + 1;
+      // Tables of exactly L levels at an odd stride; 16 floats of slack
+      // after the last, as the stores keep.
+      std::vector<float> levels(static_cast<size_t>(t.rows * stride + 16));
+      std::vector<float> w(static_cast<size_t>(t.rows * wStride));
+      Rng rng(static_cast<uint64_t>(20 + nq));
+      for (float &x : levels)
+        x = static_cast<float>(rng.normal());
+      for (float &x : w)
+        x = static_cast<float>(rng.uniform());
+      std::vector<const uint8_t *> rows;
+      for (int64_t r = 0; r < t.rows; ++r)
+        rows.push_back(t.packed.data() + r * t.d * bits / 8);
+      std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f),
+          want = acc;
+      ops.axpyLevelRows(rows.data(), t.rows, bits, levels.data(), stride,
+                        w.data(), wStride, nq, t.d, acc.data());
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t j = 0; j < nq; ++j)
+          for (int64_t c = 0; c < t.d; ++c) {
+            float &a = want[static_cast<size_t>(j * t.d + c)];
+            a = std::fma(w[static_cast<size_t>(r * wStride + j)],
+                         levels[static_cast<size_t>(
+                             r * stride +
+                             packedCodeAt(t.packed.data(), r * t.d + c, bits))],
+                         a);
+          }
+      for (size_t e = 0; e < acc.size(); ++e)
+        ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
+            << "bits " << bits << " nq " << nq << " element " << e;
+    }
+}
+
+TEST(AttendOrder, LevelSumsAreOneFmaPerElementAndRow) {
+  checkLevelSumsAreOneFmaPerElementAndRow(referenceAttendOps());
+  if (HasFatalFailure())
+    return;
+  FOR_EACH_SIMD_TABLE(checkLevelSumsAreOneFmaPerElementAndRow);
+}
+
 TEST(AttendOrder, LookupDotsOfAllHeadsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLookupDotsOfAllHeadsAreCanonical);
 }
