@@ -45,13 +45,15 @@ struct CodeRow {
   }
 };
 
-/// Eight channels dequantized by per-channel level tables
-/// (levels[c * 2^bits + code]); NEON has no gather, so the lookups are
-/// scalar and the sums stay dotRow's.
+/// Eight channels looked up in level tables: levels[c * stride + code],
+/// stride 2^bits for per-channel tables (keys) or 0 for one table per row
+/// (values). NEON has no gather, so the lookups are scalar; the sums stay
+/// dotRow's or axpyRow's.
 struct LevelRow {
   const uint8_t *p; ///< byte-aligned start of the row's codes
   const float *levels;
   int bits;
+  int64_t stride;
   void operator()(int64_t c, float32x4_t &a, float32x4_t &b) const {
     uint32x4_t lo, hi;
     readCodes8(p, KVQ_CODES_PACKED, c, bits, lo, hi);
@@ -60,26 +62,7 @@ struct LevelRow {
     vst1q_u32(code + 4, hi);
     float v[8];
     for (int i = 0; i < 8; ++i)
-      v[i] = levels[((c + i) << bits) + code[i]];
-    a = vld1q_f32(v);
-    b = vld1q_f32(v + 4);
-  }
-};
-
-/// Eight channels looked up in one row's level table (2^bits entries).
-struct LevelTableRow {
-  const uint8_t *p;
-  const float *table;
-  int bits;
-  void operator()(int64_t c, float32x4_t &a, float32x4_t &b) const {
-    uint32x4_t lo, hi;
-    readCodes8(p, KVQ_CODES_PACKED, c, bits, lo, hi);
-    uint32_t code[8];
-    vst1q_u32(code, lo);
-    vst1q_u32(code + 4, hi);
-    float v[8];
-    for (int i = 0; i < 8; ++i)
-      v[i] = table[code[i]];
+      v[i] = levels[(c + i) * stride + code[i]];
     a = vld1q_f32(v);
     b = vld1q_f32(v + 4);
   }
@@ -312,7 +295,8 @@ void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
   if (!aligned(first, bits, d))
     return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq,
                                           d, out);
-  dotRow(LevelRow{packed + first * bits / 8, levels, bits}, q, nq, d, out);
+  dotRow(LevelRow{packed + first * bits / 8, levels, bits, int64_t{1} << bits},
+         q, nq, d, out);
 }
 
 void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
@@ -324,7 +308,7 @@ void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                                               levelStride, w, wStride, nq, d,
                                               acc);
   for (int64_t r = 0; r < n; ++r)
-    axpyRow(LevelTableRow{rows[r], levels + r * levelStride, bits},
+    axpyRow(LevelRow{rows[r], levels + r * levelStride, bits, 0},
             TokenWeight{w + r * wStride}, nq, d, acc);
 }
 

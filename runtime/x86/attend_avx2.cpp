@@ -456,6 +456,23 @@ KVQ_AVX2 inline __m256 lutLookup(const float *t, __m256i index) {
       _mm256_castsi256_ps(_mm256_slli_epi32(index, 28)));
 }
 
+/// The codes of channels c .. c+15 of a row as two sets of eight int32
+/// lanes (exact: masked below 2^BITS; 8-bit widened).
+template <int BITS>
+KVQ_AVX2 inline void codes16(const uint8_t *row, int64_t c, int64_t d,
+                             __m256i &a, __m256i &b) {
+  if constexpr (BITS == 8) {
+    a = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c)));
+    b = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c + 8)));
+  } else {
+    const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
+    a = _mm256_and_si256(lutIndex8<BITS>(row, c, d), mask);
+    b = _mm256_and_si256(lutIndex8<BITS>(row, c + 8, d), mask);
+  }
+}
+
 /// Sixteen channels of a row dequantized by per-channel level tables
 /// (levels[c * L + code]): the codes decoded in registers, the levels
 /// gathered; a dotRows reader, so each gather serves every query vector.
@@ -468,16 +485,7 @@ template <int BITS> struct LevelRowB {
     const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
                                             6 * L, 7 * L);
     __m256i a, b;
-    if constexpr (BITS == 8) {
-      a = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c)));
-      b = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c + 8)));
-    } else {
-      const __m256i mask = _mm256_set1_epi32(L - 1);
-      a = _mm256_and_si256(lutIndex8<BITS>(row, c, d), mask);
-      b = _mm256_and_si256(lutIndex8<BITS>(row, c + 8, d), mask);
-    }
+    codes16<BITS>(row, c, d, a, b);
     v0 = _mm256_i32gather_ps(levels + c * L, _mm256_add_epi32(lanes, a), 4);
     v1 = _mm256_i32gather_ps(levels + (c + 8) * L,
                              _mm256_add_epi32(lanes, b), 4);
@@ -503,11 +511,10 @@ template <int BITS> struct LevelTableRow {
   const float *table;
   int64_t d;
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
-    const __m256i mask = _mm256_set1_epi32((1 << BITS) - 1);
-    v0 = lutLookup<BITS>(table,
-                         _mm256_and_si256(lutIndex8<BITS>(p, c, d), mask));
-    v1 = lutLookup<BITS>(table,
-                         _mm256_and_si256(lutIndex8<BITS>(p, c + 8, d), mask));
+    __m256i a, b;
+    codes16<BITS>(p, c, d, a, b);
+    v0 = lutLookup<BITS>(table, a);
+    v1 = lutLookup<BITS>(table, b);
   }
 };
 
@@ -553,22 +560,13 @@ KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
   constexpr int L = 1 << BITS;
   const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
                                           6 * L, 7 * L);
-  const __m256i mask = _mm256_set1_epi32(L - 1);
   for (int64_t j = 0; j < nq; ++j) {
     const float *t = lut + j * d * L;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t c = 0; c < d; c += 16) {
       // Entry (c + lane) * L + code of this query's table.
       __m256i a, b;
-      if constexpr (BITS == 8) {
-        a = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c)));
-        b = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c + 8)));
-      } else {
-        a = _mm256_and_si256(lutIndex8<BITS>(row, c, d), mask);
-        b = _mm256_and_si256(lutIndex8<BITS>(row, c + 8, d), mask);
-      }
+      codes16<BITS>(row, c, d, a, b);
       acc0 = _mm256_add_ps(
           acc0, _mm256_i32gather_ps(t + c * L, _mm256_add_epi32(lanes, a), 4));
       acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(
