@@ -1,0 +1,61 @@
+//===- tokenizer.h - llama2.c tokenizer (tok512.bin-style) ------*- C++ -*-===//
+//
+// The BPE tokenizer of llama2.c checkpoints: a file of scored pieces with
+// SentencePiece-style merging and <0xNN> byte fallback. Encoding gives the
+// same ids as llama2.c's encode() (without its optional EOS).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_TOOLS_MODEL_TOKENIZER_H
+#define KVQ_TOOLS_MODEL_TOKENIZER_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kvq::model {
+
+class Tokenizer {
+public:
+  static constexpr int32_t kUnk = 0;
+  static constexpr int32_t kBos = 1;
+  static constexpr int32_t kEos = 2;
+
+  /// Reads a tok512.bin-style file: int32 max_token_length, then per token
+  /// float32 score, int32 byte length, the bytes. With expectedVocab > 0 the
+  /// file must hold exactly that many tokens. On failure returns std::nullopt
+  /// and sets *error (if non-null) to a one-line message.
+  static std::optional<Tokenizer>
+  load(const std::string &path, int32_t expectedVocab, std::string *error);
+
+  int32_t vocabSize() const { return static_cast<int32_t>(pieces.size()); }
+
+  /// SentencePiece-style BPE: " " prepended when text is non-empty, UTF-8
+  /// characters looked up (byte fallback id = byte + 3 when absent), then the
+  /// adjacent pair whose concatenation is the highest-scoring token is merged
+  /// (leftmost on ties) until none is a token. bos puts id 1 first.
+  std::vector<int32_t> encode(const std::string &text, bool bos) const;
+
+  /// The text of `token` following `previous`: the leading space is stripped
+  /// after BOS, <0xNN> becomes the raw byte. Out-of-range ids decode to "".
+  std::string decode(int32_t previous, int32_t token) const;
+
+  /// The piece as stored in the file ("" for out-of-range ids).
+  const std::string &piece(int32_t id) const;
+
+  float score(int32_t id) const;
+
+private:
+  Tokenizer() = default;
+  /// The id of the piece exactly equal to s, or -1.
+  int32_t lookup(const std::string &s) const;
+
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::unordered_map<std::string, int32_t> ids;
+};
+
+} // namespace kvq::model
+
+#endif // KVQ_TOOLS_MODEL_TOKENIZER_H
