@@ -72,8 +72,11 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
   let summary = "every parameter of a quantized KV cache";
   let description = [{
     The method and its parameters, named after the seed configuration
-    (`KVCacheConfig`). Parameters left out take the seed default; a
-    parameter a method does not read is kept but has no effect.
+    (`KVCacheConfig`). Parameters left out take the seed default, except
+    `refit_interval`: 128, not the seed's 0, because key levels frozen at
+    prefill do not cover post-RoPE decode keys (docs/RUNTIME.md; the
+    runtime's kvq_config_init uses the same value). A parameter a method
+    does not read is kept but has no effect.
 
     | parameter | seed name | default | read by |
     |---|---|---|---|
@@ -85,7 +88,7 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     | `n_sink_tokens` | `n_sink_tokens` | 5 | kivi_sink |
     | `outlier_fraction` | `kvquant_outlier_fraction` | 0.01 | kvquant |
     | `lloyd_iters` | `kvquant_lloyd_iters` | 8 | kvquant |
-    | `refit_interval` | `kvquant_refit_interval` | 0 | kvquant |
+    | `refit_interval` | `kvquant_refit_interval` | 128 (seed: 0, frozen) | kvquant |
     | `kvquant_n_sink` | `kvquant_n_sink` | 1 | kvquant |
     | `kvquant_group_size` | `kvquant_group_size` | 32 | kvquant (storage only) |
 
@@ -108,14 +111,15 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     Kvq_IntParam<"5", "kivi_sink: top-k key-norm tokens kept fp16">:$n_sink_tokens,
     Kvq_FractionParam:$outlier_fraction,
     Kvq_IntParam<"8", "Lloyd-Max sweeps">:$lloyd_iters,
-    Kvq_IntParam<"0", "refit key levels every N decode steps">:$refit_interval,
+    Kvq_IntParam<"128", "refit key levels every N decode steps (0 = frozen)">:$refit_interval,
     Kvq_IntParam<"1", "leading prefill tokens kept fp16">:$kvquant_n_sink,
     Kvq_IntParam<"32", "kvquant storage block size">:$kvquant_group_size
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// The seed defaults for `method` (bits 2 for KIVI, 3 for KVQuant).
+    /// The defaults for `method` (bits 2 for KIVI, 3 for KVQuant): the
+    /// seed's, but refit_interval 128 (= KVQ_DEFAULT_REFIT_INTERVAL).
     static CacheConfigAttr getDefault(::mlir::MLIRContext *context,
                                       ::mlir::kvq::Method method);
     /// The outlier fraction as a double.

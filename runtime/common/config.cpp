@@ -1,7 +1,8 @@
 //===- config.cpp - Configuration defaults and validation -----------------===//
 //
-// kvq_config_init (the seeds' defaults) and kvq_config_validate, which gives
-// each kind of bad configuration its own status and a one-line message.
+// kvq_config_init (the seeds' defaults, but for kvquant's refit_interval)
+// and kvq_config_validate, which gives each kind of bad configuration its
+// own status and a one-line message.
 //
 //===----------------------------------------------------------------------===//
 #include "config.h"
@@ -26,7 +27,9 @@ extern "C" KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg,
   cfg->n_sink_tokens = method == KVQ_METHOD_KIVI_SINK ? 5 : 0;
   cfg->outlier_fraction = 0.01f;
   cfg->lloyd_iters = 8;
-  cfg->refit_interval = 0;
+  // Not the seeds' 0: frozen prefill levels do not cover post-RoPE decode
+  // keys (docs/RUNTIME.md). Same value for every method, as in the dialect.
+  cfg->refit_interval = KVQ_DEFAULT_REFIT_INTERVAL;
   cfg->kvquant_n_sink = 1;
   cfg->kvquant_group_size = kvq::kKvquantGroupSize;
   cfg->num_layers = 1;

@@ -156,6 +156,7 @@ typedef struct kvq_config {
   float outlier_fraction;    ///< kvquant_outlier_fraction, in [0, 1)
   int32_t lloyd_iters;       ///< kvquant_lloyd_iters
   int32_t refit_interval;    ///< kvquant_refit_interval, 0 = frozen keys
+                             ///< (the seed's); default 128
   int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16
   int32_t kvquant_group_size; ///< must be 32: no effect (docs/RUNTIME.md)
   int32_t num_layers;        ///< layers held by the cache
@@ -165,10 +166,18 @@ typedef struct kvq_config {
   kvq_allocator allocator;   ///< zeroed = malloc/free
 } kvq_config;
 
-/// Fill *cfg with the seeds' defaults for `method`: bits 2 (kivi,
-/// kivi_sink) or 3 (kvquant) for keys and values, G = 32, R = 32, sliding,
-/// 5 sinks (kivi_sink; 0 otherwise), outlier fraction 0.01, 8 Lloyd
-/// iterations, refit 0, kvquant_n_sink 1, kvquant_group_size 32, 1 layer,
+/// kvquant's default refit_interval: key levels are refit on every 128
+/// decoded tokens (which wait fp16 until then). The seeds' default is 0
+/// (levels fit at prefill and frozen), which breaks down on post-RoPE keys
+/// in decode (docs/RUNTIME.md, "Why kvquant refits by default"); set
+/// refit_interval = 0 to get it.
+#define KVQ_DEFAULT_REFIT_INTERVAL 128
+
+/// Fill *cfg with the defaults for `method`: the seeds' values -- bits 2
+/// (kivi, kivi_sink) or 3 (kvquant) for keys and values, G = 32, R = 32,
+/// sliding, 5 sinks (kivi_sink; 0 otherwise), outlier fraction 0.01, 8
+/// Lloyd iterations, kvquant_n_sink 1, kvquant_group_size 32 -- except
+/// refit_interval = KVQ_DEFAULT_REFIT_INTERVAL (the seeds': 0); 1 layer,
 /// 1 KV head, head_dim 128, CPU, malloc. No-op when cfg is null.
 KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg, kvq_method method);
 

@@ -62,7 +62,9 @@ TEST_F(KvqDialectTest, DefaultConfigFollowsSeedDefaults) {
   EXPECT_EQ(kvquant.getKeyBits(), 3);
   EXPECT_DOUBLE_EQ(kvquant.getOutlierFractionValue(), 0.01);
   EXPECT_EQ(kvquant.getLloydIters(), 8);
-  EXPECT_EQ(kvquant.getRefitInterval(), 0);
+  // Not the seed's 0 (frozen levels): the runtime's
+  // KVQ_DEFAULT_REFIT_INTERVAL, see docs/RUNTIME.md.
+  EXPECT_EQ(kvquant.getRefitInterval(), 128);
   EXPECT_EQ(kvquant.getKvquantNSink(), 1);
   EXPECT_EQ(kvquant.getKvquantGroupSize(), 32);
 }

@@ -118,6 +118,7 @@ TEST(Accounting, KvquantEffectiveBitsNextToTheSeedTable) {
   for (const Row &r : rows) {
     KV kv = laplaceKV(4, r.tokens, 1, 64);
     kvq_config c = config(KVQ_METHOD_KVQUANT, 1, 64);
+    c.refit_interval = 0; // the seed's configuration (frozen thresholds)
     Cache cache(c);
     ASSERT_EQ(append(cache.h, kv, 0, r.tokens), KVQ_OK);
     kvq_stats s = stats(cache.h);

@@ -103,7 +103,8 @@ TEST(CacheConfig, EachProblemHasItsOwnStatus) {
   b = small(KVQ_METHOD_FP16);
   b.key_bits = 7;
   EXPECT_EQ(kvq_config_validate(&b), KVQ_OK);
-  // Defaults are the seeds'.
+  // Defaults are the seeds', but for kvquant's refit_interval (the seeds'
+  // 0 freezes key levels that post-RoPE decode keys leave; docs/RUNTIME.md).
   kvq_config d;
   kvq_config_init(&d, KVQ_METHOD_KIVI_SINK);
   EXPECT_EQ(d.key_bits, 2);
@@ -115,6 +116,10 @@ TEST(CacheConfig, EachProblemHasItsOwnStatus) {
   EXPECT_EQ(d.lloyd_iters, 8);
   EXPECT_EQ(d.kvquant_n_sink, 1);
   EXPECT_FLOAT_EQ(d.outlier_fraction, 0.01f);
+  EXPECT_EQ(d.refit_interval, 128);
+  EXPECT_EQ(KVQ_DEFAULT_REFIT_INTERVAL, 128);
+  kvq_config_init(&d, KVQ_METHOD_KIVI); // same value for every method
+  EXPECT_EQ(d.refit_interval, KVQ_DEFAULT_REFIT_INTERVAL);
   kvq_config_init(nullptr, KVQ_METHOD_KIVI); // no-op
 }
 

@@ -2,7 +2,10 @@
 //
 // Sinks exact and excluded from the fit, never applied at decode, decode keys
 // keep outlier protection, frozen key levels across decode (and refit), the
-// key/value axes, realised-outlier accounting and determinism.
+// key/value axes, realised-outlier accounting and determinism. These pin the
+// seed's frozen configuration (refit_interval 0), requested explicitly; the
+// library's default (refit_interval 128) is pinned on real keys in
+// kvquant_real_kv_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -14,11 +17,15 @@ using namespace kvqtest;
 
 namespace {
 
+/// The seed's configuration: key levels fit at prefill and frozen
+/// (refit_interval 0, not the library's default), which is what the seed's
+/// Evidence describes; tests of refitting set refit_interval themselves.
 kvq_config kvqConfig(int heads = 2, int dim = 64, int nSink = 1,
                      float fraction = 0.01f) {
   kvq_config c = config(KVQ_METHOD_KVQUANT, heads, dim);
   c.kvquant_n_sink = nSink;
   c.outlier_fraction = fraction;
+  c.refit_interval = 0;
   return c;
 }
 
