@@ -1,14 +1,16 @@
 //===- kvq_eval.cpp - Judge kvq's methods on your own K/V dumps -----------===//
 //
 // Loads K, V (and optionally Q) from .npy files, runs each requested method
-// through the runtime exactly as a model would (one prefill, then one token
-// per update), and reports reconstruction error, attention error and the
-// byte accounting, as a table or as JSON.
+// through the runtime exactly as a model would (a prompt-sized prefill, then
+// one token per update), and reports reconstruction error and attention
+// error -- over all tokens, and separately for the prefill part and the
+// decoded part -- and the byte accounting, as a table or as JSON.
 //
 //===----------------------------------------------------------------------===//
 #include "kvq/runtime.h"
 #include "npy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,9 +26,18 @@ const char *kUsage =
     "                [--group-size G] [--residual R]\n"
     "                [--residual-mode sliding|block] [--sinks N]\n"
     "                [--outlier-fraction F] [--lloyd-iters N]\n"
-    "                [--kvquant-sinks N] [--prefill N] [--json]\n"
+    "                [--kvquant-sinks N] [--refit-interval N]\n"
+    "                [--prefill N | --fit-all] [--json]\n"
     "K and V are [tokens, kv_heads, head_dim] float16/float32 (C order); Q is\n"
-    "[tokens, q_heads, head_dim] with q_heads a multiple of kv_heads.\n";
+    "[tokens, q_heads, head_dim] with q_heads a multiple of kv_heads.\n"
+    "Protocol: the first N tokens (--prefill, default 128, at most tokens - 1)\n"
+    "are one update (the prompt), every later token is its own update (decode);\n"
+    "errors are reported for all tokens, the prefill part and the decoded part.\n"
+    "--fit-all sends every token as one update (no decode steps).\n";
+
+/// The default prompt size: a typical chat/completion prompt, and enough
+/// tokens for the per-channel fits to see a realistic prefill.
+constexpr long long kDefaultPrefill = 128;
 
 /// Input problems: one line on stderr, exit status 2.
 [[noreturn]] void die(const std::string &msg) {
@@ -38,10 +49,11 @@ struct Options {
   std::string keys, values, queries;
   std::vector<std::string> methods;
   int bits = -1, groupSize = -1, residual = -1, sinks = -1, lloydIters = -1,
-      kvquantSinks = -1;
+      kvquantSinks = -1, refitInterval = -1;
   int residualMode = -1;
   double outlierFraction = -1;
   long long prefill = -1;
+  bool fitAll = false;
   bool json = false;
 };
 
@@ -109,8 +121,12 @@ Options parseArgs(int argc, char **argv) {
       o.lloydIters = static_cast<int>(parseInt(a, value()));
     else if (a == "--kvquant-sinks")
       o.kvquantSinks = static_cast<int>(parseInt(a, value()));
+    else if (a == "--refit-interval")
+      o.refitInterval = static_cast<int>(parseInt(a, value()));
     else if (a == "--prefill")
       o.prefill = parseInt(a, value());
+    else if (a == "--fit-all")
+      o.fitAll = true;
     else if (a == "--json")
       o.json = true;
     else if (a == "--help" || a == "-h") {
@@ -123,6 +139,8 @@ Options parseArgs(int argc, char **argv) {
     die("--keys and --values are required");
   if (o.methods.empty())
     die("--method is required");
+  if (o.fitAll && o.prefill >= 0)
+    die("--fit-all and --prefill exclude each other");
   return o;
 }
 
@@ -175,13 +193,49 @@ std::vector<double> attention(const std::vector<float> &q, int64_t T,
   return out;
 }
 
+/// Errors over a range of token positions [from, to).
+struct PartError {
+  double keyMse = NAN, valueMse = NAN, attnRelErr = NAN;
+};
+
 struct Result {
   std::string method;
-  int keyBits = 16, valueBits = 16;
+  int keyBits = 16, valueBits = 16, refitInterval = -1; // -1: not kvquant
   double keyMse = 0, valueMse = 0, attnRelErr = -1;
+  PartError prefill, decode; ///< positions [0, P) and [P, T)
   kvq_stats stats{};
   std::vector<int64_t> sinkPositions;
 };
+
+/// Mean squared error of fetched vs input rows [from, to) of C channels.
+double mse(const std::vector<float> &got, const std::vector<float> &want,
+           int64_t from, int64_t to, int64_t C) {
+  if (to <= from)
+    return NAN;
+  double sum = 0;
+  for (int64_t i = from * C; i < to * C; ++i) {
+    double d = static_cast<double>(got[static_cast<size_t>(i)]) -
+               want[static_cast<size_t>(i)];
+    sum += d * d;
+  }
+  return sum / static_cast<double>((to - from) * C);
+}
+
+/// ||O - Ô|| / ||O|| over query positions [from, to) (rows of `row` values).
+double relErr(const std::vector<double> &approx,
+              const std::vector<double> &reference, int64_t from, int64_t to,
+              int64_t row) {
+  if (to <= from)
+    return NAN;
+  double num2 = 0, den2 = 0;
+  for (int64_t i = from * row; i < to * row; ++i) {
+    double r = reference[static_cast<size_t>(i)];
+    double d = approx[static_cast<size_t>(i)] - r;
+    num2 += d * d;
+    den2 += r * r;
+  }
+  return den2 > 0 ? std::sqrt(num2 / den2) : 0.0;
+}
 
 std::string num(double x) {
   if (!std::isfinite(x))
@@ -219,9 +273,15 @@ int main(int argc, char **argv) {
   if (opt.prefill > T)
     die("--prefill " + std::to_string(opt.prefill) + " exceeds the " +
         std::to_string(T) + " tokens");
-  const int64_t prefill = opt.prefill < 0 ? T : opt.prefill;
-  if (prefill == 0 && T > 0 && opt.prefill == 0)
+  if (opt.prefill == 0)
     die("--prefill must be at least 1");
+  // Default: a prompt-sized prefill, clipped so that at least one token is
+  // decoded (a one-token dump can only be a prefill).
+  const int64_t prefill =
+      opt.fitAll ? T
+      : opt.prefill > 0
+          ? opt.prefill
+          : std::max<int64_t>(1, std::min<int64_t>(kDefaultPrefill, T - 1));
   const int64_t C = H * D;
 
   std::vector<double> reference;
@@ -257,6 +317,8 @@ int main(int argc, char **argv) {
       cfg.lloyd_iters = opt.lloydIters;
     if (opt.kvquantSinks >= 0)
       cfg.kvquant_n_sink = opt.kvquantSinks;
+    if (opt.refitInterval >= 0)
+      cfg.refit_interval = opt.refitInterval;
 
     kvq_cache_t *cache = nullptr;
     if (kvq_status s = kvq_cache_create(&cfg, &cache))
@@ -283,14 +345,14 @@ int main(int argc, char **argv) {
       r.keyBits = cfg.key_bits;
       r.valueBits = cfg.value_bits;
     }
-    for (size_t i = 0; i < k.size(); ++i) {
-      double dk = static_cast<double>(k[i]) - K.data[i];
-      double dv = static_cast<double>(v[i]) - V.data[i];
-      r.keyMse += dk * dk;
-      r.valueMse += dv * dv;
-    }
-    r.keyMse /= static_cast<double>(k.size());
-    r.valueMse /= static_cast<double>(v.size());
+    if (method == KVQ_METHOD_KVQUANT)
+      r.refitInterval = cfg.refit_interval;
+    r.keyMse = mse(k, K.data, 0, T, C);
+    r.valueMse = mse(v, V.data, 0, T, C);
+    r.prefill.keyMse = mse(k, K.data, 0, prefill, C);
+    r.prefill.valueMse = mse(v, V.data, 0, prefill, C);
+    r.decode.keyMse = mse(k, K.data, prefill, T, C);
+    r.decode.valueMse = mse(v, V.data, prefill, T, C);
     kvq_cache_stats(cache, 0, &r.stats);
     if (method == KVQ_METHOD_KIVI_SINK) {
       int64_t count = 0;
@@ -303,12 +365,10 @@ int main(int argc, char **argv) {
     kvq_cache_destroy(cache);
     if (haveQ) {
       std::vector<double> approx = attention(Q.data, T, Q.shape[1], k, v, H, D);
-      double num2 = 0, den2 = 0;
-      for (size_t i = 0; i < approx.size(); ++i) {
-        num2 += (approx[i] - reference[i]) * (approx[i] - reference[i]);
-        den2 += reference[i] * reference[i];
-      }
-      r.attnRelErr = den2 > 0 ? std::sqrt(num2 / den2) : 0.0;
+      const int64_t row = Q.shape[1] * D;
+      r.attnRelErr = relErr(approx, reference, 0, T, row);
+      r.prefill.attnRelErr = relErr(approx, reference, 0, prefill, row);
+      r.decode.attnRelErr = relErr(approx, reference, prefill, T, row);
     }
     results.push_back(r);
   }
@@ -324,6 +384,22 @@ int main(int argc, char **argv) {
                   num(r.keyMse).c_str(), num(r.valueMse).c_str());
       if (haveQ)
         std::printf(", \"attn_rel_err\": %s", num(r.attnRelErr).c_str());
+      // The split: positions [0, prefill) went in as one update, the rest
+      // one token per update; null where a part is empty.
+      std::printf(", \"prefill_tokens\": %lld, \"decoded_tokens\": %lld, "
+                  "\"key_mse_prefill\": %s, \"key_mse_decode\": %s, "
+                  "\"value_mse_prefill\": %s, \"value_mse_decode\": %s",
+                  (long long)prefill, (long long)(T - prefill),
+                  num(r.prefill.keyMse).c_str(), num(r.decode.keyMse).c_str(),
+                  num(r.prefill.valueMse).c_str(),
+                  num(r.decode.valueMse).c_str());
+      if (haveQ)
+        std::printf(", \"attn_rel_err_prefill\": %s, "
+                    "\"attn_rel_err_decode\": %s",
+                    num(r.prefill.attnRelErr).c_str(),
+                    num(r.decode.attnRelErr).c_str());
+      if (r.refitInterval >= 0)
+        std::printf(", \"refit_interval\": %d", r.refitInterval);
       std::printf(", \"effective_bits\": %s, \"tokens\": {\"total\": %lld, "
                   "\"compressed\": %lld, \"sink\": %lld, \"residual\": %lld}",
                   num(s.effective_bits).c_str(), (long long)s.tokens,
@@ -349,18 +425,55 @@ int main(int argc, char **argv) {
     std::printf("\n]\n");
     return 0;
   }
-  std::printf("%-10s %5s %5s %12s %12s %12s %8s %12s %12s  %s\n", "method",
-              "kbits", "vbits", "key_mse", "value_mse", "attn_rel_err",
-              "eff_bits", "total_bytes", "fp16_bytes", "sinks");
+  // The table: one row per method over all tokens, then its prefill part
+  // and its decoded part, so a decode-time breakdown is visible at a glance.
+  std::printf("%lld tokens: ", (long long)T);
+  if (prefill == T)
+    std::printf("one update of all of them (--fit-all): every fit saw every "
+                "token it encodes; no decode steps\n");
+  else
+    std::printf("a %lld-token prefill, then %lld decode steps of one token "
+                "(--prefill N, --fit-all)\n",
+                (long long)prefill, (long long)(T - prefill));
+  std::printf("%-10s %5s %5s %-8s %12s %12s %12s %8s %12s %12s  %s\n",
+              "method", "kbits", "vbits", "part", "key_mse", "value_mse",
+              "attn_rel_err", "eff_bits", "total_bytes", "fp16_bytes",
+              "sinks");
+  auto cell = [&](double x) { return haveQ ? num(x) : std::string("-"); };
+  std::vector<std::string> notes;
   for (const Result &r : results) {
     std::string sinks;
     for (size_t j = 0; j < r.sinkPositions.size(); ++j)
       sinks += (j ? "," : "") + std::to_string(r.sinkPositions[j]);
-    std::printf("%-10s %5d %5d %12.6g %12.6g %12s %8.3f %12lld %12lld  %s\n",
-                r.method.c_str(), r.keyBits, r.valueBits, r.keyMse,
-                r.valueMse, haveQ ? num(r.attnRelErr).c_str() : "-",
+    std::printf("%-10s %5d %5d %-8s %12.6g %12.6g %12s %8.3f %12lld %12lld  %s\n",
+                r.method.c_str(), r.keyBits, r.valueBits, "all", r.keyMse,
+                r.valueMse, cell(r.attnRelErr).c_str(),
                 r.stats.effective_bits, (long long)r.stats.total_bytes,
                 (long long)r.stats.fp16_bytes, sinks.c_str());
+    if (prefill == T)
+      continue;
+    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %12s\n", "", "", "",
+                "prefill", r.prefill.keyMse, r.prefill.valueMse,
+                cell(r.prefill.attnRelErr).c_str());
+    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %12s\n", "", "", "",
+                "decode", r.decode.keyMse, r.decode.valueMse,
+                cell(r.decode.attnRelErr).c_str());
+    if (r.decode.keyMse > 2 * r.prefill.keyMse) {
+      char buf[256];
+      std::snprintf(buf, sizeof(buf),
+                    "%s: key MSE of the decoded tokens is %.1fx that of the "
+                    "prefill",
+                    r.method.c_str(),
+                    r.prefill.keyMse > 0 ? r.decode.keyMse / r.prefill.keyMse
+                                         : INFINITY);
+      std::string note = buf;
+      if (r.refitInterval == 0)
+        note += " (kvquant refit_interval 0: key levels frozen at the "
+                "prefill; try --refit-interval N)";
+      notes.push_back(note);
+    }
   }
+  for (const std::string &n : notes)
+    std::printf("warning: %s\n", n.c_str());
   return 0;
 }

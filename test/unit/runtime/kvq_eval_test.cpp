@@ -150,6 +150,115 @@ TEST_F(KvqEval, TableByDefaultAndBitsFlag) {
   EXPECT_EQ(j.out.find("attn_rel_err"), std::string::npos); // no queries
 }
 
+/// 300 tokens whose keys drift after position 128: every channel moves
+/// from around +2 to around -2 (as RoPE turns a slow channel pair away from
+/// where the prompt left it), inside the prefill's largest magnitude.
+void writeDrifting(const std::string &k, const std::string &v,
+                   const std::string &q) {
+  std::vector<float> keys = randomData(11, 300 * 64, 0.5);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] += i < 128 * 64 ? 2.0f : -2.0f;
+  writeOrDie(k, {300, 2, 32}, keys, false);
+  writeOrDie(v, {300, 2, 32}, randomData(12, 300 * 64), false);
+  writeOrDie(q, {300, 4, 32}, randomData(13, 300 * 128, 0.3), false);
+}
+
+TEST(KvqEvalProtocol, DefaultIsPromptPrefillThenDecodeWithSplitErrors) {
+  writeDrifting(tmp("k.npy"), tmp("v.npy"), tmp("q.npy"));
+  const std::string in = "--keys " + tmp("k.npy") + " --values " +
+                         tmp("v.npy") + " --queries " + tmp("q.npy");
+  RunResult r = runTool(in + " --method fp16,kivi,kivi_sink,kvquant --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *m : {"fp16", "kivi", "kivi_sink", "kvquant"}) {
+    std::string o = object(r.out, m);
+    ASSERT_FALSE(o.empty()) << m << "\n" << r.out;
+    EXPECT_EQ(field(o, "prefill_tokens"), 128) << o;
+    EXPECT_EQ(field(o, "decoded_tokens"), 172) << o;
+    for (const char *key :
+         {"key_mse_prefill", "key_mse_decode", "value_mse_prefill",
+          "value_mse_decode", "attn_rel_err_prefill", "attn_rel_err_decode"})
+      EXPECT_FALSE(std::isnan(field(o, key))) << m << " " << key;
+    // The whole is the token-weighted mean of the parts.
+    EXPECT_NEAR(field(o, "key_mse"),
+                (128 * field(o, "key_mse_prefill") +
+                 172 * field(o, "key_mse_decode")) / 300,
+                1e-6 * (1 + field(o, "key_mse")))
+        << o;
+    EXPECT_NEAR(field(o, "value_mse"),
+                (128 * field(o, "value_mse_prefill") +
+                 172 * field(o, "value_mse_decode")) / 300,
+                1e-6 * (1 + field(o, "value_mse")))
+        << o;
+  }
+  // fp16 only rounds the f32 input.
+  EXPECT_LT(field(object(r.out, "fp16"), "attn_rel_err_decode"), 1e-3);
+  // The library's default kvquant keeps decoded keys in line with the
+  // prefill's on drifting keys; the seed's frozen levels do not.
+  std::string kvq = object(r.out, "kvquant");
+  EXPECT_EQ(field(kvq, "refit_interval"), 128) << kvq;
+  EXPECT_LE(field(kvq, "key_mse_decode"), 2 * field(kvq, "key_mse_prefill"))
+      << kvq;
+  EXPECT_EQ(object(r.out, "kivi").find("refit_interval"), std::string::npos);
+  RunResult frozen =
+      runTool(in + " --method kvquant --refit-interval 0 --json");
+  ASSERT_EQ(frozen.status, 0) << frozen.out;
+  std::string fz = object(frozen.out, "kvquant");
+  EXPECT_EQ(field(fz, "refit_interval"), 0) << fz;
+  EXPECT_GT(field(fz, "key_mse_decode"), 4 * field(fz, "key_mse_prefill"))
+      << fz;
+
+  // The table names the protocol, shows both parts and warns about the
+  // frozen levels without being asked.
+  RunResult t = runTool(in + " --method kvquant --refit-interval 0");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("a 128-token prefill, then 172 decode steps"),
+            std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find(" prefill "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(" decode "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("warning: kvquant: key MSE of the decoded tokens is"),
+            std::string::npos)
+      << t.out;
+  RunResult d = runTool(in + " --method kvquant");
+  ASSERT_EQ(d.status, 0) << d.out;
+  EXPECT_EQ(d.out.find("warning"), std::string::npos) << d.out;
+}
+
+TEST(KvqEvalProtocol, PrefillFlagAndFitAll) {
+  writeDrifting(tmp("k.npy"), tmp("v.npy"), tmp("q.npy"));
+  const std::string in = "--keys " + tmp("k.npy") + " --values " +
+                         tmp("v.npy") + " --queries " + tmp("q.npy");
+  RunResult r = runTool(in + " --method kivi --prefill 200 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::string o = object(r.out, "kivi");
+  EXPECT_EQ(field(o, "prefill_tokens"), 200) << o;
+  EXPECT_EQ(field(o, "decoded_tokens"), 100) << o;
+  // --fit-all: one update of everything, the old protocol; no decode part.
+  RunResult a = runTool(in + " --method kvquant --fit-all --json");
+  ASSERT_EQ(a.status, 0) << a.out;
+  std::string fa = object(a.out, "kvquant");
+  EXPECT_EQ(field(fa, "prefill_tokens"), 300) << fa;
+  EXPECT_EQ(field(fa, "decoded_tokens"), 0) << fa;
+  EXPECT_NE(fa.find("\"key_mse_decode\": null"), std::string::npos) << fa;
+  EXPECT_NE(fa.find("\"attn_rel_err_decode\": null"), std::string::npos)
+      << fa;
+  EXPECT_EQ(field(fa, "key_mse"), field(fa, "key_mse_prefill")) << fa;
+  RunResult at = runTool(in + " --method kvquant --fit-all");
+  ASSERT_EQ(at.status, 0) << at.out;
+  EXPECT_NE(at.out.find("one update of all of them (--fit-all)"),
+            std::string::npos)
+      << at.out;
+  EXPECT_EQ(at.out.find("\n                       decode "), std::string::npos)
+      << at.out; // no decode row
+  // A dump shorter than the default prompt: all but one token prefill.
+  writeOrDie(tmp("k5.npy"), {5, 2, 32}, randomData(14, 5 * 64), false);
+  RunResult s = runTool("--keys " + tmp("k5.npy") + " --values " +
+                        tmp("k5.npy") + " --method fp16 --json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  EXPECT_EQ(field(object(s.out, "fp16"), "prefill_tokens"), 4) << s.out;
+  EXPECT_EQ(field(object(s.out, "fp16"), "decoded_tokens"), 1) << s.out;
+}
+
 TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
   auto expectTwo = [&](const std::string &args, const std::string &word) {
     RunResult r = runTool(args);
@@ -205,6 +314,8 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
   expectTwo(inputs() + " --method kivi,zip", "unknown method");
   expectTwo(inputs() + " --method kivi --frobnicate", "unknown option");
   expectTwo(inputs() + " --method kivi --prefill 500", "exceeds");
+  expectTwo(inputs() + " --method kivi --prefill 0", "at least 1");
+  expectTwo(inputs() + " --method kivi --fit-all --prefill 8", "exclude");
   expectTwo(inputs() + " --method kivi --residual-mode ring", "sliding or block");
   expectTwo(inputs() + " --method kivi --bits 5", "bits");
   expectTwo(inputs() + " --method kivi --group-size 12", "does not divide");
