@@ -5,7 +5,7 @@
 // key/value axes, realised-outlier accounting and determinism. These pin the
 // seed's frozen configuration (refit_interval 0), requested explicitly; the
 // library's default (refit_interval 128) is pinned on real keys in
-// kvquant_real_kv_test.cpp.
+// real_kv_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
