@@ -12,29 +12,9 @@ include "mlir/Pass/PassBase.td"
 // Transforms (kvq -> kvq)
 //===----------------------------------------------------------------------===//
 
-def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
-  let summary = "Set the quantization method and parameters of every !kvq.cache";
-  let description = [{
-    Rewrites the `#kvq.config` of every `!kvq.cache` type in the module —
-    function signatures, block arguments and op results alike — so one model
-    graph can be compiled for `fp16`, `kivi`, `kivi_sink` or `kvquant`
-    without editing it.
-
-    With `method`, each configuration restarts from that method's seed
-    defaults (bits 2 for KIVI, 3 for KVQuant); without it, the existing
-    configuration is kept. Every other option given then overrides one
-    parameter; options left at -1 (or empty) keep the value. The result is
-    verified: an option that makes a cache invalid (for example a group
-    size that does not divide head_dim) fails the pass with the verifier's
-    message.
-
-    Example:
-
-    ```
-    kvq-opt --kvq-configure-caches="method=kivi_sink bits=2 sinks=5" graph.mlir
-    ```
-  }];
-  let options = [
+// The options that set a #kvq.config, shared by every pass that writes one
+// (passes/transforms/CacheConfigOptions.h reads them).
+defvar KvqCacheConfigOptions = [
     Option<"method", "method", "std::string", /*default=*/"\"\"",
            "fp16, kivi, kivi_sink or kvquant (empty: keep)">,
     Option<"bits", "bits", "int64_t", /*default=*/"-1",
@@ -62,7 +42,74 @@ def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
     Option<"kvquantGroupSize", "kvquant-group-size", "int64_t",
            /*default=*/"-1", "kvquant: storage block size">
   ];
+
+def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
+  let summary = "Set the quantization method and parameters of every !kvq.cache";
+  let description = [{
+    Rewrites the `#kvq.config` of every `!kvq.cache` type in the module —
+    function signatures, block arguments and op results alike — so one model
+    graph can be compiled for `fp16`, `kivi`, `kivi_sink` or `kvquant`
+    without editing it.
+
+    With `method`, each configuration restarts from that method's seed
+    defaults (bits 2 for KIVI, 3 for KVQuant); without it, the existing
+    configuration is kept. Every other option given then overrides one
+    parameter; options left at -1 (or empty) keep the value. The result is
+    verified: an option that makes a cache invalid (for example a group
+    size that does not divide head_dim) fails the pass with the verifier's
+    message.
+
+    Example:
+
+    ```
+    kvq-opt --kvq-configure-caches="method=kivi_sink bits=2 sinks=5" graph.mlir
+    ```
+  }];
+  let options = KvqCacheConfigOptions;
   let dependentDialects = ["::mlir::kvq::KvqDialect"];
+}
+
+def KvqQuantizeKvCache : Pass<"kvq-quantize-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Find a model's KV cache and replace it with a !kvq.cache";
+  let description = [{
+    Finds, in each function, the KV cache a model graph keeps in plain
+    tensors (function arguments of shape `[layers, context, kv_heads,
+    head_dim]` stacked, or `[context, kv_heads, head_dim]` per layer, f16 or
+    f32, written by `tensor.insert_slice` at a position `pos` and returned)
+    and the causal attention that reads it back (`tensor.extract_slice` of
+    positions `0 .. pos + n - 1`, scores by contraction with the queries,
+    scaled by `1/sqrt(head_dim)`, a causal mask when `n > 1`, softmax as
+    `linalg.softmax` or its max/exp/sum/div expansion, weighted sum of the
+    values; query heads grouped onto KV heads by reshape or by broadcast).
+    Each layer's write and attention become `kvq.cache_update` and
+    `kvq.cache_attend` on one `!kvq.cache` argument that replaces the cache
+    tensors in the signature (the cache results disappear). Every adopted
+    function first checks at run time that each layer holds exactly `pos`
+    tokens (`cf.assert`): the runtime cache appends, so the host must write
+    positions in order, as prefill-then-decode does. Three helper functions
+    are added for the host: `@kv_cache_create`, `@kv_cache_destroy` and
+    `@kv_cache_stats` (tokens, bytes, fp16 bytes, effective bits).
+
+    A function where a cache-like pattern is found but cannot be proven
+    equivalent is left unchanged, with a remark at the location of the
+    offending op giving the reason (for example `not adopted: attention
+    reads positions beyond the written prefix`).
+
+    The cache configuration comes from the options, as in
+    `--kvq-configure-caches` (method default `kivi`).
+
+    Example:
+
+    ```
+    kvq-import stories260K.bin | kvq-opt --kvq-quantize-kv-cache="method=kivi bits=2" --kvq-to-llvm
+    ```
+  }];
+  let options = KvqCacheConfigOptions;
+  let dependentDialects = ["::mlir::kvq::KvqDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,8 +10,11 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -20,6 +23,70 @@
 using namespace mlir;
 
 namespace {
+/// Rewrites linalg.softmax (and any other aggregated op) into the generics
+/// it stands for: convert-linalg-to-loops only lowers structured ops.
+struct DecomposeAggregatedOpsPass
+    : public PassWrapper<DecomposeAggregatedOpsPass,
+                         OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeAggregatedOpsPass)
+  StringRef getArgument() const final { return "kvq-decompose-aggregated-ops"; }
+  void runOnOperation() override {
+    SmallVector<linalg::AggregatedOpInterface> ops;
+    getOperation().walk(
+        [&](linalg::AggregatedOpInterface op) { ops.push_back(op); });
+    for (linalg::AggregatedOpInterface op : ops) {
+      OpBuilder b(op);
+      FailureOr<SmallVector<Value>> parts = op.decomposeOperation(b);
+      if (failed(parts)) {
+        op->emitError("cannot decompose ") << op->getName();
+        return signalPassFailure();
+      }
+      op->replaceAllUsesWith(*parts);
+      op->erase();
+    }
+  }
+};
+
+/// Drops memref results that are a function argument (a model's cache
+/// tensors, written in place and returned), in functions the module does
+/// not call: the caller already holds those buffers. Upstream's
+/// drop-equivalent-buffer-results leaves public functions alone.
+struct DropArgumentResultsPass
+    : public PassWrapper<DropArgumentResultsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropArgumentResultsPass)
+  StringRef getArgument() const final { return "kvq-drop-argument-results"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal() || !f.getBody().hasOneBlock() ||
+          !SymbolTable::symbolKnownUseEmpty(f, module))
+        continue;
+      auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+      if (!ret)
+        continue;
+      llvm::BitVector drop(ret.getNumOperands());
+      SmallVector<Value> kept;
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        Value base = v;
+        while (auto cast = base.getDefiningOp<memref::CastOp>())
+          base = cast.getSource();
+        if (isa<BaseMemRefType>(v.getType()) && isa<BlockArgument>(base) &&
+            cast<BlockArgument>(base).getOwner() == &f.getBody().front())
+          drop.set(i);
+        else
+          kept.push_back(v);
+      }
+      if (drop.none())
+        continue;
+      OpBuilder b(ret);
+      func::ReturnOp::create(b, ret.getLoc(), kept);
+      ret.erase();
+      if (failed(f.eraseResults(drop)))
+        return signalPassFailure();
+    }
+  }
+};
+
 struct KvqPipelineOptions : public PassPipelineOptions<KvqPipelineOptions> {
   PassOptions::Option<std::string> onError{
       *this, "on-error",
@@ -33,6 +100,7 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   // Elementwise arith on tensors (a model's casts and scales) has no
   // bufferization of its own: make it linalg first.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addNestedPass<func::FuncOp>(std::make_unique<DecomposeAggregatedOpsPass>());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   // The runtime takes dense row-major buffers; identity layouts at function
@@ -40,6 +108,9 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A model's cache tensors are written in place and returned: such results
+  // alias an argument, and the caller already holds them.
+  pm.addPass(std::make_unique<DropArgumentResultsPass>());
   // Free what the graph allocates. kvq ops in memref form declare their
   // results as allocations, so this runs before they become runtime calls.
   bufferization::buildBufferDeallocationPipeline(pm);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/transforms/CacheConfigOptions.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "llvm/ADT/DenseMap.h"
@@ -21,6 +22,7 @@ namespace {
 struct ConfigureCachesPass
     : public kvq::impl::KvqConfigureCachesBase<ConfigureCachesPass> {
   using KvqConfigureCachesBase::KvqConfigureCachesBase;
+  friend struct mlir::kvq::CacheConfigOptions;
 
   void runOnOperation() override;
 
@@ -31,54 +33,18 @@ private:
 };
 } // namespace
 
-/// Keeps `current` when an integer option was left at its -1 default.
-static int64_t pick(int64_t option, int64_t current) {
-  return option >= 0 ? option : current;
-}
-
 FailureOr<CacheType> ConfigureCachesPass::reconfigure(CacheType old,
                                                       Location loc) {
-  MLIRContext *ctx = &getContext();
-  CacheConfigAttr base = old.getConfig();
-  if (!method.empty()) {
-    std::optional<Method> parsed = symbolizeMethod(method);
-    if (!parsed) {
-      emitError(loc) << "kvq-configure-caches: unknown method '" << method
-                     << "'; expected fp16, kivi, kivi_sink or kvquant";
-      return failure();
-    }
-    base = CacheConfigAttr::getDefault(ctx, *parsed);
-  }
-  ResidualMode mode = base.getResidualMode();
-  if (!residualMode.empty()) {
-    std::optional<ResidualMode> parsed = symbolizeResidualMode(residualMode);
-    if (!parsed) {
-      emitError(loc) << "kvq-configure-caches: unknown residual-mode '"
-                     << residualMode << "'; expected sliding or block";
-      return failure();
-    }
-    mode = *parsed;
-  }
-  int64_t bothBits = pick(bits, -1);
-  auto emit = [&] { return emitError(loc) << "kvq-configure-caches: "; };
-  CacheConfigAttr config = CacheConfigAttr::getChecked(
-      emit, ctx, base.getMethod(),
-      pick(keyBits, pick(bothBits, base.getKeyBits())),
-      pick(valueBits, pick(bothBits, base.getValueBits())),
-      pick(groupSize, base.getGroupSize()),
-      pick(residualLength, base.getResidualLength()), mode,
-      pick(sinks, base.getNSinkTokens()),
-      outlierFraction >= 0.0 ? llvm::APFloat(double(outlierFraction))
-                             : base.getOutlierFraction(),
-      pick(lloydIters, base.getLloydIters()),
-      pick(refitInterval, base.getRefitInterval()),
-      pick(kvquantSinks, base.getKvquantNSink()),
-      pick(kvquantGroupSize, base.getKvquantGroupSize()));
-  if (!config)
+  FailureOr<CacheConfigAttr> config = applyCacheConfigOptions(
+      old.getConfig(), CacheConfigOptions::of(*this), loc,
+      "kvq-configure-caches");
+  if (failed(config))
     return failure();
+  MLIRContext *ctx = &getContext();
+  auto emit = [&] { return emitError(loc) << "kvq-configure-caches: "; };
   CacheType updated =
       CacheType::getChecked(emit, ctx, old.getLayers(), old.getKvHeads(),
-                            old.getHeadDim(), old.getElementType(), config);
+                            old.getHeadDim(), old.getElementType(), *config);
   if (!updated)
     return failure();
   return updated;

@@ -1,0 +1,53 @@
+//===- CacheConfigOptions.cpp - pass options that set a #kvq.config -------===//
+#include "passes/transforms/CacheConfigOptions.h"
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+/// Keeps `current` when an integer option was not given.
+static int64_t pick(int64_t option, int64_t current) {
+  return option >= 0 ? option : current;
+}
+
+FailureOr<CacheConfigAttr>
+mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
+                                   const CacheConfigOptions &o, Location loc,
+                                   StringRef passName) {
+  MLIRContext *ctx = loc.getContext();
+  if (!o.method.empty()) {
+    std::optional<Method> parsed = symbolizeMethod(o.method);
+    if (!parsed) {
+      emitError(loc) << passName << ": unknown method '" << o.method
+                     << "'; expected fp16, kivi, kivi_sink or kvquant";
+      return failure();
+    }
+    base = CacheConfigAttr::getDefault(ctx, *parsed);
+  }
+  ResidualMode mode = base.getResidualMode();
+  if (!o.residualMode.empty()) {
+    std::optional<ResidualMode> parsed = symbolizeResidualMode(o.residualMode);
+    if (!parsed) {
+      emitError(loc) << passName << ": unknown residual-mode '"
+                     << o.residualMode << "'; expected sliding or block";
+      return failure();
+    }
+    mode = *parsed;
+  }
+  auto emit = [&] { return emitError(loc) << passName << ": "; };
+  CacheConfigAttr config = CacheConfigAttr::getChecked(
+      emit, ctx, base.getMethod(),
+      pick(o.keyBits, pick(o.bits, base.getKeyBits())),
+      pick(o.valueBits, pick(o.bits, base.getValueBits())),
+      pick(o.groupSize, base.getGroupSize()),
+      pick(o.residualLength, base.getResidualLength()), mode,
+      pick(o.sinks, base.getNSinkTokens()),
+      o.outlierFraction >= 0.0 ? llvm::APFloat(o.outlierFraction)
+                               : base.getOutlierFraction(),
+      pick(o.lloydIters, base.getLloydIters()),
+      pick(o.refitInterval, base.getRefitInterval()),
+      pick(o.kvquantSinks, base.getKvquantNSink()),
+      pick(o.kvquantGroupSize, base.getKvquantGroupSize()));
+  if (!config)
+    return failure();
+  return config;
+}

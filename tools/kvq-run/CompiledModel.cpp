@@ -1,0 +1,297 @@
+//===- CompiledModel.cpp - a llama2.c model compiled in process -----------===//
+#include "tools/kvq-run/CompiledModel.h"
+
+#include "dialect/KvqBufferization.h"
+#include "dialect/KvqDialect.h"
+#include "passes/Passes.h"
+
+#include "kvq/runtime.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace kvq::run {
+
+namespace {
+
+/// A strided memref descriptor of rank R as the C interface lays it out:
+/// allocated, aligned, offset, sizes[R], strides[R], all 8-byte words.
+struct Descriptor {
+  std::vector<int64_t> words;
+  Descriptor() = default;
+  Descriptor(const void *data, std::vector<int64_t> sizes) {
+    words.push_back(reinterpret_cast<int64_t>(data));
+    words.push_back(reinterpret_cast<int64_t>(data));
+    words.push_back(0);
+    words.insert(words.end(), sizes.begin(), sizes.end());
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t i = sizes.size(); i-- > 1;)
+      strides[i - 1] = strides[i] * sizes[i];
+    words.insert(words.end(), strides.begin(), strides.end());
+  }
+  void *ptr() { return words.data(); }
+};
+
+void initLLVMOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    mlir::kvq::registerKvqPasses();
+    mlir::kvq::registerKvqPipelines();
+  });
+}
+
+/// Words of a descriptor of rank `rank`.
+constexpr size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
+
+} // namespace
+
+struct CompiledModel::Impl {
+  mlir::MLIRContext context;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  model::Llama2cConfig config;
+  int64_t contextLength = 0;
+  Descriptor weights;
+  // Plain model: the graph's own cache tensors.
+  std::vector<float> kcache, vcache;
+  // kvq model: the runtime cache handle.
+  void *cache = nullptr;
+  std::vector<float> logits;
+
+  Impl() : context(mlir::MLIRContext::Threading::DISABLED) {}
+  ~Impl() {
+    if (cache)
+      kvq_cache_destroy(static_cast<kvq_cache_t *>(cache));
+  }
+};
+
+CompiledModel::~CompiledModel() = default;
+
+std::unique_ptr<CompiledModel>
+CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
+                       int64_t prefillTokens, const std::string &passOptions,
+                       std::string *error) {
+  initLLVMOnce();
+  std::unique_ptr<CompiledModel> m(new CompiledModel());
+  m->impl_ = std::make_unique<Impl>();
+  Impl &impl = *m->impl_;
+  m->prefillTokens_ = prefillTokens;
+  m->quantized_ = !passOptions.empty();
+  impl.config = ckpt.config();
+  impl.contextLength = ckpt.config().seqLen;
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  registry.insert<mlir::kvq::KvqDialect>();
+  mlir::kvq::registerBufferizableOpInterfaceExternalModels(registry);
+  impl.context.appendDialectRegistry(registry);
+  impl.context.loadAllAvailableDialects();
+
+  // Collect diagnostics (the pass's remarks say why a cache was refused).
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      &impl.context, [&](mlir::Diagnostic &d) {
+        diagnostics += d.str() + "\n";
+        return mlir::success();
+      });
+  import::ImportOptions options;
+  options.prefillTokens = prefillTokens;
+  auto module = import::importLlama2c(impl.context, ckpt.config(), options);
+  if (!module) {
+    *error = "kvq-import failed: " + diagnostics;
+    return nullptr;
+  }
+  // Pass lists for a module-anchored pass manager (no anchor in the text).
+  std::string pipeline;
+  if (m->quantized_)
+    pipeline += "kvq-quantize-kv-cache{" + passOptions + "},";
+  pipeline += "kvq-to-llvm";
+  mlir::PassManager pm(&impl.context, mlir::ModuleOp::getOperationName());
+  std::string parseErrors;
+  llvm::raw_string_ostream errs(parseErrors);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, errs))) {
+    *error = "bad pass options '" + passOptions + "': " + parseErrors;
+    return nullptr;
+  }
+  if (m->quantized_) {
+    // Check the cache was adopted before lowering hides it.
+    mlir::PassManager quantize(&impl.context, mlir::ModuleOp::getOperationName());
+    if (mlir::failed(mlir::parsePassPipeline(
+            "kvq-quantize-kv-cache{" + passOptions + "}",
+            quantize, errs)) ||
+        mlir::failed(quantize.run(*module))) {
+      *error = "kvq-quantize-kv-cache failed: " + diagnostics;
+      return nullptr;
+    }
+    auto decode = module->lookupSymbol<mlir::func::FuncOp>("decode");
+    bool adopted = decode && llvm::any_of(decode.getArgumentTypes(), [](auto t) {
+                     return mlir::isa<mlir::kvq::CacheType>(t);
+                   });
+    if (!adopted) {
+      *error = "kvq-quantize-kv-cache did not adopt the cache: " + diagnostics;
+      return nullptr;
+    }
+    pm.clear();
+    if (mlir::failed(
+            mlir::parsePassPipeline("kvq-to-llvm", pm, errs))) {
+      *error = parseErrors;
+      return nullptr;
+    }
+  }
+  if (mlir::failed(pm.run(*module))) {
+    *error = "lowering failed: " + diagnostics;
+    return nullptr;
+  }
+  if (std::getenv("KVQ_RUN_DUMP")) {
+    pm.printAsTextualPipeline(llvm::errs());
+    module->print(llvm::errs());
+  }
+  mlir::ExecutionEngineOptions engineOptions;
+  auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
+  auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
+  if (!engine) {
+    *error = "JIT: " + llvm::toString(engine.takeError()) + "\n" + diagnostics;
+    return nullptr;
+  }
+  impl.engine = std::move(*engine);
+  impl.weights = Descriptor(ckpt.weights(), {ckpt.layout().total});
+  const auto &c = impl.config;
+  impl.logits.assign(c.vocab, 0.0f);
+  if (!m->reset(error))
+    return nullptr;
+  return m;
+}
+
+bool CompiledModel::reset(std::string *error) {
+  Impl &impl = *impl_;
+  const auto &c = impl.config;
+  if (!quantized_) {
+    size_t n = size_t(c.layers) * impl.contextLength * c.kvDim();
+    impl.kcache.assign(n, 0.0f);
+    impl.vcache.assign(n, 0.0f);
+    return true;
+  }
+  if (impl.cache)
+    kvq_cache_destroy(static_cast<kvq_cache_t *>(impl.cache));
+  impl.cache = nullptr;
+  void *created = nullptr;
+  llvm::SmallVector<void *> args = {&created};
+  if (auto err = impl.engine->invokePacked("_mlir_ciface_kv_cache_create",
+                                           args)) {
+    *error = "kv_cache_create: " + llvm::toString(std::move(err));
+    return false;
+  }
+  impl.cache = created;
+  return true;
+}
+
+const float *CompiledModel::call(const char *entry, const int32_t *tokens,
+                                 int64_t n, int64_t pos) {
+  Impl &impl = *impl_;
+  const auto &c = impl.config;
+  Descriptor tokenDesc(tokens, {n});
+  std::vector<int64_t> cacheShape = {c.layers, impl.contextLength, c.kvHeads,
+                                     c.headDim()};
+  Descriptor kDesc, vDesc;
+  // The result: the logits (the caches are updated in place: the pipeline
+  // drops results equal to an argument).
+  std::vector<int64_t> result(descriptorWords(1));
+  void *resultPtr = result.data();
+  void *wPtr = impl.weights.ptr();
+  void *tPtr = tokenDesc.ptr();
+  void *kPtr = nullptr, *vPtr = nullptr;
+  llvm::SmallVector<void *> args = {&resultPtr, &wPtr};
+  if (quantized_) {
+    args.push_back(&impl.cache);
+  } else {
+    kDesc = Descriptor(impl.kcache.data(), cacheShape);
+    vDesc = Descriptor(impl.vcache.data(), cacheShape);
+    kPtr = kDesc.ptr();
+    vPtr = vDesc.ptr();
+    args.push_back(&kPtr);
+    args.push_back(&vPtr);
+  }
+  args.push_back(&tPtr);
+  args.push_back(&pos);
+  std::string name = std::string("_mlir_ciface_") + entry;
+  if (auto err = impl.engine->invokePacked(name, args)) {
+    llvm::errs() << "kvq-run: " << name << ": " << llvm::toString(std::move(err))
+                 << "\n";
+    std::abort();
+  }
+  auto *alloc = reinterpret_cast<float *>(result[0]);
+  auto *aligned = reinterpret_cast<float *>(result[1]);
+  std::memcpy(impl.logits.data(), aligned + result[2],
+              sizeof(float) * c.vocab);
+  std::free(alloc);
+  return impl.logits.data();
+}
+
+const float *CompiledModel::prefill(const int32_t *tokens, int64_t pos) {
+  return call("prefill", tokens, prefillTokens_, pos);
+}
+
+const float *CompiledModel::decode(int32_t token, int64_t pos) {
+  return call("decode", &token, 1, pos);
+}
+
+CacheStats CompiledModel::stats() const {
+  CacheStats s;
+  if (!quantized_ || !impl_->cache)
+    return s;
+  kvq_stats st;
+  if (kvq_cache_stats(static_cast<kvq_cache_t *>(impl_->cache), -1, &st) ==
+      KVQ_OK) {
+    s.tokens = st.tokens;
+    s.totalBytes = st.total_bytes;
+    s.fp16Bytes = st.fp16_bytes;
+  }
+  return s;
+}
+
+bool CompiledModel::fetchLayer(int64_t layer, std::vector<float> &k,
+                               std::vector<float> &v, int64_t *tokens,
+                               std::string *error) const {
+  const Impl &impl = *impl_;
+  const auto &c = impl.config;
+  size_t row = size_t(c.kvDim());
+  if (!quantized_) {
+    // The plain cache does not know its length; the caller passes it in.
+    size_t n = size_t(*tokens) * row;
+    size_t base = size_t(layer) * impl.contextLength * row;
+    k.assign(impl.kcache.begin() + base, impl.kcache.begin() + base + n);
+    v.assign(impl.vcache.begin() + base, impl.vcache.begin() + base + n);
+    return true;
+  }
+  auto *cache = static_cast<const kvq_cache_t *>(impl.cache);
+  if (kvq_cache_length(cache, int32_t(layer), tokens) != KVQ_OK) {
+    *error = kvq_last_error();
+    return false;
+  }
+  k.assign(size_t(*tokens) * row, 0.0f);
+  v.assign(size_t(*tokens) * row, 0.0f);
+  if (*tokens > 0 &&
+      kvq_cache_fetch(cache, int32_t(layer), k.data(), v.data(), *tokens,
+                      KVQ_DTYPE_F32) != KVQ_OK) {
+    *error = kvq_last_error();
+    return false;
+  }
+  return true;
+}
+
+} // namespace kvq::run

@@ -1,0 +1,63 @@
+//===- CompiledModel.h - a llama2.c model compiled in process ---*- C++ -*-===//
+//
+// kvq-import -> [--kvq-quantize-kv-cache] -> --kvq-to-llvm -> ORC JIT, then
+// the entry points called with the checkpoint's weights mapped in place.
+// `method` "none" keeps the graph's own f32 tensor cache (the unquantized
+// reference); any other method runs the kvq pass with `passOptions`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_TOOLS_KVQ_RUN_COMPILEDMODEL_H
+#define KVQ_TOOLS_KVQ_RUN_COMPILEDMODEL_H
+
+#include "tools/kvq-import/Llama2cImporter.h"
+#include "tools/model/llama2c.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvq::run {
+
+struct CacheStats {
+  int64_t tokens = 0, totalBytes = 0, fp16Bytes = 0;
+};
+
+class CompiledModel {
+public:
+  /// Compiles `ckpt` with @prefill of `prefillTokens` tokens. `passOptions`
+  /// is the option string of --kvq-quantize-kv-cache ("method=kivi bits=2");
+  /// empty means no kvq pass. Null on failure with a message in *error.
+  static std::unique_ptr<CompiledModel>
+  compile(const model::Llama2cCheckpoint &ckpt, int64_t prefillTokens,
+          const std::string &passOptions, std::string *error);
+  ~CompiledModel();
+
+  /// Empties the cache (a new sequence).
+  bool reset(std::string *error);
+  /// Runs @prefill on exactly prefillTokens() tokens at `pos`, or @decode on
+  /// one; returns the last token's logits (valid until the next call).
+  const float *prefill(const int32_t *tokens, int64_t pos);
+  const float *decode(int32_t token, int64_t pos);
+  int64_t prefillTokens() const { return prefillTokens_; }
+  bool quantized() const { return quantized_; }
+  /// Byte accounting of the kvq cache (zeros for the plain model).
+  CacheStats stats() const;
+  /// The cache of the plain model: K and V [layers, context, kv_heads,
+  /// head_dim] f32; for a kvq model, fetched from the runtime (dequantized).
+  bool fetchLayer(int64_t layer, std::vector<float> &k, std::vector<float> &v,
+                  int64_t *tokens, std::string *error) const;
+
+private:
+  CompiledModel() = default;
+  const float *call(const char *entry, const int32_t *tokens, int64_t n,
+                    int64_t pos);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t prefillTokens_ = 0;
+  bool quantized_ = false;
+};
+
+} // namespace kvq::run
+
+#endif // KVQ_TOOLS_KVQ_RUN_COMPILEDMODEL_H

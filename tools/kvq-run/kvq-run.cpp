@@ -1,0 +1,421 @@
+//===- kvq-run.cpp - compile a llama2.c model with kvq and run it ---------===//
+//
+//   kvq-run MODEL.bin [--prompt TEXT] [--steps N] [--method LIST] ...
+//   kvq-run MODEL.bin --perplexity FILE [--method LIST] [--json]
+//
+// Each method compiles the model in process (kvq-import, then
+// --kvq-quantize-kv-cache unless the method is `none`, --kvq-to-llvm, JIT).
+// The perplexity protocol is in docs/MODEL.md.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/kvq-run/CompiledModel.h"
+#include "tools/model/tokenizer.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace cl = llvm::cl;
+using namespace kvq;
+
+namespace {
+
+/// One entry of --method: a method name and extra pass options, written
+/// `kvquant` or `kvquant{refit-interval=0}`.
+struct MethodSpec {
+  std::string label, method, extra;
+};
+
+std::vector<MethodSpec> parseMethods(const std::string &list,
+                                     std::string *error) {
+  std::vector<MethodSpec> out;
+  std::string item;
+  int depth = 0;
+  auto flush = [&]() -> bool {
+    if (item.empty())
+      return true;
+    MethodSpec m;
+    m.label = item;
+    size_t brace = item.find('{');
+    m.method = item.substr(0, brace);
+    if (brace != std::string::npos) {
+      if (item.back() != '}') {
+        *error = "--method: '" + item + "' has an unclosed '{'";
+        return false;
+      }
+      m.extra = item.substr(brace + 1, item.size() - brace - 2);
+    }
+    static const char *known[] = {"none", "fp16", "kivi", "kivi_sink",
+                                  "kvquant"};
+    if (std::find(std::begin(known), std::end(known), m.method) ==
+        std::end(known)) {
+      *error = "--method: unknown method '" + m.method +
+               "'; expected none, fp16, kivi, kivi_sink or kvquant";
+      return false;
+    }
+    out.push_back(m);
+    item.clear();
+    return true;
+  };
+  for (char ch : list) {
+    if (ch == '{')
+      ++depth;
+    if (ch == '}')
+      --depth;
+    if (ch == ',' && depth == 0) {
+      if (!flush())
+        return {};
+      continue;
+    }
+    item += ch;
+  }
+  if (!flush())
+    return {};
+  return out;
+}
+
+std::string passOptionsFor(const MethodSpec &m, int64_t bits) {
+  if (m.method == "none")
+    return "";
+  std::string s = "method=" + m.method;
+  if (bits > 0 && m.method != "fp16")
+    s += " bits=" + std::to_string(bits);
+  if (!m.extra.empty())
+    s += " " + m.extra;
+  return s;
+}
+
+int32_t sample(const float *logits, int32_t vocab, float temperature,
+               uint64_t &rng) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < vocab; ++i)
+    if (logits[i] > logits[best])
+      best = i;
+  if (temperature <= 0.0f)
+    return best;
+  // xorshift64*, top 24 bits -> [0, 1); inverse CDF of softmax(l / T).
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  double u = double((rng * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0;
+  double sum = 0;
+  std::vector<double> p(vocab);
+  for (int32_t i = 0; i < vocab; ++i)
+    sum += p[i] = std::exp(double(logits[i] - logits[best]) / temperature);
+  double acc = 0;
+  for (int32_t i = 0; i < vocab; ++i) {
+    acc += p[i] / sum;
+    if (u < acc)
+      return i;
+  }
+  return vocab - 1;
+}
+
+double nll(const float *logits, int32_t vocab, int32_t target) {
+  double mx = logits[0];
+  for (int32_t i = 1; i < vocab; ++i)
+    mx = std::max(mx, double(logits[i]));
+  double sum = 0;
+  for (int32_t i = 0; i < vocab; ++i)
+    sum += std::exp(double(logits[i]) - mx);
+  return std::log(sum) + mx - double(logits[target]);
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\')
+      out += '\\', out += char(ch);
+    else if (ch < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
+      out += buf;
+    } else
+      out += char(ch);
+  }
+  return out + "\"";
+}
+
+/// Documents of a perplexity file: each non-empty line. A file of integers
+/// only is read as token ids (one document per line, BOS not added).
+std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
+                                                const model::Tokenizer &tok,
+                                                std::string *error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot open";
+    return {};
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos)
+      lines.push_back(line);
+  bool ids = !lines.empty();
+  for (const std::string &l : lines)
+    ids = ids && l.find_first_not_of("0123456789 \t\r") == std::string::npos;
+  std::vector<std::vector<int32_t>> docs;
+  for (const std::string &l : lines) {
+    if (!ids) {
+      docs.push_back(tok.encode(l, /*bos=*/true));
+      continue;
+    }
+    std::istringstream s(l);
+    std::vector<int32_t> d;
+    for (long long v; s >> v;) {
+      if (v < 0 || v >= tok.vocabSize()) {
+        *error = path + ": token id " + std::to_string(v) +
+                 " is outside the vocabulary";
+        return {};
+      }
+      d.push_back(int32_t(v));
+    }
+    docs.push_back(d);
+  }
+  if (docs.empty())
+    *error = path + ": no documents (one per non-empty line)";
+  return docs;
+}
+
+struct Result {
+  MethodSpec spec;
+  std::string options;
+  double perplexity = 0, effectiveBits = 16, tokensPerSecond = 0;
+  int64_t cacheBytes = 0, decoded = 0;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::OptionCategory cat("kvq-run options");
+  cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                 cl::desc("<llama2.c checkpoint>"), cl::cat(cat));
+  cl::opt<std::string> tokenizerPath(
+      "tokenizer",
+      cl::desc("Tokenizer file (default: tok<vocab>.bin or tokenizer.bin next "
+               "to the model)"),
+      cl::cat(cat));
+  cl::opt<std::string> prompt("prompt", cl::desc("Text to continue"),
+                              cl::init("Once upon a time"), cl::cat(cat));
+  cl::opt<int64_t> steps("steps", cl::desc("Tokens to generate (default 64)"),
+                         cl::init(64), cl::cat(cat));
+  cl::opt<float> temperature(
+      "temperature", cl::desc("Sampling temperature (default 0: greedy)"),
+      cl::init(0.0f), cl::cat(cat));
+  cl::opt<uint64_t> seed("seed", cl::desc("Sampling seed (default 1)"),
+                         cl::init(1), cl::cat(cat));
+  cl::opt<std::string> methods(
+      "method",
+      cl::desc("Comma list of cache methods: none (the graph's own f32 "
+               "tensors), fp16, kivi, kivi_sink, kvquant; each may carry "
+               "--kvq-quantize-kv-cache options in braces, e.g. "
+               "kvquant{refit-interval=0} (default fp16)"),
+      cl::init("fp16"), cl::cat(cat));
+  cl::opt<int64_t> bits("bits",
+                        cl::desc("Code width for every quantized method "
+                                 "(default: each method's default)"),
+                        cl::init(0), cl::cat(cat));
+  cl::opt<std::string> perplexity(
+      "perplexity",
+      cl::desc("Report perplexity on FILE (one document per non-empty line; "
+               "text, or token ids) instead of generating"),
+      cl::value_desc("FILE"), cl::cat(cat));
+  cl::opt<int64_t> promptTokens(
+      "prompt-tokens",
+      cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
+               "decoding (default 128)"),
+      cl::init(128), cl::cat(cat));
+  cl::opt<bool> json("json", cl::desc("Perplexity table as JSON"),
+                     cl::cat(cat));
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
+      "generate text or measure perplexity\n");
+
+  auto fail = [](const std::string &message) {
+    llvm::errs() << "kvq-run: error: " << message << "\n";
+    return 2;
+  };
+  std::string error;
+  auto ckpt = model::Llama2cCheckpoint::open(modelPath, &error);
+  if (!ckpt)
+    return fail(error);
+  const auto &config = ckpt->config();
+  std::string tokPath = tokenizerPath;
+  if (tokPath.empty()) {
+    std::string dir = modelPath.substr(0, modelPath.find_last_of('/') + 1);
+    for (std::string name :
+         {"tok" + std::to_string(config.vocab) + ".bin", std::string("tokenizer.bin")}) {
+      if (std::ifstream(dir + name)) {
+        tokPath = dir + name;
+        break;
+      }
+    }
+    if (tokPath.empty())
+      return fail("no tokenizer next to " + modelPath + " (tok" +
+                  std::to_string(config.vocab) +
+                  ".bin or tokenizer.bin); pass --tokenizer");
+  }
+  auto tok = model::Tokenizer::load(tokPath, config.vocab, &error);
+  if (!tok)
+    return fail(error);
+  std::vector<MethodSpec> specs = parseMethods(methods, &error);
+  if (specs.empty())
+    return fail(error.empty() ? "--method is empty" : error);
+  if (bits != 0 && (bits < 2 || bits > 8))
+    return fail("--bits " + std::to_string(bits) + " is not a code width (2, 3, 4 or 8)");
+  if (steps < 0 || temperature < 0.0f)
+    return fail("--steps and --temperature must not be negative");
+  using clock = std::chrono::steady_clock;
+
+  if (perplexity.empty()) {
+    // Generation, once per method.
+    std::vector<int32_t> ids = tok->encode(prompt, /*bos=*/true);
+    if (int64_t(ids.size()) + steps > config.seqLen)
+      return fail("prompt plus --steps exceed the model's context of " +
+                  std::to_string(config.seqLen) + " tokens");
+    for (const MethodSpec &m : specs) {
+      auto model = run::CompiledModel::compile(
+          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error);
+      if (!model)
+        return fail(m.label + ": " + error);
+      uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+      llvm::outs() << "[" << m.label << "] " << prompt;
+      llvm::outs().flush();
+      const float *logits = model->prefill(ids.data(), 0);
+      int32_t prev = ids.back();
+      auto start = clock::now();
+      int64_t made = 0;
+      for (int64_t pos = int64_t(ids.size()); made < steps; ++pos) {
+        int32_t next = sample(logits, config.vocab, temperature, rng);
+        if (next == model::Tokenizer::kBos || next == model::Tokenizer::kEos)
+          break;
+        llvm::outs() << tok->decode(prev, next);
+        llvm::outs().flush();
+        prev = next;
+        ++made;
+        if (made < steps)
+          logits = model->decode(next, pos);
+      }
+      double secs = std::chrono::duration<double>(clock::now() - start).count();
+      llvm::outs() << "\n  (" << made << " tokens, "
+                   << llvm::format("%.1f", made / std::max(secs, 1e-9))
+                   << " tokens/s)\n";
+    }
+    return 0;
+  }
+
+  // Perplexity.
+  auto docs = readDocuments(perplexity, *tok, &error);
+  if (docs.empty())
+    return fail(error);
+  if (promptTokens < 1 || promptTokens >= config.seqLen)
+    return fail("--prompt-tokens must be in [1, " +
+                std::to_string(config.seqLen - 1) + "]");
+  size_t usable = 0;
+  for (auto &d : docs) {
+    if (int64_t(d.size()) > config.seqLen)
+      d.resize(config.seqLen);
+    usable += int64_t(d.size()) > promptTokens;
+  }
+  if (usable == 0)
+    return fail("no document is longer than --prompt-tokens " +
+                std::to_string(promptTokens));
+  bool hasNone = false;
+  for (auto &m : specs)
+    hasNone = hasNone || m.method == "none";
+  if (!hasNone)
+    specs.insert(specs.begin(), MethodSpec{"none", "none", ""});
+  std::vector<Result> results;
+  for (const MethodSpec &m : specs) {
+    Result r;
+    r.spec = m;
+    r.options = passOptionsFor(m, bits);
+    auto model =
+        run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error);
+    if (!model)
+      return fail(m.label + ": " + error);
+    double total = 0, seconds = 0;
+    int64_t bytes = 0, fp16 = 0;
+    for (auto &d : docs) {
+      if (int64_t(d.size()) <= promptTokens)
+        continue;
+      if (!model->reset(&error))
+        return fail(error);
+      const float *logits = model->prefill(d.data(), 0);
+      auto start = clock::now();
+      for (int64_t i = promptTokens; i < int64_t(d.size()); ++i) {
+        total += nll(logits, config.vocab, d[i]);
+        ++r.decoded;
+        if (i + 1 < int64_t(d.size()))
+          logits = model->decode(d[i], i);
+      }
+      seconds += std::chrono::duration<double>(clock::now() - start).count();
+      run::CacheStats s = model->stats();
+      bytes += s.totalBytes;
+      fp16 += s.fp16Bytes;
+    }
+    r.perplexity = std::exp(total / double(r.decoded));
+    r.tokensPerSecond = double(r.decoded) / std::max(seconds, 1e-9);
+    if (model->quantized() && fp16 > 0) {
+      r.effectiveBits = 16.0 * double(bytes) / double(fp16);
+      r.cacheBytes = bytes / int64_t(usable);
+    } else {
+      // The graph's own tensors: f32, the whole context allocated.
+      r.effectiveBits = 32;
+      r.cacheBytes = int64_t(config.layers) * config.seqLen * config.kvDim() * 2 * 4;
+    }
+    results.push_back(r);
+    if (!json)
+      llvm::errs() << "  " << m.label << ": perplexity "
+                   << llvm::format("%.4f", r.perplexity) << "\n";
+  }
+  double base = results.front().perplexity;
+  if (json) {
+    llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
+                 << ",\n  \"eval_file\": " << jsonString(perplexity)
+                 << ",\n  \"documents\": " << usable
+                 << ",\n  \"prompt_tokens\": " << promptTokens
+                 << ",\n  \"decoded_tokens\": " << results.front().decoded
+                 << ",\n  \"results\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result &r = results[i];
+      llvm::outs() << "    {\"method\": " << jsonString(r.spec.label)
+                   << ", \"pass_options\": " << jsonString(r.options)
+                   << ", \"effective_bits\": "
+                   << llvm::format("%.4f", r.effectiveBits)
+                   << ", \"cache_bytes\": " << r.cacheBytes
+                   << ", \"perplexity\": " << llvm::format("%.6f", r.perplexity)
+                   << ", \"delta_perplexity\": "
+                   << llvm::format("%.6f", r.perplexity - base)
+                   << ", \"tokens_per_second\": "
+                   << llvm::format("%.1f", r.tokensPerSecond) << "}"
+                   << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    llvm::outs() << "  ]\n}\n";
+    return 0;
+  }
+  llvm::outs() << "perplexity of " << modelPath << " on " << perplexity << ": "
+               << usable << " documents, " << promptTokens
+               << "-token prefill, " << results.front().decoded
+               << " tokens decoded one at a time (teacher forcing)\n\n";
+  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
+                               "eff bits", "cache bytes", "perplexity", "delta",
+                               "tok/s");
+  for (const Result &r : results)
+    llvm::outs() << llvm::format("%-34s %9.2f %12lld %11.4f %+9.4f %9.0f\n",
+                                 r.spec.label.c_str(), r.effectiveBits,
+                                 (long long)r.cacheBytes, r.perplexity,
+                                 r.perplexity - base, r.tokensPerSecond);
+  llvm::outs() << "\ncache bytes: mean per document at its end (none: the "
+                  "graph's f32 tensors for the whole context)\n";
+  return 0;
+}

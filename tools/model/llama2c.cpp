@@ -1,0 +1,209 @@
+//===- llama2c.cpp - llama2.c checkpoints ---------------------------------===//
+#include "tools/model/llama2c.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace kvq::model {
+
+namespace {
+// Bounds far above any released llama2.c-format model, low enough that every
+// size product below fits int64 with room to spare.
+constexpr int32_t kMaxDim = 1 << 16;
+constexpr int32_t kMaxHidden = 1 << 18;
+constexpr int32_t kMaxLayers = 1 << 10;
+constexpr int32_t kMaxVocab = 1 << 21;
+constexpr int32_t kMaxSeqLen = 1 << 20;
+
+bool fail(std::string *error, const std::string &message) {
+  if (error)
+    *error = message;
+  return false;
+}
+} // namespace
+
+std::optional<Llama2cConfig> parseLlama2cHeader(const int32_t h[7],
+                                                std::string *error) {
+  Llama2cConfig c;
+  c.dim = h[0];
+  c.hiddenDim = h[1];
+  c.layers = h[2];
+  c.heads = h[3];
+  c.kvHeads = h[4];
+  c.sharedClassifier = h[5] > 0;
+  c.vocab = h[5] == INT32_MIN ? 0 : (h[5] < 0 ? -h[5] : h[5]);
+  c.seqLen = h[6];
+  auto range = [&](const char *name, int32_t v, int32_t max) {
+    if (v > 0 && v <= max)
+      return true;
+    return fail(error, std::string("llama2.c header: ") + name + " " +
+                           std::to_string(v) + " is not in [1, " +
+                           std::to_string(max) + "]");
+  };
+  if (!range("dim", c.dim, kMaxDim) ||
+      !range("hidden_dim", c.hiddenDim, kMaxHidden) ||
+      !range("n_layers", c.layers, kMaxLayers) ||
+      !range("n_heads", c.heads, c.dim) ||
+      !range("n_kv_heads", c.kvHeads, c.heads) ||
+      !range("vocab_size", c.vocab, kMaxVocab) ||
+      !range("seq_len", c.seqLen, kMaxSeqLen))
+    return std::nullopt;
+  if (c.dim % c.heads != 0) {
+    fail(error, "llama2.c header: n_heads " + std::to_string(c.heads) +
+                    " does not divide dim " + std::to_string(c.dim));
+    return std::nullopt;
+  }
+  if (c.heads % c.kvHeads != 0) {
+    fail(error, "llama2.c header: n_kv_heads " + std::to_string(c.kvHeads) +
+                    " does not divide n_heads " + std::to_string(c.heads));
+    return std::nullopt;
+  }
+  if (c.headDim() % 2 != 0) {
+    fail(error, "llama2.c header: head_dim " + std::to_string(c.headDim()) +
+                    " is odd; RoPE rotates channel pairs");
+    return std::nullopt;
+  }
+  return c;
+}
+
+Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
+  const int64_t dim = c.dim, hidden = c.hiddenDim, layers = c.layers;
+  const int64_t kvDim = c.kvDim(), headDim = c.headDim();
+  Llama2cLayout l;
+  int64_t at = 0;
+  auto take = [&](int64_t floats) {
+    int64_t start = at;
+    at += floats;
+    return start;
+  };
+  l.embedding = take(int64_t(c.vocab) * dim);
+  l.attnNorm = take(layers * dim);
+  l.wq = take(layers * dim * dim);
+  l.wk = take(layers * kvDim * dim);
+  l.wv = take(layers * kvDim * dim);
+  l.wo = take(layers * dim * dim);
+  l.ffnNorm = take(layers * dim);
+  l.w1 = take(layers * hidden * dim);
+  l.w2 = take(layers * dim * hidden);
+  l.w3 = take(layers * hidden * dim);
+  l.finalNorm = take(dim);
+  take(int64_t(c.seqLen) * headDim); // legacy RoPE tables (cos and sin),
+                                     // unused: RoPE is recomputed
+  l.classifier = c.sharedClassifier ? l.embedding : take(int64_t(c.vocab) * dim);
+  l.total = at;
+  return l;
+}
+
+struct Llama2cCheckpoint::Mapping {
+  void *base = nullptr;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (base)
+      munmap(base, bytes);
+  }
+};
+
+Llama2cCheckpoint::~Llama2cCheckpoint() = default;
+
+const float *Llama2cCheckpoint::weights() const {
+  return reinterpret_cast<const float *>(
+      static_cast<const char *>(mapping_->base) + kLlama2cHeaderBytes);
+}
+
+std::optional<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path,
+                                                         std::string *error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fail(error, path + ": " + std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(error, path + ": not a regular file");
+    return std::nullopt;
+  }
+  int32_t header[7];
+  if (st.st_size < kLlama2cHeaderBytes ||
+      pread(fd, header, sizeof(header), 0) != ssize_t(sizeof(header))) {
+    ::close(fd);
+    fail(error, path + ": shorter than the 28-byte llama2.c header");
+    return std::nullopt;
+  }
+  std::string why;
+  std::optional<Llama2cConfig> config = parseLlama2cHeader(header, &why);
+  if (!config) {
+    ::close(fd);
+    fail(error, path + ": " + why);
+    return std::nullopt;
+  }
+  Llama2cLayout layout = llama2cLayout(*config);
+  int64_t need = kLlama2cHeaderBytes + layout.total * int64_t(sizeof(float));
+  if (st.st_size < need) {
+    ::close(fd);
+    fail(error, path + ": " + std::to_string(st.st_size) +
+                    " bytes, but its header describes " + std::to_string(need));
+    return std::nullopt;
+  }
+  void *base = mmap(nullptr, size_t(need), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    fail(error, path + ": mmap: " + std::strerror(errno));
+    return std::nullopt;
+  }
+  Llama2cCheckpoint ckpt;
+  ckpt.mapping_ = std::make_unique<Mapping>();
+  ckpt.mapping_->base = base;
+  ckpt.mapping_->bytes = size_t(need);
+  ckpt.config_ = *config;
+  ckpt.layout_ = layout;
+  return ckpt;
+}
+
+bool writeRandomLlama2c(const std::string &path, const Llama2cConfig &config,
+                        uint64_t seed, float scale, std::string *error) {
+  Llama2cLayout layout = llama2cLayout(config);
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return fail(error, path + ": " + std::strerror(errno));
+  int32_t header[7] = {config.dim,     config.hiddenDim,
+                       config.layers,  config.heads,
+                       config.kvHeads, config.sharedClassifier ? config.vocab
+                                                               : -config.vocab,
+                       config.seqLen};
+  bool ok = std::fwrite(header, sizeof(header), 1, f) == 1;
+  // Norm weights are 1 so activations keep a realistic scale.
+  auto isNorm = [&](int64_t i) {
+    return (i >= layout.attnNorm && i < layout.wq) ||
+           (i >= layout.ffnNorm && i < layout.w1) ||
+           (i >= layout.finalNorm && i < layout.finalNorm + config.dim);
+  };
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  std::vector<float> chunk(1 << 16);
+  for (int64_t i = 0; ok && i < layout.total;) {
+    size_t n = size_t(std::min<int64_t>(int64_t(chunk.size()), layout.total - i));
+    for (size_t j = 0; j < n; ++j, ++i) {
+      state ^= state >> 12;
+      state ^= state << 25;
+      state ^= state >> 27;
+      uint64_t r = state * 0x2545F4914F6CDD1Dull;
+      float u = float(r >> 40) * (1.0f / 16777216.0f); // [0, 1)
+      chunk[j] = isNorm(i) ? 1.0f : (2.0f * u - 1.0f) * scale;
+    }
+    ok = std::fwrite(chunk.data(), sizeof(float), n, f) == n;
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok)
+    return fail(error, path + ": write failed");
+  return true;
+}
+
+} // namespace kvq::model
