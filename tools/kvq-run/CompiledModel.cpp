@@ -64,7 +64,8 @@ struct CompiledModel::Impl {
   model::Llama2cConfig config;
   int64_t contextLength = 0;
   Descriptor weights;
-  // Plain model: the graph's own cache tensors.
+  // Plain model: the graph's own cache tensors (f32-sized elements, so an
+  // f16 cache fits too).
   std::vector<float> kcache, vcache;
   // kvq model: the runtime cache handle.
   void *cache = nullptr;
@@ -82,7 +83,8 @@ CompiledModel::~CompiledModel() = default;
 std::unique_ptr<CompiledModel>
 CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
                        int64_t prefillTokens, const std::string &passOptions,
-                       std::string *error) {
+                       std::string *error,
+                       const import::ImportOptions &spelling) {
   initLLVMOnce();
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->impl_ = std::make_unique<Impl>();
@@ -108,8 +110,15 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
         diagnostics += d.str() + "\n";
         return mlir::success();
       });
-  import::ImportOptions options;
+  import::ImportOptions options = spelling;
   options.prefillTokens = prefillTokens;
+  options.contextLength = 0;
+  if (!m->quantized_ &&
+      options.cacheLayout != import::ImportOptions::CacheLayout::Stacked) {
+    *error = "the plain model is driven with a stacked cache";
+    return nullptr;
+  }
+  m->cacheF16_ = options.cacheF16;
   auto module = import::importLlama2c(impl.context, ckpt.config(), options);
   if (!module) {
     *error = "kvq-import failed: " + diagnostics;
@@ -270,6 +279,10 @@ bool CompiledModel::fetchLayer(int64_t layer, std::vector<float> &k,
   const Impl &impl = *impl_;
   const auto &c = impl.config;
   size_t row = size_t(c.kvDim());
+  if (!quantized_ && cacheF16_) {
+    *error = "fetching an f16 plain cache is not supported";
+    return false;
+  }
   if (!quantized_) {
     // The plain cache does not know its length; the caller passes it in.
     size_t n = size_t(*tokens) * row;

@@ -27,10 +27,14 @@ class CompiledModel {
 public:
   /// Compiles `ckpt` with @prefill of `prefillTokens` tokens. `passOptions`
   /// is the option string of --kvq-quantize-kv-cache ("method=kivi bits=2");
-  /// empty means no kvq pass. Null on failure with a message in *error.
+  /// empty means no kvq pass. `spelling` chooses how kvq-import writes the
+  /// graph (its prefillTokens is replaced; the cache must be stacked for the
+  /// plain model, which this class drives with two cache buffers). Null on
+  /// failure with a message in *error.
   static std::unique_ptr<CompiledModel>
   compile(const model::Llama2cCheckpoint &ckpt, int64_t prefillTokens,
-          const std::string &passOptions, std::string *error);
+          const std::string &passOptions, std::string *error,
+          const import::ImportOptions &spelling = {});
   ~CompiledModel();
 
   /// Empties the cache (a new sequence).
@@ -56,6 +60,7 @@ private:
   std::unique_ptr<Impl> impl_;
   int64_t prefillTokens_ = 0;
   bool quantized_ = false;
+  bool cacheF16_ = false; // plain model: its cache tensors hold f16
 };
 
 } // namespace kvq::run
