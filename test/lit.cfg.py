@@ -21,7 +21,9 @@ llvm_config.use_default_substitutions()
 # Our tools first, then LLVM's (FileCheck, not, split-file).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kvq_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["kvq-opt"], [config.kvq_tools_dir])
+llvm_config.add_tool_substitutions(["kvq-opt", "kvq-import"], [config.kvq_tools_dir])
+# The checkpoints under models/ (stories260K.bin for kvq-import tests).
+config.substitutions.append(("%models", os.path.join(config.kvq_src_root, "models")))
 llvm_config.add_tool_substitutions(
     ["not", "split-file", "mlir-runner", "mlir-translate", "llc"],
     [config.llvm_tools_dir])

@@ -1,0 +1,64 @@
+// XFAIL: *
+// RUN: kvq-opt %s --verify-diagnostics --kvq-quantize-kv-cache | FileCheck %s
+
+// BUG: the scaled scores also leave the function; the pass does not check
+// that the values between the scores contraction and the softmax (scores,
+// scale, mask) have no other users, adopts the function, and the old
+// attention stays alive reading the erased cache arguments: the pass
+// produces invalid IR and kvq-opt crashes while printing the verifier error.
+// It should refuse (a remark at the op whose result escapes; the exact
+// wording is the pass author's choice) and leave the function unchanged.
+// Remove the XFAIL when fixed.
+
+// CHECK-LABEL: func.func @scores_also_returned(
+// CHECK-SAME: tensor<1x16x2x4xf32>
+// CHECK-NOT: kvq.cache_
+// CHECK: return
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+func.func @scores_also_returned(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0: tensor<1x2x4xf32>, %kc: tensor<1x16x2x4xf32>, %vc: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<2x1x?xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  // Layer 0
+  %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz0 = linalg.fill ins(%zero : f32) outs(%se0 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz0 : tensor<2x1x?xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x1x?xf32>
+  %scale0 = arith.constant 0.5 : f32
+  %sce0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  // expected-remark@below {{not adopted:}}
+  %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x1x?xf32>) outs(%sce0 : tensor<2x1x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %scale0 : f32
+      linalg.yield %m : f32
+    } -> tensor<2x1x?xf32>
+  %pe0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %pr0 = linalg.softmax dimension(2) ins(%sc0 : tensor<2x1x?xf32>) outs(%pe0 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe0 = tensor.empty() : tensor<1x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pr0, %vr0 : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<1x2x4xf32>
+  return %o0, %sc0, %kw0, %vw0 : tensor<1x2x4xf32>, tensor<2x1x?xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}
