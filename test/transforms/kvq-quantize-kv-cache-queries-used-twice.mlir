@@ -1,14 +1,9 @@
-// XFAIL: *
 // RUN: kvq-opt %s --kvq-quantize-kv-cache 2>&1 | FileCheck %s --implicit-check-not=remark
 
-// BUG: queries with a second user (here also returned) make the pass refuse
-// with "not adopted: a cache read feeds more than the attention", which is
-// false: the queries are not a cache read. peelToRead tests hasOneUse()
-// before it knows whether the operand is a cache read at all, and the
-// scores operands are tried queries first (kvq-import's order). Nothing
-// about the queries' other uses prevents the rewrite. Remove the XFAIL when
-// fixed.
-
+// Regression: queries with a second user (here also returned) are fine: only
+// a value on the way to a cache read must feed nothing but the attention
+// (this used to be refused as "a cache read feeds more than the
+// attention").
 // CHECK-LABEL: func.func @queries_also_returned(
 // CHECK-SAME: %[[Q:arg[0-9]+]]: tensor<1x2x4xf32>, %{{.*}}, %{{.*}}, %[[C:arg[0-9]+]]: !cache, %{{.*}}: index) -> (tensor<1x2x4xf32>, tensor<1x2x4xf32>)
 // CHECK: %[[A:.*]] = kvq.cache_attend %[[C]][0], %[[Q]]

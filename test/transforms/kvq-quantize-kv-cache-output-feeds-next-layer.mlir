@@ -1,14 +1,9 @@
-// XFAIL: *
 // RUN: kvq-opt %s --kvq-quantize-kv-cache | FileCheck %s
 
-// BUG: when the weighted sum of layer 0 is itself the queries of layer 1
-// (no op in between), the rewrite crashes (invalid IR: a tensor.insert_slice
-// into an erased cache argument is left and the printer segfaults). The
-// Attention of layer 1 keeps the old Value of layer 0's output as its
-// queries after layer 0's rewrite replaced all its uses, so the old layer-0
-// attention, its cache reads and writes stay alive. Remove the XFAIL when
-// fixed.
-
+// Regression: the weighted sum of layer 0 is itself the queries of layer 1
+// (no op in between). The rewrite of layer 0 replaces that value; layer 1
+// must read its queries after that replacement, not before (this used to
+// leave the old attention alive and crash).
 // CHECK-LABEL: func.func @next_layer_queries_are_the_attention_output(
 // CHECK-SAME: %[[Q:arg[0-9]+]]: tensor<1x2x4xf32>, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C:arg[0-9]+]]: !cache, %{{.*}}: index) -> tensor<1x2x4xf32>
 // CHECK: %[[A0:.*]] = kvq.cache_attend %[[C]][0], %[[Q]]

@@ -1,15 +1,10 @@
-// XFAIL: *
 // RUN: kvq-opt %s --verify-diagnostics --kvq-quantize-kv-cache | FileCheck %s
 
-// BUG: the scaled scores also leave the function; the pass does not check
-// that the values between the scores contraction and the softmax (scores,
-// scale, mask) have no other users, adopts the function, and the old
-// attention stays alive reading the erased cache arguments: the pass
-// produces invalid IR and kvq-opt crashes while printing the verifier error.
-// It should refuse (a remark at the op whose result escapes; the exact
-// wording is the pass author's choice) and leave the function unchanged.
-// Remove the XFAIL when fixed.
-
+// Regression: the scaled scores also leave the function. The values between
+// the scores contraction and the softmax must feed only the attention;
+// otherwise the old attention would stay alive reading the erased cache
+// (this used to crash). Refused at the softmax; the function stays
+// unchanged.
 // CHECK-LABEL: func.func @scores_also_returned(
 // CHECK-SAME: tensor<1x16x2x4xf32>
 // CHECK-NOT: kvq.cache_
@@ -44,13 +39,13 @@ func.func @scores_also_returned(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %
     } -> tensor<2x1x?xf32>
   %scale0 = arith.constant 0.5 : f32
   %sce0 = tensor.empty(%len) : tensor<2x1x?xf32>
-  // expected-remark@below {{not adopted:}}
   %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x1x?xf32>) outs(%sce0 : tensor<2x1x?xf32>) {
     ^bb0(%in: f32, %out: f32):
       %m = arith.mulf %in, %scale0 : f32
       linalg.yield %m : f32
     } -> tensor<2x1x?xf32>
   %pe0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  // expected-remark@below {{not adopted: the attention scores are also used outside the attention}}
   %pr0 = linalg.softmax dimension(2) ins(%sc0 : tensor<2x1x?xf32>) outs(%pe0 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
   %oe0 = tensor.empty() : tensor<1x2x4xf32>
   %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
