@@ -13,7 +13,12 @@
 namespace kvq {
 
 /// Bytes holding n codes of `bits` bits.
-inline int64_t packedBytes(int64_t n, int bits) { return (n * bits + 7) / 8; }
+/// ceil(n * bits / 8) for n >= 0 and bits in [1, 8], without forming
+/// n * bits (which overflows for n near INT64_MAX): with n = 8q + r it is
+/// q * bits + ceil(r * bits / 8).
+inline int64_t packedBytes(int64_t n, int bits) {
+  return (n / 8) * bits + ((n % 8) * bits + 7) / 8;
+}
 
 /// Pack n codes (each < 2^bits) into packedBytes(n, bits) bytes of out.
 void packCodesRef(const uint8_t *codes, int64_t n, int bits, uint8_t *out);

@@ -11,6 +11,7 @@
 #include "cache_entry.h"
 #include "config.h"
 #include "fp16.h"
+#include "guard.h"
 #include "status.h"
 #include "store.h"
 
@@ -57,32 +58,34 @@ extern "C" {
 
 KVQ_RT_EXPORT kvq_status kvq_cache_create(const kvq_config *cfg,
                                           kvq_cache_t **out) {
-  if (!cfg || !out)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_cache_create: cfg and out must "
-                                      "be non-null");
-  if (kvq_status s = validateConfig(*cfg))
-    return s;
-  try {
-    std::unique_ptr<kvq_cache> cache(new kvq_cache(*cfg));
-    for (int32_t l = 0; l < cfg->num_layers; ++l) {
-      switch (cfg->method) {
-      case KVQ_METHOD_FP16:
-        cache->layers.push_back(makeFp16Store(*cfg, cache->payload));
-        break;
-      case KVQ_METHOD_KIVI:
-      case KVQ_METHOD_KIVI_SINK:
-        cache->layers.push_back(makeKiviStore(*cfg, cache->payload));
-        break;
-      default:
-        cache->layers.push_back(makeKvquantStore(*cfg, cache->payload));
-        break;
+  return kvq::guarded("kvq_cache_create", [&]() -> kvq_status {
+    if (!cfg || !out)
+      return fail(KVQ_ERR_NULL_POINTER, "kvq_cache_create: cfg and out must "
+                                        "be non-null");
+    if (kvq_status s = validateConfig(*cfg))
+      return s;
+    try {
+      std::unique_ptr<kvq_cache> cache(new kvq_cache(*cfg));
+      for (int32_t l = 0; l < cfg->num_layers; ++l) {
+        switch (cfg->method) {
+        case KVQ_METHOD_FP16:
+          cache->layers.push_back(makeFp16Store(*cfg, cache->payload));
+          break;
+        case KVQ_METHOD_KIVI:
+        case KVQ_METHOD_KIVI_SINK:
+          cache->layers.push_back(makeKiviStore(*cfg, cache->payload));
+          break;
+        default:
+          cache->layers.push_back(makeKvquantStore(*cfg, cache->payload));
+          break;
+        }
       }
+      *out = cache.release();
+    } catch (const std::bad_alloc &) {
+      return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_create: out of memory");
     }
-    *out = cache.release();
-  } catch (const std::bad_alloc &) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_create: out of memory");
-  }
-  return KVQ_OK;
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT void kvq_cache_destroy(kvq_cache_t *cache) { delete cache; }
@@ -91,13 +94,17 @@ KVQ_RT_EXPORT kvq_status kvq_cache_update(kvq_cache_t *cache, int32_t layer,
                                           const void *keys,
                                           const void *values,
                                           int64_t n_tokens, kvq_dtype dtype) {
-  return cacheUpdate("kvq_cache_update", cache, layer, keys, values, n_tokens,
-                     dtype);
+  return kvq::guarded("kvq_cache_update", [&]() -> kvq_status {
+    return cacheUpdate("kvq_cache_update", cache, layer, keys, values, n_tokens,
+                       dtype);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_length(const kvq_cache_t *cache,
                                           int32_t layer, int64_t *n_tokens) {
-  return cacheLength("kvq_cache_length", cache, layer, n_tokens);
+  return kvq::guarded("kvq_cache_length", [&]() -> kvq_status {
+    return cacheLength("kvq_cache_length", cache, layer, n_tokens);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
@@ -105,41 +112,47 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
                                          void *values_out,
                                          int64_t capacity_tokens,
                                          kvq_dtype dtype) {
-  if (kvq_status s = checkCacheLayerArgs(
-          "kvq_cache_fetch", cache ? &cache->cfg : nullptr,
-          keys_out && values_out, "cache, keys_out and values_out", layer))
-    return s;
-  const LayerStore &store = *cache->layers[layer];
-  const int64_t length = store.length();
-  if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, length))
-    return s;
-  const int64_t c = cache->channels();
-  try {
-    std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
-    for (int64_t t = 0; t < length; ++t) {
-      store.loadRow(t, k.data(), v.data());
-      for (int64_t i = 0; i < c; ++i) {
-        storeElement(keys_out, dtype, t * c + i, k[i]);
-        storeElement(values_out, dtype, t * c + i, v[i]);
+  return kvq::guarded("kvq_cache_fetch", [&]() -> kvq_status {
+    if (kvq_status s = checkCacheLayerArgs(
+            "kvq_cache_fetch", cache ? &cache->cfg : nullptr,
+            keys_out && values_out, "cache, keys_out and values_out", layer))
+      return s;
+    const LayerStore &store = *cache->layers[layer];
+    const int64_t length = store.length();
+    if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, length))
+      return s;
+    const int64_t c = cache->channels();
+    try {
+      std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
+      for (int64_t t = 0; t < length; ++t) {
+        store.loadRow(t, k.data(), v.data());
+        for (int64_t i = 0; i < c; ++i) {
+          storeElement(keys_out, dtype, t * c + i, k[i]);
+          storeElement(values_out, dtype, t * c + i, v[i]);
+        }
       }
+    } catch (const std::bad_alloc &) {
+      return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_fetch: out of memory");
     }
-  } catch (const std::bad_alloc &) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_fetch: out of memory");
-  }
-  return KVQ_OK;
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
                                           int32_t layer, const float *queries,
                                           int64_t n_queries, int32_t q_heads,
                                           float *out) {
-  return cacheAttend(cache, layer, queries, n_queries, q_heads, out,
-                     AttendImpl::Fused);
+  return kvq::guarded("kvq_cache_attend", [&]() -> kvq_status {
+    return cacheAttend(cache, layer, queries, n_queries, q_heads, out,
+                       AttendImpl::Fused);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_stats(const kvq_cache_t *cache,
                                          int32_t layer, kvq_stats *out) {
-  return cacheStats("kvq_cache_stats", cache, layer, out);
+  return kvq::guarded("kvq_cache_stats", [&]() -> kvq_status {
+    return cacheStats("kvq_cache_stats", cache, layer, out);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
@@ -147,8 +160,10 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
                                                   int64_t *positions,
                                                   int64_t capacity,
                                                   int64_t *count) {
-  return cacheSinkPositions("kvq_cache_sink_positions", cache, layer,
-                            positions, capacity, count);
+  return kvq::guarded("kvq_cache_sink_positions", [&]() -> kvq_status {
+    return cacheSinkPositions("kvq_cache_sink_positions", cache, layer,
+                              positions, capacity, count);
+  });
 }
 
 } // extern "C"

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "cache_entry.h"
 
+#include "checked.h"
+#include "config.h"
 #include "fp16.h"
 #include "kernel_args.h"
 
@@ -63,6 +65,9 @@ kvq_status kvq::checkAttendArgs(const char *entry, const kvq_config &cfg,
     return fail(nQueries == 0 ? KVQ_ERR_EMPTY_INPUT : KVQ_ERR_INVALID_ARGUMENT,
                 "%s: n_queries = %lld", entry,
                 static_cast<long long>(nQueries));
+  if (qHeads > limits::kQHeads)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "%s: q_heads %d exceeds %d", entry,
+                qHeads, limits::kQHeads);
   if (qHeads <= 0 || qHeads % kvHeads != 0)
     return fail(KVQ_ERR_SHAPE_MISMATCH,
                 "q_heads %d is not a positive multiple of num_kv_heads %d",
@@ -71,11 +76,24 @@ kvq_status kvq::checkAttendArgs(const char *entry, const kvq_config &cfg,
     return fail(
         KVQ_ERR_SHAPE_MISMATCH, "%lld queries but only %lld cached tokens",
         static_cast<long long>(nQueries), static_cast<long long>(length));
-  const int64_t elems = nQueries * qHeads * int64_t{cfg.head_dim};
+  // nQueries <= length <= limits::kLayerTokens, qHeads <= kQHeads and
+  // head_dim <= kHeadDim: the product is below 2^56; checked all the same.
+  int64_t elems = 0;
+  if (!checkedProduct({nQueries, qHeads, cfg.head_dim}, kMaxBufferBytes / 4,
+                      &elems))
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "%s: queries too large", entry);
+  // Finite is not enough: a query element beyond 2^64 can overflow a score
+  // to Inf and the softmax to NaN (limits::kQueryMagnitude).
   for (int64_t i = 0; i < elems; ++i)
-    if (!std::isfinite(queries[i]))
-      return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
-                  static_cast<long long>(i));
+    if (!(std::fabs(queries[i]) <= limits::kQueryMagnitude)) {
+      if (!std::isfinite(queries[i]))
+        return fail(KVQ_ERR_NON_FINITE, "query element %lld is not finite",
+                    static_cast<long long>(i));
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "query element %lld = %g exceeds 2^64 in magnitude (scores "
+                  "could overflow)",
+                  static_cast<long long>(i), static_cast<double>(queries[i]));
+    }
   return KVQ_OK;
 }
 

@@ -17,6 +17,8 @@
 #ifndef KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
 #define KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
 
+#include "checked.h"
+#include "config.h"
 #include "kvq/runtime.h"
 #include "status.h"
 
@@ -80,9 +82,22 @@ kvq_status cacheUpdate(const char *entry, Cache *cache, int32_t layer,
           validateCacheUpdateArgs(entry, cache ? &cache->cfg : nullptr, layer,
                                   keys, values, nTokens, dtype))
     return s;
+  // Bounded before any size is formed: the layer's length stays within
+  // limits::kLayerTokens, so n below (and every size the store derives)
+  // fits int64 by config.h's static_asserts; the checked product is the
+  // proof at the boundary.
+  const int64_t length = cache->layers[layer]->length();
+  int64_t n = 0;
+  if (nTokens > limits::kLayerTokens - length ||
+      !checkedProduct({nTokens, cache->cfg.num_kv_heads, cache->cfg.head_dim},
+                      kMaxBufferBytes / 4, &n))
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "%s: n_tokens %lld would bring layer %d from %lld to more "
+                "than %lld tokens",
+                entry, static_cast<long long>(nTokens), layer,
+                static_cast<long long>(length),
+                static_cast<long long>(limits::kLayerTokens));
   try {
-    const int64_t n =
-        nTokens * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim;
     std::vector<uint16_t> k, v;
     if (kvq_status s = toHalf(keys, dtype, n, k, "key"))
       return s;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "config.h"
+#include "guard.h"
 #include "kvq/runtime.h"
 
 #include <cstddef>
@@ -32,12 +33,14 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
     int32_t num_kv_heads, int32_t head_dim, int32_t backend,
     kvq_cache_t **out) {
-  kvq_config cfg = kvq::flatConfig(
-      method, key_bits, value_bits, group_size, residual_length, residual_mode,
-      n_sink_tokens, outlier_fraction, lloyd_iters, refit_interval,
-      kvquant_n_sink, kvquant_group_size, num_layers, num_kv_heads, head_dim,
-      backend);
-  return kvq_cache_create(&cfg, out);
+  return kvq::guarded("kvq_cache_create_flat", [&]() -> kvq_status {
+    kvq_config cfg = kvq::flatConfig(
+        method, key_bits, value_bits, group_size, residual_length,
+        residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
+        refit_interval, kvquant_n_sink, kvquant_group_size, num_layers,
+        num_kv_heads, head_dim, backend);
+    return kvq_cache_create(&cfg, out);
+  });
 }
 
 extern "C" KVQ_RT_EXPORT int32_t kvq_check_status(int32_t status,

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "config.h"
+#include "guard.h"
 #include "kernels.h"
 #include "status.h"
 
@@ -46,6 +47,15 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
                 "num_layers (%d), num_kv_heads (%d) and head_dim (%d) must "
                 "be positive",
                 c.num_layers, c.num_kv_heads, c.head_dim);
+  if (c.num_layers > limits::kLayers)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "num_layers %d exceeds %d",
+                c.num_layers, limits::kLayers);
+  if (c.num_kv_heads > limits::kKvHeads)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "num_kv_heads %d exceeds %d",
+                c.num_kv_heads, limits::kKvHeads);
+  if (c.head_dim > limits::kHeadDim)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "head_dim %d exceeds %d", c.head_dim,
+                limits::kHeadDim);
   if (int64_t{c.num_kv_heads} * c.head_dim > kMaxChannels)
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "num_kv_heads * head_dim = %lld exceeds %lld channels",
@@ -74,6 +84,17 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
       return fail(KVQ_ERR_INVALID_ARGUMENT,
                   "lloyd_iters, refit_interval and kvquant_n_sink must be "
                   ">= 0");
+    if (c.lloyd_iters > limits::kLloydIters)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "lloyd_iters %d exceeds %d (the fit converges in tens of "
+                  "sweeps)",
+                  c.lloyd_iters, limits::kLloydIters);
+    if (c.refit_interval > limits::kWaitTokens)
+      return fail(KVQ_ERR_INVALID_ARGUMENT, "refit_interval %d exceeds %d",
+                  c.refit_interval, limits::kWaitTokens);
+    if (c.kvquant_n_sink > limits::kSinkTokens)
+      return fail(KVQ_ERR_INVALID_ARGUMENT, "kvquant_n_sink %d exceeds %d",
+                  c.kvquant_n_sink, limits::kSinkTokens);
     if (c.kvquant_group_size != kKvquantGroupSize)
       return fail(KVQ_ERR_INVALID_ARGUMENT,
                   "kvquant_group_size = %d: kvq fits key levels per channel "
@@ -90,6 +111,9 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
   if (c.residual_length < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "residual_length %d < 0",
                 c.residual_length);
+  if (c.residual_length > limits::kWaitTokens)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "residual_length %d exceeds %d",
+                c.residual_length, limits::kWaitTokens);
   if (c.residual_mode != KVQ_RESIDUAL_SLIDING &&
       c.residual_mode != KVQ_RESIDUAL_BLOCK)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown residual_mode %d",
@@ -103,6 +127,9 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
   if (c.n_sink_tokens < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "n_sink_tokens %d < 0",
                 c.n_sink_tokens);
+  if (c.n_sink_tokens > limits::kSinkTokens)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "n_sink_tokens %d exceeds %d",
+                c.n_sink_tokens, limits::kSinkTokens);
   if (c.method == KVQ_METHOD_KIVI && c.n_sink_tokens != 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "n_sink_tokens = %d needs method kivi_sink", c.n_sink_tokens);
@@ -110,9 +137,12 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
 }
 
 extern "C" KVQ_RT_EXPORT kvq_status kvq_config_validate(const kvq_config *cfg) {
-  if (!cfg)
-    return kvq::fail(KVQ_ERR_NULL_POINTER, "kvq_config_validate: cfg is null");
-  return kvq::validateConfig(*cfg);
+  return kvq::guarded("kvq_config_validate", [&]() -> kvq_status {
+    if (!cfg)
+      return kvq::fail(KVQ_ERR_NULL_POINTER,
+                       "kvq_config_validate: cfg is null");
+    return kvq::validateConfig(*cfg);
+  });
 }
 
 kvq_config kvq::flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
 #include "fp16.h"
+#include "guard.h"
 #include "kernel_args.h"
 #include "kernels.h"
 
@@ -28,14 +29,16 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
                                          kvq_code_layout layout,
                                          uint8_t *codes, uint16_t *scale,
                                          uint16_t *zero) {
-  Grid g;
-  if (kvq_status s =
-          validateGroupQuantArgs("kvq_group_quant", x, dtype, rows, cols, axis,
-                                 group, bits, layout, codes, scale, zero, &g))
-    return s;
-  kernels().groupQuant(x, dtype, g, bits, exclude, layout, codes, scale,
-                       zero);
-  return KVQ_OK;
+  return kvq::guarded("kvq_group_quant", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s = validateGroupQuantArgs("kvq_group_quant", x, dtype, rows,
+                                              cols, axis, group, bits, layout,
+                                              codes, scale, zero, &g))
+      return s;
+    kernels().groupQuant(x, dtype, g, bits, exclude, layout, codes, scale,
+                         zero);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
@@ -45,14 +48,15 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
                                            int64_t cols, kvq_axis axis,
                                            int32_t group, int32_t bits,
                                            void *out, kvq_dtype dtype) {
-  Grid g;
-  if (kvq_status s = validateGroupDequantArgs("kvq_group_dequant", codes,
-                                              layout, scale, zero, rows, cols,
-                                              axis, group, bits, out, dtype,
-                                              &g))
-    return s;
-  kernels().groupDequant(codes, layout, scale, zero, g, bits, out, dtype);
-  return KVQ_OK;
+  return kvq::guarded("kvq_group_dequant", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s = validateGroupDequantArgs(
+            "kvq_group_dequant", codes, layout, scale, zero, rows, cols, axis,
+            group, bits, out, dtype, &g))
+      return s;
+    kernels().groupDequant(codes, layout, scale, zero, g, bits, out, dtype);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits) {
@@ -66,25 +70,27 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
                                      int32_t iters, const uint8_t *exclude,
                                      float *scratch, int64_t scratch_floats,
                                      uint16_t *levels) {
-  Grid g;
-  if (kvq_status s = validateNuqFitArgs("kvq_nuq_fit", x, dtype, rows, cols,
-                                        axis, group, bits, iters, scratch,
-                                        scratch_floats, levels, &g))
-    return s;
-  const int count = 1 << bits;
-  float fitted[kMaxLevels];
-  for (int64_t v = 0; v < g.vectors(); ++v) {
-    int64_t base = g.base(v), m = 0;
-    for (int64_t i = 0; i < g.group; ++i) {
-      int64_t e = base + i * g.stride();
-      if (!exclude || !exclude[e])
-        scratch[m++] = loadElement(x, dtype, e);
+  return kvq::guarded("kvq_nuq_fit", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s = validateNuqFitArgs("kvq_nuq_fit", x, dtype, rows, cols,
+                                          axis, group, bits, iters, scratch,
+                                          scratch_floats, levels, &g))
+      return s;
+    const int count = 1 << bits;
+    float fitted[kMaxLevels];
+    for (int64_t v = 0; v < g.vectors(); ++v) {
+      int64_t base = g.base(v), m = 0;
+      for (int64_t i = 0; i < g.group; ++i) {
+        int64_t e = base + i * g.stride();
+        if (!exclude || !exclude[e])
+          scratch[m++] = loadElement(x, dtype, e);
+      }
+      kernels().lloydFitGathered(scratch, m, bits, iters, fitted, nullptr);
+      for (int l = 0; l < count; ++l)
+        levels[v * count + l] = floatToHalf(fitted[l]);
     }
-    kernels().lloydFitGathered(scratch, m, bits, iters, fitted, nullptr);
-    for (int l = 0; l < count; ++l)
-      levels[v * count + l] = floatToHalf(fitted[l]);
-  }
-  return KVQ_OK;
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
@@ -92,13 +98,15 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
                                        kvq_axis axis, int32_t group,
                                        int32_t bits, const uint16_t *levels,
                                        kvq_code_layout layout, uint8_t *codes) {
-  Grid g;
-  if (kvq_status s =
-          validateNuqQuantArgs("kvq_nuq_quant", x, dtype, rows, cols, axis,
-                               group, bits, levels, layout, codes, &g))
-    return s;
-  kernels().nuqQuant(x, dtype, g, bits, levels, layout, codes);
-  return KVQ_OK;
+  return kvq::guarded("kvq_nuq_quant", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s =
+            validateNuqQuantArgs("kvq_nuq_quant", x, dtype, rows, cols, axis,
+                                 group, bits, levels, layout, codes, &g))
+      return s;
+    kernels().nuqQuant(x, dtype, g, bits, levels, layout, codes);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
@@ -107,13 +115,15 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
                                          int64_t cols, kvq_axis axis,
                                          int32_t group, int32_t bits,
                                          void *out, kvq_dtype dtype) {
-  Grid g;
-  if (kvq_status s =
-          validateNuqDequantArgs("kvq_nuq_dequant", codes, layout, levels,
-                                 rows, cols, axis, group, bits, out, dtype, &g))
-    return s;
-  kernels().nuqDequant(codes, layout, levels, g, bits, out, dtype);
-  return KVQ_OK;
+  return kvq::guarded("kvq_nuq_dequant", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s = validateNuqDequantArgs("kvq_nuq_dequant", codes, layout,
+                                              levels, rows, cols, axis, group,
+                                              bits, out, dtype, &g))
+      return s;
+    kernels().nuqDequant(codes, layout, levels, g, bits, out, dtype);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
@@ -123,45 +133,53 @@ KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
                                            const uint8_t *exclude,
                                            uint8_t *outlier_mask,
                                            float *threshold) {
-  Grid g;
-  if (kvq_status s = validateOutlierSplitArgs("kvq_outlier_split", x, dtype,
-                                              rows, cols, axis, group,
-                                              fraction, outlier_mask, &g))
-    return s;
-  kernels().outlierSplit(x, dtype, g, fraction, exclude, outlier_mask,
-                         threshold);
-  return KVQ_OK;
+  return kvq::guarded("kvq_outlier_split", [&]() -> kvq_status {
+    Grid g;
+    if (kvq_status s =
+            validateOutlierSplitArgs("kvq_outlier_split", x, dtype, rows, cols,
+                                     axis, group, fraction, outlier_mask, &g))
+      return s;
+    kernels().outlierSplit(x, dtype, g, fraction, exclude, outlier_mask,
+                           threshold);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_outlier_screen(const void *x, kvq_dtype dtype,
                                             int64_t rows, int64_t cols,
                                             const float *threshold,
                                             uint8_t *outlier_mask) {
-  if (kvq_status s = validateOutlierScreenArgs("kvq_outlier_screen", x, dtype,
-                                               rows, cols, threshold,
-                                               outlier_mask))
-    return s;
-  kernels().outlierScreen(x, dtype, rows, cols, threshold, outlier_mask);
-  return KVQ_OK;
+  return kvq::guarded("kvq_outlier_screen", [&]() -> kvq_status {
+    if (kvq_status s =
+            validateOutlierScreenArgs("kvq_outlier_screen", x, dtype, rows,
+                                      cols, threshold, outlier_mask))
+      return s;
+    kernels().outlierScreen(x, dtype, rows, cols, threshold, outlier_mask);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_key_norm(const void *keys, kvq_dtype dtype,
                                       int64_t tokens, int32_t kv_heads,
                                       int32_t head_dim, float *norms) {
-  if (kvq_status s = validateKeyNormArgs("kvq_key_norm", keys, dtype, tokens,
-                                         kv_heads, head_dim, norms))
-    return s;
-  kernels().keyNorm(keys, dtype, tokens, kv_heads, head_dim, norms);
-  return KVQ_OK;
+  return kvq::guarded("kvq_key_norm", [&]() -> kvq_status {
+    if (kvq_status s = validateKeyNormArgs("kvq_key_norm", keys, dtype, tokens,
+                                           kv_heads, head_dim, norms))
+      return s;
+    kernels().keyNorm(keys, dtype, tokens, kv_heads, head_dim, norms);
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
                                          int32_t k, int64_t *positions) {
-  if (kvq_status s =
-          validateSinkSelectArgs("kvq_sink_select", norms, tokens, k, positions))
-    return s;
-  kernels().topkIndices(norms, tokens, k, positions);
-  return KVQ_OK;
+  return kvq::guarded("kvq_sink_select", [&]() -> kvq_status {
+    if (kvq_status s = validateSinkSelectArgs("kvq_sink_select", norms, tokens,
+                                              k, positions))
+      return s;
+    kernels().topkIndices(norms, tokens, k, positions);
+    return KVQ_OK;
+  });
 }
 
 } // extern "C"

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "kernel_args.h"
 
+#include "checked.h"
+#include "config.h"
 #include "fp16.h"
 #include "status.h"
 
@@ -82,6 +84,13 @@ kvq_status kvq::checkMatrix(int64_t rows, int64_t cols) {
                 static_cast<long long>(rows), static_cast<long long>(cols));
   if (rows == 0 || cols == 0)
     return fail(KVQ_ERR_EMPTY_INPUT, "empty input [%lld, %lld]",
+                static_cast<long long>(rows), static_cast<long long>(cols));
+  // Every kernel forms rows * cols and sizes derived from it (elements x
+  // 4 bytes, vectors x 2^bits levels): bounded here, before any of them.
+  int64_t elements;
+  if (!checkedProduct({rows, cols}, limits::kKernelElements, &elements))
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "shape [%lld, %lld] has more than 2^48 elements",
                 static_cast<long long>(rows), static_cast<long long>(cols));
   return KVQ_OK;
 }
@@ -219,6 +228,9 @@ kvq_status kvq::validateNuqFitArgs(const char *entry, const void *x,
     return s;
   if (iters < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d < 0", iters);
+  if (iters > limits::kLloydIters)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d exceed %d",
+                iters, limits::kLloydIters);
   // The size rule is the CPU's (kvq_nuq_fit_scratch_size), named as such in
   // the message on both backends: Metal only checks it for ABI parity.
   const int64_t needed = kvq_nuq_fit_scratch_size(group, bits);
@@ -324,6 +336,9 @@ kvq_status kvq::validateSinkSelectArgs(const char *entry, const float *norms,
     return fail(KVQ_ERR_INVALID_ARGUMENT, "negative tokens or k");
   if (tokens == 0)
     return fail(KVQ_ERR_EMPTY_INPUT, "%s: zero tokens", entry);
+  if (tokens > limits::kKernelElements)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "%s: tokens %lld exceed 2^48", entry,
+                static_cast<long long>(tokens));
   if (k > tokens)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "k = %d exceeds tokens = %lld", k,
                 static_cast<long long>(tokens));

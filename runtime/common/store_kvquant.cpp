@@ -466,10 +466,32 @@ void KvquantStore::attendValues(AttendJob &job) const {
     default: valueLuts<0>(job, n, levels, luts, L); break;
     }
   }
+  // The row kernels read codes from bit 0 of their row pointer. A head
+  // whose codes start inside a byte (h * d * vb not a multiple of 8: odd
+  // head_dim shapes) gets its codes repacked at bit 0 first, so every
+  // kernel table (reference, AVX2, AVX-512, NEON) reads the right codes.
+  const bool byteRows = (d * vb_) % 8 == 0;
+  const int64_t headBytes = packedBytes(d, vb_) + 16; // + SIMD read slack
+  std::vector<uint8_t> repacked, codes;
+  if (!byteRows) {
+    repacked.assign(static_cast<size_t>(n * headBytes), 0);
+    codes.resize(static_cast<size_t>(d));
+  }
   for (int64_t h = 0; h < H; ++h) {
-    const int64_t off = h * d * vb_ / 8;
-    for (int64_t i = 0; i < n; ++i)
-      rowsOut[i] = packedOf[i] + off;
+    if (byteRows) {
+      const int64_t off = h * d * vb_ / 8;
+      for (int64_t i = 0; i < n; ++i)
+        rowsOut[i] = packedOf[i] + off;
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t c = 0; c < d; ++c)
+          codes[static_cast<size_t>(c)] =
+              static_cast<uint8_t>(packedCodeAt(packedOf[i], h * d + c, vb_));
+        uint8_t *dst = repacked.data() + i * headBytes;
+        packCodesRef(codes.data(), d, vb_, dst);
+        rowsOut[i] = dst;
+      }
+    }
     if (nq == 1) {
       job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq,
                           d, job.accumulator(h));

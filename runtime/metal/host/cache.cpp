@@ -13,6 +13,7 @@
 // cache's (common/cache_entry.h), so both fail and count alike.
 //
 //===----------------------------------------------------------------------===//
+#include "guard.h"
 #include "kvq/runtime_metal.h"
 
 #include "../kernels/kvq_params.h"
@@ -458,43 +459,45 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
     int32_t num_kv_heads, int32_t head_dim, int32_t backend,
     kvq_metal_cache_t **out) {
-  if (!out)
-    return fail(KVQ_ERR_NULL_POINTER,
-                "kvq_metal_cache_create_flat: out must be non-null");
-  if (backend != KVQ_BACKEND_METAL)
-    return fail(KVQ_ERR_INVALID_ARGUMENT,
-                "kvq_metal_cache_create_flat: backend %d is not "
-                "KVQ_BACKEND_METAL",
-                backend);
-  // Validated by the CPU rules (which reject METAL), then marked Metal.
-  kvq_config cfg = flatConfig(
-      method, key_bits, value_bits, group_size, residual_length, residual_mode,
-      n_sink_tokens, outlier_fraction, lloyd_iters, refit_interval,
-      kvquant_n_sink, kvquant_group_size, num_layers, num_kv_heads, head_dim,
-      KVQ_BACKEND_CPU);
-  if (kvq_status s = kvq_config_validate(&cfg))
-    return s;
-  cfg.backend = KVQ_BACKEND_METAL;
-  if (head_dim > kMaxHeadDim)
-    return fail(KVQ_ERR_INVALID_ARGUMENT,
-                "the Metal attention kernel supports head_dim <= %d, not %d",
-                kMaxHeadDim, head_dim);
-  Device *dev = defaultDevice();
-  if (!dev)
-    return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_create_flat: no "
-                                      "Metal device");
-  try {
-    std::unique_ptr<kvq_metal_cache> cache(new kvq_metal_cache{cfg, {}});
-    for (int32_t l = 0; l < num_layers; ++l)
-      cache->layers.push_back(method == KVQ_METHOD_KVQUANT
-                                  ? makeKvquantLayer(cfg, *dev)
-                                  : std::make_unique<Layer>(cfg, *dev));
-    *out = cache.release();
-  } catch (const std::bad_alloc &) {
-    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_create_flat: out of "
-                                       "memory");
-  }
-  return KVQ_OK;
+  return kvq::guarded("kvq_metal_cache_create_flat", [&]() -> kvq_status {
+    if (!out)
+      return fail(KVQ_ERR_NULL_POINTER,
+                  "kvq_metal_cache_create_flat: out must be non-null");
+    if (backend != KVQ_BACKEND_METAL)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "kvq_metal_cache_create_flat: backend %d is not "
+                  "KVQ_BACKEND_METAL",
+                  backend);
+    // Validated by the CPU rules (which reject METAL), then marked Metal.
+    kvq_config cfg =
+        flatConfig(method, key_bits, value_bits, group_size, residual_length,
+                   residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
+                   refit_interval, kvquant_n_sink, kvquant_group_size,
+                   num_layers, num_kv_heads, head_dim, KVQ_BACKEND_CPU);
+    if (kvq_status s = kvq_config_validate(&cfg))
+      return s;
+    cfg.backend = KVQ_BACKEND_METAL;
+    if (head_dim > kMaxHeadDim)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "the Metal attention kernel supports head_dim <= %d, not %d",
+                  kMaxHeadDim, head_dim);
+    Device *dev = defaultDevice();
+    if (!dev)
+      return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_create_flat: no "
+                                        "Metal device");
+    try {
+      std::unique_ptr<kvq_metal_cache> cache(new kvq_metal_cache{cfg, {}});
+      for (int32_t l = 0; l < num_layers; ++l)
+        cache->layers.push_back(method == KVQ_METHOD_KVQUANT
+                                    ? makeKvquantLayer(cfg, *dev)
+                                    : std::make_unique<Layer>(cfg, *dev));
+      *out = cache.release();
+    } catch (const std::bad_alloc &) {
+      return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_create_flat: out of "
+                                         "memory");
+    }
+    return KVQ_OK;
+  });
 }
 
 KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache) {
@@ -507,52 +510,64 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
                                                 const void *values,
                                                 int64_t n_tokens,
                                                 kvq_dtype dtype) {
-  return cacheUpdate("kvq_metal_cache_update", cache, layer, keys, values,
-                     n_tokens, dtype);
+  return kvq::guarded("kvq_metal_cache_update", [&]() -> kvq_status {
+    return cacheUpdate("kvq_metal_cache_update", cache, layer, keys, values,
+                       n_tokens, dtype);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
     const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens) {
-  return cacheLength("kvq_metal_cache_length", cache, layer, n_tokens);
+  return kvq::guarded("kvq_metal_cache_length", [&]() -> kvq_status {
+    return cacheLength("kvq_metal_cache_length", cache, layer, n_tokens);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
     const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
     void *values_out, int64_t capacity_tokens, kvq_dtype dtype) {
-  if (kvq_status s = checkCacheLayerArgs(
-          "kvq_metal_cache_fetch", cache ? &cache->cfg : nullptr,
-          keys_out && values_out, "cache, keys_out and values_out", layer))
-    return s;
-  const CacheLayer &l = *cache->layers[layer];
-  if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
-    return s;
-  return l.fetch(keys_out, values_out, dtype);
+  return kvq::guarded("kvq_metal_cache_fetch", [&]() -> kvq_status {
+    if (kvq_status s = checkCacheLayerArgs(
+            "kvq_metal_cache_fetch", cache ? &cache->cfg : nullptr,
+            keys_out && values_out, "cache, keys_out and values_out", layer))
+      return s;
+    const CacheLayer &l = *cache->layers[layer];
+    if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
+      return s;
+    return l.fetch(keys_out, values_out, dtype);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
     const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
     int64_t n_queries, int32_t q_heads, float *out) {
-  if (kvq_status s = checkCacheLayerArgs(
-          "kvq_metal_cache_attend", cache ? &cache->cfg : nullptr,
-          queries && out, "cache, queries and out", layer))
-    return s;
-  const CacheLayer &l = *cache->layers[layer];
-  if (kvq_status s = checkAttendArgs("kvq_metal_cache_attend", cache->cfg,
-                                     queries, n_queries, q_heads, l.length()))
-    return s;
-  return l.attend(queries, n_queries, q_heads, out);
+  return kvq::guarded("kvq_metal_cache_attend", [&]() -> kvq_status {
+    if (kvq_status s = checkCacheLayerArgs(
+            "kvq_metal_cache_attend", cache ? &cache->cfg : nullptr,
+            queries && out, "cache, queries and out", layer))
+      return s;
+    const CacheLayer &l = *cache->layers[layer];
+    if (kvq_status s = checkAttendArgs("kvq_metal_cache_attend", cache->cfg,
+                                       queries, n_queries, q_heads, l.length()))
+      return s;
+    return l.attend(queries, n_queries, q_heads, out);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
     const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out) {
-  return cacheStats("kvq_metal_cache_stats", cache, layer, out);
+  return kvq::guarded("kvq_metal_cache_stats", [&]() -> kvq_status {
+    return cacheStats("kvq_metal_cache_stats", cache, layer, out);
+  });
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(
     const kvq_metal_cache_t *cache, int32_t layer, int64_t *positions,
     int64_t capacity, int64_t *count) {
-  return cacheSinkPositions("kvq_metal_cache_sink_positions", cache, layer,
-                            positions, capacity, count);
+  return kvq::guarded("kvq_metal_cache_sink_positions", [&]() -> kvq_status {
+    return cacheSinkPositions("kvq_metal_cache_sink_positions", cache, layer,
+                              positions, capacity, count);
+  });
 }
 
 } // extern "C"
