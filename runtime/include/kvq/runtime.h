@@ -16,6 +16,11 @@
  *  - A "[tokens, channels]" matrix flattens [tokens, kv_heads, head_dim] to
  *    channels = kv_heads * head_dim.
  *  - Stateless kernels never allocate; callers provide every buffer.
+ *  - No exception crosses this ABI: sizes derived from arguments are
+ *    overflow-checked and bounded (the limits below and in kvq_config) and
+ *    give KVQ_ERR_INVALID_ARGUMENT; anything unexpected inside becomes a
+ *    status too (docs/RUNTIME.md, "Limits, checked sizes and the
+ *    catch-all"). No entry point returns KVQ_OK with non-finite output.
  *  - Thread-safety: distinct caches may be used from distinct threads at the
  *    same time; one cache must not be used from two threads at once. The
  *    stateless kernels are reentrant. kvq_last_error() is thread-local.
@@ -145,23 +150,31 @@ typedef struct kvq_allocator {
 } kvq_allocator;
 
 /// Every parameter of the seeds has a field. Fill with kvq_config_init().
+/// Upper bounds (KVQ_ERR_INVALID_ARGUMENT beyond, the message names the
+/// field; reasons in docs/RUNTIME.md): they are far above any model and keep
+/// every size the runtime derives inside int64.
 typedef struct kvq_config {
   int32_t method;            ///< kvq_method
   int32_t key_bits;          ///< bit_width_inlier (kivi) / kvquant_bits
   int32_t value_bits;        ///< same for values
   int32_t group_size;        ///< kivi_group_size (G), divides head_dim
-  int32_t residual_length;   ///< residual_length (R), fp16 recent tokens
+  int32_t residual_length;   ///< residual_length (R), fp16 recent tokens,
+                             ///< <= 2^20
   int32_t residual_mode;     ///< kvq_residual_mode
-  int32_t n_sink_tokens;     ///< kivi_sink: top-k high-key-norm tokens
+  int32_t n_sink_tokens;     ///< kivi_sink: top-k high-key-norm tokens,
+                             ///< <= 4096 (reserved at create)
   float outlier_fraction;    ///< kvquant_outlier_fraction, in [0, 1)
-  int32_t lloyd_iters;       ///< kvquant_lloyd_iters
+  int32_t lloyd_iters;       ///< kvquant_lloyd_iters, <= 1000 (the fit
+                             ///< converges in tens; more is a hang)
   int32_t refit_interval;    ///< kvquant_refit_interval, 0 = frozen keys
-                             ///< (the seed's); default 128
-  int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16
+                             ///< (the seed's); default 128; <= 2^20
+  int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16,
+                             ///< <= 4096
   int32_t kvquant_group_size; ///< must be 32: no effect (docs/RUNTIME.md)
-  int32_t num_layers;        ///< layers held by the cache
-  int32_t num_kv_heads;      ///< KV heads per layer
-  int32_t head_dim;          ///< channels per head
+  int32_t num_layers;        ///< layers held by the cache, <= 1024
+  int32_t num_kv_heads;      ///< KV heads per layer, <= 1024
+  int32_t head_dim;          ///< channels per head; kv_heads * head_dim
+                             ///< <= 65535 (16-bit outlier positions)
   int32_t backend;           ///< kvq_backend
   kvq_allocator allocator;   ///< zeroed = malloc/free
 } kvq_config;
@@ -221,7 +234,8 @@ KVQ_RT_EXPORT void kvq_cache_destroy(kvq_cache_t *cache);
 
 /// Append n_tokens tokens of K and V to `layer`: keys and values are
 /// [n_tokens, num_kv_heads, head_dim] of `dtype`. The first call for a layer
-/// is its prefill; later calls are decode steps.
+/// is its prefill; later calls are decode steps. A layer holds at most 2^32
+/// tokens: n_tokens beyond what is left is KVQ_ERR_INVALID_ARGUMENT.
 KVQ_RT_EXPORT kvq_status kvq_cache_update(kvq_cache_t *cache, int32_t layer,
                                           const void *keys,
                                           const void *values,
@@ -247,6 +261,9 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
 /// head h / (q_heads / num_kv_heads)). Query i sits at position
 /// length - n_queries + i and attends to positions 0..that position, with
 /// scale 1/sqrt(head_dim). out is [n_queries, q_heads, head_dim] f32.
+/// q_heads <= 4096. A query element that is not finite is
+/// KVQ_ERR_NON_FINITE; one beyond 2^64 in magnitude (its scores could
+/// overflow) is KVQ_ERR_INVALID_ARGUMENT.
 KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
                                           int32_t layer, const float *queries,
                                           int64_t n_queries, int32_t q_heads,
@@ -267,12 +284,14 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
 /*===----------------------------------------------------------------------===*
  * Stateless kernels (never allocate)
  *
- * Inputs are [rows, cols] matrices of `dtype`. Scales, zeros and levels are
+ * Inputs are [rows, cols] matrices of `dtype`, at most 2^48 elements
+ * (KVQ_ERR_INVALID_ARGUMENT beyond). Scales, zeros and levels are
  * fp16 (uint16_t) because that is what the cache stores; kernels quantize
  * with the fp16-rounded parameters so that dequantization is consistent.
  *===----------------------------------------------------------------------===*/
 
-/// Bytes needed for n codes of `bits` bits in KVQ_CODES_PACKED layout.
+/// Bytes needed for n codes of `bits` bits in KVQ_CODES_PACKED layout
+/// (exact for every n up to INT64_MAX; 0 for n < 0 or bits outside 1..8).
 KVQ_RT_EXPORT int64_t kvq_packed_size(int64_t n, int32_t bits);
 
 /// Uniform min/max group quantization (DESIGN.md "Numerical decisions").
@@ -306,7 +325,7 @@ KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
 /// Lloyd-Max non-uniform levels, one table of 2^bits ascending fp16 levels
 /// per vector (a group of `group` elements along `axis`, as above). Levels
 /// start at the quantiles (i + 0.5) / L of the vector's eligible elements
-/// (linear interpolation), then `iters` sweeps of assign-to-nearest (ties to
+/// (linear interpolation), then `iters` (<= 1000) sweeps of assign-to-nearest (ties to
 /// the lower level) and move-to-mean (an empty level stays). `exclude`
 /// (optional) marks elements left out of the fit (outliers, sinks); a vector
 /// with no eligible element gets all-zero levels. levels is
