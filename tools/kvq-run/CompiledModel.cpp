@@ -198,15 +198,27 @@ bool CompiledModel::reset(std::string *error) {
   if (impl.cache)
     kvq_cache_destroy(static_cast<kvq_cache_t *>(impl.cache));
   impl.cache = nullptr;
+  impl.cache = newCache(error);
+  return impl.cache != nullptr;
+}
+
+void *CompiledModel::cacheHandle() const { return impl_->cache; }
+
+void *CompiledModel::newCache(std::string *error) const {
+  if (!quantized_) {
+    *error = "the plain model has no runtime cache";
+    return nullptr;
+  }
   void *created = nullptr;
   llvm::SmallVector<void *> args = {&created};
-  if (auto err = impl.engine->invokePacked("_mlir_ciface_kv_cache_create",
-                                           args)) {
+  if (auto err = impl_->engine->invokePacked("_mlir_ciface_kv_cache_create",
+                                             args)) {
     *error = "kv_cache_create: " + llvm::toString(std::move(err));
-    return false;
+    return nullptr;
   }
-  impl.cache = created;
-  return true;
+  if (!created)
+    *error = "kv_cache_create returned no cache";
+  return created;
 }
 
 const float *CompiledModel::call(const char *entry, const int32_t *tokens,

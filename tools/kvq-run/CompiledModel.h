@@ -45,6 +45,12 @@ public:
   const float *decode(int32_t token, int64_t pos);
   int64_t prefillTokens() const { return prefillTokens_; }
   bool quantized() const { return quantized_; }
+  /// The kvq cache (a kvq_cache_t*), null for the plain model.
+  void *cacheHandle() const;
+  /// A new empty cache of the compiled configuration (@kv_cache_create);
+  /// the caller frees it with kvq_cache_destroy. Null, with a message, for
+  /// the plain model or on failure.
+  void *newCache(std::string *error) const;
   /// Byte accounting of the kvq cache (zeros for the plain model).
   CacheStats stats() const;
   /// The cache of the plain model: K and V [layers, context, kv_heads,

@@ -8,6 +8,7 @@
 // The perplexity protocol is in docs/MODEL.md.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/kvq-run/Bench.h"
 #include "tools/kvq-run/CompiledModel.h"
 #include "tools/model/tokenizer.h"
 
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 using namespace kvq;
@@ -195,8 +197,12 @@ struct Result {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::OptionCategory cat("kvq-run options");
-  cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                                 cl::desc("<llama2.c checkpoint>"), cl::cat(cat));
+  cl::opt<std::string> modelPath(
+      cl::Positional, cl::Required,
+      cl::desc("<llama2.c checkpoint, or random:dim,hidden,layers,heads,"
+               "kv_heads,vocab,seq_len for random weights of that shape "
+               "(--bench only)>"),
+      cl::cat(cat));
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
       cl::desc("Tokenizer file (default: tok<vocab>.bin or tokenizer.bin next "
@@ -232,8 +238,20 @@ int main(int argc, char **argv) {
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
                "decoding (default 128)"),
       cl::init(128), cl::cat(cat));
-  cl::opt<bool> json("json", cl::desc("Perplexity table as JSON"),
+  cl::opt<bool> json("json", cl::desc("Perplexity or benchmark table as JSON"),
                      cl::cat(cat));
+  cl::opt<bool> bench(
+      "bench",
+      cl::desc("Time decode steps per method at each --contexts length, "
+               "split into attention and the rest (docs/MODEL.md)"),
+      cl::cat(cat));
+  cl::list<int64_t> contexts(
+      "contexts", cl::desc("--bench: context lengths (default 1024,4096,8192 "
+                           "or what fits the model)"),
+      cl::CommaSeparated, cl::cat(cat));
+  cl::opt<int> benchSteps("bench-steps",
+                          cl::desc("--bench: timed steps per point (default 5)"),
+                          cl::init(5), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -245,13 +263,67 @@ int main(int argc, char **argv) {
     return 2;
   };
   std::string error;
-  auto ckpt = model::Llama2cCheckpoint::open(modelPath, &error);
+  std::string path = modelPath;
+  std::string scratch; // a generated random checkpoint, removed at exit
+  if (path.rfind("random:", 0) == 0) {
+    int32_t h[7];
+    if (std::sscanf(path.c_str() + 7, "%d,%d,%d,%d,%d,%d,%d", &h[0], &h[1],
+                    &h[2], &h[3], &h[4], &h[5], &h[6]) != 7)
+      return fail("random: expects dim,hidden,layers,heads,kv_heads,vocab,"
+                  "seq_len");
+    auto shape = model::parseLlama2cHeader(h, &error);
+    if (!shape)
+      return fail(error);
+    if (!bench)
+      return fail("random weights are for --bench only");
+    char tmpl[] = "/tmp/kvq-run-random-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0)
+      return fail("cannot create a temporary checkpoint");
+    close(fd);
+    scratch = path = tmpl;
+    // Uniform weights of variance 1/dim keep activations at unit scale.
+    float scale = std::sqrt(3.0f / float(shape->dim));
+    if (!model::writeRandomLlama2c(path, *shape, 7, scale, &error)) {
+      std::remove(path.c_str());
+      return fail(error);
+    }
+  }
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      if (!path.empty())
+        std::remove(path.c_str());
+    }
+  } removeScratch{scratch};
+  auto ckpt = model::Llama2cCheckpoint::open(path, &error);
   if (!ckpt)
     return fail(error);
   const auto &config = ckpt->config();
+  if (bench) {
+    std::vector<std::pair<std::string, std::string>> benchMethods;
+    std::vector<MethodSpec> specs = parseMethods(methods, &error);
+    if (specs.empty())
+      return fail(error.empty() ? "--method is empty" : error);
+    for (const MethodSpec &m : specs) {
+      if (m.method == "none")
+        return fail("--bench times kvq caches; 'none' has no runtime cache");
+      benchMethods.push_back({m.label, passOptionsFor(m, bits)});
+    }
+    std::vector<int64_t> points(contexts.begin(), contexts.end());
+    if (points.empty())
+      for (int64_t p : {1024, 4096, 8192})
+        if (p + benchSteps <= config.seqLen)
+          points.push_back(p);
+    if (points.empty())
+      points.push_back(config.seqLen / 2);
+    if (benchSteps < 1 || benchSteps > 1000)
+      return fail("--bench-steps must be in [1, 1000]");
+    return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json);
+  }
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
-    std::string dir = modelPath.substr(0, modelPath.find_last_of('/') + 1);
+    std::string dir = path.substr(0, path.find_last_of('/') + 1);
     for (std::string name :
          {"tok" + std::to_string(config.vocab) + ".bin", std::string("tokenizer.bin")}) {
       if (std::ifstream(dir + name)) {

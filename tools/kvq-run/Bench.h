@@ -1,0 +1,24 @@
+//===- Bench.h - kvq-run --bench: decode speed per cache method -*- C++ -*-===//
+#ifndef KVQ_TOOLS_KVQ_RUN_BENCH_H
+#define KVQ_TOOLS_KVQ_RUN_BENCH_H
+
+#include "tools/kvq-run/CompiledModel.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvq::run {
+
+/// Times decode steps of `ckpt` compiled per method (label, pass options;
+/// options must name a kvq method) at each context length, splitting each
+/// step into attention and the rest. Prints a table or JSON; returns the
+/// exit status.
+int runDecodeBench(const model::Llama2cCheckpoint &ckpt,
+                   const std::vector<std::pair<std::string, std::string>> &methods,
+                   const std::vector<int64_t> &contexts, int repetitions,
+                   bool json);
+
+} // namespace kvq::run
+
+#endif // KVQ_TOOLS_KVQ_RUN_BENCH_H
