@@ -15,6 +15,7 @@
 #include "status.h"
 #include "store.h"
 
+#include <cmath>
 #include <new>
 #include <vector>
 
@@ -124,6 +125,19 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
     const int64_t c = cache->channels();
     try {
       std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
+      // fp16 output: a KIVI code * scale + zero can round past 65504 (a
+      // group spanning [-65504, 65504]); checked before the first write so
+      // that no Inf is returned with KVQ_OK and a failure writes nothing.
+      if (dtype == KVQ_DTYPE_F16 && cache->cfg.method != KVQ_METHOD_FP16)
+        for (int64_t t = 0; t < length; ++t) {
+          store.loadRow(t, k.data(), v.data());
+          for (int64_t i = 0; i < c; ++i)
+            if (!(std::fabs(k[i]) < 65520.0f && std::fabs(v[i]) < 65520.0f))
+              return fail(KVQ_ERR_NON_FINITE,
+                          "kvq_cache_fetch: token %lld channel %lld "
+                          "dequantizes outside the fp16 range (use f32)",
+                          static_cast<long long>(t), static_cast<long long>(i));
+        }
       for (int64_t t = 0; t < length; ++t) {
         store.loadRow(t, k.data(), v.data());
         for (int64_t i = 0; i < c; ++i) {

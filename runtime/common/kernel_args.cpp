@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "kernel_args.h"
 
+#include "bitpack.h"
 #include "checked.h"
 #include "config.h"
 #include "fp16.h"
@@ -213,7 +214,36 @@ kvq::validateGroupDequantArgs(const char *entry, const uint8_t *codes,
     return s;
   if (kvq_status s = checkHalfTable(zero, g->vectors(), "zero"))
     return s;
-  return checkCodes(codes, layout, rows * cols, bits);
+  if (kvq_status s = checkCodes(codes, layout, rows * cols, bits))
+    return s;
+  if (dtype != KVQ_DTYPE_F16)
+    return KVQ_OK; // code * scale + zero of finite fp16 values is finite
+  // fp16 output: code * scale + zero can round past 65504 to Inf (e.g. the
+  // quantization of a group spanning [-65504, 65504]). Per vector the value
+  // is monotone in the code, so the two extreme codes decide; only a
+  // vector whose extreme overflows has its actual codes scanned.
+  const int maxCode = (1 << bits) - 1;
+  auto value = [&](int64_t v, int code) {
+    return static_cast<float>(code) * halfToFloat(scale[v]) +
+           halfToFloat(zero[v]);
+  };
+  auto overflows = [](float x) { return !(std::fabs(x) < 65520.0f); };
+  for (int64_t v = 0; v < g->vectors(); ++v) {
+    if (!overflows(value(v, 0)) && !overflows(value(v, maxCode)))
+      continue;
+    for (int64_t i = 0; i < g->group; ++i) {
+      const int64_t e = g->base(v) + i * g->stride();
+      const int code =
+          layout == KVQ_CODES_PACKED ? packedCodeAt(codes, e, bits) : codes[e];
+      if (overflows(value(v, code)))
+        return fail(KVQ_ERR_NON_FINITE,
+                    "dequantized element %lld = %g is outside the fp16 range "
+                    "(use f32 output)",
+                    static_cast<long long>(e),
+                    static_cast<double>(value(v, code)));
+    }
+  }
+  return KVQ_OK;
 }
 
 kvq_status kvq::validateNuqFitArgs(const char *entry, const void *x,

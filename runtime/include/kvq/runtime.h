@@ -248,7 +248,10 @@ KVQ_RT_EXPORT kvq_status kvq_cache_length(const kvq_cache_t *cache,
 /// Dequantize all cached K and V of `layer` into keys_out and values_out,
 /// each [capacity_tokens, num_kv_heads, head_dim] of `dtype`; the first
 /// kvq_cache_length() tokens are written. capacity_tokens smaller than the
-/// length gives KVQ_ERR_BUFFER_TOO_SMALL.
+/// length gives KVQ_ERR_BUFFER_TOO_SMALL. With KVQ_DTYPE_F16, a dequantized
+/// value beyond the fp16 range (KIVI, a group spanning [-65504, 65504]) is
+/// KVQ_ERR_NON_FINITE and nothing is written (the CPU cache; f32 always
+/// works).
 KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
                                          int32_t layer, void *keys_out,
                                          void *values_out,
@@ -311,6 +314,8 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
                                          uint16_t *zero);
 
 /// Inverse of kvq_group_quant: x' = code * scale + zero, written as `dtype`.
+/// With KVQ_DTYPE_F16, an x' that rounds past the fp16 range (possible for
+/// a group spanning [-65504, 65504]) is KVQ_ERR_NON_FINITE (use f32).
 KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
                                            kvq_code_layout layout,
                                            const uint16_t *scale,
@@ -325,8 +330,8 @@ KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
 /// Lloyd-Max non-uniform levels, one table of 2^bits ascending fp16 levels
 /// per vector (a group of `group` elements along `axis`, as above). Levels
 /// start at the quantiles (i + 0.5) / L of the vector's eligible elements
-/// (linear interpolation), then `iters` (<= 1000) sweeps of assign-to-nearest (ties to
-/// the lower level) and move-to-mean (an empty level stays). `exclude`
+/// (linear interpolation), then `iters` (<= 1000) sweeps of
+/// assign-to-nearest (ties to the lower level) and move-to-mean (an empty level stays). `exclude`
 /// (optional) marks elements left out of the fit (outliers, sinks); a vector
 /// with no eligible element gets all-zero levels. levels is
 /// [n_vectors, 2^bits] in vector order (row-major over the scale shape).

@@ -160,6 +160,54 @@ TEST(Limits, HugeQueriesAreRejectedAndBoundedOnesGiveFiniteOutput) {
   }
 }
 
+// No entry point returns OK with a non-finite output: the quantization of
+// a group spanning [-65504, 65504] dequantizes its top code to 65536, which
+// is Inf in fp16 (it was returned with KVQ_OK).
+TEST(Limits, Fp16OutputBeyondTheFp16RangeIsAStatus) {
+  float x[4] = {65504.0f, -65504.0f, 0.0f, 1.0f};
+  uint8_t codes[4];
+  uint16_t scale, zero, out[4] = {1, 2, 3, 4};
+  ASSERT_EQ(kvq_group_quant(x, KVQ_DTYPE_F32, 1, 4, KVQ_AXIS_PER_TOKEN, 4, 2,
+                            nullptr, KVQ_CODES_UNPACKED, codes, &scale, &zero),
+            KVQ_OK);
+  EXPECT_EQ(kvq_group_dequant(codes, KVQ_CODES_UNPACKED, &scale, &zero, 1, 4,
+                              KVQ_AXIS_PER_TOKEN, 4, 2, out, KVQ_DTYPE_F16),
+            KVQ_ERR_NON_FINITE);
+  EXPECT_TRUE(lastErrorHas("fp16 range")) << kvq_last_error();
+  EXPECT_EQ(out[0], 1); // nothing written
+  float outF[4];
+  ASSERT_EQ(kvq_group_dequant(codes, KVQ_CODES_UNPACKED, &scale, &zero, 1, 4,
+                              KVQ_AXIS_PER_TOKEN, 4, 2, outF, KVQ_DTYPE_F32),
+            KVQ_OK);
+  EXPECT_EQ(outF[0], 65536.0f);
+  // Without the extreme code, fp16 output is fine.
+  codes[0] = 2;
+  EXPECT_EQ(kvq_group_dequant(codes, KVQ_CODES_UNPACKED, &scale, &zero, 1, 4,
+                              KVQ_AXIS_PER_TOKEN, 4, 2, out, KVQ_DTYPE_F16),
+            KVQ_OK)
+      << kvq_last_error();
+
+  // The same through a KIVI cache: fetch as fp16 refuses, as f32 works.
+  kvq_config c = smallConfig(KVQ_METHOD_KIVI, 1, 4);
+  c.residual_length = 0;
+  Cache cache(c);
+  std::vector<float> k(16, 0.5f), v(16, 0.5f);
+  k[0] = 65504.0f;
+  k[4] = -65504.0f; // channel 0 spans the fp16 range over the group
+  ASSERT_EQ(kvq_cache_update(cache.h, 0, k.data(), v.data(), 4, KVQ_DTYPE_F32),
+            KVQ_OK);
+  std::vector<uint16_t> kh(16, 7), vh(16, 7);
+  EXPECT_EQ(kvq_cache_fetch(cache.h, 0, kh.data(), vh.data(), 4, KVQ_DTYPE_F16),
+            KVQ_ERR_NON_FINITE);
+  EXPECT_TRUE(lastErrorHas("fp16 range")) << kvq_last_error();
+  EXPECT_EQ(kh[0], 7);
+  std::vector<float> kf(16), vf(16);
+  EXPECT_EQ(kvq_cache_fetch(cache.h, 0, kf.data(), vf.data(), 4, KVQ_DTYPE_F32),
+            KVQ_OK);
+  for (float e : kf)
+    EXPECT_TRUE(std::isfinite(e));
+}
+
 // Finding 5: no upper bounds on the configuration.
 TEST(Limits, ConfigurationFieldsHaveUpperBounds) {
   struct Case {
