@@ -250,8 +250,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_length(const kvq_cache_t *cache,
 /// kvq_cache_length() tokens are written. capacity_tokens smaller than the
 /// length gives KVQ_ERR_BUFFER_TOO_SMALL. With KVQ_DTYPE_F16, a dequantized
 /// value beyond the fp16 range (KIVI, a group spanning [-65504, 65504]) is
-/// KVQ_ERR_NON_FINITE and nothing is written (the CPU cache; f32 always
-/// works).
+/// KVQ_ERR_NON_FINITE and nothing is written (f32 always works).
 KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
                                          int32_t layer, void *keys_out,
                                          void *values_out,

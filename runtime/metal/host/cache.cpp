@@ -534,6 +534,22 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
     const CacheLayer &l = *cache->layers[layer];
     if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
       return s;
+    // fp16 output past the fp16 range (a KIVI group spanning [-65504,
+    // 65504]) is a status, as on the CPU: checked on an f32 fetch first.
+    if (dtype == KVQ_DTYPE_F16 && cache->cfg.method != KVQ_METHOD_FP16 &&
+        l.length() > 0) {
+      const size_t n = static_cast<size_t>(
+          l.length() * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim);
+      std::vector<float> k(n), v(n);
+      if (kvq_status s = l.fetch(k.data(), v.data(), KVQ_DTYPE_F32))
+        return s;
+      for (size_t i = 0; i < n; ++i)
+        if (!(std::fabs(k[i]) < 65520.0f && std::fabs(v[i]) < 65520.0f))
+          return fail(KVQ_ERR_NON_FINITE,
+                      "kvq_metal_cache_fetch: element %zu dequantizes "
+                      "outside the fp16 range (use f32)",
+                      i);
+    }
     return l.fetch(keys_out, values_out, dtype);
   });
 }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 using namespace kvqmetaltest;
 
@@ -171,6 +172,33 @@ TEST(MetalCacheErrors, UpdateFetchAttendStatusesAndNoPartialUpdate) {
             kvq_metal_cache_attend(twin.gpu_, 0, q.data(), 21, 1, o.data()));
   EXPECT_EQ(KVQ_ERR_EMPTY_INPUT,
             kvq_metal_cache_attend(twin.gpu_, 0, q.data(), 0, 1, o.data()));
+}
+
+// A KIVI group spanning [-65504, 65504] dequantizes its top code to 65536,
+// Inf in fp16: fetch as fp16 is KVQ_ERR_NON_FINITE on both backends (it was
+// OK with Inf), and writes nothing; f32 works.
+TEST(MetalCacheErrors, Fp16FetchBeyondTheFp16RangeIsAStatus) {
+  kvq_metal_cache_t *gpu = nullptr;
+  ASSERT_EQ(KVQ_OK, kvq_metal_cache_create_flat(KVQ_METHOD_KIVI, 2, 2, 8, 0, 0,
+                                                0, 0.01f, 8, 0, 1, 32, 1, 1, 16,
+                                                KVQ_BACKEND_METAL, &gpu));
+  std::vector<float> k(8 * 16, 0.5f), v(8 * 16, 0.5f);
+  k[0] = 65504.0f;
+  k[16] = -65504.0f;
+  ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(gpu, 0, k.data(), v.data(), 8,
+                                           KVQ_DTYPE_F32));
+  std::vector<uint16_t> kh(8 * 16, 7), vh(8 * 16, 7);
+  EXPECT_EQ(
+      KVQ_ERR_NON_FINITE,
+      kvq_metal_cache_fetch(gpu, 0, kh.data(), vh.data(), 8, KVQ_DTYPE_F16));
+  EXPECT_NE(std::string(kvq_last_error()).find("fp16 range"),
+            std::string::npos);
+  EXPECT_EQ(kh[0], 7);
+  std::vector<float> kf(8 * 16), vf(8 * 16);
+  EXPECT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu, 0, kf.data(), vf.data(), 8,
+                                          KVQ_DTYPE_F32));
+  EXPECT_EQ(kf[0], 65536.0f);
+  kvq_metal_cache_destroy(gpu);
 }
 
 } // namespace
