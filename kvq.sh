@@ -20,6 +20,7 @@ packages=(
   cmake ninja-build python3
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libclang-rt-22-dev libgtest-dev libbenchmark-dev gnuplot-nox
+  nlohmann-json3-dev
   qemu-user-static g++-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 

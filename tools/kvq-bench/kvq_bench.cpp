@@ -10,11 +10,14 @@
 // keys docs/PERFORMANCE.md documents.
 //
 //===----------------------------------------------------------------------===//
+#include "flags.h"
 #include "graph.h"
 #include "harness.h"
 
 #include "kernels.h"
 #include "kvq/runtime.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -49,20 +52,6 @@ struct Options {
     return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
   }
 };
-
-/// "a,b,c" -> {"a", "b", "c"}.
-std::vector<std::string> splitList(const std::string &s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i <= s.size();) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos)
-      j = s.size();
-    if (j > i)
-      out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 struct QuantRow {
   std::string method;
@@ -532,10 +521,17 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f, "compile: %s\n", r.compileNote.c_str());
 }
 
+/// `s` as a JSON string literal (quotes, backslashes and control bytes
+/// escaped by the JSON library).
+std::string js(const std::string &s) {
+  return nlohmann::json(s).dump(-1, ' ', false,
+                                nlohmann::json::error_handler_t::replace);
+}
+
 void printJson(FILE *f, const Report &r, const Options &o) {
-  std::fprintf(f, "{\n  \"kernels\": \"%s\",\n  \"mode\": \"%s\",\n",
-               kvq::kernels().name,
-               o.smoke ? "smoke" : (o.quick ? "quick" : "full"));
+  std::fprintf(f, "{\n  \"kernels\": %s,\n  \"mode\": %s,\n",
+               js(kvq::kernels().name).c_str(),
+               js(o.smoke ? "smoke" : (o.quick ? "quick" : "full")).c_str());
   std::fprintf(f,
                "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
                r.loadStart, r.loadEnd);
@@ -547,9 +543,9 @@ void printJson(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(f,
-                   "    {\"method\": \"%s\", \"bits\": %d, \"gbps\": %.3f, "
+                   "    {\"method\": %s, \"bits\": %d, \"gbps\": %.3f, "
                    "\"ref_gbps\": %.3f}%s\n",
-                   rows[i].method.c_str(), rows[i].bits, rows[i].gbps,
+                   js(rows[i].method).c_str(), rows[i].bits, rows[i].gbps,
                    rows[i].refGbps, i + 1 < rows.size() ? "," : "");
     std::fprintf(f, "  ],\n");
   }
@@ -557,9 +553,9 @@ void printJson(FILE *f, const Report &r, const Options &o) {
   for (size_t i = 0; i < r.attention.size(); ++i) {
     const AttnRow &a = r.attention[i];
     std::fprintf(f,
-                 "    {\"cache\": \"%s\", \"tokens\": %lld, \"q_per_kv\": %d, "
+                 "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
                  "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f}%s\n",
-                 a.cache.c_str(), static_cast<long long>(a.tokens), a.qPerKv,
+                 js(a.cache).c_str(), static_cast<long long>(a.tokens), a.qPerKv,
                  a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
                  i + 1 < r.attention.size() ? "," : "");
   }
@@ -570,16 +566,17 @@ void printJson(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f, "  \"compile\": {\"layers\": %d, \"seconds\": %.4f}\n",
                  o.layers, r.compileSeconds);
   else
-    std::fprintf(f, "  \"compile\": null,\n  \"compile_note\": \"%s\"\n",
-                 r.compileNote.c_str());
+    std::fprintf(f, "  \"compile\": null,\n  \"compile_note\": %s\n",
+                 js(r.compileNote).c_str());
   std::fprintf(f, "}\n");
 }
 
 void usage() {
   std::fprintf(stderr,
-               "usage: kvq-bench [--json] [--quick] [--kvq-opt=PATH] "
-               "[--layers=N]\n"
-               "                 [--only=LIST] [--caches=LIST]\n"
+               "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
+               "[--layers N]\n"
+               "                 [--only LIST] [--caches LIST]\n"
+               "  (every flag also takes --flag=value)\n"
                "  --json         one JSON object on stdout (the table goes "
                "to stderr)\n"
                "  --quick        reduced set, under a minute\n"
@@ -598,26 +595,29 @@ void usage() {
 
 int main(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json")
-      o.json = true;
-    else if (a == "--quick")
-      o.quick = true;
-    else if (a == "--smoke")
-      o.smoke = o.quick = true;
-    else if (a.rfind("--kvq-opt=", 0) == 0)
-      o.kvqOpt = a.substr(10);
-    else if (a.rfind("--layers=", 0) == 0)
-      o.layers = std::atoi(a.c_str() + 9);
-    else if (a.rfind("--only=", 0) == 0)
-      o.only = splitList(a.substr(7));
-    else if (a.rfind("--caches=", 0) == 0)
-      o.caches = splitList(a.substr(9));
-    else {
+  // The shared rules (tools/common/flags.h): --flag value or --flag=value,
+  // range-checked integers, one-line errors with exit status 2.
+  kvq::cli::Parser p("kvq-bench", argc, argv);
+  while (p.next()) {
+    if (p.is("--json"))
+      o.json = p.flag();
+    else if (p.is("--quick"))
+      o.quick = p.flag();
+    else if (p.is("--smoke"))
+      o.smoke = o.quick = p.flag();
+    else if (p.is("--kvq-opt"))
+      o.kvqOpt = p.value();
+    else if (p.is("--layers"))
+      o.layers = static_cast<int>(p.intValue(1, 4096));
+    else if (p.is("--only"))
+      o.only = p.listValue();
+    else if (p.is("--caches"))
+      o.caches = p.listValue();
+    else if (p.is("--help")) {
       usage();
-      return a == "--help" || a == "-h" ? 0 : 2;
-    }
+      return 0;
+    } else
+      p.unknown();
   }
   auto allKnown = [](const std::vector<std::string> &got,
                      std::initializer_list<const char *> known) {
@@ -632,10 +632,6 @@ int main(int argc, char **argv) {
   if (!allKnown(o.only, {"quantize", "attention", "append", "compile"}) ||
       !allKnown(o.caches, {"fp16", "kivi2", "kivi4", "kvquant3"}))
     return 2;
-  if (o.layers < 1) {
-    usage();
-    return 2;
-  }
   Report r;
   r.loadStart = loadAverage();
   measureBaseline(o, r);

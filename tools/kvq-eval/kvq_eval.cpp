@@ -1,282 +1,622 @@
 //===- kvq_eval.cpp - Judge kvq's methods on your own K/V dumps -----------===//
 //
-// Loads K, V (and optionally Q) from .npy files, runs each requested method
-// through the runtime exactly as a model would (a prompt-sized prefill, then
-// one token per update), and reports reconstruction error and attention
-// error -- over all tokens, and separately for the prefill part and the
-// decoded part -- and the byte accounting, as a table or as JSON.
+// Loads K, V (and optionally Q) from .npy, .npz or .safetensors files in a
+// named layout (thd, htd, bhtd, lbhtd, ...), runs each requested method and
+// width through the runtime exactly as a model would (a prompt-sized
+// prefill, then one token per update), layer by layer, and reports
+// reconstruction error (MSE, relative error, SNR), attention error -- over
+// all tokens and separately for the prefill and the decoded part -- and the
+// byte accounting, as a table or as JSON that records the inputs, the
+// configuration of every row and the kvq version; a sweep of widths can be
+// plotted and a budget in bits turned into a recommendation.
 //
 //===----------------------------------------------------------------------===//
+#include "flags.h"
 #include "kvq/runtime.h"
-#include "npy.h"
+#include "tensor_io.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
+using json = nlohmann::ordered_json;
+using kvq::cli::printable;
+
+const char *kTool = "kvq-eval";
+
 const char *kUsage =
-    "usage: kvq-eval --keys K.npy --values V.npy [--queries Q.npy]\n"
-    "                --method kivi,kivi_sink,kvquant,fp16 [--bits N]\n"
+    "usage: kvq-eval --keys FILE[:NAME] [--values FILE[:NAME]]\n"
+    "                [--queries FILE[:NAME]] [--layout thd|htd|bhtd|lbhtd|...]\n"
+    "                --method kivi,kivi_sink,kvquant,fp16 [--bits N[,N...]]\n"
     "                [--group-size G] [--residual R]\n"
     "                [--residual-mode sliding|block] [--sinks N]\n"
     "                [--outlier-fraction F] [--lloyd-iters N]\n"
     "                [--kvquant-sinks N] [--refit-interval N]\n"
-    "                [--prefill N | --fit-all] [--json]\n"
-    "K and V are [tokens, kv_heads, head_dim] float16/float32 (C order); Q is\n"
-    "[tokens, q_heads, head_dim] with q_heads a multiple of kv_heads.\n"
+    "                [--prefill N | --fit-all]\n"
+    "                [--query-positions all|last:N|sample:N] [--seed S]\n"
+    "                [--threads N] [--budget BITS] [--plot FILE.png]\n"
+    "                [--json] [--version]\n"
+    "Files: .npy, .npz (np.savez) or .safetensors, float16/bfloat16/float32/\n"
+    "float64. FILE:NAME picks a tensor of an archive; without NAME the\n"
+    "tensors named keys/values/queries (or k/v/q) are used, and --values\n"
+    "defaults to the --keys archive.\n"
+    "--layout names the axes: t tokens, h heads, d head_dim, b batch, l\n"
+    "layers (default thd for 3-D; required for 4-D and 5-D, e.g. bhtd for a\n"
+    "Hugging Face per-layer cache); every (layer, batch) is evaluated on its\n"
+    "own and summarised. Q has the same layout with q_heads a multiple of\n"
+    "kv_heads.\n"
     "Protocol: the first N tokens (--prefill, default 128, at most tokens - 1)\n"
     "are one update (the prompt), every later token is its own update (decode);\n"
     "errors are reported for all tokens, the prefill part and the decoded part.\n"
-    "--fit-all sends every token as one update (no decode steps).\n";
+    "--fit-all sends every token as one update (no decode steps).\n"
+    "Flags take --flag value or --flag=value.\n";
 
-/// The default prompt size: a typical chat/completion prompt, and enough
-/// tokens for the per-channel fits to see a realistic prefill.
 constexpr long long kDefaultPrefill = 128;
+constexpr long long kMaxLloydIters = 100;
 
-/// Input problems: one line on stderr, exit status 2.
-[[noreturn]] void die(const std::string &msg) {
-  std::fprintf(stderr, "kvq-eval: %s\n", msg.c_str());
-  std::exit(2);
-}
+[[noreturn]] void die(const std::string &msg) { kvq::cli::fail(kTool, msg); }
 
 struct Options {
-  std::string keys, values, queries;
+  std::string keys, values, queries, layout, plot, queryPositions = "all";
   std::vector<std::string> methods;
-  int bits = -1, groupSize = -1, residual = -1, sinks = -1, lloydIters = -1,
-      kvquantSinks = -1, refitInterval = -1;
+  std::vector<int> bits; ///< empty: each method's default
+  long long groupSize = -1, residual = -1, sinks = -1, lloydIters = -1,
+            kvquantSinks = -1, refitInterval = -1, prefill = -1;
   int residualMode = -1;
-  double outlierFraction = -1;
-  long long prefill = -1;
-  bool fitAll = false;
-  bool json = false;
+  double outlierFraction = -1, budget = -1;
+  long long threads = 0;
+  unsigned long long seed = 0;
+  bool fitAll = false, json = false;
+  std::vector<std::string> given; ///< flags the user set (for warnings)
 };
-
-long long parseInt(const std::string &flag, const std::string &v) {
-  char *end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < 0 || x > (1ll << 40))
-    die(flag + " expects a non-negative integer, got '" + v + "'");
-  return x;
-}
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        die(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--keys")
-      o.keys = value();
-    else if (a == "--values")
-      o.values = value();
-    else if (a == "--queries")
-      o.queries = value();
-    else if (a == "--method") {
-      std::string list = value();
-      size_t start = 0;
-      while (start <= list.size()) {
-        size_t comma = list.find(',', start);
-        std::string m = list.substr(start, comma == std::string::npos
-                                               ? std::string::npos
-                                               : comma - start);
+  kvq::cli::Parser p(kTool, argc, argv);
+  while (p.next()) {
+    o.given.push_back(p.name());
+    if (p.is("--keys"))
+      o.keys = p.value();
+    else if (p.is("--values"))
+      o.values = p.value();
+    else if (p.is("--queries"))
+      o.queries = p.value();
+    else if (p.is("--layout"))
+      o.layout = p.value();
+    else if (p.is("--method")) {
+      for (const std::string &m : p.listValue()) {
         if (m != "fp16" && m != "kivi" && m != "kivi_sink" && m != "kvquant")
-          die("unknown method '" + m + "' (fp16, kivi, kivi_sink, kvquant)");
-        o.methods.push_back(m);
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
+          die("unknown method '" + printable(m, 40) +
+              "' (fp16, kivi, kivi_sink, kvquant)");
+        if (std::find(o.methods.begin(), o.methods.end(), m) ==
+            o.methods.end())
+          o.methods.push_back(m);
       }
-    } else if (a == "--bits")
-      o.bits = static_cast<int>(parseInt(a, value()));
-    else if (a == "--group-size")
-      o.groupSize = static_cast<int>(parseInt(a, value()));
-    else if (a == "--residual")
-      o.residual = static_cast<int>(parseInt(a, value()));
-    else if (a == "--residual-mode") {
-      std::string m = value();
+    } else if (p.is("--bits")) {
+      for (const std::string &b : p.listValue()) {
+        int v = static_cast<int>(kvq::cli::parseInt(kTool, "--bits", b, 1, 16));
+        if (std::find(o.bits.begin(), o.bits.end(), v) == o.bits.end())
+          o.bits.push_back(v);
+      }
+    } else if (p.is("--group-size"))
+      o.groupSize = p.intValue(1, 1 << 16);
+    else if (p.is("--residual"))
+      o.residual = p.intValue(0, 1 << 30);
+    else if (p.is("--residual-mode")) {
+      std::string m = p.value();
       if (m == "sliding")
         o.residualMode = KVQ_RESIDUAL_SLIDING;
       else if (m == "block")
         o.residualMode = KVQ_RESIDUAL_BLOCK;
       else
-        die("--residual-mode expects sliding or block, got '" + m + "'");
-    } else if (a == "--sinks")
-      o.sinks = static_cast<int>(parseInt(a, value()));
-    else if (a == "--outlier-fraction") {
-      std::string v = value();
-      char *end = nullptr;
-      o.outlierFraction = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(o.outlierFraction >= 0 && o.outlierFraction < 1))
-        die("--outlier-fraction expects a number in [0, 1), got '" + v + "'");
-    } else if (a == "--lloyd-iters")
-      o.lloydIters = static_cast<int>(parseInt(a, value()));
-    else if (a == "--kvquant-sinks")
-      o.kvquantSinks = static_cast<int>(parseInt(a, value()));
-    else if (a == "--refit-interval")
-      o.refitInterval = static_cast<int>(parseInt(a, value()));
-    else if (a == "--prefill")
-      o.prefill = parseInt(a, value());
-    else if (a == "--fit-all")
-      o.fitAll = true;
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--help" || a == "-h") {
+        die("--residual-mode expects sliding or block, got '" +
+            printable(m, 40) + "'");
+    } else if (p.is("--sinks"))
+      o.sinks = p.intValue(0, 1 << 16);
+    else if (p.is("--outlier-fraction"))
+      o.outlierFraction = p.doubleValue(0, 1, true);
+    else if (p.is("--lloyd-iters"))
+      o.lloydIters = p.intValue(0, kMaxLloydIters);
+    else if (p.is("--kvquant-sinks"))
+      o.kvquantSinks = p.intValue(0, 1 << 16);
+    else if (p.is("--refit-interval"))
+      o.refitInterval = p.intValue(0, 1 << 30);
+    else if (p.is("--prefill"))
+      o.prefill = p.intValue(0, 1ll << 40);
+    else if (p.is("--fit-all"))
+      o.fitAll = p.flag();
+    else if (p.is("--query-positions"))
+      o.queryPositions = p.value();
+    else if (p.is("--seed"))
+      o.seed = static_cast<unsigned long long>(
+          p.intValue(0, 9223372036854775807ll));
+    else if (p.is("--threads"))
+      o.threads = p.intValue(1, 256);
+    else if (p.is("--budget"))
+      o.budget = p.doubleValue(0.5, 64, false);
+    else if (p.is("--plot"))
+      o.plot = p.value();
+    else if (p.is("--json"))
+      o.json = p.flag();
+    else if (p.is("--version")) {
+      std::printf("kvq-eval %s\n", KVQ_VERSION_STRING);
+      std::exit(0);
+    } else if (p.is("--help")) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else
-      die("unknown option '" + a + "' (see --help)");
+      p.unknown();
   }
-  if (o.keys.empty() || o.values.empty())
-    die("--keys and --values are required");
+  if (o.keys.empty())
+    die("--keys is required (see --help)");
   if (o.methods.empty())
     die("--method is required");
   if (o.fitAll && o.prefill >= 0)
     die("--fit-all and --prefill exclude each other");
+  if (o.prefill == 0)
+    die("--prefill must be at least 1");
+  if (!o.plot.empty() &&
+      (o.plot.size() < 5 || o.plot.compare(o.plot.size() - 4, 4, ".png") != 0))
+    die("--plot expects a FILE.png, got '" + printable(o.plot, 80) + "'");
   return o;
 }
 
-kvq::npy::Array load(const std::string &path, const char *what) {
-  kvq::npy::Array a;
+bool given(const Options &o, const char *flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+}
+
+//===----------------------------------------------------------------------===//
+// Progress on stderr for long runs
+//===----------------------------------------------------------------------===//
+
+class Progress {
+public:
+  /// Print `what` if the run is over 3 s old and the last line is 2 s old.
+  void report(const std::string &what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const double now = seconds();
+    if (now < 3 || now - last_ < 2)
+      return;
+    last_ = now;
+    std::fprintf(stderr, "kvq-eval: [%.0f s] %s\n", now, what.c_str());
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start_)
+        .count();
+  }
+
+private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now();
+  double last_ = -1e9;
+};
+
+Progress gProgress;
+
+//===----------------------------------------------------------------------===//
+// Inputs: tensors, layout, units
+//===----------------------------------------------------------------------===//
+
+struct Input {
+  kvq::tio::Tensor t;
+  std::string spec;
+};
+
+Input load(const std::string &spec, const std::vector<std::string> &names,
+           const char *role) {
+  Input in;
+  in.spec = spec;
   std::string err;
-  if (!kvq::npy::read(path, a, err))
-    die(err);
-  if (a.shape.size() != 3)
-    die(std::string(what) + " must be 3-D [tokens, heads, head_dim], got " +
-        std::to_string(a.shape.size()) + "-D");
-  for (float f : a.data)
-    if (!std::isfinite(f))
-      die(std::string(what) + " contains NaN or Inf");
+  if (!kvq::tio::load(spec, names, in.t, err))
+    die(std::string(role) + ": " + err);
+  for (size_t i = 0; i < in.t.data.size(); ++i)
+    if (!std::isfinite(in.t.data[i]))
+      die(std::string(role) + " contains NaN or Inf (first at flat index " +
+          std::to_string(i) + ")");
+  return in;
+}
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + ")";
+}
+
+/// Sizes of the named axes of a tensor under `layout` (absent: 1).
+struct Axes {
+  int64_t l = 1, b = 1, t = 0, h = 0, d = 0;
+  int64_t sl = 0, sb = 0, st = 0, sh = 0, sd = 0; ///< element strides
+};
+
+Axes axes(const std::vector<int64_t> &shape, const std::string &layout,
+          const char *role) {
+  if (shape.size() != layout.size())
+    die(std::string(role) + " is " + std::to_string(shape.size()) + "-D " +
+        shapeStr(shape) + " but --layout " + layout + " names " +
+        std::to_string(layout.size()) + " axes");
+  Axes a;
+  int64_t stride = 1;
+  for (size_t i = layout.size(); i-- > 0;) {
+    const int64_t n = shape[i];
+    switch (layout[i]) {
+    case 'l': a.l = n, a.sl = stride; break;
+    case 'b': a.b = n, a.sb = stride; break;
+    case 't': a.t = n, a.st = stride; break;
+    case 'h': a.h = n, a.sh = stride; break;
+    default: a.d = n, a.sd = stride; break;
+    }
+    stride *= n; // bounded: the data is in memory
+  }
   return a;
 }
 
-/// Causal grouped-query attention of every position, scale 1/sqrt(d).
-std::vector<double> attention(const std::vector<float> &q, int64_t T,
-                              int64_t qHeads, const std::vector<float> &k,
-                              const std::vector<float> &v, int64_t kvHeads,
-                              int64_t d) {
-  std::vector<double> out(static_cast<size_t>(T * qHeads * d), 0.0);
-  std::vector<double> w(static_cast<size_t>(T));
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const int64_t group = qHeads / kvHeads;
-  for (int64_t i = 0; i < T; ++i)
-    for (int64_t h = 0; h < qHeads; ++h) {
-      const int64_t kvh = h / group;
-      const float *qi = &q[static_cast<size_t>((i * qHeads + h) * d)];
-      double mx = -INFINITY;
-      for (int64_t t = 0; t <= i; ++t) {
-        const float *kt = &k[static_cast<size_t>((t * kvHeads + kvh) * d)];
-        double dot = 0;
-        for (int64_t j = 0; j < d; ++j)
-          dot += static_cast<double>(qi[j]) * kt[j];
-        w[static_cast<size_t>(t)] = dot * scale;
-        mx = std::max(mx, w[static_cast<size_t>(t)]);
-      }
-      double sum = 0;
-      for (int64_t t = 0; t <= i; ++t)
-        sum += (w[static_cast<size_t>(t)] = std::exp(w[static_cast<size_t>(t)] - mx));
-      double *o = &out[static_cast<size_t>((i * qHeads + h) * d)];
-      for (int64_t t = 0; t <= i; ++t) {
-        const float *vt = &v[static_cast<size_t>((t * kvHeads + kvh) * d)];
-        for (int64_t j = 0; j < d; ++j)
-          o[j] += w[static_cast<size_t>(t)] / sum * vt[j];
-      }
+/// [T, H, D] slice of layer l, batch b.
+std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
+                         int64_t b) {
+  std::vector<float> out(static_cast<size_t>(a.t * a.h * a.d));
+  size_t o = 0;
+  for (int64_t ti = 0; ti < a.t; ++ti)
+    for (int64_t hi = 0; hi < a.h; ++hi) {
+      const float *src =
+          &t.data[static_cast<size_t>(l * a.sl + b * a.sb + ti * a.st +
+                                      hi * a.sh)];
+      for (int64_t di = 0; di < a.d; ++di)
+        out[o++] = src[di * a.sd];
     }
   return out;
 }
 
-/// Errors over a range of token positions [from, to).
-struct PartError {
-  double keyMse = NAN, valueMse = NAN, attnRelErr = NAN;
+//===----------------------------------------------------------------------===//
+// Reference attention: vectorizable inner loops, threaded over (position,
+// head); every output row is computed by one thread in a fixed order, so
+// the numbers do not depend on --threads.
+//===----------------------------------------------------------------------===//
+
+inline float dot(const float *a, const float *b, int64_t d) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8)
+    for (int l = 0; l < 8; ++l)
+      acc[l] += a[j + l] * b[j + l];
+  float tail = 0;
+  for (; j < d; ++j)
+    tail += a[j] * b[j];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+/// [H, T, D] copy of a [T, H, D] array (contiguous rows per head).
+std::vector<float> headMajor(const std::vector<float> &x, int64_t T,
+                             int64_t H, int64_t D) {
+  std::vector<float> out(x.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      std::memcpy(&out[static_cast<size_t>((h * T + t) * D)],
+                  &x[static_cast<size_t>((t * H + h) * D)],
+                  static_cast<size_t>(D) * sizeof(float));
+  return out;
+}
+
+/// Causal GQA attention, scale 1/sqrt(D), at the query positions `pos`:
+/// out is [pos.size(), qHeads, D].
+std::vector<double> attention(const std::vector<float> &q, int64_t T,
+                              int64_t qHeads, const std::vector<float> &k,
+                              const std::vector<float> &v, int64_t kvHeads,
+                              int64_t D, const std::vector<int64_t> &pos,
+                              int threads, const std::string &label) {
+  const std::vector<float> kh = headMajor(k, T, kvHeads, D),
+                           vh = headMajor(v, T, kvHeads, D);
+  const int64_t n = static_cast<int64_t>(pos.size()) * qHeads;
+  std::vector<double> out(static_cast<size_t>(n * D), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const int64_t group = qHeads / kvHeads;
+  std::atomic<int64_t> next{0}, done{0};
+  const int64_t chunk = 8;
+  auto work = [&](bool reporter) {
+    std::vector<double> w(static_cast<size_t>(T));
+    while (true) {
+      const int64_t begin = next.fetch_add(chunk);
+      if (begin >= n)
+        break;
+      const int64_t end = std::min(n, begin + chunk);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t i = pos[static_cast<size_t>(item / qHeads)],
+                      h = item % qHeads, kvh = h / group;
+        const float *qi = &q[static_cast<size_t>((i * qHeads + h) * D)];
+        const float *kb = &kh[static_cast<size_t>(kvh * T * D)];
+        const float *vb = &vh[static_cast<size_t>(kvh * T * D)];
+        double mx = -INFINITY;
+        for (int64_t t = 0; t <= i; ++t) {
+          const double s = dot(qi, kb + t * D, D) * scale;
+          w[static_cast<size_t>(t)] = s;
+          mx = std::max(mx, s);
+        }
+        double sum = 0;
+        for (int64_t t = 0; t <= i; ++t)
+          sum += (w[static_cast<size_t>(t)] =
+                      std::exp(w[static_cast<size_t>(t)] - mx));
+        double *o = &out[static_cast<size_t>(item * D)];
+        for (int64_t t = 0; t <= i; ++t) {
+          const double p = w[static_cast<size_t>(t)] / sum;
+          const float *vt = vb + t * D;
+          for (int64_t j = 0; j < D; ++j)
+            o[j] += p * vt[j];
+        }
+      }
+      const int64_t d = done.fetch_add(end - begin) + (end - begin);
+      if (reporter)
+        gProgress.report(label + ": attention " +
+                         std::to_string(100 * d / n) + "%");
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i)
+    pool.emplace_back(work, false);
+  work(true);
+  for (std::thread &t : pool)
+    t.join();
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+/// Sum of squared error and of squared reference, and the element count.
+struct Sums {
+  double err2 = 0, ref2 = 0;
+  int64_t n = 0;
+  void add(const Sums &o) {
+    err2 += o.err2;
+    ref2 += o.ref2;
+    n += o.n;
+  }
+  double mse() const { return n ? err2 / static_cast<double>(n) : NAN; }
+  double rel() const {
+    return n == 0 ? NAN : ref2 > 0 ? std::sqrt(err2 / ref2) : 0.0;
+  }
+  double snrDb() const {
+    return n == 0 ? NAN : err2 > 0 ? 10 * std::log10(ref2 / err2) : INFINITY;
+  }
 };
 
-struct Result {
+Sums sums(const std::vector<float> &got, const std::vector<float> &want,
+          int64_t from, int64_t to, int64_t C) {
+  Sums s;
+  for (int64_t i = from * C; i < to * C; ++i) {
+    const double r = want[static_cast<size_t>(i)];
+    const double d = static_cast<double>(got[static_cast<size_t>(i)]) - r;
+    s.err2 += d * d;
+    s.ref2 += r * r;
+  }
+  s.n = std::max<int64_t>(0, to - from) * C;
+  return s;
+}
+
+/// Attention sums over the selected positions whose index is in [from, to).
+Sums attnSums(const std::vector<double> &approx,
+              const std::vector<double> &reference,
+              const std::vector<int64_t> &pos, int64_t from, int64_t to,
+              int64_t row) {
+  Sums s;
+  for (size_t p = 0; p < pos.size(); ++p) {
+    if (pos[p] < from || pos[p] >= to)
+      continue;
+    for (int64_t j = 0; j < row; ++j) {
+      const size_t i = p * static_cast<size_t>(row) + static_cast<size_t>(j);
+      const double d = approx[i] - reference[i];
+      s.err2 += d * d;
+      s.ref2 += reference[i] * reference[i];
+    }
+    s.n += row;
+  }
+  return s;
+}
+
+/// Three parts: all tokens, the prefill's and the decoded ones.
+struct Parts {
+  Sums all, prefill, decode;
+  void add(const Parts &o) {
+    all.add(o.all);
+    prefill.add(o.prefill);
+    decode.add(o.decode);
+  }
+};
+
+/// One evaluated configuration.
+struct Config {
   std::string method;
-  int keyBits = 16, valueBits = 16, refitInterval = -1; // -1: not kvquant
-  double keyMse = 0, valueMse = 0, attnRelErr = -1;
-  PartError prefill, decode; ///< positions [0, P) and [P, T)
+  kvq_config cfg;
+  int keyBits = 16, valueBits = 16;
+  std::string label() const {
+    return method == "fp16" ? method
+                            : method + " " + std::to_string(keyBits) + "-bit";
+  }
+};
+
+struct Row {
+  size_t config = 0;
+  int64_t layer = 0, batch = 0;
+  Parts key, value, attn;
   kvq_stats stats{};
   std::vector<int64_t> sinkPositions;
 };
 
-/// Mean squared error of fetched vs input rows [from, to) of C channels.
-double mse(const std::vector<float> &got, const std::vector<float> &want,
-           int64_t from, int64_t to, int64_t C) {
-  if (to <= from)
-    return NAN;
-  double sum = 0;
-  for (int64_t i = from * C; i < to * C; ++i) {
-    double d = static_cast<double>(got[static_cast<size_t>(i)]) -
-               want[static_cast<size_t>(i)];
-    sum += d * d;
+/// Summed over units.
+struct Summary {
+  Parts key, value, attn;
+  int64_t totalBytes = 0, fp16Bytes = 0, compressed = 0;
+  double effectiveBits() const {
+    return fp16Bytes ? 16.0 * static_cast<double>(totalBytes) /
+                           static_cast<double>(fp16Bytes)
+                     : NAN;
   }
-  return sum / static_cast<double>((to - from) * C);
+};
+
+[[noreturn]] void runtimeFailure(const std::string &what, kvq_status s) {
+  die(what + ": " + kvq_status_string(s) + ": " + kvq_last_error());
 }
 
-/// ||O - Ô|| / ||O|| over query positions [from, to) (rows of `row` values).
-double relErr(const std::vector<double> &approx,
-              const std::vector<double> &reference, int64_t from, int64_t to,
-              int64_t row) {
-  if (to <= from)
-    return NAN;
-  double num2 = 0, den2 = 0;
-  for (int64_t i = from * row; i < to * row; ++i) {
-    double r = reference[static_cast<size_t>(i)];
-    double d = approx[static_cast<size_t>(i)] - r;
-    num2 += d * d;
-    den2 += r * r;
-  }
-  return den2 > 0 ? std::sqrt(num2 / den2) : 0.0;
-}
+json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
-std::string num(double x) {
-  if (!std::isfinite(x))
-    return "null";
+std::string fmt(const char *f, double x) {
+  if (std::isnan(x))
+    return "-";
+  if (std::isinf(x))
+    return x > 0 ? "inf" : "-inf";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", x);
+  std::snprintf(buf, sizeof(buf), f, x);
   return buf;
 }
 
-[[noreturn]] void runtimeFailure(const std::string &method, kvq_status s) {
-  die(method + ": " + kvq_status_string(s) + ": " + kvq_last_error());
+json configJson(const Config &c) {
+  const kvq_config &k = c.cfg;
+  json j;
+  j["method"] = c.method;
+  j["key_bits"] = c.keyBits;
+  j["value_bits"] = c.valueBits;
+  if (c.method == "kivi" || c.method == "kivi_sink") {
+    j["group_size"] = k.group_size;
+    j["residual_length"] = k.residual_length;
+    j["residual_mode"] =
+        k.residual_mode == KVQ_RESIDUAL_BLOCK ? "block" : "sliding";
+  }
+  if (c.method == "kivi_sink")
+    j["n_sink_tokens"] = k.n_sink_tokens;
+  if (c.method == "kvquant") {
+    j["outlier_fraction"] = k.outlier_fraction;
+    j["lloyd_iters"] = k.lloyd_iters;
+    j["refit_interval"] = k.refit_interval;
+    j["kvquant_n_sink"] = k.kvquant_n_sink;
+  }
+  j["num_kv_heads"] = k.num_kv_heads;
+  j["head_dim"] = k.head_dim;
+  return j;
+}
+
+void partsJson(json &j, const char *what, const Parts &p, bool mse) {
+  const std::string w = what;
+  if (mse) {
+    j[w + "_mse"] = num(p.all.mse());
+    j[w + "_rel_err"] = num(p.all.rel());
+    j[w + "_snr_db"] = num(p.all.snrDb());
+    j[w + "_mse_prefill"] = num(p.prefill.mse());
+    j[w + "_mse_decode"] = num(p.decode.mse());
+    j[w + "_rel_err_prefill"] = num(p.prefill.rel());
+    j[w + "_rel_err_decode"] = num(p.decode.rel());
+  } else {
+    j[w + "_rel_err"] = num(p.all.rel());
+    j[w + "_rel_err_prefill"] = num(p.prefill.rel());
+    j[w + "_rel_err_decode"] = num(p.decode.rel());
+  }
+}
+
+std::string gnuplotString(const std::string &s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   Options opt = parseArgs(argc, argv);
-  kvq::npy::Array K = load(opt.keys, "keys"), V = load(opt.values, "values");
-  if (K.shape != V.shape)
-    die("keys and values shapes differ");
-  const int64_t T = K.shape[0], H = K.shape[1], D = K.shape[2];
-  if (T == 0 || H == 0 || D == 0)
-    die("keys are empty");
-  kvq::npy::Array Q;
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string &w) {
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end())
+      warnings.push_back(w);
+  };
+
+  // --- Inputs ------------------------------------------------------------
+  Input K = load(opt.keys, {"keys", "k"}, "keys");
+  if (opt.values.empty()) {
+    if (K.t.format == kvq::tio::Format::Npy)
+      die("--values is required (with a .npy --keys)");
+    opt.values = K.t.file; // the same archive's values/v
+  }
+  Input V = load(opt.values, {"values", "v"}, "values");
   const bool haveQ = !opt.queries.empty();
+  Input Q;
+  if (haveQ)
+    Q = load(opt.queries, {"queries", "q"}, "queries");
+
+  std::string layout = opt.layout;
+  const bool explicitLayout = !layout.empty();
+  if (explicitLayout) {
+    bool ok = layout.size() >= 3 && layout.size() <= 5;
+    for (size_t i = 0; ok && i < layout.size(); ++i)
+      ok = std::strchr("lbthd", layout[i]) &&
+           layout.find(layout[i], i + 1) == std::string::npos;
+    ok = ok && layout.find('t') != std::string::npos &&
+         layout.find('h') != std::string::npos &&
+         layout.find('d') != std::string::npos;
+    if (!ok)
+      die("--layout expects distinct axis letters naming t (tokens), h "
+          "(heads), d (head_dim) and optionally b (batch), l (layers), e.g. "
+          "thd, htd, bhtd, lbhtd; got '" +
+          printable(layout, 20) + "'");
+  } else if (K.t.shape.size() == 3) {
+    layout = "thd";
+  } else {
+    die("keys are " + std::to_string(K.t.shape.size()) + "-D " +
+        shapeStr(K.t.shape) +
+        ": name the axes with --layout (e.g. bhtd for a Hugging Face "
+        "per-layer cache [batch, heads, tokens, head_dim], lbhtd with "
+        "layers, thd for [tokens, heads, head_dim])");
+  }
+  const Axes ka = axes(K.t.shape, layout, "keys");
+  if (K.t.shape != V.t.shape)
+    die("keys and values shapes differ: " + shapeStr(K.t.shape) + " vs " +
+        shapeStr(V.t.shape));
+  const int64_t T = ka.t, H = ka.h, D = ka.d, L = ka.l, B = ka.b;
+  if (T == 0 || H == 0 || D == 0 || L == 0 || B == 0)
+    die("keys are empty: shape " + shapeStr(K.t.shape));
+  if (T < H) {
+    const std::string m =
+        "keys " + shapeStr(K.t.shape) + " read as layout " + layout +
+        " give " + std::to_string(T) + " tokens and " + std::to_string(H) +
+        " heads: fewer tokens than heads usually means the axes are swapped";
+    if (!explicitLayout)
+      die(m + "; pass --layout htd for [heads, tokens, head_dim] (or "
+              "--layout thd to confirm)");
+    warn(m);
+  }
+  Axes qa;
+  int64_t Hq = 0;
   if (haveQ) {
-    Q = load(opt.queries, "queries");
-    if (Q.shape[0] != T || Q.shape[2] != D)
-      die("queries must be [tokens, q_heads, head_dim] with the keys' tokens "
-          "and head_dim");
-    if (Q.shape[1] == 0 || Q.shape[1] % H != 0)
-      die("q_heads " + std::to_string(Q.shape[1]) +
+    qa = axes(Q.t.shape, layout, "queries");
+    Hq = qa.h;
+    if (qa.t != T || qa.d != D || qa.l != L || qa.b != B)
+      die("queries " + shapeStr(Q.t.shape) + " must match the keys " +
+          shapeStr(K.t.shape) + " in every axis of layout " + layout +
+          " but heads");
+    if (Hq == 0 || Hq % H != 0)
+      die("q_heads " + std::to_string(Hq) +
           " is not a multiple of kv_heads " + std::to_string(H));
   }
+  if (H > INT32_MAX || D > INT32_MAX)
+    die("heads or head_dim too large");
   if (opt.prefill > T)
     die("--prefill " + std::to_string(opt.prefill) + " exceeds the " +
         std::to_string(T) + " tokens");
-  if (opt.prefill == 0)
-    die("--prefill must be at least 1");
-  // Default: a prompt-sized prefill, clipped so that at least one token is
-  // decoded (a one-token dump can only be a prefill).
   const int64_t prefill =
       opt.fitAll ? T
       : opt.prefill > 0
@@ -284,149 +624,476 @@ int main(int argc, char **argv) {
           : std::max<int64_t>(1, std::min<int64_t>(kDefaultPrefill, T - 1));
   const int64_t C = H * D;
 
-  std::vector<double> reference;
-  if (haveQ)
-    reference = attention(Q.data, T, Q.shape[1], K.data, V.data, H, D);
-
-  std::vector<Result> results;
-  for (const std::string &m : opt.methods) {
-    kvq_method method = m == "fp16"        ? KVQ_METHOD_FP16
-                        : m == "kivi"      ? KVQ_METHOD_KIVI
-                        : m == "kivi_sink" ? KVQ_METHOD_KIVI_SINK
-                                           : KVQ_METHOD_KVQUANT;
-    kvq_config cfg;
-    kvq_config_init(&cfg, method);
-    cfg.num_layers = 1;
-    cfg.num_kv_heads = static_cast<int32_t>(H);
-    cfg.head_dim = static_cast<int32_t>(D);
-    if (opt.bits >= 0)
-      cfg.key_bits = cfg.value_bits = opt.bits;
-    if (opt.groupSize >= 0)
-      cfg.group_size = opt.groupSize;
-    else if (cfg.head_dim % cfg.group_size != 0)
-      cfg.group_size = cfg.head_dim < 32 ? cfg.head_dim : cfg.group_size;
-    if (opt.residual >= 0)
-      cfg.residual_length = opt.residual;
-    if (opt.residualMode >= 0)
-      cfg.residual_mode = opt.residualMode;
-    if (opt.sinks >= 0 && method == KVQ_METHOD_KIVI_SINK)
-      cfg.n_sink_tokens = opt.sinks;
-    if (opt.outlierFraction >= 0)
-      cfg.outlier_fraction = static_cast<float>(opt.outlierFraction);
-    if (opt.lloydIters >= 0)
-      cfg.lloyd_iters = opt.lloydIters;
-    if (opt.kvquantSinks >= 0)
-      cfg.kvquant_n_sink = opt.kvquantSinks;
-    if (opt.refitInterval >= 0)
-      cfg.refit_interval = opt.refitInterval;
-
-    kvq_cache_t *cache = nullptr;
-    if (kvq_status s = kvq_cache_create(&cfg, &cache))
-      runtimeFailure(m, s);
-    auto update = [&](int64_t from, int64_t to) {
-      kvq_status s = kvq_cache_update(cache, 0, &K.data[from * C],
-                                      &V.data[from * C], to - from,
-                                      KVQ_DTYPE_F32);
-      if (s != KVQ_OK) {
-        kvq_cache_destroy(cache);
-        runtimeFailure(m, s);
+  // --- Query positions ---------------------------------------------------
+  std::vector<int64_t> positions;
+  std::string qpMode = "all";
+  if (haveQ) {
+    const std::string &qp = opt.queryPositions;
+    if (qp == "all") {
+      for (int64_t t = 0; t < T; ++t)
+        positions.push_back(t);
+    } else if (qp.rfind("last:", 0) == 0 || qp.rfind("sample:", 0) == 0) {
+      const bool last = qp[0] == 'l';
+      qpMode = last ? "last" : "sample";
+      const int64_t n = kvq::cli::parseInt(
+          kTool, "--query-positions " + qpMode + ":N",
+          qp.substr(last ? 5 : 7), 1, 1ll << 40);
+      const int64_t m = std::min(n, T);
+      if (last) {
+        for (int64_t t = T - m; t < T; ++t)
+          positions.push_back(t);
+      } else {
+        std::vector<int64_t> all(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t)
+          all[static_cast<size_t>(t)] = t;
+        std::mt19937_64 gen(opt.seed);
+        for (int64_t i = 0; i < m; ++i) {
+          std::uniform_int_distribution<int64_t> u(i, T - 1);
+          std::swap(all[static_cast<size_t>(i)],
+                    all[static_cast<size_t>(u(gen))]);
+        }
+        positions.assign(all.begin(), all.begin() + m);
+        std::sort(positions.begin(), positions.end());
       }
-    };
-    update(0, prefill);
-    for (int64_t t = prefill; t < T; ++t)
-      update(t, t + 1);
-    std::vector<float> k(static_cast<size_t>(T * C)), v(k.size());
-    if (kvq_status s =
-            kvq_cache_fetch(cache, 0, k.data(), v.data(), T, KVQ_DTYPE_F32))
-      runtimeFailure(m, s);
-    Result r;
-    r.method = m;
-    if (method != KVQ_METHOD_FP16) {
-      r.keyBits = cfg.key_bits;
-      r.valueBits = cfg.value_bits;
+    } else {
+      die("--query-positions expects all, last:N or sample:N, got '" +
+          printable(qp, 40) + "'");
     }
-    if (method == KVQ_METHOD_KVQUANT)
-      r.refitInterval = cfg.refit_interval;
-    r.keyMse = mse(k, K.data, 0, T, C);
-    r.valueMse = mse(v, V.data, 0, T, C);
-    r.prefill.keyMse = mse(k, K.data, 0, prefill, C);
-    r.prefill.valueMse = mse(v, V.data, 0, prefill, C);
-    r.decode.keyMse = mse(k, K.data, prefill, T, C);
-    r.decode.valueMse = mse(v, V.data, prefill, T, C);
-    kvq_cache_stats(cache, 0, &r.stats);
-    if (method == KVQ_METHOD_KIVI_SINK) {
-      int64_t count = 0;
-      kvq_cache_sink_positions(cache, 0, nullptr, 0, &count);
-      r.sinkPositions.resize(static_cast<size_t>(count));
-      if (count)
-        kvq_cache_sink_positions(cache, 0, r.sinkPositions.data(), count,
-                                 &count);
-    }
-    kvq_cache_destroy(cache);
-    if (haveQ) {
-      std::vector<double> approx = attention(Q.data, T, Q.shape[1], k, v, H, D);
-      const int64_t row = Q.shape[1] * D;
-      r.attnRelErr = relErr(approx, reference, 0, T, row);
-      r.prefill.attnRelErr = relErr(approx, reference, 0, prefill, row);
-      r.decode.attnRelErr = relErr(approx, reference, prefill, T, row);
-    }
-    results.push_back(r);
+  } else if (given(opt, "--query-positions")) {
+    warn("--query-positions does not apply without --queries: ignored");
+  }
+  if (!haveQ && given(opt, "--seed"))
+    warn("--seed does not apply without --queries: ignored");
+  const int threads = static_cast<int>(
+      opt.threads > 0
+          ? opt.threads
+          : std::max(1u, std::min(64u, std::thread::hardware_concurrency())));
+
+  // --- Configurations -----------------------------------------------------
+  // Which flags each method uses; a flag given for a method that ignores
+  // it is a warning (fp16 is exempt when it is only the baseline).
+  static const std::map<std::string, std::vector<std::string>> applies = {
+      {"--bits", {"kivi", "kivi_sink", "kvquant"}},
+      {"--group-size", {"kivi", "kivi_sink"}},
+      {"--residual", {"kivi", "kivi_sink"}},
+      {"--residual-mode", {"kivi", "kivi_sink"}},
+      {"--sinks", {"kivi_sink"}},
+      {"--outlier-fraction", {"kvquant"}},
+      {"--lloyd-iters", {"kvquant"}},
+      {"--kvquant-sinks", {"kvquant"}},
+      {"--refit-interval", {"kvquant"}}};
+  const bool onlyFp16 = opt.methods.size() == 1 && opt.methods[0] == "fp16";
+  for (const auto &[flag, users] : applies) {
+    if (!given(opt, flag.c_str()))
+      continue;
+    std::string ignored;
+    for (const std::string &m : opt.methods)
+      if (std::find(users.begin(), users.end(), m) == users.end() &&
+          (m != "fp16" || onlyFp16))
+        ignored += (ignored.empty() ? "" : ", ") + m;
+    if (ignored.empty())
+      continue;
+    std::string users_;
+    for (const std::string &u : users)
+      users_ += (users_.empty() ? "" : ", ") + u;
+    std::string hint;
+    if (flag == "--sinks")
+      hint = "; kvquant's sinks are --kvquant-sinks";
+    warn(flag + " does not apply to " + ignored + " (only to " + users_ +
+         "): ignored there" + hint);
   }
 
-  if (opt.json) {
-    std::printf("[");
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result &r = results[i];
-      const kvq_stats &s = r.stats;
-      std::printf("%s\n  {\"method\": \"%s\", \"key_bits\": %d, \"value_bits\": "
-                  "%d, \"key_mse\": %s, \"value_mse\": %s",
-                  i ? "," : "", r.method.c_str(), r.keyBits, r.valueBits,
-                  num(r.keyMse).c_str(), num(r.valueMse).c_str());
-      if (haveQ)
-        std::printf(", \"attn_rel_err\": %s", num(r.attnRelErr).c_str());
-      // The split: positions [0, prefill) went in as one update, the rest
-      // one token per update; null where a part is empty.
-      std::printf(", \"prefill_tokens\": %lld, \"decoded_tokens\": %lld, "
-                  "\"key_mse_prefill\": %s, \"key_mse_decode\": %s, "
-                  "\"value_mse_prefill\": %s, \"value_mse_decode\": %s",
-                  (long long)prefill, (long long)(T - prefill),
-                  num(r.prefill.keyMse).c_str(), num(r.decode.keyMse).c_str(),
-                  num(r.prefill.valueMse).c_str(),
-                  num(r.decode.valueMse).c_str());
-      if (haveQ)
-        std::printf(", \"attn_rel_err_prefill\": %s, "
-                    "\"attn_rel_err_decode\": %s",
-                    num(r.prefill.attnRelErr).c_str(),
-                    num(r.decode.attnRelErr).c_str());
-      if (r.refitInterval >= 0)
-        std::printf(", \"refit_interval\": %d", r.refitInterval);
-      std::printf(", \"effective_bits\": %s, \"tokens\": {\"total\": %lld, "
-                  "\"compressed\": %lld, \"sink\": %lld, \"residual\": %lld}",
-                  num(s.effective_bits).c_str(), (long long)s.tokens,
-                  (long long)s.compressed_tokens, (long long)s.sink_tokens,
-                  (long long)s.residual_tokens);
-      std::printf(", \"bytes\": {\"codes\": %lld, \"scale_zero\": %lld, "
-                  "\"level_tables\": %lld, \"outliers\": %lld, \"sinks\": "
-                  "%lld, \"residual\": %lld, \"total\": %lld}, "
-                  "\"outlier_count\": %lld, \"fp16_bytes\": %lld",
-                  (long long)s.code_bytes, (long long)s.scale_zero_bytes,
-                  (long long)s.level_table_bytes, (long long)s.outlier_bytes,
-                  (long long)s.sink_bytes, (long long)s.residual_bytes,
-                  (long long)s.total_bytes, (long long)s.outlier_count,
-                  (long long)s.fp16_bytes);
-      if (r.method == "kivi_sink") {
-        std::printf(", \"sink_positions\": [");
-        for (size_t j = 0; j < r.sinkPositions.size(); ++j)
-          std::printf("%s%lld", j ? ", " : "", (long long)r.sinkPositions[j]);
-        std::printf("]");
+  std::vector<Config> configs;
+  for (const std::string &m : opt.methods) {
+    const kvq_method method = m == "fp16"        ? KVQ_METHOD_FP16
+                              : m == "kivi"      ? KVQ_METHOD_KIVI
+                              : m == "kivi_sink" ? KVQ_METHOD_KIVI_SINK
+                                                 : KVQ_METHOD_KVQUANT;
+    std::vector<int> widths = opt.bits;
+    if (widths.empty() || method == KVQ_METHOD_FP16)
+      widths = {-1};
+    for (int bits : widths) {
+      Config c;
+      c.method = m;
+      kvq_config &cfg = c.cfg;
+      kvq_config_init(&cfg, method);
+      cfg.num_layers = 1;
+      cfg.num_kv_heads = static_cast<int32_t>(H);
+      cfg.head_dim = static_cast<int32_t>(D);
+      if (bits > 0)
+        cfg.key_bits = cfg.value_bits = bits;
+      if (opt.groupSize > 0)
+        cfg.group_size = static_cast<int32_t>(opt.groupSize);
+      else if (cfg.head_dim % cfg.group_size != 0)
+        cfg.group_size = cfg.head_dim < 32 ? cfg.head_dim : cfg.group_size;
+      if (opt.residual >= 0)
+        cfg.residual_length = static_cast<int32_t>(opt.residual);
+      if (opt.residualMode >= 0)
+        cfg.residual_mode = opt.residualMode;
+      if (opt.sinks >= 0 && method == KVQ_METHOD_KIVI_SINK)
+        cfg.n_sink_tokens = static_cast<int32_t>(opt.sinks);
+      if (opt.outlierFraction >= 0)
+        cfg.outlier_fraction = static_cast<float>(opt.outlierFraction);
+      if (opt.lloydIters >= 0)
+        cfg.lloyd_iters = static_cast<int32_t>(opt.lloydIters);
+      if (opt.kvquantSinks >= 0)
+        cfg.kvquant_n_sink = static_cast<int32_t>(opt.kvquantSinks);
+      if (opt.refitInterval >= 0)
+        cfg.refit_interval = static_cast<int32_t>(opt.refitInterval);
+      if (method != KVQ_METHOD_FP16) {
+        c.keyBits = cfg.key_bits;
+        c.valueBits = cfg.value_bits;
       }
-      std::printf("}");
+      configs.push_back(c);
     }
-    std::printf("\n]\n");
+  }
+
+  // --- Evaluation, unit by unit --------------------------------------------
+  std::vector<Row> rows;
+  std::vector<Summary> summary(configs.size());
+  const int64_t units = L * B;
+  int64_t unitIndex = 0;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t b = 0; b < B; ++b, ++unitIndex) {
+      const std::string where =
+          units > 1 ? "layer " + std::to_string(l) +
+                          (B > 1 ? " batch " + std::to_string(b) : "") +
+                          " (" + std::to_string(unitIndex + 1) + "/" +
+                          std::to_string(units) + ")"
+                    : std::string("input");
+      const std::vector<float> k = slice(K.t, ka, l, b),
+                               v = slice(V.t, ka, l, b);
+      std::vector<float> q;
+      std::vector<double> reference;
+      if (haveQ) {
+        q = slice(Q.t, qa, l, b);
+        reference = attention(q, T, Hq, k, v, H, D, positions, threads,
+                              where + " reference");
+      }
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        const Config &c = configs[ci];
+        const std::string label = where + " " + c.label();
+        gProgress.report(label + ": running the cache");
+        kvq_cache_t *cache = nullptr;
+        if (kvq_status s = kvq_cache_create(&c.cfg, &cache))
+          runtimeFailure(c.label(), s);
+        auto update = [&](int64_t from, int64_t to) {
+          kvq_status s = kvq_cache_update(cache, 0, &k[from * C], &v[from * C],
+                                          to - from, KVQ_DTYPE_F32);
+          if (s != KVQ_OK) {
+            kvq_cache_destroy(cache);
+            runtimeFailure(c.label(), s);
+          }
+        };
+        update(0, prefill);
+        for (int64_t t = prefill; t < T; ++t) {
+          update(t, t + 1);
+          if ((t & 255) == 0)
+            gProgress.report(label + ": decode step " +
+                             std::to_string(t - prefill) + "/" +
+                             std::to_string(T - prefill));
+        }
+        std::vector<float> kf(static_cast<size_t>(T * C)), vf(kf.size());
+        if (kvq_status s = kvq_cache_fetch(cache, 0, kf.data(), vf.data(), T,
+                                           KVQ_DTYPE_F32))
+          runtimeFailure(c.label(), s);
+        Row r;
+        r.config = ci;
+        r.layer = l;
+        r.batch = b;
+        r.key = {sums(kf, k, 0, T, C), sums(kf, k, 0, prefill, C),
+                 sums(kf, k, prefill, T, C)};
+        r.value = {sums(vf, v, 0, T, C), sums(vf, v, 0, prefill, C),
+                   sums(vf, v, prefill, T, C)};
+        kvq_cache_stats(cache, 0, &r.stats);
+        if (c.method == "kivi_sink") {
+          int64_t count = 0;
+          kvq_cache_sink_positions(cache, 0, nullptr, 0, &count);
+          r.sinkPositions.resize(static_cast<size_t>(count));
+          if (count)
+            kvq_cache_sink_positions(cache, 0, r.sinkPositions.data(), count,
+                                     &count);
+        }
+        kvq_cache_destroy(cache);
+        if (haveQ) {
+          std::vector<double> approx = attention(q, T, Hq, kf, vf, H, D,
+                                                 positions, threads, label);
+          const int64_t row = Hq * D;
+          r.attn = {attnSums(approx, reference, positions, 0, T, row),
+                    attnSums(approx, reference, positions, 0, prefill, row),
+                    attnSums(approx, reference, positions, prefill, T, row)};
+        }
+        Summary &s = summary[ci];
+        s.key.add(r.key);
+        s.value.add(r.value);
+        s.attn.add(r.attn);
+        s.totalBytes += r.stats.total_bytes;
+        s.fp16Bytes += r.stats.fp16_bytes;
+        s.compressed += r.stats.compressed_tokens;
+        rows.push_back(std::move(r));
+      }
+    }
+
+  // --- Warnings about what the numbers mean -------------------------------
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    const Config &c = configs[ci];
+    const Summary &s = summary[ci];
+    if (c.method != "fp16" && s.compressed == 0)
+      warn(c.label() + ": no token was quantized (all " + std::to_string(T) +
+           " tokens stayed fp16 in the residual window or as sinks): its "
+           "numbers describe fp16, not " + c.method +
+           (c.method == "kvquant" ? "" : "; use more tokens or a smaller --residual"));
+    if (s.effectiveBits() > 16) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.2f", s.effectiveBits());
+      warn(c.label() + ": effective bits " + buf +
+           " exceed fp16's 16: its scales, level tables and outliers cost "
+           "more than the codes save at this width");
+    }
+    if (s.key.decode.n > 0 && s.key.decode.mse() > 2 * s.key.prefill.mse()) {
+      char buf[256];
+      std::snprintf(buf, sizeof(buf),
+                    "%s: key MSE of the decoded tokens is %.1fx that of the "
+                    "prefill",
+                    c.method.c_str(),
+                    s.key.prefill.mse() > 0
+                        ? s.key.decode.mse() / s.key.prefill.mse()
+                        : INFINITY);
+      std::string note = buf;
+      if (c.method == "kvquant" && c.cfg.refit_interval == 0)
+        note += " (kvquant refit_interval 0: key levels frozen at the "
+                "prefill; try --refit-interval N)";
+      warn(note);
+    }
+  }
+
+  // --- Recommendation ------------------------------------------------------
+  const char *criterion = haveQ ? "attn_rel_err" : "kv_rel_err";
+  auto score = [&](size_t ci) {
+    const Summary &s = summary[ci];
+    return haveQ ? s.attn.all.rel()
+                 : 0.5 * (s.key.all.rel() + s.value.all.rel());
+  };
+  json recommendation = nullptr;
+  std::string recommendationText;
+  if (opt.budget > 0) {
+    auto best = [&](const char *method) {
+      long best = -1;
+      for (size_t ci = 0; ci < configs.size(); ++ci)
+        if ((!method || configs[ci].method == method) &&
+            summary[ci].effectiveBits() <= opt.budget &&
+            (best < 0 || score(ci) < score(static_cast<size_t>(best))))
+          best = static_cast<long>(ci);
+      return best;
+    };
+    const long pick = best(nullptr), kivi = best("kivi");
+    char budget[32];
+    std::snprintf(budget, sizeof(budget), "%g", opt.budget);
+    if (pick < 0) {
+      warn(std::string("--budget ") + budget +
+           ": no evaluated configuration fits (try more --bits widths or a "
+           "larger budget)");
+    } else {
+      const size_t p = static_cast<size_t>(pick);
+      recommendation = json::object();
+      recommendation["budget_bits"] = opt.budget;
+      recommendation["criterion"] = criterion;
+      recommendation["config"] = configJson(configs[p]);
+      recommendation["effective_bits"] = num(summary[p].effectiveBits());
+      recommendation["error"] = num(score(p));
+      char buf[256];
+      std::snprintf(buf, sizeof(buf), "%s at %.3f effective bits (%s %.6g)",
+                    configs[p].label().c_str(), summary[p].effectiveBits(),
+                    criterion, score(p));
+      recommendationText = std::string("recommendation for ") + budget +
+                           " bits: " + buf;
+      if (kivi >= 0) {
+        const size_t kv = static_cast<size_t>(kivi);
+        recommendation["kivi"] = configJson(configs[kv]);
+        recommendation["kivi_effective_bits"] =
+            num(summary[kv].effectiveBits());
+        recommendation["kivi_error"] = num(score(kv));
+        const double ratio = score(p) > 0 ? score(kv) / score(p) : INFINITY;
+        recommendation["kivi_error_ratio"] = num(ratio);
+        std::snprintf(buf, sizeof(buf),
+                      "; plain KIVI in budget: %s at %.3f bits, %s %.6g "
+                      "(%.2fx the recommendation's)",
+                      configs[kv].label().c_str(),
+                      summary[kv].effectiveBits(), criterion, score(kv), ratio);
+        recommendationText += buf;
+      } else {
+        recommendation["kivi"] = nullptr;
+        recommendationText +=
+            "; no plain KIVI configuration evaluated fits the budget (add "
+            "kivi to --method to compare)";
+      }
+    }
+  }
+
+  // --- Plot ----------------------------------------------------------------
+  if (!opt.plot.empty()) {
+    std::string script = "set terminal pngcairo size 900,600\nset output " +
+                         gnuplotString(opt.plot) + "\n";
+    script += std::string("set title 'kvq-eval: ") +
+              (haveQ ? "attention" : "K/V") +
+              " error against effective bits'\n"
+              "set xlabel 'effective bits per element'\nset ylabel '" +
+              (haveQ ? "attention relative error"
+                     : "K/V relative error (mean of K and V)") +
+              "'\nset logscale y\nset grid\nset key top right\n";
+    if (opt.budget > 0)
+      script += "set arrow from " + std::to_string(opt.budget) +
+                ", graph 0 to " + std::to_string(opt.budget) +
+                ", graph 1 nohead dashtype 2\n";
+    std::string plot = "plot ";
+    int series = 0;
+    for (const std::string &m : opt.methods) {
+      std::vector<std::pair<double, double>> pts;
+      for (size_t ci = 0; ci < configs.size(); ++ci)
+        if (configs[ci].method == m && score(ci) > 0 &&
+            std::isfinite(summary[ci].effectiveBits()))
+          pts.push_back({summary[ci].effectiveBits(), score(ci)});
+      if (pts.empty())
+        continue;
+      std::sort(pts.begin(), pts.end());
+      script += "$d" + std::to_string(series) + " << EOD\n";
+      for (auto &pt : pts) {
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), "%.9g %.9g\n", pt.first, pt.second);
+        script += buf;
+      }
+      script += "EOD\n";
+      plot += std::string(series ? ", " : "") + "$d" + std::to_string(series) +
+              " with linespoints pointtype 7 title '" + m + "'";
+      ++series;
+    }
+    if (series == 0) {
+      warn("--plot: no configuration has a positive error to plot");
+    } else {
+      script += plot + "\n";
+      FILE *g = popen("gnuplot", "w");
+      if (!g)
+        die("--plot: cannot run gnuplot (apt-get install gnuplot-nox)");
+      std::fwrite(script.data(), 1, script.size(), g);
+      const int st = pclose(g);
+      if (st != 0)
+        die("--plot: gnuplot failed (status " + std::to_string(st) +
+            "; is gnuplot-nox installed?) writing '" + printable(opt.plot) +
+            "'");
+    }
+  }
+
+  for (const std::string &w : warnings)
+    std::fprintf(stderr, "kvq-eval: warning: %s\n", w.c_str());
+
+  // --- Output ----------------------------------------------------------------
+  auto statsJson = [&](json &j, const kvq_stats &s) {
+    j["effective_bits"] = num(s.effective_bits);
+    j["tokens"] = {{"total", s.tokens},
+                   {"compressed", s.compressed_tokens},
+                   {"sink", s.sink_tokens},
+                   {"residual", s.residual_tokens}};
+    j["bytes"] = {{"codes", s.code_bytes},
+                  {"scale_zero", s.scale_zero_bytes},
+                  {"level_tables", s.level_table_bytes},
+                  {"outliers", s.outlier_bytes},
+                  {"sinks", s.sink_bytes},
+                  {"residual", s.residual_bytes},
+                  {"total", s.total_bytes}};
+    j["outlier_count"] = s.outlier_count;
+    j["fp16_bytes"] = s.fp16_bytes;
+  };
+  if (opt.json) {
+    json out;
+    out["tool"] = "kvq-eval";
+    out["kvq_version"] = KVQ_VERSION_STRING;
+    auto inputJson = [&](const Input &in) {
+      return json{{"file", in.t.file},
+                  {"tensor", in.t.name},
+                  {"format", kvq::tio::formatName(in.t.format)},
+                  {"dtype", kvq::tio::dtypeName(in.t.dtype)},
+                  {"shape", in.t.shape}};
+    };
+    out["inputs"] = {{"keys", inputJson(K)}, {"values", inputJson(V)},
+                     {"queries", haveQ ? inputJson(Q) : json(nullptr)}};
+    out["layout"] = layout;
+    out["layers"] = L;
+    out["batch"] = B;
+    out["tokens"] = T;
+    out["kv_heads"] = H;
+    out["q_heads"] = haveQ ? json(Hq) : json(nullptr);
+    out["head_dim"] = D;
+    out["protocol"] = {{"prefill_tokens", prefill},
+                       {"decoded_tokens", T - prefill},
+                       {"fit_all", opt.fitAll}};
+    if (haveQ)
+      out["query_positions"] = {{"mode", qpMode},
+                                {"count", positions.size()},
+                                {"seed", qpMode == "sample"
+                                             ? json(opt.seed)
+                                             : json(nullptr)}};
+    else
+      out["query_positions"] = nullptr;
+    out["threads"] = threads;
+    out["warnings"] = warnings;
+    json jr = json::array();
+    for (const Row &r : rows) {
+      const Config &c = configs[r.config];
+      json j;
+      j["method"] = c.method;
+      j["key_bits"] = c.keyBits;
+      j["value_bits"] = c.valueBits;
+      j["layer"] = r.layer;
+      j["batch"] = r.batch;
+      partsJson(j, "key", r.key, true);
+      partsJson(j, "value", r.value, true);
+      if (haveQ)
+        partsJson(j, "attn", r.attn, false);
+      j["prefill_tokens"] = prefill;
+      j["decoded_tokens"] = T - prefill;
+      if (c.method == "kvquant")
+        j["refit_interval"] = c.cfg.refit_interval;
+      statsJson(j, r.stats);
+      if (c.method == "kivi_sink")
+        j["sink_positions"] = r.sinkPositions;
+      j["config"] = configJson(c);
+      jr.push_back(j);
+    }
+    out["rows"] = jr;
+    json js = json::array();
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Summary &s = summary[ci];
+      json j;
+      j["method"] = configs[ci].method;
+      j["key_bits"] = configs[ci].keyBits;
+      j["value_bits"] = configs[ci].valueBits;
+      j["units"] = units;
+      partsJson(j, "key", s.key, true);
+      partsJson(j, "value", s.value, true);
+      if (haveQ)
+        partsJson(j, "attn", s.attn, false);
+      j["effective_bits"] = num(s.effectiveBits());
+      j["total_bytes"] = s.totalBytes;
+      j["fp16_bytes"] = s.fp16Bytes;
+      j["config"] = configJson(configs[ci]);
+      js.push_back(j);
+    }
+    out["summary"] = js;
+    out["recommendation"] = recommendation;
+    out["plot"] = opt.plot.empty() ? json(nullptr) : json(opt.plot);
+    std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  // The table: one row per method over all tokens, then its prefill part
-  // and its decoded part, so a decode-time breakdown is visible at a glance.
+
+  // The table: per unit, one row per configuration over all tokens, then
+  // its prefill part and its decoded part; a summary when there are several
+  // units.
+  std::printf("%s %s: %lld tokens x %lld kv heads x %lld dims (layout %s",
+              printable(K.t.file).c_str(), shapeStr(K.t.shape).c_str(), (long long)T,
+              (long long)H, (long long)D, layout.c_str());
+  if (units > 1)
+    std::printf(", %lld layers x %lld batch", (long long)L, (long long)B);
+  std::printf(")\n");
   std::printf("%lld tokens: ", (long long)T);
   if (prefill == T)
     std::printf("one update of all of them (--fit-all): every fit saw every "
@@ -435,45 +1102,64 @@ int main(int argc, char **argv) {
     std::printf("a %lld-token prefill, then %lld decode steps of one token "
                 "(--prefill N, --fit-all)\n",
                 (long long)prefill, (long long)(T - prefill));
-  std::printf("%-10s %5s %5s %-8s %12s %12s %12s %8s %12s %12s  %s\n",
-              "method", "kbits", "vbits", "part", "key_mse", "value_mse",
-              "attn_rel_err", "eff_bits", "total_bytes", "fp16_bytes",
-              "sinks");
-  auto cell = [&](double x) { return haveQ ? num(x) : std::string("-"); };
-  std::vector<std::string> notes;
-  for (const Result &r : results) {
+  if (haveQ && qpMode != "all")
+    std::printf("attention error at %zu query positions (%s)\n",
+                positions.size(), opt.queryPositions.c_str());
+  auto header = [&]() {
+    std::printf("%-10s %5s %5s %-8s %12s %12s %8s %8s %12s %8s %12s %12s  %s\n",
+                "method", "kbits", "vbits", "part", "key_mse", "value_mse",
+                "key_rel", "val_rel", "attn_rel_err", "eff_bits",
+                "total_bytes", "fp16_bytes", "sinks");
+  };
+  auto cell = [&](double x) { return haveQ ? fmt("%.9g", x) : std::string("-"); };
+  auto printParts = [&](const Config &c, const Parts &k, const Parts &v,
+                        const Parts &a, double eff, long long total,
+                        long long fp16, const std::string &sinks) {
+    std::printf("%-10s %5d %5d %-8s %12.6g %12.6g %8.4f %8.4f %12s %8.3f "
+                "%12lld %12lld  %s\n",
+                c.method.c_str(), c.keyBits, c.valueBits, "all", k.all.mse(),
+                v.all.mse(), k.all.rel(), v.all.rel(), cell(a.all.rel()).c_str(),
+                eff, total, fp16, sinks.c_str());
+    if (prefill == T)
+      return;
+    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", "", "",
+                "", "prefill", k.prefill.mse(), v.prefill.mse(),
+                k.prefill.rel(), v.prefill.rel(),
+                cell(a.prefill.rel()).c_str());
+    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", "", "",
+                "", "decode", k.decode.mse(), v.decode.mse(), k.decode.rel(),
+                v.decode.rel(), cell(a.decode.rel()).c_str());
+  };
+  int64_t lastUnit = -1;
+  for (const Row &r : rows) {
+    const int64_t u = r.layer * B + r.batch;
+    if (u != lastUnit) {
+      if (units > 1)
+        std::printf("%slayer %lld%s:\n", lastUnit >= 0 ? "\n" : "",
+                    (long long)r.layer,
+                    B > 1 ? (" batch " + std::to_string(r.batch)).c_str() : "");
+      header();
+      lastUnit = u;
+    }
     std::string sinks;
     for (size_t j = 0; j < r.sinkPositions.size(); ++j)
       sinks += (j ? "," : "") + std::to_string(r.sinkPositions[j]);
-    std::printf("%-10s %5d %5d %-8s %12.6g %12.6g %12s %8.3f %12lld %12lld  %s\n",
-                r.method.c_str(), r.keyBits, r.valueBits, "all", r.keyMse,
-                r.valueMse, cell(r.attnRelErr).c_str(),
-                r.stats.effective_bits, (long long)r.stats.total_bytes,
-                (long long)r.stats.fp16_bytes, sinks.c_str());
-    if (prefill == T)
-      continue;
-    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %12s\n", "", "", "",
-                "prefill", r.prefill.keyMse, r.prefill.valueMse,
-                cell(r.prefill.attnRelErr).c_str());
-    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %12s\n", "", "", "",
-                "decode", r.decode.keyMse, r.decode.valueMse,
-                cell(r.decode.attnRelErr).c_str());
-    if (r.decode.keyMse > 2 * r.prefill.keyMse) {
-      char buf[256];
-      std::snprintf(buf, sizeof(buf),
-                    "%s: key MSE of the decoded tokens is %.1fx that of the "
-                    "prefill",
-                    r.method.c_str(),
-                    r.prefill.keyMse > 0 ? r.decode.keyMse / r.prefill.keyMse
-                                         : INFINITY);
-      std::string note = buf;
-      if (r.refitInterval == 0)
-        note += " (kvquant refit_interval 0: key levels frozen at the "
-                "prefill; try --refit-interval N)";
-      notes.push_back(note);
+    printParts(configs[r.config], r.key, r.value, r.attn,
+               r.stats.effective_bits, (long long)r.stats.total_bytes,
+               (long long)r.stats.fp16_bytes, sinks);
+  }
+  if (units > 1) {
+    std::printf("\nsummary over %lld layer/batch units:\n", (long long)units);
+    header();
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Summary &s = summary[ci];
+      printParts(configs[ci], s.key, s.value, s.attn, s.effectiveBits(),
+                 (long long)s.totalBytes, (long long)s.fp16Bytes, "");
     }
   }
-  for (const std::string &n : notes)
-    std::printf("warning: %s\n", n.c_str());
+  if (!recommendationText.empty())
+    std::printf("%s\n", recommendationText.c_str());
+  if (!opt.plot.empty())
+    std::printf("plot: %s\n", printable(opt.plot).c_str());
   return 0;
 }

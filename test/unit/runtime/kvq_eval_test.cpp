@@ -1,11 +1,16 @@
 //===- kvq_eval_test.cpp - The kvq-eval tool end to end -------------------===//
 //
-// Writes .npy files with the project's writer, runs the kvq-eval binary and
-// checks its JSON/table output and its exit status 2 on every kind of bad
-// input.
+// Writes .npy, .npz and .safetensors files with the project's writers (and
+// hand-made bytes for bad ones), runs the kvq-eval binary and checks its
+// JSON/table output, that every layout and format gives the numbers of the
+// equivalent [tokens, heads, dim] .npy, and exit status 2 with a one-line
+// message for every kind of bad input.
 //
 //===----------------------------------------------------------------------===//
 #include "npy.h"
+#include "tensor_io.h"
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -31,25 +36,41 @@ std::string tmp(const std::string &name) {
   return std::string(KVQ_EVAL_TMP) + "/kvq_eval_test_" + owner + "_" + name;
 }
 
+using json = nlohmann::json;
+
 struct RunResult {
   int status = -1;
-  std::string out;
+  std::string out;    ///< stdout and stderr together
+  std::string stdOut; ///< stdout alone
+  std::string stdErr; ///< stderr alone
 };
 
-/// Run kvq-eval with `args`, stdout and stderr captured together.
+/// Run kvq-eval with `args`.
 RunResult runTool(const std::string &args) {
   RunResult r;
-  std::string cmd = std::string(KVQ_EVAL_PATH) + " " + args + " 2>&1";
+  const std::string errFile = tmp("stderr.txt");
+  std::string cmd =
+      std::string(KVQ_EVAL_PATH) + " " + args + " 2>" + errFile;
   FILE *p = popen(cmd.c_str(), "r");
   if (!p)
     return r;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    r.out.append(buf, n);
+    r.stdOut.append(buf, n);
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream e(errFile, std::ios::binary);
+  r.stdErr.assign(std::istreambuf_iterator<char>(e),
+                  std::istreambuf_iterator<char>());
+  r.out = r.stdOut + r.stdErr;
   return r;
+}
+
+/// The JSON document of a --json run (null when it does not parse).
+json parse(const RunResult &r) {
+  json j = json::parse(r.stdOut, nullptr, false);
+  return j.is_discarded() ? json() : j;
 }
 
 std::vector<float> randomData(uint64_t seed, size_t n, double scale = 1.0) {
@@ -70,20 +91,36 @@ void writeOrDie(const std::string &path, std::vector<int64_t> shape,
   ASSERT_TRUE(kvq::npy::write(path, shape, data, half, err)) << err;
 }
 
-/// Number following "key": in a one-line JSON object.
-double field(const std::string &obj, const std::string &key) {
-  size_t at = obj.find("\"" + key + "\": ");
-  if (at == std::string::npos)
-    return NAN;
-  return std::strtod(obj.c_str() + at + key.size() + 4, nullptr);
+/// A number of a row (nested keys with '.'), NaN when absent or null.
+double field(const json &obj, const std::string &key) {
+  const json *at = &obj;
+  size_t start = 0;
+  while (true) {
+    size_t dot = key.find('.', start);
+    std::string k = key.substr(start, dot == std::string::npos
+                                          ? std::string::npos
+                                          : dot - start);
+    if (!at->is_object() || !at->contains(k))
+      return NAN;
+    at = &(*at)[k];
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  return at->is_number() ? at->get<double>() : NAN;
 }
 
-/// The one-line JSON object of `method` in kvq-eval --json output.
-std::string object(const std::string &out, const std::string &method) {
-  size_t at = out.find("{\"method\": \"" + method + "\"");
-  if (at == std::string::npos)
-    return "";
-  return out.substr(at, out.find('\n', at) - at);
+/// The first row of `method` (layer 0) in kvq-eval --json output.
+json object(const RunResult &r, const std::string &method, int bits = -1,
+            int64_t layer = 0) {
+  json doc = parse(r);
+  if (!doc.is_object() || !doc.contains("rows"))
+    return json();
+  for (const json &row : doc["rows"])
+    if (row["method"] == method && row["layer"] == layer &&
+        (bits < 0 || row["key_bits"] == bits))
+      return row;
+  return json();
 }
 
 class KvqEval : public ::testing::Test {
@@ -110,19 +147,22 @@ TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
               " --residual 16 --sinks 2 --prefill 64 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char *m : {"fp16", "kivi", "kivi_sink", "kvquant"}) {
-    std::string o = object(r.out, m);
-    ASSERT_FALSE(o.empty()) << m << "\n" << r.out;
+    json o = object(r, m);
+    ASSERT_FALSE(o.is_null()) << m << "\n" << r.out;
     for (const char *key :
          {"key_bits", "value_bits", "key_mse", "value_mse", "attn_rel_err",
-          "effective_bits", "fp16_bytes", "codes", "scale_zero",
-          "level_tables", "outliers", "sinks", "residual", "total"})
+          "effective_bits", "fp16_bytes", "bytes.codes", "bytes.scale_zero",
+          "bytes.level_tables", "bytes.outliers", "bytes.sinks",
+          "bytes.residual", "bytes.total", "key_rel_err", "value_rel_err",
+          "config.key_bits"})
       EXPECT_FALSE(std::isnan(field(o, key))) << m << " " << key;
     EXPECT_EQ(field(o, "fp16_bytes"), 96 * 64 * 2 * 2) << m;
-    EXPECT_EQ(o.find("sink_positions") != std::string::npos,
-              std::string(m) == "kivi_sink");
+    EXPECT_EQ(o.contains("sink_positions"), std::string(m) == "kivi_sink");
+    // SNR is infinite (JSON null) only where nothing was lost.
+    EXPECT_EQ(std::isnan(field(o, "key_snr_db")), std::string(m) == "fp16");
   }
-  std::string fp16 = object(r.out, "fp16"), kivi = object(r.out, "kivi"),
-              sink = object(r.out, "kivi_sink"), kvq = object(r.out, "kvquant");
+  json fp16 = object(r, "fp16"), kivi = object(r, "kivi"),
+       sink = object(r, "kivi_sink"), kvq = object(r, "kvquant");
   EXPECT_EQ(field(fp16, "key_mse"), 0.0);
   EXPECT_EQ(field(fp16, "attn_rel_err"), 0.0);
   EXPECT_EQ(field(fp16, "effective_bits"), 16.0);
@@ -130,12 +170,34 @@ TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
   EXPECT_EQ(field(kvq, "key_bits"), 3);
   EXPECT_GT(field(kivi, "attn_rel_err"), 0.0);
   EXPECT_LT(field(kivi, "attn_rel_err"), 1.0);
-  EXPECT_LT(field(kivi, "total"), field(kivi, "fp16_bytes"));
+  EXPECT_LT(field(kivi, "bytes.total"), field(kivi, "fp16_bytes"));
   EXPECT_LT(field(sink, "key_mse"), field(kivi, "key_mse"));
-  const std::string positions = sink.substr(sink.find("sink_positions"));
-  EXPECT_TRUE(positions.find("[50,") != std::string::npos ||
-              positions.find(", 50]") != std::string::npos)
+  const std::vector<int64_t> positions = sink["sink_positions"];
+  EXPECT_NE(std::find(positions.begin(), positions.end(), 50),
+            positions.end())
       << sink;
+  // What was measured is recorded: inputs, layout, configuration, version;
+  // flags that do not apply to a method are warnings.
+  json doc = parse(r);
+  EXPECT_EQ(doc["tool"], "kvq-eval");
+  EXPECT_TRUE(doc["kvq_version"].is_string());
+  EXPECT_EQ(doc["layout"], "thd");
+  EXPECT_EQ(doc["inputs"]["keys"]["shape"], json({96, 2, 32}));
+  EXPECT_EQ(doc["inputs"]["keys"]["dtype"], "float16");
+  EXPECT_EQ(doc["inputs"]["queries"]["format"], "npy");
+  EXPECT_EQ(kivi["config"]["group_size"], 16);
+  EXPECT_EQ(kivi["config"]["residual_length"], 16);
+  EXPECT_EQ(sink["config"]["n_sink_tokens"], 2);
+  EXPECT_EQ(kvq["config"]["refit_interval"], 128);
+  EXPECT_EQ(doc["summary"].size(), 4u);
+  std::string warnings = doc["warnings"].dump();
+  EXPECT_NE(warnings.find("--sinks does not apply to kivi, kvquant"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("--group-size does not apply to kvquant"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(r.stdErr.find("kvq-eval: warning: --sinks"), std::string::npos);
 }
 
 TEST_F(KvqEval, TableByDefaultAndBitsFlag) {
@@ -148,6 +210,11 @@ TEST_F(KvqEval, TableByDefaultAndBitsFlag) {
                          "--group-size 16 --json");
   ASSERT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(j.out.find("attn_rel_err"), std::string::npos); // no queries
+  // --flag=value is the same as --flag value.
+  RunResult e = runTool(inputs() + " --method=kivi --residual-mode=block "
+                        "--residual=32 --group-size=16 --json");
+  ASSERT_EQ(e.status, 0) << e.out;
+  EXPECT_EQ(parse(e)["rows"], parse(j)["rows"]);
 }
 
 /// 300 tokens whose keys drift after position 128: every channel moves
@@ -170,8 +237,8 @@ TEST(KvqEvalProtocol, DefaultIsPromptPrefillThenDecodeWithSplitErrors) {
   RunResult r = runTool(in + " --method fp16,kivi,kivi_sink,kvquant --json");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char *m : {"fp16", "kivi", "kivi_sink", "kvquant"}) {
-    std::string o = object(r.out, m);
-    ASSERT_FALSE(o.empty()) << m << "\n" << r.out;
+    json o = object(r, m);
+    ASSERT_FALSE(o.is_null()) << m << "\n" << r.out;
     EXPECT_EQ(field(o, "prefill_tokens"), 128) << o;
     EXPECT_EQ(field(o, "decoded_tokens"), 172) << o;
     for (const char *key :
@@ -191,18 +258,18 @@ TEST(KvqEvalProtocol, DefaultIsPromptPrefillThenDecodeWithSplitErrors) {
         << o;
   }
   // fp16 only rounds the f32 input.
-  EXPECT_LT(field(object(r.out, "fp16"), "attn_rel_err_decode"), 1e-3);
+  EXPECT_LT(field(object(r, "fp16"), "attn_rel_err_decode"), 1e-3);
   // The library's default kvquant keeps decoded keys in line with the
   // prefill's on drifting keys; the seed's frozen levels do not.
-  std::string kvq = object(r.out, "kvquant");
+  json kvq = object(r, "kvquant");
   EXPECT_EQ(field(kvq, "refit_interval"), 128) << kvq;
   EXPECT_LE(field(kvq, "key_mse_decode"), 2 * field(kvq, "key_mse_prefill"))
       << kvq;
-  EXPECT_EQ(object(r.out, "kivi").find("refit_interval"), std::string::npos);
+  EXPECT_FALSE(object(r, "kivi").contains("refit_interval"));
   RunResult frozen =
       runTool(in + " --method kvquant --refit-interval 0 --json");
   ASSERT_EQ(frozen.status, 0) << frozen.out;
-  std::string fz = object(frozen.out, "kvquant");
+  json fz = object(frozen, "kvquant");
   EXPECT_EQ(field(fz, "refit_interval"), 0) << fz;
   EXPECT_GT(field(fz, "key_mse_decode"), 4 * field(fz, "key_mse_prefill"))
       << fz;
@@ -230,18 +297,17 @@ TEST(KvqEvalProtocol, PrefillFlagAndFitAll) {
                          tmp("v.npy") + " --queries " + tmp("q.npy");
   RunResult r = runTool(in + " --method kivi --prefill 200 --json");
   ASSERT_EQ(r.status, 0) << r.out;
-  std::string o = object(r.out, "kivi");
+  json o = object(r, "kivi");
   EXPECT_EQ(field(o, "prefill_tokens"), 200) << o;
   EXPECT_EQ(field(o, "decoded_tokens"), 100) << o;
   // --fit-all: one update of everything, the old protocol; no decode part.
   RunResult a = runTool(in + " --method kvquant --fit-all --json");
   ASSERT_EQ(a.status, 0) << a.out;
-  std::string fa = object(a.out, "kvquant");
+  json fa = object(a, "kvquant");
   EXPECT_EQ(field(fa, "prefill_tokens"), 300) << fa;
   EXPECT_EQ(field(fa, "decoded_tokens"), 0) << fa;
-  EXPECT_NE(fa.find("\"key_mse_decode\": null"), std::string::npos) << fa;
-  EXPECT_NE(fa.find("\"attn_rel_err_decode\": null"), std::string::npos)
-      << fa;
+  EXPECT_TRUE(fa["key_mse_decode"].is_null()) << fa;
+  EXPECT_TRUE(fa["attn_rel_err_decode"].is_null()) << fa;
   EXPECT_EQ(field(fa, "key_mse"), field(fa, "key_mse_prefill")) << fa;
   RunResult at = runTool(in + " --method kvquant --fit-all");
   ASSERT_EQ(at.status, 0) << at.out;
@@ -255,8 +321,8 @@ TEST(KvqEvalProtocol, PrefillFlagAndFitAll) {
   RunResult s = runTool("--keys " + tmp("k5.npy") + " --values " +
                         tmp("k5.npy") + " --method fp16 --json");
   ASSERT_EQ(s.status, 0) << s.out;
-  EXPECT_EQ(field(object(s.out, "fp16"), "prefill_tokens"), 4) << s.out;
-  EXPECT_EQ(field(object(s.out, "fp16"), "decoded_tokens"), 1) << s.out;
+  EXPECT_EQ(field(object(s, "fp16"), "prefill_tokens"), 4) << s.out;
+  EXPECT_EQ(field(object(s, "fp16"), "decoded_tokens"), 1) << s.out;
 }
 
 TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
@@ -266,6 +332,7 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
     EXPECT_EQ(r.out.rfind("kvq-eval: ", 0), 0u) << r.out;
     EXPECT_NE(r.out.find(word), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+    EXPECT_TRUE(r.stdOut.empty()) << r.stdOut;
   };
   expectTwo("--keys " + tmp("missing.npy") + " --values " + tmp("v.npy") +
                 " --method kivi",
@@ -302,7 +369,7 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
   expectTwo("--keys " + tmp("big.npy") + v, "big-endian");
   expectTwo("--keys " + tmp("int.npy") + v, "'<i4'");
   expectTwo("--keys " + tmp("short.npy") + v, "truncated");
-  expectTwo("--keys " + tmp("twod.npy") + v, "3-D");
+  expectTwo("--keys " + tmp("twod.npy") + v, "2-D");
   expectTwo("--keys " + tmp("junk.npy") + v, "magic");
   writeOrDie(tmp("v_other.npy"), {95, 2, 32}, randomData(4, 95 * 64), false);
   expectTwo("--keys " + tmp("k.npy") + " --values " + tmp("v_other.npy") +
@@ -350,4 +417,522 @@ TEST(Npy, WriterAndReaderRoundTrip) {
   kvq::npy::Array a;
   ASSERT_TRUE(kvq::npy::parse(bytes, a, err)) << err;
   EXPECT_EQ(a.data, (std::vector<float>{1.0f, -2.0f}));
+}
+
+//===----------------------------------------------------------------------===//
+// Formats and layouts: every one gives the numbers of the equivalent
+// [tokens, heads, dim] .npy files.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using kvq::tio::DType;
+
+constexpr int64_t kL = 2, kT = 40, kH = 2, kHq = 4, kD = 16;
+
+/// Element (l, t, h, d) of a dump with `heads` heads.
+float at(const std::vector<float> &x, int64_t heads, int64_t l, int64_t t,
+         int64_t h, int64_t d) {
+  return x[static_cast<size_t>(((l * kT + t) * heads + h) * kD + d)];
+}
+
+/// `x` ([L, T, heads, D]) rearranged to `layout` (letters of lbthd; b = 1).
+std::vector<float> arrange(const std::vector<float> &x, int64_t heads,
+                           const std::string &layout, int64_t layer,
+                           std::vector<int64_t> &shape) {
+  shape.clear();
+  for (char c : layout)
+    shape.push_back(c == 'l' ? kL : c == 'b' ? 1 : c == 't' ? kT
+                                  : c == 'h' ? heads : kD);
+  std::vector<float> out;
+  int64_t idx[5] = {0, 0, 0, 0, 0};
+  const size_t n = layout.size();
+  while (true) {
+    int64_t l = layer, t = 0, h = 0, d = 0;
+    for (size_t i = 0; i < n; ++i) {
+      char c = layout[i];
+      if (c == 'l')
+        l = idx[i];
+      else if (c == 't')
+        t = idx[i];
+      else if (c == 'h')
+        h = idx[i];
+      else if (c == 'd')
+        d = idx[i];
+    }
+    out.push_back(at(x, heads, l, t, h, d));
+    size_t i = n;
+    while (i-- > 0) {
+      if (++idx[i] < shape[i])
+        break;
+      idx[i] = 0;
+    }
+    if (i == static_cast<size_t>(-1))
+      break;
+  }
+  return out;
+}
+
+/// Values as the file stores them (rounded to the dtype), as float.
+std::vector<float> rounded(std::vector<float> x, DType dt) {
+  for (float &f : x)
+    f = dt == DType::F16    ? kvq::npy::halfToFloat(kvq::npy::floatToHalf(f))
+        : dt == DType::BF16 ? kvq::tio::bf16ToFloat(kvq::tio::floatToBf16(f))
+                            : f;
+  return x;
+}
+
+void writeBytes(const std::string &path, const std::vector<uint8_t> &b) {
+  std::string err;
+  ASSERT_TRUE(kvq::tio::writeFile(path, b, err)) << err;
+}
+
+const char *kCmp[] = {"key_mse",      "value_mse",     "key_rel_err",
+                      "value_rel_err", "attn_rel_err", "attn_rel_err_decode",
+                      "effective_bits", "bytes.total"};
+
+class KvqEvalFormats : public ::testing::Test {
+protected:
+  std::vector<float> k, v, q; ///< [L, T, H(q), D]
+  void SetUp() override {
+    k = randomData(21, kL * kT * kH * kD);
+    v = randomData(22, kL * kT * kH * kD);
+    q = randomData(23, kL * kT * kHq * kD, 0.3);
+  }
+  /// Reference: per-layer thd .npy files of the values as stored in dt.
+  json reference(int64_t layer, DType dt) {
+    std::vector<int64_t> s;
+    const std::string tag = "ref" + std::to_string(layer) + dtName(dt);
+    for (auto [name, x, heads] :
+         {std::tuple<const char *, std::vector<float> *, int64_t>{"k", &k, kH},
+          {"v", &v, kH},
+          {"q", &q, kHq}}) {
+      std::vector<float> a = rounded(arrange(*x, heads, "thd", layer, s), dt);
+      writeBytes(tmp(tag + name + ".npy"),
+                 kvq::tio::npyImage(s, a, DType::F32));
+    }
+    RunResult r = runTool("--keys " + tmp(tag + "k.npy") + " --values " +
+                          tmp(tag + "v.npy") + " --queries " +
+                          tmp(tag + "q.npy") + " " + kMethods + " --json");
+    EXPECT_EQ(r.status, 0) << r.out;
+    return parse(r);
+  }
+  static std::string dtName(DType dt) { return kvq::tio::dtypeName(dt); }
+  void expectSame(const json &got, const json &ref, int64_t layer,
+                  const std::string &what) {
+    ASSERT_TRUE(got.is_object()) << what;
+    ASSERT_TRUE(ref.is_object() && ref["rows"].size() == 5u) << what;
+    for (const json &row : ref["rows"]) {
+      const json *match = nullptr;
+      for (const json &g : got["rows"])
+        if (g["layer"] == layer && g["method"] == row["method"] &&
+            g["key_bits"] == row["key_bits"])
+          match = &g;
+      ASSERT_NE(match, nullptr) << what << " " << row["method"];
+      for (const char *key : kCmp)
+        EXPECT_EQ(field(*match, key), field(row, key))
+            << what << " layer " << layer << " " << row["method"] << " "
+            << key;
+    }
+  }
+  static constexpr const char *kMethods =
+      "--method fp16,kivi,kvquant --bits 2,4 --group-size 16 --residual 16 "
+      "--prefill 24";
+};
+
+} // namespace
+
+TEST_F(KvqEvalFormats, EveryLayoutOfNpyMatchesThd) {
+  for (DType dt : {DType::F32, DType::F16}) {
+    const json ref0 = reference(0, dt), ref1 = reference(1, dt);
+    for (const char *layout : {"thd", "htd", "bhtd", "tbhd", "lbhtd", "ltdh"}) {
+      const std::string L = layout;
+      const bool multi = L.find('l') != std::string::npos;
+      std::string args;
+      for (auto [name, x, heads] :
+           {std::tuple<const char *, std::vector<float> *, int64_t>{"k", &k, kH},
+            {"v", &v, kH},
+            {"q", &q, kHq}}) {
+        std::vector<int64_t> s;
+        std::vector<float> a = arrange(*x, heads, L, 0, s);
+        const std::string f = tmp(L + name + dtName(dt) + ".npy");
+        writeBytes(f, kvq::tio::npyImage(s, a, dt));
+        args += std::string(name[0] == 'k'   ? " --keys "
+                            : name[0] == 'v' ? " --values "
+                                             : " --queries ") +
+                f;
+      }
+      RunResult r = runTool(args + " --layout " + L + " " + kMethods +
+                            " --json");
+      ASSERT_EQ(r.status, 0) << L << "\n" << r.out;
+      json doc = parse(r);
+      EXPECT_EQ(doc["layout"], L);
+      EXPECT_EQ(doc["layers"], multi ? kL : 1);
+      expectSame(doc, ref0, 0, L + " " + dtName(dt));
+      if (multi) {
+        expectSame(doc, ref1, 1, L + " " + dtName(dt));
+        // The summary of two equal-sized layers: MSE is their mean.
+        for (const json &s : doc["summary"]) {
+          double m0 = NAN, m1 = NAN;
+          for (const json &row : doc["rows"])
+            if (row["method"] == s["method"] &&
+                row["key_bits"] == s["key_bits"])
+              (row["layer"] == 0 ? m0 : m1) = field(row, "key_mse");
+          EXPECT_NEAR(field(s, "key_mse"), (m0 + m1) / 2,
+                      1e-12 * (1 + m0 + m1));
+          EXPECT_EQ(field(s, "units"), 2);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(KvqEvalFormats, NpzAndSafetensorsMatchNpy) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const json ref0 = reference(0, dt), ref1 = reference(1, dt);
+    const std::string L = "lbhtd";
+    std::vector<int64_t> sk, sq;
+    std::vector<float> ak = arrange(k, kH, L, 0, sk),
+                       av = arrange(v, kH, L, 0, sk),
+                       aq = arrange(q, kHq, L, 0, sq);
+    const std::string st = tmp("kv" + dtName(dt) + ".safetensors");
+    writeBytes(st, kvq::tio::safetensorsImage(
+                       {{"model.k_cache", sk, ak, dt},
+                        {"keys", sk, ak, dt},
+                        {"values", sk, av, dt},
+                        {"queries", sq, aq, dt}}));
+    // Default names: one archive serves all three flags; --values may be
+    // left out.
+    RunResult r = runTool("--keys " + st + " --queries " + st +
+                          " --layout " + L + " " + kMethods + " --json");
+    ASSERT_EQ(r.status, 0) << r.out;
+    json doc = parse(r);
+    EXPECT_EQ(doc["inputs"]["values"]["tensor"], "values");
+    EXPECT_EQ(doc["inputs"]["keys"]["format"], "safetensors");
+    EXPECT_EQ(doc["inputs"]["keys"]["dtype"], dtName(dt));
+    expectSame(doc, ref0, 0, "safetensors " + dtName(dt));
+    expectSame(doc, ref1, 1, "safetensors " + dtName(dt));
+    // FILE:NAME picks a tensor.
+    RunResult n = runTool("--keys " + st + ":model.k_cache --values " + st +
+                          " --queries " + st + " --layout " + L + " " +
+                          kMethods + " --json");
+    ASSERT_EQ(n.status, 0) << n.out;
+    expectSame(parse(n), ref1, 1, "safetensors by name");
+    if (dt == DType::BF16)
+      continue; // NumPy has no bfloat16
+    // .npz with the short names k/v/q, as np.savez(f, k=..., v=..., q=...).
+    const std::string npz = tmp("kv" + dtName(dt) + ".npz");
+    std::string err;
+    ASSERT_TRUE(kvq::tio::writeNpz(
+        npz,
+        {{"k", kvq::tio::npyImage(sk, ak, dt)},
+         {"v", kvq::tio::npyImage(sk, av, dt)},
+         {"q", kvq::tio::npyImage(sq, aq, dt)}},
+        err))
+        << err;
+    RunResult z = runTool("--keys " + npz + " --values " + npz +
+                          " --queries " + npz + " --layout " + L + " " +
+                          kMethods + " --json");
+    ASSERT_EQ(z.status, 0) << z.out;
+    json zd = parse(z);
+    EXPECT_EQ(zd["inputs"]["queries"]["tensor"], "q");
+    EXPECT_EQ(zd["inputs"]["keys"]["format"], "npz");
+    expectSame(zd, ref0, 0, "npz " + dtName(dt));
+    expectSame(zd, ref1, 1, "npz " + dtName(dt));
+  }
+}
+
+TEST_F(KvqEvalFormats, ThreadsAndQueryPositions) {
+  std::vector<int64_t> s;
+  std::vector<float> ak = arrange(k, kH, "thd", 0, s);
+  writeBytes(tmp("k.npy"), kvq::tio::npyImage(s, ak, DType::F32));
+  writeBytes(tmp("v.npy"),
+             kvq::tio::npyImage(s, arrange(v, kH, "thd", 0, s), DType::F32));
+  std::vector<float> aq = arrange(q, kHq, "thd", 0, s);
+  writeBytes(tmp("q.npy"), kvq::tio::npyImage(s, aq, DType::F32));
+  const std::string in = "--keys " + tmp("k.npy") + " --values " +
+                         tmp("v.npy") + " --queries " + tmp("q.npy") + " " +
+                         kMethods + " --json";
+  RunResult one = runTool(in + " --threads 1"), four = runTool(in + " --threads 4");
+  ASSERT_EQ(one.status, 0) << one.out;
+  ASSERT_EQ(four.status, 0) << four.out;
+  EXPECT_EQ(parse(one)["rows"], parse(four)["rows"]);
+  RunResult last = runTool(in + " --query-positions last:16");
+  ASSERT_EQ(last.status, 0) << last.out;
+  json lj = parse(last);
+  EXPECT_EQ(lj["query_positions"]["count"], 16);
+  // The last 16 positions are all decoded (prefill 24 of 40): the decode
+  // part's error is the same as with every position, the prefill part empty.
+  const json a = object(one, "kivi", 2), b = object(last, "kivi", 2);
+  EXPECT_EQ(field(a, "attn_rel_err_decode"), field(b, "attn_rel_err_decode"));
+  EXPECT_TRUE(b["attn_rel_err_prefill"].is_null()) << b;
+  EXPECT_EQ(field(a, "key_mse"), field(b, "key_mse"));
+  RunResult s1 = runTool(in + " --query-positions sample:10 --seed 7"),
+            s2 = runTool(in + " --query-positions=sample:10 --seed=7");
+  ASSERT_EQ(s1.status, 0) << s1.out;
+  EXPECT_EQ(parse(s1)["rows"], parse(s2)["rows"]);
+  EXPECT_EQ(parse(s1)["query_positions"]["seed"], 7);
+}
+
+TEST_F(KvqEvalFormats, SweepPlotAndBudget) {
+  std::vector<int64_t> s;
+  std::vector<float> ak = arrange(k, kH, "thd", 0, s);
+  writeBytes(tmp("k.npy"), kvq::tio::npyImage(s, ak, DType::F32));
+  writeBytes(tmp("v.npy"),
+             kvq::tio::npyImage(s, arrange(v, kH, "thd", 0, s), DType::F32));
+  writeBytes(tmp("q.npy"),
+             kvq::tio::npyImage(s, arrange(q, kHq, "thd", 0, s), DType::F32));
+  const std::string in = "--keys " + tmp("k.npy") + " --values " +
+                         tmp("v.npy") + " --queries " + tmp("q.npy") +
+                         " --method kivi,kvquant --bits 2,3,4,8 "
+                         "--group-size 16 --residual 16 --prefill 24";
+  std::remove(tmp("sweep.png").c_str());
+  RunResult r = runTool(in + " --budget 12 --plot " + tmp("sweep.png") +
+                        " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json doc = parse(r);
+  EXPECT_EQ(doc["summary"].size(), 8u);
+  for (const json &row : doc["summary"]) {
+    EXPECT_GT(field(row, "key_snr_db"), 0) << row;
+    EXPECT_GT(field(row, "value_rel_err"), 0) << row;
+  }
+  // Wider is better.
+  EXPECT_LT(field(object(r, "kivi", 4), "attn_rel_err"),
+            field(object(r, "kivi", 2), "attn_rel_err"));
+  const json rec = doc["recommendation"];
+  ASSERT_TRUE(rec.is_object()) << doc.dump();
+  EXPECT_LE(field(rec, "effective_bits"), 12.0);
+  EXPECT_EQ(rec["criterion"], "attn_rel_err");
+  // The lowest error among those within the budget.
+  for (const json &row : doc["summary"])
+    if (field(row, "effective_bits") <= 12)
+      EXPECT_LE(field(rec, "error"), field(row, "attn_rel_err"));
+  ASSERT_TRUE(rec["kivi"].is_object());
+  EXPECT_GE(field(rec, "kivi_error_ratio"), 1.0);
+  std::ifstream png(tmp("sweep.png"), std::ios::binary);
+  char magic[8] = {0};
+  png.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  // The table says it too.
+  RunResult t = runTool(in + " --budget 12");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("recommendation for 12 bits: "), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("plain KIVI in budget"), std::string::npos) << t.out;
+}
+
+//===----------------------------------------------------------------------===//
+// No silent nonsense and hostile files: the list, one test each.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A .npy with `dict` as its header and `dataBytes` zero bytes of data.
+void rawNpy(const std::string &path, const std::string &dict,
+            size_t dataBytes, int version = 1) {
+  std::string h = dict;
+  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (version == 1) {
+    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                         static_cast<char>(h.size() & 0xff),
+                         static_cast<char>(h.size() >> 8)};
+    f.write(head, 10);
+  } else {
+    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 2, 0,
+                         static_cast<char>(h.size() & 0xff),
+                         static_cast<char>((h.size() >> 8) & 0xff), 0, 0};
+    f.write(head, 12);
+  }
+  f << h << std::string(dataBytes, '\0');
+}
+
+void expectTwo(const std::string &args, const std::string &word) {
+  RunResult r = runTool(args);
+  EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.rfind("kvq-eval: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(word), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+  for (char c : r.out)
+    EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f))
+        << "raw byte " << static_cast<int>(static_cast<unsigned char>(c));
+}
+
+} // namespace
+
+TEST_F(KvqEval, SilentMisreadsAreRefusedOrWarned) {
+  // [8 heads, 256 tokens, 16]: read as thd it would be 8 tokens x 256 heads.
+  writeOrDie(tmp("hf.npy"), {8, 256, 16}, randomData(31, 8 * 256 * 16), false);
+  const std::string hf = "--keys " + tmp("hf.npy") + " --values " + tmp("hf.npy");
+  expectTwo(hf + " --method kivi", "--layout htd");
+  RunResult ok = runTool(hf + " --method kivi --layout htd --json");
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  EXPECT_EQ(parse(ok)["tokens"], 256);
+  EXPECT_EQ(parse(ok)["kv_heads"], 8);
+  RunResult forced = runTool(hf + " --method kivi --layout thd --json");
+  ASSERT_EQ(forced.status, 0) << forced.out;
+  EXPECT_NE(parse(forced)["warnings"].dump().find("fewer tokens than heads"),
+            std::string::npos);
+  // A 4-D array needs a layout.
+  writeOrDie(tmp("b.npy"), {1, 2, 96, 32}, randomData(32, 2 * 96 * 32), false);
+  expectTwo("--keys " + tmp("b.npy") + " --values " + tmp("b.npy") +
+                " --method kivi",
+            "--layout");
+  expectTwo("--keys " + tmp("b.npy") + " --values " + tmp("b.npy") +
+                " --method kivi --layout thd",
+            "names 3 axes");
+  expectTwo(inputs() + " --method kivi --layout tthd", "--layout expects");
+  // Nothing quantized: the whole dump fits in the residual window.
+  RunResult res = runTool(inputs() + " --method kivi --residual 10000 --json");
+  ASSERT_EQ(res.status, 0) << res.out;
+  EXPECT_NE(parse(res)["warnings"].dump().find("no token was quantized"),
+            std::string::npos)
+      << res.out;
+  EXPECT_NE(res.stdErr.find("kvq-eval: warning: kivi 2-bit: no token"),
+            std::string::npos);
+  // --sinks means nothing to kvquant; 8-bit kvquant costs more than fp16.
+  RunResult kq = runTool(inputs() + " --method kvquant --bits 8 --sinks 4 --json");
+  ASSERT_EQ(kq.status, 0) << kq.out;
+  const std::string w = parse(kq)["warnings"].dump();
+  EXPECT_NE(w.find("--sinks does not apply to kvquant"), std::string::npos) << w;
+  EXPECT_NE(w.find("exceed fp16's 16"), std::string::npos) << w;
+}
+
+TEST_F(KvqEval, FlagsAreRangeCheckedBeforeNarrowing) {
+  const std::string in = inputs() + " --method kivi,kvquant";
+  expectTwo(in + " --bits 4294967298", "--bits expects an integer in [1, 16]");
+  expectTwo(in + " --bits 2,x", "--bits expects");
+  expectTwo(in + " --bits 2,,3", "empty item");
+  expectTwo(in + " --group-size 4294967328", "--group-size expects");
+  expectTwo(in + " --residual 2147483648", "--residual expects");
+  expectTwo(in + " --sinks 2147483648", "--sinks expects");
+  expectTwo(in + " --lloyd-iters 2147483648", "--lloyd-iters expects");
+  expectTwo(in + " --lloyd-iters 1000000", "[0, 100]");
+  expectTwo(in + " --refit-interval -1", "--refit-interval expects");
+  expectTwo(in + " --prefill 99999999999999999999", "--prefill expects");
+  expectTwo(in + " --threads 0", "--threads expects");
+  expectTwo(in + " --outlier-fraction 1", "--outlier-fraction expects");
+  expectTwo(in + " --outlier-fraction nan", "--outlier-fraction expects");
+  expectTwo(in + " --budget 0", "--budget expects");
+  expectTwo(in + " --json=yes", "takes no value");
+  expectTwo(in + " --bits", "needs a value");
+  expectTwo(in + " stray", "unexpected argument");
+  expectTwo(in + " --query-positions first:3 --queries " + tmp("q.npy"),
+            "--query-positions expects");
+  expectTwo(in + " --plot out.svg", "FILE.png");
+  RunResult eq = runTool(inputs() + " --method=kivi --bits=3 --json");
+  ASSERT_EQ(eq.status, 0) << eq.out;
+  EXPECT_EQ(field(object(eq, "kivi"), "key_bits"), 3);
+}
+
+TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
+  const std::string v = " --values " + tmp("v.npy") + " --method kivi";
+  // A directory and a device: clean errors, no exception, no endless read.
+  expectTwo("--keys " + std::string(KVQ_EVAL_TMP) + v, "is a directory");
+  expectTwo("--keys /dev/zero" + v, "not a regular file");
+  // A shape whose product overflows 64 bits: (2**34, 2**30, 1) and more.
+  rawNpy(tmp("ovf.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (17179869184, "
+         "1073741824, 1), }",
+         64);
+  expectTwo("--keys " + tmp("ovf.npy") + v, "overflows");
+  rawNpy(tmp("ovf2.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648, "
+         "1073741824, 1), }",
+         64);
+  expectTwo("--keys " + tmp("ovf2.npy") + v, "too large");
+  // A shape far larger than the file: refused before any allocation.
+  rawNpy(tmp("huge.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 8, "
+         "128), }",
+         64);
+  expectTwo("--keys " + tmp("huge.npy") + v, "truncated data");
+  // Control bytes and newlines in a header are escaped in the message.
+  rawNpy(tmp("esc.npy"),
+         "{'descr': '<f4\x1b[31m\r', 'fortran_order': False, 'shape': (96, 2, "
+         "32), }",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("esc.npy") + v, "\\x1b[31m\\x0d");
+  rawNpy(tmp("nl.npy"), "{'descr': '<f4',\n 'fortran_order': False, "
+                        "'shape': (96 2 32), }",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("nl.npy") + v, "commas");
+  // NumPy's dict rules: a repeated key takes the last value ...
+  rawNpy(tmp("dup.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (5, 2, 32), "
+         "'shape': (96, 2, 32)}",
+         96 * 64 * 4);
+  RunResult dup = runTool("--keys " + tmp("dup.npy") + v + " --json");
+  ASSERT_EQ(dup.status, 0) << dup.out;
+  EXPECT_EQ(parse(dup)["tokens"], 96);
+  // ... (n) is not a tuple, other keys are refused, all three are needed.
+  rawNpy(tmp("paren.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (96), }", 384);
+  expectTwo("--keys " + tmp("paren.npy") + v, "write (n,)");
+  rawNpy(tmp("extra.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (96, 2, 32), "
+         "'x': 1}",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("extra.npy") + v, "exactly descr");
+  rawNpy(tmp("lack.npy"), "{'descr': '<f4', 'shape': (96, 2, 32)}",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("lack.npy") + v, "lacks 'fortran_order'");
+  rawNpy(tmp("neg.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (-96, 2, 32)}",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("neg.npy") + v, "negative");
+  rawNpy(tmp("list.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': [96, 2, 32]}",
+         96 * 64 * 4);
+  expectTwo("--keys " + tmp("list.npy") + v, "must be a tuple");
+  // A header length far past the file (version 2: 4-byte length).
+  {
+    std::ofstream f(tmp("hlen.npy"), std::ios::binary);
+    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 2, 0,
+                         '\xff', '\xff', '\xff', '\x7f'};
+    f.write(head, 12);
+    f << "{'descr': '<f4'";
+  }
+  expectTwo("--keys " + tmp("hlen.npy") + v, "exceeds the 100000-byte limit");
+  // NaN in the data.
+  std::vector<float> nan = randomData(33, 96 * 64);
+  nan[100] = NAN;
+  writeOrDie(tmp("nan.npy"), {96, 2, 32}, nan, false);
+  expectTwo("--keys " + tmp("nan.npy") + v, "NaN or Inf");
+  // Archives: deflated members, missing names, bad offsets, a .npy:NAME.
+  std::string err;
+  ASSERT_TRUE(kvq::tio::writeNpz(
+      tmp("defl.npz"),
+      {{"keys", kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64),
+                                   DType::F32)}},
+      err, /*deflatedFlag=*/true))
+      << err;
+  expectTwo("--keys " + tmp("defl.npz") + v, "np.savez_compressed");
+  ASSERT_TRUE(kvq::tio::writeNpz(
+      tmp("other.npz"),
+      {{"x", kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64),
+                                DType::F32)}},
+      err))
+      << err;
+  expectTwo("--keys " + tmp("other.npz") + v, "no tensor named 'keys' or 'k'");
+  expectTwo("--keys " + tmp("other.npz") + ":y" + v, "(it has: x)");
+  std::vector<uint8_t> zip;
+  {
+    std::ifstream f(tmp("other.npz"), std::ios::binary);
+    zip.assign(std::istreambuf_iterator<char>(f),
+               std::istreambuf_iterator<char>());
+  }
+  zip[200] ^= 0x55; // inside the member's data: CRC mismatch
+  writeBytes(tmp("crc.npz"), zip);
+  expectTwo("--keys " + tmp("crc.npz") + ":x" + v, "CRC-32");
+  std::vector<uint8_t> st = kvq::tio::safetensorsImage(
+      {{"keys", {96, 2, 32}, randomData(35, 96 * 64), DType::F32}});
+  st.resize(st.size() - 4);
+  writeBytes(tmp("short.safetensors"), st);
+  expectTwo("--keys " + tmp("short.safetensors") + v, "outside the");
+  std::vector<uint8_t> bad = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{'};
+  writeBytes(tmp("big.safetensors"), bad);
+  expectTwo("--keys " + tmp("big.safetensors") + v, "100 MB limit");
+  expectTwo("--keys " + tmp("k.npy") + ":keys" + v, "names nothing");
 }
