@@ -112,6 +112,8 @@ struct Llama2cCheckpoint::Mapping {
 };
 
 Llama2cCheckpoint::~Llama2cCheckpoint() = default;
+Llama2cCheckpoint::Llama2cCheckpoint(Llama2cCheckpoint &&) = default;
+Llama2cCheckpoint &Llama2cCheckpoint::operator=(Llama2cCheckpoint &&) = default;
 
 const float *Llama2cCheckpoint::weights() const {
   return reinterpret_cast<const float *>(

@@ -60,8 +60,9 @@ class Llama2cCheckpoint {
 public:
   static std::optional<Llama2cCheckpoint> open(const std::string &path,
                                                std::string *error);
-  Llama2cCheckpoint(Llama2cCheckpoint &&) = default;
-  Llama2cCheckpoint &operator=(Llama2cCheckpoint &&) = default;
+  // Defined where Mapping is complete.
+  Llama2cCheckpoint(Llama2cCheckpoint &&);
+  Llama2cCheckpoint &operator=(Llama2cCheckpoint &&);
   ~Llama2cCheckpoint();
 
   const Llama2cConfig &config() const { return config_; }

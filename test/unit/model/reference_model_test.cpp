@@ -138,26 +138,12 @@ TEST(ReferenceModel, RefusesBadCalls) {
 
 namespace {
 
-struct Header {
-  int32_t dim, hidden, layers, heads, kvHeads, vocab, seqLen;
-};
-
-Header headerOf(const std::vector<char> &b) {
-  Header h;
-  std::memcpy(&h, b.data(), sizeof(h));
-  return h;
-}
-
 } // namespace
 
 TEST(ReferenceModel, SeparateClassifierIsRead) {
   // Negative vocab_size and the embedding appended as the classifier.
-  std::vector<char> b = readBytes(modelPath("stories260K.bin"));
-  Header h = headerOf(b);
-  size_t embBytes = size_t(h.vocab) * h.dim * 4;
-  b.insert(b.end(), b.begin() + 28, b.begin() + 28 + embBytes);
-  int32_t negVocab = -h.vocab;
-  std::memcpy(b.data() + 5 * 4, &negVocab, 4);
+  std::vector<char> b =
+      withSeparateClassifier(readBytes(modelPath("stories260K.bin")));
   ReferenceModel sep = loadStories(writeScratch("ckpt-separate.bin", b));
   EXPECT_FALSE(sep.config().sharedClassifier);
   EXPECT_EQ(sep.config().vocabSize, 512);
@@ -172,31 +158,7 @@ TEST(ReferenceModel, SeparateClassifierIsRead) {
 
 TEST(ReferenceModel, GqaEqualsMhaWithDuplicatedKvHeads) {
   // wk and wv rows of KV head kh copied for query heads 2kh and 2kh+1.
-  std::vector<char> b = readBytes(modelPath("stories260K.bin"));
-  Header h = headerOf(b);
-  const size_t hd = h.dim / h.heads, group = h.heads / h.kvHeads;
-  const size_t f = 4, rowBytes = h.dim * f;
-  const size_t embB = size_t(h.vocab) * h.dim * f, normB = h.layers * h.dim * f;
-  const size_t wqB = size_t(h.layers) * h.dim * h.dim * f;
-  const size_t kvB = size_t(h.layers) * h.kvHeads * hd * h.dim * f;
-  const char *wk = b.data() + 28 + embB + normB + wqB, *wv = wk + kvB;
-  auto widen = [&](const char *w) {
-    std::vector<char> out;
-    for (int l = 0; l < h.layers; ++l)
-      for (int qh = 0; qh < h.heads; ++qh) {
-        const char *src =
-            w + (size_t(l) * h.kvHeads + qh / group) * hd * rowBytes;
-        out.insert(out.end(), src, src + hd * rowBytes);
-      }
-    return out;
-  };
-  std::vector<char> mha(b.begin(), b.begin() + (wk - b.data()));
-  std::vector<char> k = widen(wk), v = widen(wv);
-  mha.insert(mha.end(), k.begin(), k.end());
-  mha.insert(mha.end(), v.begin(), v.end());
-  const char *end = b.data() + b.size();
-  mha.insert(mha.end(), wv + kvB, end);
-  std::memcpy(mha.data() + 4 * 4, &h.heads, 4); // n_kv_heads = n_heads
+  std::vector<char> mha = asMultiHead(readBytes(modelPath("stories260K.bin")));
   ReferenceModel m = loadStories(writeScratch("ckpt-mha.bin", mha));
   EXPECT_EQ(m.config().nKvHeads, 8);
   ReferenceModel gqa = loadStories();

@@ -540,6 +540,53 @@ TEST(Perplexity, MethodsOrderAsTheyShould) {
 // 4. Bad input.
 //===----------------------------------------------------------------------===//
 
+// Other llama2.c layouts of the same model compile to the same function:
+// multi-head attention (KV heads duplicated, so kv_heads = 8) and a separate
+// classifier (negative vocab_size). Plain, each agrees with the reference
+// like stories260K itself. With a KIVI cache each must equal stories260K's
+// own KIVI model: KIVI quantizes each KV head on its own (keys per channel,
+// values per token within a head), so duplicated heads get the codes of the
+// head they copy; only the order of float additions may differ.
+TEST(OtherCheckpoints, MhaAndSeparateClassifierAreTheSameModel) {
+  std::vector<char> bytes = readBytes(modelPath("stories260K.bin"));
+  auto kiviOriginal = compileOrFail(kPrefill, "method=kivi");
+  ASSERT_TRUE(kiviOriginal);
+  std::vector<std::vector<float>> kiviLogits = teacherForced(*kiviOriginal);
+  struct Variant {
+    const char *name;
+    std::vector<char> bytes;
+  };
+  for (const Variant &v :
+       {Variant{"mha", asMultiHead(bytes)},
+        Variant{"separate-classifier", withSeparateClassifier(bytes)}}) {
+    std::string path = writeScratch(std::string("e2e-") + v.name + ".bin",
+                                    v.bytes);
+    std::string err;
+    auto ckpt = Llama2cCheckpoint::open(path, &err);
+    ASSERT_TRUE(ckpt) << v.name << ": " << err;
+    if (std::string(v.name) == "mha")
+      EXPECT_EQ(ckpt->config().kvHeads, ckpt->config().heads);
+    else
+      EXPECT_FALSE(ckpt->config().sharedClassifier);
+    for (const char *options : {"", "method=kivi"}) {
+      bool plain = !*options;
+      auto m = CompiledModel::compile(*ckpt, kPrefill, options, &err);
+      ASSERT_TRUE(m) << v.name << " '" << options << "': " << err;
+      std::vector<std::vector<float>> got = teacherForced(*m);
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        for (int32_t t = 0; t < vocab(); ++t) {
+          double want = plain ? referenceLogits()[kPrefill - 1 + i][t]
+                              : double(kiviLogits[i][t]);
+          worst = std::max(worst, std::abs(double(got[i][t]) - want));
+        }
+      std::printf("[ measured ] %s '%s': max |logit - %s| %.3g\n", v.name,
+                  options, plain ? "reference" : "stories260K kivi", worst);
+      EXPECT_LT(worst, 1e-4) << v.name << " '" << options << "'";
+    }
+  }
+}
+
 TEST(BadInput, UnknownMethodIsAnError) {
   std::string err;
   EXPECT_FALSE(CompiledModel::compile(checkpoint(), kPrefill, "method=bogus",
