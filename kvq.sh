@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # kvq.sh — set up, build and run kvq on a fresh Debian 12 machine.
 #
 #   ./kvq.sh demo    install what is missing, build, run the demo

@@ -1,4 +1,5 @@
 #===- cmake/MLIRSetup.cmake - find MLIR 22 and define kvq_use_mlir() ----===#
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
 # find_package runs once at the top level. kvq_use_mlir() pulls LLVM's build
 # options into the calling directory only, so the runtime (which must build

@@ -1,4 +1,5 @@
 #===- cmake/aarch64-linux-gnu.cmake - arm64 cross build, run under qemu --===#
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
 # The runtime, kvq-eval and their unit tests for arm64 (NEON), built with
 # Debian's cross gcc and run through qemu-user by ctest:

@@ -1,4 +1,5 @@
 //===- KvqAttrs.cpp - kvq attribute verification and defaults -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The cache configuration's invariants: supported bit widths, positive
 // sizes, the outlier fraction's range. Shape-dependent rules (group size vs

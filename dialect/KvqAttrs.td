@@ -1,4 +1,5 @@
 //===- KvqAttrs.td - kvq enums and attributes ----------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The quantization axis, the method, the residual mode and the cache
 // configuration attribute that carries every parameter of the seeds.

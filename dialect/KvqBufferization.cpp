@@ -1,4 +1,5 @@
 //===- KvqBufferization.cpp - One-Shot Bufferize models of kvq ops --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every kvq op reads its tensor operands and produces fresh results; no
 // result aliases an operand. Bufferizing an op therefore rebuilds it on the

@@ -1,4 +1,5 @@
 //===- KvqBufferization.h - One-Shot Bufferize support for kvq --*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Attaches BufferizableOpInterface to every kvq op with tensor operands, so
 // --one-shot-bufferize turns the tensor forms into the memref forms.

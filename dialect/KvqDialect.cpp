@@ -1,4 +1,5 @@
 //===- KvqDialect.cpp - kvq dialect registration --------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Registers the kvq ops, attributes and types, and materializes the
 // constants that kvq folders produce as arith.constant.

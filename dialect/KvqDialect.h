@@ -1,4 +1,5 @@
 //===- KvqDialect.h - the kvq dialect ---------------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One include for users of the dialect: the dialect class, its enums,
 // attributes, types and ops.

@@ -1,4 +1,5 @@
 //===- KvqDialect.td - the kvq dialect definition ------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The dialect record and the base classes of kvq ops, attributes and types.
 //

@@ -1,4 +1,5 @@
 //===- KvqFolds.cpp - exact folders of kvq ops ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Quantization is lossy, so kvq folds only what is exact: an outlier split
 // that selects nothing, and a sink selection that selects nothing or

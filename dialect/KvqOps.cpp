@@ -1,4 +1,5 @@
 //===- KvqOps.cpp - kvq op verifiers --------------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Cross-operand rules of the kvq ops. Every message names the offending
 // value; test/dialect/invalid.mlir asserts each of them.

@@ -1,4 +1,5 @@
 //===- KvqOps.td - kvq operations ----------------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Primitive quantization ops on ranked tensors and the KV-cache ops.
 // Shape rules shared by several ops live in KvqOps.cpp (verifyGroupedShape).

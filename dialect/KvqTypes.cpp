@@ -1,4 +1,5 @@
 //===- KvqTypes.cpp - !kvq.cache verification -----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Shape rules that tie the configuration to the cache's shape.
 //

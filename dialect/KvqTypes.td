@@ -1,4 +1,5 @@
 //===- KvqTypes.td - kvq types -------------------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The opaque quantized KV cache handle.
 //

@@ -1,4 +1,5 @@
 //===- Passes.h - kvq passes ------------------------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Declarations and registration of every kvq pass and pipeline.
 //

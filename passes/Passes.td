@@ -1,4 +1,5 @@
 //===- Passes.td - kvq pass declarations ---------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Transforms (kvq -> kvq) first, then conversions (kvq -> runtime calls).
 //

@@ -1,4 +1,5 @@
 //===- Pipelines.cpp - named kvq pipelines --------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // --kvq-to-llvm: a tensor-level model graph down to the LLVM dialect with
 // runtime calls for the CPU backend. --kvq-to-metal: the same graph down to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The demo (./kvq.sh demo runs it after building).
 #  1. A real model: stories260K (models/stories260K/, MIT) compiled by kvq-run
 #     for every cache method -- kvq-import, --kvq-quantize-kv-cache,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # plot_attention.gnuplot — rendered by scripts/plot_attention.sh, which sets
 # datafile (blocks of "tokens ms bound_ms" per cache), outfile, blocks, qpk
 # and names (the caches, in block order).

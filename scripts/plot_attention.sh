@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # plot_attention.sh — attention time vs context length per cache type.
 #
 #   scripts/plot_attention.sh RESULTS.json OUT.png [Q_PER_KV]

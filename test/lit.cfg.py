@@ -1,4 +1,5 @@
 # -*- Python -*-
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # lit configuration of the kvq test suites (test/**/*.mlir).
 import os
 import subprocess

@@ -1,4 +1,5 @@
 #===- test/lit.cmake - the lit/FileCheck suites, in check-kvq and ctest -===#
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 kvq_use_mlir()
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 

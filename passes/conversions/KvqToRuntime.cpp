@@ -1,4 +1,5 @@
 //===- KvqToRuntime.cpp - kvq ops to calls of the kvq runtime -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // convert-kvq-to-runtime: every kvq op (memref form, after bufferization)
 // becomes a call of the runtime entry point that RuntimeABI.cpp names for

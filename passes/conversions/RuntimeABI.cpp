@@ -1,4 +1,5 @@
 //===- RuntimeABI.cpp - the table of kvq runtime entry points -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Mirrors runtime/include/kvq/runtime.h. When a signature changes there, it
 // changes here, and nowhere else in the compiler.

@@ -1,4 +1,5 @@
 //===- CacheConfigOptions.cpp - pass options that set a #kvq.config -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "passes/transforms/CacheConfigOptions.h"
 
 using namespace mlir;

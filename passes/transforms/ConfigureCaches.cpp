@@ -1,4 +1,5 @@
 //===- ConfigureCaches.cpp - set the config of every !kvq.cache -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-configure-caches: rewrites the #kvq.config of every !kvq.cache type in
 // a module, so one graph compiles for every method.

@@ -1,4 +1,5 @@
 //===- QuantizeKvCache.cpp - find a model's KV cache, make it a !kvq.cache ===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-quantize-kv-cache. Per function:
 //  1. cache chains: a tensor argument written by tensor.insert_slice (each

@@ -1,4 +1,5 @@
 //===- attention.cpp - Fused decode attention driver ----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Chunked online softmax over the stores' attendKeys / attendValues passes:
 // per chunk of tokens, the scores of every query vector are computed from

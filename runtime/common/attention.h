@@ -1,4 +1,5 @@
 //===- attention.h - Fused decode attention over packed storage -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_cache_attend computes softmax(q.K^T / sqrt(d)) . V straight from each
 // store's packed blocks: stores walk their own layout (attendKeys /

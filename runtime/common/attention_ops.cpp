@@ -1,4 +1,5 @@
 //===- attention_ops.cpp - Portable inner kernels of fused attention ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The reference AttendOps: plain loops over one head row, used where no SIMD
 // table exists and as the oracle of the SIMD attention ops. Codes are read

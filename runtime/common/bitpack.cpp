@@ -1,4 +1,5 @@
 //===- bitpack.cpp - LSB-first packing of b-bit codes ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Scalar reference packers; widths 2, 4 and 8 take byte-aligned fast paths,
 // 3 goes through a 32-bit accumulator.

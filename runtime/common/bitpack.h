@@ -1,4 +1,5 @@
 //===- bitpack.h - LSB-first packing of b-bit codes -------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The packed code layout of runtime.h: element i occupies bits [i*b, i*b+b)
 // of an LSB-first bit stream. One layout for every width keeps 3-bit codes

@@ -1,4 +1,5 @@
 //===- bitpack_swar.h - Word-at-a-time code packing -----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Eight codes packed or unpacked in one 64-bit word (SWAR), in the layout of
 // bitpack.h. Portable integer code, shared by the AVX2 and NEON kernel

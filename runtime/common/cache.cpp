@@ -1,4 +1,5 @@
 //===- cache.cpp - C entry points of the quantized KV cache ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // create/destroy/update/fetch/length/stats/sink_positions/attend. This layer
 // checks every argument, converts K/V input to fp16 (the stored precision)

@@ -1,4 +1,5 @@
 //===- cache_entry.cpp - What the two KV cache ABIs share -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The non-template half of cache_entry.h: argument checks in the order the
 // entry points run them (the first failing check decides the status), the

@@ -1,4 +1,5 @@
 //===- checked.h - Overflow-checked size arithmetic -------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every size an entry point derives from caller integers (tokens x channels,
 // rows x cols, elements x bytes, ...) is computed here, so an absurd shape

@@ -1,4 +1,5 @@
 //===- compiled_abi.cpp - entry points used by compiled kvq graphs --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // convert-kvq-to-runtime emits calls with pointer and scalar arguments only:
 // the flat cache constructor and the status check live here. The stats

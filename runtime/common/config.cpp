@@ -1,4 +1,5 @@
 //===- config.cpp - Configuration defaults and validation -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_config_init (the seeds' defaults, but for kvquant's refit_interval)
 // and kvq_config_validate, which gives each kind of bad configuration its

@@ -1,4 +1,5 @@
 //===- config.h - Configuration checks shared by the cache ------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Limits of the storage formats, the validation used by create and the
 // configuration of the flat (compiled-graph) constructors.

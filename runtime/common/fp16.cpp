@@ -1,4 +1,5 @@
 //===- fp16.cpp - Portable IEEE binary16 conversion -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Integer implementation of float <-> binary16 with round-to-nearest-even.
 //

@@ -1,4 +1,5 @@
 //===- fp16.h - Portable IEEE binary16 conversion ---------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Bit-exact float <-> binary16 conversion in integer code (round to nearest,
 // ties to even), so the reference path needs neither _Float16 nor F16C and

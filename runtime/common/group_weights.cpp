@@ -1,4 +1,5 @@
 //===- group_weights.cpp - Per-token group weights of the KIVI value pass -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The portable loops behind groupWeightsPortable (group_weights.h).
 //

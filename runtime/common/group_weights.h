@@ -1,4 +1,5 @@
 //===- group_weights.h - Group weights of the KIVI value pass -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // KIVI values are quantized per token in groups of G channels, so a chunk's
 // weighted sum needs, per coded token, each group's weight times its scale

@@ -1,4 +1,5 @@
 //===- guard.h - No exception crosses the C ABI ------------------*- C++
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //-*-===//
 //
 // Every kvq_status entry point of the C ABI (CPU and Metal) runs its body

@@ -1,4 +1,5 @@
 //===- kernel_api.cpp - C entry points of the stateless kernels -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kernels of runtime.h: arguments are checked by kernel_args.h (shared
 // with the Metal backend), the computation goes through the active kernel

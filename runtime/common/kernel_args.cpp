@@ -1,4 +1,5 @@
 //===- kernel_args.cpp - Argument checks of the stateless kernels ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The checks behind kernel_args.h. Both backends validate through these, so
 // statuses and messages cannot drift apart between kvq_* and kvq_metal_*;

@@ -1,4 +1,5 @@
 //===- kernel_args.h - Argument checks of the stateless kernels -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One validation function per stateless kernel of runtime.h, shared by the
 // CPU entry points (kernel_api.cpp) and the Metal ones

@@ -1,4 +1,5 @@
 //===- kernel_table.cpp - Selection of the active kernel table ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One place that decides which implementation of the hot primitives runs:
 // the SIMD table of this build and CPU (runtime/x86, runtime/neon), unless

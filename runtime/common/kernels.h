@@ -1,4 +1,5 @@
 //===- kernels.h - Internal kernel interface and dispatch table -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The numerical primitives behind both the stateless C kernels and the cache
 // stores, on float vectors with strides. The cache reaches them through

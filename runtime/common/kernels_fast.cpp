@@ -1,4 +1,5 @@
 //===- kernels_fast.cpp - Portable fast paths shared by SIMD tables -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Lloyd-Max with a merge-walk assignment (see kernels_fast.h).
 //

@@ -1,4 +1,5 @@
 //===- kernels_matrix.cpp - Reference whole-matrix kernels ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The scalar loops behind the stateless C entry points, on a validated grid:
 // the oracle every SIMD table is differentially tested against. They read

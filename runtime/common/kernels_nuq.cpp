@@ -1,4 +1,5 @@
 //===- kernels_nuq.cpp - Lloyd-Max non-uniform levels ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reference 1-D Lloyd-Max: quantile initialisation, then assign-to-nearest /
 // move-to-mean sweeps on the sorted eligible elements. Deterministic: no RNG,

@@ -1,4 +1,5 @@
 //===- kernels_outlier.cpp - Rank-based dense-and-sparse split ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Exactly k outliers per vector, chosen by rank of |x| with ties to the
 // earlier index. Bisection on the float bit pattern finds the k-th largest

@@ -1,4 +1,5 @@
 //===- kernels_sink.cpp - Key norms and top-k sink positions --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The KIVI-Sink proxy for attention sinks: the per-token key L2 norm (mean
 // over KV heads), and a top-k over positions with ties to the earlier one.

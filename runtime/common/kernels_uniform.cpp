@@ -1,4 +1,5 @@
 //===- kernels_uniform.cpp - Uniform min/max group quantization -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reference calibration and quantization of one strided vector; the scale
 // and zero are rounded to fp16 before use, because that is what is stored.

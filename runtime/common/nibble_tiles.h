@@ -1,4 +1,5 @@
 //===- nibble_tiles.h - Row tiles of nibble-major code blocks -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Shared by the SIMD versions of AttendOps::dotNibbleRows: where the words
 // of a tile of rows (nibble i of each row, row t in bits 4t..4t+3) come

@@ -1,4 +1,5 @@
 //===- payload.cpp - Exact-size payload blocks and transactions -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Allocation through kvq_config.allocator (malloc/free when unset).
 //

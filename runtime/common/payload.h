@@ -1,4 +1,5 @@
 //===- payload.h - Exact-size payload blocks and transactions ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every byte of cache payload (codes, scales, levels, outliers, fp16 rows) is
 // its own exact-size allocation through the configured allocator, so the

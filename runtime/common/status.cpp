@@ -1,4 +1,5 @@
 //===- status.cpp - Status strings and the thread-local last error --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_status_string and kvq_last_error; the message buffer is per thread so
 // that distinct caches may fail concurrently without mixing messages.

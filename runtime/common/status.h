@@ -1,4 +1,5 @@
 //===- status.h - Status codes and the thread-local last error --*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every failing entry point records a one-line message here before returning
 // its status, so callers get "what went wrong" without a second channel.

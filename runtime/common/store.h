@@ -1,4 +1,5 @@
 //===- store.h - Per-layer cache storage, one class per method --*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A LayerStore holds one layer's tokens in a method's packed format. The
 // cache core (cache.cpp) validates arguments and converts input to fp16;

@@ -1,4 +1,5 @@
 //===- store_fp16.cpp - The fp16 baseline store ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every token is one exact-size block holding its K row then its V row in
 // fp16; all tokens count as residual (fp16) tokens.

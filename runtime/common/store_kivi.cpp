@@ -1,4 +1,5 @@
 //===- store_kivi.cpp - KIVI and KIVI-Sink storage -------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Keys: per-channel uniform groups of G consecutive tokens, one block per
 // group (C scales, C zeros, packed codes of its non-sink rows; 2- and 4-bit

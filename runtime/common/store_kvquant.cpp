@@ -1,4 +1,5 @@
 //===- store_kvquant.cpp - KVQuant-NUQ storage ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Keys: per-channel Lloyd-Max level tables fit on a batch of tokens (the
 // prefill) and frozen; a key row is one block of packed codes plus its

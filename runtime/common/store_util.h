@@ -1,4 +1,5 @@
 //===- store_util.h - Small helpers shared by the method stores -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Unaligned-safe fp16 reads/writes inside payload blocks, row conversion,
 // and the pieces of an update that the KIVI and KVQuant stores share.

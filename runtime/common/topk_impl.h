@@ -1,4 +1,5 @@
 //===- topk_impl.h - Rank split without scratch memory ----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Template body of topkAbsGeneric, shared by the strided float kernel and the
 // C entry points that read fp16/f32 buffers directly (no conversion copy).

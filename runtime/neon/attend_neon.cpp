@@ -1,4 +1,5 @@
 //===- attend_neon.cpp - NEON inner kernels of fused attention ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Dot products and weighted sums of one head row (fp16 or packed codes)
 // against the query vectors of its KV head, eight channels at a time, with

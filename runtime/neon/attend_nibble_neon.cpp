@@ -1,4 +1,5 @@
 //===- attend_nibble_neon.cpp - Key dots over nibble-major blocks, NEON ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::dotNibbleRows for arm64 (contract and canonical order in
 // kernels.h). Rows sit in lanes, eight per step (two registers): one

@@ -1,4 +1,5 @@
 //===- neon_util.h - Shared helpers of the NEON kernels ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Loads and stores of fp16/f32 rows as float32x4 pairs, code (un)packing of
 // eight codes and horizontal reductions for the arm64 kernel files. NEON is

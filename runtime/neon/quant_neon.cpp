@@ -1,4 +1,5 @@
 //===- quant_neon.cpp - NEON uniform (de)quantization and screening -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Four floats per vector, two vectors per 8 codes. AArch64 has an exact
 // vector division and round-to-nearest-even (vrndnq), so codes are computed

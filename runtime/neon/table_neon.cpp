@@ -1,4 +1,5 @@
 //===- table_neon.cpp - The arm64 NEON kernel table -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // NEON is baseline on AArch64, so the table is always available. Entries
 // without a NEON version keep the reference (or the shared portable fast

@@ -1,4 +1,5 @@
 //===- attend_avx2.cpp - AVX2+FMA inner kernels of fused attention --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Dot products and weighted sums of one head row against the query vectors
 // of its KV head, straight from fp16 rows or packed codes: codes are shifted

@@ -1,4 +1,5 @@
 //===- attend_lut_avx512.cpp - KVQuant key dots without gathers, AVX-512 --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::dotLut (per-channel lookup tables, KVQuant keys) on AVX-512F:
 // the 16 channels of a block own 16 consecutive tables of L = 2^bits

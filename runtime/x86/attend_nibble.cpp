@@ -1,4 +1,5 @@
 //===- attend_nibble.cpp - Key dots over nibble-major code blocks ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::dotNibbleRows for x86_64 (contract and canonical order in
 // kernels.h). Rows sit in vector lanes: one 32-bit word of a nibble-major

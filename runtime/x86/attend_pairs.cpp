@@ -1,4 +1,5 @@
 //===- attend_pairs.cpp - Weighted sums of 2-bit value rows in pairs ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::axpyCodesRows for 2-bit codes on x86_64 (contract in
 // kernels.h): rows go in pairs (2k, 2k+1), and each element gains one

@@ -1,4 +1,5 @@
 //===- avx2_util.h - Shared helpers of the AVX2+F16C kernels ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Loads, stores, code (un)packing and horizontal reductions used by the
 // x86_64 kernel files. Every function carries the target attribute instead

@@ -1,4 +1,5 @@
 //===- group_weights_avx512.cpp - Fused KIVI value headers, AVX-512 -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::groupWeightsHalf for one query vector per KV head: the tokens'
 // fp16 scales and zeros are converted 16 at a time (vcvtph2ps) and meet the

@@ -1,4 +1,5 @@
 //===- misc_avx2.cpp - AVX2 outliers, screening, key norms, sink top-k ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The rank split keeps the reference's bisection on float bit patterns; only
 // the counting passes are vectorized, so thresholds and masks are the same

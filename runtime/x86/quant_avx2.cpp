@@ -1,4 +1,5 @@
 //===- quant_avx2.cpp - AVX2+F16C uniform and NUQ (de)quantization --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Group quantization with fp16 scale/zero, its inverse, nearest-level NUQ
 // quantization and table-lookup dequantization, plus code (un)packing. Every

@@ -1,4 +1,5 @@
 //===- table_avx2.cpp - Run-time selection of the AVX2+F16C table ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The x86_64 SIMD table exists only when the CPU (and the OS, for the YMM
 // state) supports AVX2, F16C and FMA; otherwise kernels() keeps the

@@ -1,4 +1,5 @@
 //===- flags.h - Command-line rules shared by every kvq tool ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One set of rules for kvq-eval and kvq-bench (and any tool that includes
 // this):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # ===- check_bench_json.py - Validate kvq-bench --json output ------------=== #
 #
 # Runs kvq-bench (through an emulator when given) and checks that its JSON

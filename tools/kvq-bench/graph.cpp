@@ -1,4 +1,5 @@
 //===- graph.cpp - The generated model graph for the compile benchmark ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Writes the graph to a file and times the kvq-opt process on it (process
 // start included: that is what a build system pays).

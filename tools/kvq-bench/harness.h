@@ -1,4 +1,5 @@
 //===- harness.h - Timing discipline of kvq-bench ---------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Warm up, repeat, take the median: one function used by every measurement
 // so all numbers in a report follow the same rules. Single thread; the

@@ -1,4 +1,5 @@
 //===- kvq_bench.cpp - Throughput and latency of kvq against this machine ===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One run, one thread: the machine's memcpy and read bandwidth, then
 // quantize/dequantize throughput per method and width (GB/s of fp16 input),

@@ -1,4 +1,5 @@
 //===- kvq_demo.cpp - run the compiled example graph for every method -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The demo's host program. examples/decoder_layer.mlir is compiled once per
 // method (fp16, kivi, kivi_sink, kvquant) into a shared library by the

@@ -1,4 +1,5 @@
 //===- npy.cpp - Minimal NumPy .npy reader and writer ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reading goes through tensor_io (the hardened parser); this file keeps the
 // binary16 conversions and the simple writer the tests use.

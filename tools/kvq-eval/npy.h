@@ -1,4 +1,5 @@
 //===- npy.h - Minimal NumPy .npy reader and writer -------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // float16/float32, little-endian, C order, format versions 1.0 to 3.0. Every
 // other file is rejected with a one-line reason.

@@ -1,4 +1,5 @@
 //===- tensor_io.cpp - .npy / .npz / .safetensors readers -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // See tensor_io.h for the rules. Every length read from a file is checked
 // before it is used as an offset, a size or an allocation.

@@ -1,4 +1,5 @@
 //===- tensor_io.h - K/V dump readers for untrusted files -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads float tensors from NumPy .npy, NumPy .npz (stored entries, as
 // np.savez writes them) and .safetensors, treating every file as untrusted:

@@ -1,4 +1,5 @@
 //===- Llama2cImporter.cpp - a llama2.c model as an MLIR module -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Emits text, as small frontends do, then parses and verifies it: the
 // verifier, not this file, is the judge of the IR. Every tensor value is

@@ -1,4 +1,5 @@
 //===- Llama2cImporter.h - a llama2.c model as an MLIR module ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The frontend half of kvq's model path: a llama2.c checkpoint becomes a
 // module in upstream dialects only (func, arith, math, tensor, linalg), as

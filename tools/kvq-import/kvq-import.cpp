@@ -1,4 +1,5 @@
 //===- kvq-import.cpp - a llama2.c checkpoint as an MLIR module -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //   kvq-import MODEL.bin [options] [-o FILE]
 //

@@ -1,4 +1,5 @@
 //===- kvq-opt.cpp - mlir-opt with the kvq dialect and passes -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kvq driver: every upstream dialect, extension and pass (a model graph
 // mixes func, tensor, linalg, arith, ...), plus the kvq dialect and passes.

@@ -1,4 +1,5 @@
 //===- Bench.cpp - kvq-run --bench: decode speed per cache method ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // For each method and context length C: the compiled model's cache is
 // filled to C tokens through the runtime (random K/V: the speed of a step

@@ -1,4 +1,5 @@
 //===- Bench.h - kvq-run --bench: decode speed per cache method -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #ifndef KVQ_TOOLS_KVQ_RUN_BENCH_H
 #define KVQ_TOOLS_KVQ_RUN_BENCH_H
 

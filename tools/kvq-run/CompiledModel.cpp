@@ -1,4 +1,5 @@
 //===- CompiledModel.cpp - a llama2.c model compiled in process -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/kvq-run/CompiledModel.h"
 
 #include "dialect/KvqBufferization.h"

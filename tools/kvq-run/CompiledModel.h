@@ -1,4 +1,5 @@
 //===- CompiledModel.h - a llama2.c model compiled in process ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-import -> [--kvq-quantize-kv-cache] -> --kvq-to-llvm -> ORC JIT, then
 // the entry points called with the checkpoint's weights mapped in place.

@@ -1,4 +1,5 @@
 //===- kvq-run.cpp - compile a llama2.c model with kvq and run it ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //   kvq-run MODEL.bin [--prompt TEXT] [--steps N] [--method LIST] ...
 //   kvq-run MODEL.bin --perplexity FILE [--method LIST] [--json]

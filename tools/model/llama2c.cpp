@@ -1,4 +1,5 @@
 //===- llama2c.cpp - llama2.c checkpoints ---------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/model/llama2c.h"
 
 #include <algorithm>

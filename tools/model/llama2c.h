@@ -1,4 +1,5 @@
 //===- llama2c.h - llama2.c checkpoints: header, weight layout, mapping ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A llama2.c checkpoint is 7 int32 (dim, hidden_dim, n_layers, n_heads,
 // n_kv_heads, vocab_size, seq_len; a negative vocab_size means the

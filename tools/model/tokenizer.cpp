@@ -1,4 +1,5 @@
 //===- tokenizer.cpp - llama2.c tokenizer ---------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Loading checks every length against the bytes left, so a malformed file
 // yields a message, never an out-of-bounds read. Encoding merges through a

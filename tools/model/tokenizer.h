@@ -1,4 +1,5 @@
 //===- tokenizer.h - llama2.c tokenizer (tok512.bin-style) ------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The BPE tokenizer of llama2.c checkpoints: a file of scored pieces with
 // SentencePiece-style merging and <0xNN> byte fallback. Encoding gives the

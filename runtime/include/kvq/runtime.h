@@ -1,4 +1,5 @@
 /*===- kvq/runtime.h - C ABI of the kvq runtime -------------------*- C -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
  *
  * The stable C contract between compiled model graphs and the kvq runtime:
  * status codes, the cache configuration, the quantized KV cache handle and

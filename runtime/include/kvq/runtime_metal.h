@@ -1,4 +1,5 @@
 /*===- kvq/runtime_metal.h - C ABI of the kvq Metal backend -------*- C -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
  *
  * The Metal flavour of runtime.h: the same stateless kernels with a device
  * context first, and the same cache entry points with a kvq_metal_ prefix.

@@ -1,4 +1,5 @@
 #===- amalgamate.cmake - Embed the MSL kernels as one source string -----===#
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
 # cmake -DOUTPUT=<file.cpp> "-DINPUTS=<h1;h2;...;k1.metal;...>" -P this
 # Concatenates the kernel headers and sources in order, drops their local

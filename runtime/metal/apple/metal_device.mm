@@ -1,4 +1,5 @@
 //===- metal_device.mm - host/device.h on Metal.framework ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Apple device under the kvq_metal_* entry points: one MTLDevice and
 // command queue, the embedded MSL source compiled once with fast math off,

@@ -1,4 +1,5 @@
 //===- emu_attend_kvquant.cpp - attend_kvquant.metal through the shim ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One translation unit per .metal file: the shim, the unmodified kernel
 // source, then the registration in plain C++.

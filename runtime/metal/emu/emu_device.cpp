@@ -1,4 +1,5 @@
 //===- emu_device.cpp - The Linux device: MSL kernels run on the CPU ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Implements host/device.h with malloc'd buffers and the shim's grid
 // executor, so the portable entry points run the real kernels. Buffers are

@@ -1,4 +1,5 @@
 //===- launch.h - Bind device arguments to a shim-compiled kernel -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A registered kernel is a function compiled from MSL through the shim. Its
 // leading parameters are [[buffer(i)]] arguments (address-space qualified

@@ -1,4 +1,5 @@
 //===- cache.cpp - The Metal KV cache: state in device buffers ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_metal_cache_* entry points. The host keeps the bookkeeping (which
 // tokens are fp16, which are quantized, the running sink top-k) following

@@ -1,4 +1,5 @@
 //===- cache_kvquant.cpp - The KVQuant method of the Metal KV cache -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One layer of a Metal cache with method kvquant. The host keeps the
 // bookkeeping of runtime/common/store_kvquant.cpp rule by rule (which

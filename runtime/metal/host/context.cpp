@@ -1,4 +1,5 @@
 //===- context.cpp - The Metal context entry points -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The context handle that lowered graphs pass to every stateless Metal
 // kernel is the process-wide Device.

@@ -1,4 +1,5 @@
 //===- device.h - The device interface under the Metal entry points -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kvq_metal_* entry points are written once, in portable C++, against
 // this small interface: shared-memory buffers and synchronous kernel

@@ -1,4 +1,5 @@
 //===- dispatch.h - Kernel launches shared by the entry points ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Small wrappers for launches more than one entry point needs (packing,
 // parameter blocks, the cache layers' fetch and attend), so the caches and

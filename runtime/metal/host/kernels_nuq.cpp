@@ -1,4 +1,5 @@
 //===- kernels_nuq.cpp - kvq_metal_nuq_fit / _quant / _dequant ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Stage, check and dispatch the non-uniform kernels of nuq.metal. The fit
 // gives each GPU thread its own slice of a device scratch buffer, so the

@@ -1,4 +1,5 @@
 //===- kernels_select.cpp - Outlier split/screen, key norm, sink select ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Stage, check and dispatch the selection kernels of outlier.metal and
 // sink.metal. Sink selection runs as one simdgroup over all tokens.

@@ -1,4 +1,5 @@
 //===- kernels_uniform.cpp - kvq_metal_group_quant / _dequant -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Stage the inputs, run kvq_uniform_quant (one thread per vector) and, for
 // the packed layout, kvq_pack_codes (one thread per byte); dequantization is

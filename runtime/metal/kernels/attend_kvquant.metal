@@ -1,4 +1,5 @@
 //===- attend_kvquant.metal - Attention and fetch over a KVQuant cache ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Metal KVQuant layout (docs/METAL.md "KVQuant layout"): one
 // kvq_metal_kvquant_token record per token says where its K and V rows

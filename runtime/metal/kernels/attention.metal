@@ -1,4 +1,5 @@
 //===- attention.metal - Fused decode attention over the quantized cache --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Metal cache layout (docs/METAL.md): per token, kref/vref say where its
 // K and V rows live: >= 0 is a row of the fp16 pool (residual window or

@@ -1,4 +1,5 @@
 //===- kvq_common.h - Helpers shared by the kvq MSL kernels -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Element access for fp16/f32 buffers, packed code access, the vector
 // geometry of runtime.h, and the numerics that must match the CPU reference

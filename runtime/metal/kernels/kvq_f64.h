@@ -1,4 +1,5 @@
 //===- kvq_f64.h - Software binary64 for MSL --------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Metal has no `double`, but the reference kernels accumulate Lloyd-Max
 // sums, quantile positions, key norms and outlier counts in double. To give

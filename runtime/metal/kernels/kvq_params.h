@@ -1,4 +1,5 @@
 //===- kvq_params.h - Kernel parameter blocks (host and MSL) ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The structs passed by value ([[buffer(n)]] constant blocks) to the kvq
 // Metal kernels. This header is read by three compilers: the Metal compiler,

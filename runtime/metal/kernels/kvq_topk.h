@@ -1,4 +1,5 @@
 //===- kvq_topk.h - Rank split by bisection on float bits -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The k-th largest magnitude without sorting: non-negative floats order like
 // their bit patterns, so bisect on the bits for the largest t with at least

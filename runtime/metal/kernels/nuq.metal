@@ -1,4 +1,5 @@
 //===- nuq.metal - Lloyd-Max non-uniform levels --------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_nuq_fit: one thread per vector gathers its eligible elements into its
 // slice of a device scratch buffer, heap-sorts them, initialises the levels

@@ -1,4 +1,5 @@
 //===- outlier.metal - Rank-based dense-and-sparse split -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_outlier_split: one thread per vector marks exactly k = ceil(f * n)
 // largest |x| among its n eligible elements, ties to the earlier index

@@ -1,4 +1,5 @@
 //===- sink.metal - Key norms and top-k sink positions -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_key_norm: one thread per token, the mean over KV heads of each head's
 // key L2 norm, accumulated in software binary64 like the reference.

@@ -1,4 +1,5 @@
 //===- uniform.metal - Uniform min/max group quantization ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_uniform_quant: one thread per vector computes the group's min/max over
 // its non-excluded elements, the fp16 scale and zero, and the unpacked codes.

@@ -1,4 +1,5 @@
 //===- executor.cpp - CPU grid executor for MSL kernels -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Cooperative threadgroups run as ucontext fibers on the calling OS thread,
 // scheduled round-robin: every ready fiber runs until it finishes or waits at

@@ -1,4 +1,5 @@
 //===- executor.h - CPU grid executor for MSL kernels -----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs a compute grid on the calling OS thread. Plain kernels run thread by
 // thread; cooperative kernels (those that call a threadgroup barrier or a

@@ -1,4 +1,5 @@
 //===- metal_shim.h - Compile Metal Shading Language as C++ -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Lets the kvq .metal kernels compile unmodified as C++17 on Linux, so the
 // CPU grid executor (executor.h) can run them. It provides the MSL scalar

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // dump_kv: run stories260K (llama2.c format) in float, generate T tokens
 // from BOS (greedy, or sampled with llama2.c's xorshift sampler at
 // temperature 1), and write per layer post-RoPE K, V [T, kv_heads, head_dim]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /*===- llama_driver.c - run a compiled llama2.c model, print its tokens ---===*
  *
  * Host of a model lowered by `kvq-import | kvq-opt --kvq-quantize-kv-cache

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /*===- print_memref_driver.c - run a compiled kvq graph, print its result -===*
  *
  * Calls `_mlir_ciface_run` of a graph lowered with --kvq-to-llvm (a function

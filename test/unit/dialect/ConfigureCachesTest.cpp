@@ -1,4 +1,5 @@
 //===- ConfigureCachesTest.cpp - kvq-configure-caches from C++ ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs the pass through a PassManager, as an embedding compiler would, and
 // checks the rewritten function signature.

@@ -1,4 +1,5 @@
 //===- DialectTest.cpp - kvq builders and verifiers from C++ --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Builds kvq attributes, types and ops through the C++ API and checks what
 // the verifiers say, the way a compiler embedding kvq would use them.

@@ -1,4 +1,5 @@
 //===- cache_test.cpp - The Metal cache against the CPU cache -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The same configuration and the same token stream (a prefill, then decode
 // steps of varying size) go into a CPU cache and a Metal cache. After every

@@ -1,4 +1,5 @@
 //===- f64_test.cpp - The kernels' software binary64 against hardware ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_f64.h stands in for `double` on the GPU; every operation must round
 // exactly like the host's IEEE double. Checked on random operands drawn the

@@ -1,4 +1,5 @@
 //===- metal_cache_kvquant_test.cpp - Metal KVQuant cache vs the CPU one --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The KVQuant method of the Metal cache against the CPU store
 // (runtime/common/store_kvquant.cpp), the oracle: the same configuration

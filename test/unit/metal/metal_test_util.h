@@ -1,4 +1,5 @@
 //===- metal_test_util.h - Shared helpers of the Metal tests ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Seeded matrices in fp16 or f32 (with planted constant groups, outliers and
 // ties), masks, the context under test, and the CPU-vs-Metal cache check.

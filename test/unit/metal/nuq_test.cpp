@@ -1,4 +1,5 @@
 //===- nuq_test.cpp - Metal NUQ fit/quant/dequant vs the CPU reference ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Lloyd-Max fit on the GPU (software binary64) must give the fp16
 // levels of kvq_nuq_fit bit for bit, for every width, axis, dtype, sweep

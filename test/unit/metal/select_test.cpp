@@ -1,4 +1,5 @@
 //===- select_test.cpp - Metal outliers, key norms, sinks vs the CPU ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Outlier masks and thresholds, screened masks, key norms (software
 // binary64) and sink positions (one simdgroup, prefix sums) must equal the

@@ -1,4 +1,5 @@
 //===- shim_test.cpp - The MSL shim and its grid executor -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Barriers and simdgroup functions synchronise for real (fibers), partial
 // simdgroups reduce over their active lanes, divergent barriers and

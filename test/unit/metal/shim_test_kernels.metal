@@ -1,4 +1,5 @@
 //===- shim_test_kernels.metal - Kernels that exercise the executor ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Small MSL kernels whose results depend on barriers and simdgroup
 // functions really synchronising, used by shim_test.cpp.

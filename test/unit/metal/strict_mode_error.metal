@@ -1,4 +1,5 @@
 //===- strict_mode_error.metal - Must NOT compile in strict mode ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A helper taking a thread-space pointer called with a device pointer: an
 // error in MSL, and (thanks to the distinct address spaces) in the shim.

@@ -1,4 +1,5 @@
 //===- uniform_test.cpp - Metal group quant/dequant vs the CPU reference --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_metal_group_quant/_dequant (MSL kernels run through the shim) must
 // give the bytes of kvq_group_quant/_dequant for every width, axis, dtype,

@@ -1,4 +1,5 @@
 //===- eval_text_test.cpp - models/stories260K/eval.txt is reproducible ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Regenerates the first story with the sampler make_eval_text uses and
 // compares it with line 1 of the committed file.

@@ -1,4 +1,5 @@
 //===- make_eval_text.cpp - writes models/stories260K/eval.txt ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //   make_eval_text CHECKPOINT TOKENIZER OUT [STORIES [MIN_TOKENS]]
 //

@@ -1,4 +1,5 @@
 //===- model_test_util.h - Paths and scratch files for tests -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #ifndef KVQ_TEST_UNIT_MODEL_MODEL_TEST_UTIL_H
 #define KVQ_TEST_UNIT_MODEL_MODEL_TEST_UTIL_H
 

@@ -1,4 +1,5 @@
 //===- reference_model.cpp - float64 llama2.c forward pass for tests ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Written straight from the checkpoint format and forward pass in
 // models/README.md, deliberately plain (loops, no SIMD) so it can be checked

@@ -1,4 +1,5 @@
 //===- reference_model.h - float64 llama2.c forward pass -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // An independent reference for tests only: reads a llama2.c checkpoint by
 // itself (no project code), widens every weight to double and runs the

@@ -1,4 +1,5 @@
 //===- reference_model_test.cpp - float64 reference on stories260K --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The greedy text is the model publisher's statement about stories260K.
 // Derived checkpoints (separate classifier, K/V heads duplicated into MHA)

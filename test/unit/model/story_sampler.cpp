@@ -1,4 +1,5 @@
 //===- story_sampler.cpp - seeded sampling from the reference model -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "story_sampler.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 //===- story_sampler.h - Seeded sampling from the reference -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The logic behind models/stories260K/eval.txt, shared by make_eval_text
 // (which writes it) and eval_text_test.cpp (which regenerates story 1), so

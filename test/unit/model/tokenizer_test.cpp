@@ -1,4 +1,5 @@
 //===- tokenizer_test.cpp - llama2.c tokenizer on tok512.bin --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Expected ids were worked out by hand from the piece table of tok512.bin
 // (ids and scores quoted next to each), not produced by the tokenizer.

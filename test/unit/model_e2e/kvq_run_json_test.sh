@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # kvq-run --perplexity --json on the first two eval.txt stories: the output
 # is JSON with every documented field and finite perplexities.
 #   kvq_run_json_test.sh KVQ_RUN MODEL_DIR SCRATCH_DIR PYTHON

@@ -1,4 +1,5 @@
 //===- accounting_test.cpp - Byte partition and effective bits ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Exact token partition for every method and split, compressed below fp16,
 // effective bits within [bits, bits + overhead], and kvq's honest kvquant

@@ -1,4 +1,5 @@
 //===- attend_fetch_property_test.cpp - attend == attention over fetch ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Property (issue 16, finding 3): for every method, kvq_cache_attend equals
 // causal attention computed here in float64 over the K/V that

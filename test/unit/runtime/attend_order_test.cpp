@@ -1,4 +1,5 @@
 //===- attend_order_test.cpp - SIMD attention ops in the canonical order --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The AVX2 and NEON attention inner kernels must give the same bits, so that
 // a model attends identically on x86_64 and arm64 (test/e2e/cross-arch.mlir

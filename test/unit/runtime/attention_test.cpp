@@ -1,4 +1,5 @@
 //===- attention_test.cpp - Fused attention against the reference ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_cache_attend (fused: packed codes, folded scales, chunked online
 // softmax in float) against kvq::cacheAttend(Reference) (row-by-row

@@ -1,4 +1,5 @@
 //===- cache_test.cpp - Cache lifecycle, bad input, allocator, attend -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Configuration statuses, failed calls leaving the cache exactly unchanged,
 // payload bytes equal to what the allocator handed out, allocation failure at

@@ -1,4 +1,5 @@
 //===- fp16_pack_test.cpp - fp16 conversion and code packing --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The runtime's integer fp16 conversion against an independent reference,
 // and the packed code layout (LSB-first bit stream) for 2/3/4/8 bits.

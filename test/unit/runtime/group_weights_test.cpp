@@ -1,4 +1,5 @@
 //===- group_weights_test.cpp - Fused KIVI value headers ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::groupWeightsHalf of every table this CPU runs against the
 // portable path (fp16 headers converted, then groupWeightsPortable), bit

@@ -1,4 +1,5 @@
 //===- guard_test.cpp - The catch-all at the C ABI boundary ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "guard.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 //===- internal_test.cpp - Reference kernels below the C ABI --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Checks that need the internal kernel interface: Lloyd-Max distortion per
 // sweep (float levels, before fp16 rounding) and the dispatch table.

@@ -1,4 +1,5 @@
 //===- kernels_test.cpp - Uniform kernels, sinks, bad arguments -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The numerical decisions of DESIGN.md for uniform quantization (rint half
 // to even, fp16-rounded scale/zero, constant groups, calibration exclusion),

@@ -1,4 +1,5 @@
 //===- kivi_sink_test.cpp - KIVI-Sink: the seed's Evidence ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Planted 25x-norm sinks (S = 128, b = 2, position 90) are found and kept
 // bit-exact, protection lowers key MSE, dynamic selection beats

@@ -1,4 +1,5 @@
 //===- kivi_test.cpp - KIVI cache: splits, residual modes, axes -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Prefill + decode equals one prefill for every split (both residual modes),
 // kivi_sink with 0 sinks equals kivi bit for bit, the residual window rules,

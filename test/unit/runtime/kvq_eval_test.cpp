@@ -1,4 +1,5 @@
 //===- kvq_eval_test.cpp - The kvq-eval tool end to end -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Writes .npy, .npz and .safetensors files with the project's writers (and
 // hand-made bytes for bad ones), runs the kvq-eval binary and checks its

@@ -1,4 +1,5 @@
 //===- kvquant_test.cpp - KVQuant cache: the seed's Evidence --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Sinks exact and excluded from the fit, never applied at decode, decode keys
 // keep outlier protection, frozen key levels across decode (and refit), the

@@ -1,4 +1,5 @@
 //===- limits_test.cpp - Absurd sizes, bounds and overflowing inputs ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Regression tests of issue 16 (findings 1, 2, 4, 5): sizes whose products
 // overflow int64, configuration fields beyond their documented limits and

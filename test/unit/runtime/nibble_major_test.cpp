@@ -1,4 +1,5 @@
 //===- nibble_major_test.cpp - Nibble-major key blocks and their dots -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The nibble-major layout of KIVI key groups (bitpack.h) against the
 // row-major packed stream, and AttendOps::dotNibbleRows of the reference

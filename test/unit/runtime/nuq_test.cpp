@@ -1,4 +1,5 @@
 //===- nuq_test.cpp - NUQ (Lloyd-Max) and dense-and-sparse outliers -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The KVQuant seed's kernel-level Evidence: NUQ beats uniform on Laplacian
 // data (and the vector length that gives the seed's ~73%), is not worse on

@@ -1,4 +1,5 @@
 //===- real_kv_test.cpp - Decode-time error on real post-RoPE K/V ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Real keys and values of stories260K (test/data/stories260K, layers 0 and
 // 1, 512 tokens) go through the public ABI as a model uses a cache: a

@@ -1,4 +1,5 @@
 //===- simd_kernels_test.cpp - SIMD tables against the reference ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Differential tests in the manner of IREE's mmt4d tests: every entry of the
 // SIMD table of this build (AVX2+F16C on x86_64, NEON on arm64, run under

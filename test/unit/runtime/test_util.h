@@ -1,4 +1,5 @@
 //===- test_util.h - Data generators and cache helpers for tests -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Seeded, portable test data (own transforms from 64-bit uniform bits, since
 // std:: distributions differ between standard libraries) and small wrappers
