@@ -4,8 +4,8 @@
 // (.npy header dict, zip central directory, safetensors JSON) and the data
 // reads of every entry small enough to convert, from memory. A crash, a
 // sanitizer report, a leak or an error message with a raw control byte is a
-// finding. Corpus: test/fuzz/tensor_io (built by make_corpus in
-// kvq_eval_test.cpp's writers; see tools/kvq-eval/CMakeLists.txt).
+// finding. Seed corpus: test/fuzz/tensor_io, written by
+// test/fuzz/make_tensor_io_corpus.py; how it runs: tools/kvq-eval/CMakeLists.txt.
 //
 //===----------------------------------------------------------------------===//
 #include "tensor_io.h"

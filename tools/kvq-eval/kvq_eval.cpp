@@ -29,6 +29,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -932,44 +933,61 @@ int main(int argc, char **argv) {
 
   // --- Plot ----------------------------------------------------------------
   if (!opt.plot.empty()) {
-    std::string script = "set terminal pngcairo size 900,600\nset output " +
+    std::string script = "set terminal pngcairo size 900,600 noenhanced\n"
+                         "set output " +
                          gnuplotString(opt.plot) + "\n";
     script += std::string("set title 'kvq-eval: ") +
               (haveQ ? "attention" : "K/V") +
-              " error against effective bits'\n"
+              " error against effective bits (labels: bits)'\n"
               "set xlabel 'effective bits per element'\nset ylabel '" +
               (haveQ ? "attention relative error"
                      : "K/V relative error (mean of K and V)") +
-              "'\nset logscale y\nset grid\nset key top right\n";
+              "'\nset logscale y\nset grid\nset key bottom right\n";
     if (opt.budget > 0)
       script += "set arrow from " + std::to_string(opt.budget) +
                 ", graph 0 to " + std::to_string(opt.budget) +
                 ", graph 1 nohead dashtype 2\n";
     std::string plot = "plot ";
-    int series = 0;
+    int series = 0, omitted = 0;
     for (const std::string &m : opt.methods) {
-      std::vector<std::pair<double, double>> pts;
+      std::vector<std::tuple<double, double, int>> pts;
       for (size_t ci = 0; ci < configs.size(); ++ci)
         if (configs[ci].method == m && score(ci) > 0 &&
-            std::isfinite(summary[ci].effectiveBits()))
-          pts.push_back({summary[ci].effectiveBits(), score(ci)});
+            std::isfinite(summary[ci].effectiveBits())) {
+          // Above fp16's 16 bits a configuration is never worth it (a
+          // warning says so); it would squash the interesting range.
+          if (summary[ci].effectiveBits() > 16) {
+            ++omitted;
+            continue;
+          }
+          pts.push_back({summary[ci].effectiveBits(), score(ci),
+                         configs[ci].keyBits});
+        }
       if (pts.empty())
         continue;
       std::sort(pts.begin(), pts.end());
       script += "$d" + std::to_string(series) + " << EOD\n";
       for (auto &pt : pts) {
         char buf[96];
-        std::snprintf(buf, sizeof(buf), "%.9g %.9g\n", pt.first, pt.second);
+        std::snprintf(buf, sizeof(buf), "%.9g %.9g %d\n", std::get<0>(pt),
+                      std::get<1>(pt), std::get<2>(pt));
         script += buf;
       }
       script += "EOD\n";
       plot += std::string(series ? ", " : "") + "$d" + std::to_string(series) +
-              " with linespoints pointtype 7 title '" + m + "'";
+              " using 1:2 with linespoints pointtype 7 title '" + m + "', $d" +
+              std::to_string(series) +
+              " using 1:2:3 with labels offset 0,0.8 notitle";
       ++series;
     }
     if (series == 0) {
       warn("--plot: no configuration has a positive error to plot");
     } else {
+      if (omitted)
+        script += "set label " + gnuplotString(std::to_string(omitted) +
+                                               " configuration(s) above 16 "
+                                               "bits not shown") +
+                  " at graph 0.02, graph 0.04\n";
       script += plot + "\n";
       FILE *g = popen("gnuplot", "w");
       if (!g)
