@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # ===- make_tensor_io_corpus.py - Seed corpus of fuzz_tensor_io ----------=== #
 #
 # Writes the small seed files of test/fuzz/tensor_io (no NumPy needed): valid

@@ -1,4 +1,5 @@
 //===- fuzz_tensor_io.cpp - libFuzzer target for kvq-eval's readers -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Any byte string goes through format detection, the container listing
 // (.npy header dict, zip central directory, safetensors JSON) and the data

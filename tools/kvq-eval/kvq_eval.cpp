@@ -1,4 +1,5 @@
 //===- kvq_eval.cpp - Judge kvq's methods on your own K/V dumps -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Loads K, V (and optionally Q) from .npy, .npz or .safetensors files in a
 // named layout (thd, htd, bhtd, lbhtd, ...), runs each requested method and
