@@ -576,7 +576,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
                "[--layers N]\n"
-               "                 [--only LIST] [--caches LIST]\n"
+               "                 [--only LIST] [--caches LIST] [--version]\n"
                "  (every flag also takes --flag=value)\n"
                "  --json         one JSON object on stdout (the table goes "
                "to stderr)\n"
@@ -616,6 +616,9 @@ int main(int argc, char **argv) {
       o.caches = p.listValue();
     else if (p.is("--help")) {
       usage();
+      return 0;
+    } else if (p.is("--version")) {
+      std::printf("kvq-bench %s\n", KVQ_VERSION_STRING);
       return 0;
     } else
       p.unknown();

@@ -221,7 +221,7 @@ double relativeError(const std::vector<float> &reference,
 void usage() {
   std::fprintf(stderr,
                "usage: kvq-demo [--graphs DIR] [--seed N] [--prefill N] "
-               "[--steps N] [--check]\n"
+               "[--steps N] [--check] [--version]\n"
                "  --graphs DIR  where decoder_layer_<method>.so are "
                "(default: the build's)\n"
                "  --check       exit 1 unless the table shows what the "
@@ -258,6 +258,9 @@ int main(int argc, char **argv) {
       ++i;
     } else if (arg == "--check") {
       check = true;
+    } else if (arg == "--version") {
+      std::printf("kvq-demo %s\n", KVQ_VERSION_STRING);
+      return 0;
     } else {
       usage();
       return 2;

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-import/Llama2cImporter.h"
 
+#include "cl_version.h"
+
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -22,6 +24,7 @@ using kvq::import::ImportOptions;
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  kvq::cli::setVersionPrinter("kvq-import");
   cl::OptionCategory category("kvq-import options");
   cl::opt<std::string> input(cl::Positional, cl::Required,
                              cl::desc("<llama2.c checkpoint>"),

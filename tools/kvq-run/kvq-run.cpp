@@ -13,6 +13,8 @@
 #include "tools/kvq-run/CompiledModel.h"
 #include "tools/model/tokenizer.h"
 
+#include "cl_version.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -197,6 +199,7 @@ struct Result {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  kvq::cli::setVersionPrinter("kvq-run");
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
       cl::Positional, cl::Required,
