@@ -2,12 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kvq driver: every upstream dialect, extension and pass (a model graph
-// mixes func, tensor, linalg, arith, ...), plus the kvq dialect and passes.
+// mixes func, tensor, linalg, arith, ...), plus kvq through the one entry
+// point embedders use too (passes/Registration.h).
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqBufferization.h"
-#include "dialect/KvqDialect.h"
-#include "passes/Passes.h"
+#include "passes/Registration.h"
+
+#include "cl_version.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,15 +17,13 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  kvq::cli::setVersionPrinter("kvq-opt");
   mlir::registerAllPasses();
-  mlir::kvq::registerKvqPasses();
-  mlir::kvq::registerKvqPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  registry.insert<mlir::kvq::KvqDialect>();
-  mlir::kvq::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::kvq::registerAllKvq(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "kvq optimizer driver: the kvq dialect and its passes\n",

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/kvq-run/CompiledModel.h"
 
-#include "dialect/KvqBufferization.h"
+#include "passes/Registration.h"
 #include "dialect/KvqDialect.h"
 #include "passes/Passes.h"
 
@@ -11,11 +11,8 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
@@ -49,8 +46,6 @@ void initLLVMOnce() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    mlir::kvq::registerKvqPasses();
-    mlir::kvq::registerKvqPipelines();
   });
 }
 
@@ -95,12 +90,10 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   impl.config = ckpt.config();
   impl.contextLength = ckpt.config().seqLen;
 
+  // What the import, the kvq passes, the lowering and the translation to
+  // LLVM IR need: the embedders' entry point.
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mlir::kvq::KvqDialect>();
-  mlir::kvq::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::kvq::registerAllKvq(registry);
   impl.context.appendDialectRegistry(registry);
   impl.context.loadAllAvailableDialects();
 
