@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#===- cmake/KvqInstall.cmake - cmake --install and find_package(kvq) -----===#
+#
+# Installs, under the prefix:
+#   include/kvq/runtime.h, runtime_metal.h       the runtime's C ABI
+#   include/kvq/dialect/*.h, *.h.inc, *.td       the dialect (full builds)
+#   include/kvq/passes/Passes.h, Registration.h  passes and the entry point
+#   lib/libkvq_runtime_cpu.so*, libMLIRKvq.a, libKvqPasses.a
+#   bin/kvq-opt, kvq-import, kvq-run, kvq-eval, kvq-bench (KVQ_BUILD_TOOLS)
+#   lib/cmake/kvq/kvqConfig.cmake, kvqConfigVersion.cmake, kvqTargets*.cmake
+# exporting kvq::runtime, kvq::MLIRKvq and kvq::KvqPasses.
+#
+# The dialect and pass headers keep the source tree's include spelling
+# ("dialect/KvqDialect.h", "passes/Passes.h"), so the exported C++ targets
+# put both <prefix>/include and <prefix>/include/kvq on their include path.
+#
+#===----------------------------------------------------------------------===#
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(KVQ_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvq)
+set(kvq_export_targets kvq_runtime_cpu)
+
+# The runtime (C ABI, no MLIR).
+set_target_properties(kvq_runtime_cpu PROPERTIES EXPORT_NAME runtime)
+target_include_directories(kvq_runtime_cpu
+  INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/kvq
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kvq-headers
+  FILES_MATCHING PATTERN "*.h")
+if(TARGET kvq_runtime_metal)
+  set_target_properties(kvq_runtime_metal PROPERTIES EXPORT_NAME runtime_metal)
+  target_include_directories(kvq_runtime_metal
+    INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  list(APPEND kvq_export_targets kvq_runtime_metal)
+endif()
+
+# The dialect and the passes (full builds).
+if(NOT KVQ_RUNTIME_ONLY)
+  foreach(lib MLIRKvq KvqPasses)
+    set_target_properties(${lib} PROPERTIES EXPORT_NAME ${lib})
+    target_include_directories(${lib} PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+      $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/kvq>)
+    target_compile_features(${lib} INTERFACE cxx_std_17)
+    list(APPEND kvq_export_targets ${lib})
+  endforeach()
+  install(FILES
+    ${PROJECT_SOURCE_DIR}/dialect/KvqDialect.h
+    ${PROJECT_SOURCE_DIR}/dialect/KvqBufferization.h
+    ${PROJECT_SOURCE_DIR}/dialect/KvqDialect.td
+    ${PROJECT_SOURCE_DIR}/dialect/KvqAttrs.td
+    ${PROJECT_SOURCE_DIR}/dialect/KvqTypes.td
+    ${PROJECT_SOURCE_DIR}/dialect/KvqOps.td
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/dialect COMPONENT kvq-headers)
+  install(DIRECTORY ${PROJECT_BINARY_DIR}/dialect/
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/dialect COMPONENT kvq-headers
+    FILES_MATCHING PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
+  install(FILES
+    ${PROJECT_SOURCE_DIR}/passes/Passes.h
+    ${PROJECT_SOURCE_DIR}/passes/Passes.td
+    ${PROJECT_SOURCE_DIR}/passes/Registration.h
+    ${PROJECT_BINARY_DIR}/passes/Passes.h.inc
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/passes COMPONENT kvq-headers)
+endif()
+
+install(TARGETS ${kvq_export_targets} EXPORT kvqTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT kvq-libraries
+          NAMELINK_COMPONENT kvq-headers
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT kvq-libraries
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT kvq-libraries)
+install(EXPORT kvqTargets NAMESPACE kvq::
+  DESTINATION ${KVQ_INSTALL_CMAKEDIR} COMPONENT kvq-headers)
+
+# The tools find the runtime (and MLIR) through their RUNPATH.
+if(KVQ_BUILD_TOOLS)
+  set(kvq_install_tools)
+  foreach(tool kvq-opt kvq-import kvq-run kvq-eval kvq-bench)
+    if(TARGET ${tool})
+      list(APPEND kvq_install_tools ${tool})
+      # LLVM's executables already carry $ORIGIN/../lib and MLIR's lib/.
+      get_target_property(kvq_rpath ${tool} INSTALL_RPATH)
+      if(NOT kvq_rpath OR NOT "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}" IN_LIST kvq_rpath)
+        set_property(TARGET ${tool} APPEND PROPERTY INSTALL_RPATH
+                     "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+      endif()
+    endif()
+  endforeach()
+  install(TARGETS ${kvq_install_tools}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT kvq-tools)
+endif()
+
+if(KVQ_RUNTIME_ONLY)
+  set(KVQ_CONFIG_NEEDS_MLIR OFF)
+else()
+  set(KVQ_CONFIG_NEEDS_MLIR ON)
+endif()
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/kvqConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/kvqConfig.cmake
+  INSTALL_DESTINATION ${KVQ_INSTALL_CMAKEDIR})
+# 0.x: a minor release may change the ABI (CHANGELOG.md).
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/cmake/kvqConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/cmake/kvqConfig.cmake
+  ${PROJECT_BINARY_DIR}/cmake/kvqConfigVersion.cmake
+  DESTINATION ${KVQ_INSTALL_CMAKEDIR} COMPONENT kvq-headers)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT kvq-headers)
