@@ -127,12 +127,17 @@ void put64(std::vector<uint8_t> &b, uint64_t v) {
 bool shapeBytes(const std::vector<int64_t> &shape, size_t elem,
                 uint64_t &count, uint64_t &bytes, std::string &err) {
   count = 1;
+  // Strides are products of dimensions too, zeros aside: (0, 2**62, 2**62)
+  // holds no data but its strides overflow, so it is refused as well.
+  uint64_t span = 1;
   for (int64_t d : shape) {
     if (d < 0) {
       err = "negative dimension " + std::to_string(d);
       return false;
     }
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) {
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count) ||
+        __builtin_mul_overflow(span, std::max<uint64_t>(1, d), &span) ||
+        span > (uint64_t{1} << 62)) {
       err = "shape product overflows 64 bits";
       return false;
     }

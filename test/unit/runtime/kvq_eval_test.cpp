@@ -843,6 +843,12 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
          "1073741824, 1), }",
          64);
   expectTwo("--keys " + tmp("ovf2.npy") + v, "too large");
+  // No data but strides that overflow.
+  rawNpy(tmp("ovf0.npy"),
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (0, "
+         "4611686018427387904, 4), }",
+         0);
+  expectTwo("--keys " + tmp("ovf0.npy") + v, "overflows");
   // A shape far larger than the file: refused before any allocation.
   rawNpy(tmp("huge.npy"),
          "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 8, "
