@@ -50,7 +50,9 @@ macro(kvq_use_mlir)
                    "${CMAKE_MODULE_LINKER_FLAGS}")
   endif()
   include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
-  include_directories(${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  # kvq/config_limits.h: the runtime's bounds, which the verifiers share.
+  include_directories(${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
+                      ${PROJECT_SOURCE_DIR}/runtime/include)
   link_directories(${LLVM_BUILD_LIBRARY_DIR})
   add_definitions(${LLVM_DEFINITIONS})
 endmacro()

@@ -8,11 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "dialect/KvqDialect.h"
 
+#include "kvq/config_limits.h"
+
 using namespace mlir;
 using namespace mlir::kvq;
 
 /// The seed default; the only value kvq accepts (see verify).
-static constexpr int64_t kKvquantGroupSize = 32;
 
 /// kvquant refits key levels every 128 decoded tokens by default, not the
 /// seed's 0 (frozen at prefill, which post-RoPE decode keys leave); equal to
@@ -61,6 +62,23 @@ LogicalResult CacheConfigAttr::verify(
       return success();
     return emitError() << name << " must be non-negative, got " << value;
   };
+  // Upper bounds are the runtime's (kvq/config_limits.h): what verifies
+  // here is created there, and fits the i32 fields of the C ABI.
+  auto atMost = [&](StringRef name, int64_t value,
+                    int64_t bound) -> LogicalResult {
+    if (value <= bound)
+      return success();
+    return emitError() << name << " " << value << " exceeds the runtime's "
+                       << "limit of " << bound;
+  };
+  namespace limits = ::kvq::limits;
+  if (failed(atMost("group_size", groupSize, limits::kHeadDim)) ||
+      failed(atMost("residual_length", residualLength, limits::kWaitTokens)) ||
+      failed(atMost("n_sink_tokens", nSinkTokens, limits::kSinkTokens)) ||
+      failed(atMost("lloyd_iters", lloydIters, limits::kLloydIters)) ||
+      failed(atMost("refit_interval", refitInterval, limits::kWaitTokens)) ||
+      failed(atMost("kvquant_n_sink", kvquantNSink, limits::kSinkTokens)))
+    return failure();
   if (failed(positive("group_size", groupSize)) ||
       failed(nonNegative("residual_length", residualLength)) ||
       failed(nonNegative("n_sink_tokens", nSinkTokens)) ||
@@ -83,11 +101,11 @@ LogicalResult CacheConfigAttr::verify(
   // The runtime fits key levels per channel over the whole prefill and
   // value levels per token over head_dim, so a group size would change
   // nothing; accepting other values would suggest otherwise.
-  if (kvquantGroupSize != kKvquantGroupSize)
+  if (kvquantGroupSize != ::kvq::kKvquantGroupSize)
     return emitError() << "kvquant_group_size " << kvquantGroupSize
                        << " has no effect in kvq (key levels are fit per "
                           "channel over the prefill, value levels per token "
                           "over head_dim); leave it at "
-                       << kKvquantGroupSize;
+                       << ::kvq::kKvquantGroupSize;
   return success();
 }

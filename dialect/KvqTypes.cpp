@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialect/KvqDialect.h"
 
+#include "kvq/config_limits.h"
+
 using namespace mlir;
 using namespace mlir::kvq;
 
@@ -19,6 +21,22 @@ LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_heads must be positive, got " << kvHeads;
   if (headDim <= 0)
     return emitError() << "head_dim must be positive, got " << headDim;
+  // The runtime's bounds (kvq/config_limits.h): the lowering passes these
+  // as i32, so anything larger would be truncated, not rejected.
+  namespace limits = ::kvq::limits;
+  if (layers > limits::kLayers)
+    return emitError() << "layers " << layers << " exceeds the runtime's limit of "
+                       << limits::kLayers;
+  if (kvHeads > limits::kKvHeads)
+    return emitError() << "kv_heads " << kvHeads
+                       << " exceeds the runtime's limit of " << limits::kKvHeads;
+  if (headDim > limits::kHeadDim)
+    return emitError() << "head_dim " << headDim
+                       << " exceeds the runtime's limit of " << limits::kHeadDim;
+  if (kvHeads * headDim > ::kvq::kMaxChannels)
+    return emitError() << "kv_heads x head_dim = " << kvHeads * headDim
+                       << " exceeds the runtime's limit of "
+                       << ::kvq::kMaxChannels << " channels per layer";
   if (!elementType.isF16() && !elementType.isF32())
     return emitError() << "element_type must be f16 or f32, got "
                        << elementType;

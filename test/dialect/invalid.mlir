@@ -590,3 +590,48 @@ func.func @config_kvquant_group_not_default(%c: !kvq.cache<layers = 1, kv_heads 
 // expected-error @below {{residual_mode block flushes residual_length (0) keys at a time, which must be a positive multiple of group_size (32)}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_block_no_residual(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, residual_length = 0, residual_mode = block>>)
+
+// -----
+
+// Sizes the lowering passes as i32: 2^32 + 1 layers must not become 1.
+// expected-error @below {{layers 4294967297 exceeds the runtime's limit of 1024}}
+func.func @cache_layers_beyond_i32(%c: !kvq.cache<layers = 4294967297, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
+
+// -----
+
+// expected-error @below {{kv_heads 4294967298 exceeds the runtime's limit of 1024}}
+func.func @cache_kv_heads_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 4294967298, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
+
+// -----
+
+// expected-error @below {{head_dim 4294967304 exceeds the runtime's limit of 65535}}
+func.func @cache_head_dim_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 4294967304, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
+
+// -----
+
+// expected-error @below {{kv_heads x head_dim = 131072 exceeds the runtime's limit of 65535 channels per layer}}
+func.func @cache_channels_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1024, head_dim = 128, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
+
+// -----
+
+// expected-error @below {{group_size 4294967328 exceeds the runtime's limit of 65535}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_group_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, group_size = 4294967328>>)
+
+// -----
+
+// expected-error @below {{n_sink_tokens 4097 exceeds the runtime's limit of 4096}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_sinks_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4097>>)
+
+// -----
+
+// expected-error @below {{lloyd_iters 1001 exceeds the runtime's limit of 1000}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_lloyd_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, lloyd_iters = 1001>>)
+
+// -----
+
+// expected-error @below {{refit_interval 1048577 exceeds the runtime's limit of 1048576}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_refit_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, refit_interval = 1048577>>)

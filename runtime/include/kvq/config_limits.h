@@ -1,0 +1,77 @@
+//===- config_limits.h - limits of a kvq cache configuration ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The bounds the runtime accepts, with their reasons, in one dependency-free
+// C++ header: the runtime's checks (runtime/common/config.h) and the
+// dialect's verifiers (dialect/) both read them, so the dialect rejects
+// exactly the sizes the runtime would, and nothing it accepts can be
+// truncated by the i32 fields of the C ABI.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_CONFIG_LIMITS_H
+#define KVQ_CONFIG_LIMITS_H
+
+#include <cstdint>
+
+namespace kvq {
+
+/// The only accepted kvquant_group_size (see docs/RUNTIME.md).
+constexpr int32_t kKvquantGroupSize = 32;
+
+/// Outlier positions are stored as 16-bit channel indices within a token
+/// row, which bounds the channels per layer.
+constexpr int64_t kMaxChannels = 65535;
+
+/// Upper bounds of the configuration and of the shapes the entry points
+/// accept. Each is far above any model in use, and together they keep
+/// every size the runtime derives inside int64 with a wide margin (the
+/// static_asserts below), so that past the entry-point checks (checked.h)
+/// no product can wrap. docs/RUNTIME.md "Limits" gives the reasons.
+namespace limits {
+/// Layers per cache: the largest public models have ~128; each layer costs
+/// its bookkeeping at create, so INT32_MAX would be hundreds of GiB.
+constexpr int32_t kLayers = 1024;
+/// KV heads per layer (MHA models have up to ~128).
+constexpr int32_t kKvHeads = 1024;
+/// Channels per head (models use 64..256; an fp16 cache of one wide head
+/// is a bulk fp16 converter). kv_heads * head_dim <= kMaxChannels binds
+/// the two together.
+constexpr int32_t kHeadDim = static_cast<int32_t>(kMaxChannels);
+/// Query heads of an attend call (q_heads; a multiple of num_kv_heads).
+constexpr int32_t kQHeads = 4096;
+/// kivi_sink's n_sink_tokens and kvquant's kvquant_n_sink: fp16 rows kept
+/// for good (the seeds use 5 and 1); the sink top-k is reserved at create.
+constexpr int32_t kSinkTokens = 4096;
+/// Lloyd-Max sweeps (kvquant's lloyd_iters, kvq_nuq_fit's iters): the fit
+/// converges in tens of sweeps (the seeds use 8) and each sweep is a pass
+/// over the fitted tokens, so more is only a hang.
+constexpr int32_t kLloydIters = 1000;
+/// residual_length (KIVI) and refit_interval (kvquant): tokens that wait
+/// fp16; 2^20 is longer than any context in use.
+constexpr int32_t kWaitTokens = 1 << 20;
+/// Tokens one layer may hold (and so n_tokens of one update): 2^32 is
+/// ~400x the longest contexts in use.
+constexpr int64_t kLayerTokens = int64_t{1} << 32;
+/// Largest |query element| attend accepts: with it every score (a sum of at
+/// most kHeadDim products of a query element and a key element, which is
+/// below 2^18 even for 8-bit KIVI codes times their scale) stays below
+/// 2^16 * 2^64 * 2^18 = 2^98, far from float overflow (2^128), so the
+/// softmax never sees Inf or NaN. No activation is near 2^64.
+constexpr float kQueryMagnitude = 18446744073709551616.0f; // 2^64
+/// Elements (rows * cols) of a stateless kernel's matrix: 2^48 elements of
+/// f32 are 1 PiB, more than any address space in use, and every derived
+/// size (up to 512 bytes of level table per element at group 1) stays
+/// below 2^57.
+constexpr int64_t kKernelElements = int64_t{1} << 48;
+} // namespace limits
+
+static_assert(limits::kLayers <= INT32_MAX && limits::kKvHeads <= INT32_MAX &&
+                  limits::kHeadDim <= INT32_MAX &&
+                  limits::kSinkTokens <= INT32_MAX &&
+                  limits::kLloydIters <= INT32_MAX &&
+                  limits::kWaitTokens <= INT32_MAX,
+              "every configuration field fits the int32 the C ABI carries");
+
+} // namespace kvq
+
+#endif // KVQ_CONFIG_LIMITS_H
