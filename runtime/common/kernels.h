@@ -26,7 +26,7 @@ inline bool supportedBits(int bits) {
 }
 
 //===----------------------------------------------------------------------===//
-// Uniform min/max quantization (DESIGN.md "Numerical decisions")
+// Uniform min/max quantization (docs/RUNTIME.md "Numerical decisions")
 //===----------------------------------------------------------------------===//
 
 /// Min/max over the n elements x[i*stride] not excluded (exclude may be

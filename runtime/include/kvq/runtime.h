@@ -297,7 +297,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
 /// (exact for every n up to INT64_MAX; 0 for n < 0 or bits outside 1..8).
 KVQ_RT_EXPORT int64_t kvq_packed_size(int64_t n, int32_t bits);
 
-/// Uniform min/max group quantization (DESIGN.md "Numerical decisions").
+/// Uniform min/max group quantization (docs/RUNTIME.md "Numerical decisions").
 /// Groups of `group` elements along `axis`; scale/zero are
 /// [rows, cols/group] (per-token) or [rows/group, cols] (per-channel).
 /// scale = (max - min) / (2^bits - 1), zero = min (both fp16-rounded),

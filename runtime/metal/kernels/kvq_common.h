@@ -5,7 +5,7 @@
 // geometry of runtime.h, and the numerics that must match the CPU reference
 // bit for bit (uniform parameters and codes, nearest NUQ level).
 //
-// Floating-point discipline (DESIGN.md "Numerical decisions"): arithmetic
+// Floating-point discipline (docs/RUNTIME.md "Numerical decisions"): arithmetic
 // in float, one operation per statement where the reference rounds twice
 // (code * scale, then + zero), no fused multiply-add. MSL 3.2 compilers are
 // told so below; older ones rely on the host disabling fast math.

@@ -1,7 +1,7 @@
 //===- kernels_test.cpp - Uniform kernels, sinks, bad arguments -----------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The numerical decisions of DESIGN.md for uniform quantization (rint half
+// The numerical decisions of docs/RUNTIME.md for uniform quantization (rint half
 // to even, fp16-rounded scale/zero, constant groups, calibration exclusion),
 // key norm / sink select, and each stateless kernel's bad-argument statuses.
 //
