@@ -32,7 +32,8 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
     bits = 16;
   return CacheConfigAttr::get(context, method, bits, bits, /*group_size=*/32,
                               /*residual_length=*/32, ResidualMode::Sliding,
-                              /*n_sink_tokens=*/5, /*outlier_fraction=*/llvm::APFloat(0.01),
+                              /*n_sink_tokens=*/5,
+                              /*outlier_fraction=*/llvm::APFloat(0.01),
                               /*lloyd_iters=*/8,
                               /*refit_interval=*/kDefaultRefitInterval,
                               /*kvquant_n_sink=*/1,
@@ -43,11 +44,12 @@ LogicalResult CacheConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, Method method,
     int64_t keyBits, int64_t valueBits, int64_t groupSize,
     int64_t residualLength, ResidualMode residualMode, int64_t nSinkTokens,
-    llvm::APFloat outlierFractionValue, int64_t lloydIters, int64_t refitInterval,
-    int64_t kvquantNSink, int64_t kvquantGroupSize) {
+    llvm::APFloat outlierFractionValue, int64_t lloydIters,
+    int64_t refitInterval, int64_t kvquantNSink, int64_t kvquantGroupSize) {
   if (method != Method::Fp16) {
-    for (auto [name, bits] : {std::pair<StringRef, int64_t>{"key_bits", keyBits},
-                              {"value_bits", valueBits}})
+    for (auto [name, bits] :
+         {std::pair<StringRef, int64_t>{"key_bits", keyBits},
+          {"value_bits", valueBits}})
       if (!isSupportedBits(bits))
         return emitError() << "unsupported " << name << " " << bits
                            << "; supported bit widths are 2, 3, 4 and 8";

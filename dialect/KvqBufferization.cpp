@@ -40,9 +40,10 @@ struct ReadOnlyAllocatingOpModel
 
   /// Results bufferize to identity-layout memrefs in the default space: the
   /// runtime takes dense row-major buffers.
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
+  FailureOr<BufferLikeType> getBufferType(Operation *, Value value,
+                                          const BufferizationOptions &,
+                                          const BufferizationState &,
+                                          SmallVector<Value> &) const {
     auto tensor = cast<RankedTensorType>(value.getType());
     return cast<BufferLikeType>(
         MemRefType::get(tensor.getShape(), tensor.getElementType()));
@@ -77,8 +78,7 @@ struct ReadOnlyAllocatingOpModel
   }
 };
 
-template <typename... OpTys>
-void attachModels(MLIRContext *ctx) {
+template <typename... OpTys> void attachModels(MLIRContext *ctx) {
   (OpTys::template attachInterface<ReadOnlyAllocatingOpModel<OpTys>>(*ctx),
    ...);
 }

@@ -13,9 +13,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpAsmSupport.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
-#include "mlir/IR/OpAsmSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialect/KvqDialect.h.inc"

@@ -128,9 +128,9 @@ groupedShape(Operation *op, ShapedType input, QuantAxis axis, int64_t group) {
   if (ShapedType::isDynamic(shape[dim]))
     return shape;
   if (shape[dim] % group != 0)
-    return op->emitOpError() << "group size " << group
-                             << " does not divide dimension " << dim
-                             << " of size " << shape[dim];
+    return op->emitOpError()
+           << "group size " << group << " does not divide dimension " << dim
+           << " of size " << shape[dim];
   shape[dim] /= group;
   return shape;
 }
@@ -151,8 +151,7 @@ static LogicalResult verifyExclude(Operation *op, Value exclude,
                                    ShapedType input) {
   if (!exclude)
     return success();
-  return verifyShapeIs(op, "exclude mask", exclude.getType(),
-                       input.getShape());
+  return verifyShapeIs(op, "exclude mask", exclude.getType(), input.getShape());
 }
 
 /// The per-group shape with a trailing level-table dimension of 2^bits.
@@ -324,10 +323,9 @@ static LogicalResult verifyKVTensor(Operation *op, StringRef what, Type type,
            << " but the cache holds [tokens, " << cache.getKvHeads() << ", "
            << cache.getHeadDim() << "]";
   if (tensor.getElementType() != elementType)
-    return op->emitOpError() << what << " element type "
-                             << tensor.getElementType()
-                             << " does not match the cache element type "
-                             << elementType;
+    return op->emitOpError()
+           << what << " element type " << tensor.getElementType()
+           << " does not match the cache element type " << elementType;
   return success();
 }
 
@@ -337,8 +335,8 @@ LogicalResult CacheUpdateOp::verify() {
   CacheType cache = getCache().getType();
   Type element = cache.getElementType();
   if (failed(verifyLayer(*this, cache, getLayer())) ||
-      failed(verifyKVTensor(*this, "keys", getKeys().getType(), cache,
-                            element)) ||
+      failed(
+          verifyKVTensor(*this, "keys", getKeys().getType(), cache, element)) ||
       failed(verifyKVTensor(*this, "values", getValues().getType(), cache,
                             element)))
     return failure();
@@ -352,8 +350,8 @@ LogicalResult CacheUpdateOp::verify() {
   return failure(
       failed(verifyKVTensor(*this, "fetched keys", getFetched()[0].getType(),
                             cache, element)) ||
-      failed(verifyKVTensor(*this, "fetched values",
-                            getFetched()[1].getType(), cache, element)));
+      failed(verifyKVTensor(*this, "fetched values", getFetched()[1].getType(),
+                            cache, element)));
 }
 
 LogicalResult CacheAttendOp::verify() {

@@ -25,14 +25,16 @@ LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   // as i32, so anything larger would be truncated, not rejected.
   namespace limits = ::kvq::limits;
   if (layers > limits::kLayers)
-    return emitError() << "layers " << layers << " exceeds the runtime's limit of "
-                       << limits::kLayers;
+    return emitError() << "layers " << layers
+                       << " exceeds the runtime's limit of " << limits::kLayers;
   if (kvHeads > limits::kKvHeads)
     return emitError() << "kv_heads " << kvHeads
-                       << " exceeds the runtime's limit of " << limits::kKvHeads;
+                       << " exceeds the runtime's limit of "
+                       << limits::kKvHeads;
   if (headDim > limits::kHeadDim)
     return emitError() << "head_dim " << headDim
-                       << " exceeds the runtime's limit of " << limits::kHeadDim;
+                       << " exceeds the runtime's limit of "
+                       << limits::kHeadDim;
   if (kvHeads * headDim > ::kvq::kMaxChannels)
     return emitError() << "kv_heads x head_dim = " << kvHeads * headDim
                        << " exceeds the runtime's limit of "

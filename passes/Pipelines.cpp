@@ -101,7 +101,8 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   // Elementwise arith on tensors (a model's casts and scales) has no
   // bufferization of its own: make it linalg first.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addNestedPass<func::FuncOp>(std::make_unique<DecomposeAggregatedOpsPass>());
+  pm.addNestedPass<func::FuncOp>(
+      std::make_unique<DecomposeAggregatedOpsPass>());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   // The runtime takes dense row-major buffers; identity layouts at function

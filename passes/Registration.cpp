@@ -48,12 +48,12 @@
 #include <mutex>
 
 void mlir::kvq::registerKvqDialects(DialectRegistry &registry) {
-  registry.insert<KvqDialect, func::FuncDialect, arith::ArithDialect,
-                  math::MathDialect, tensor::TensorDialect,
-                  linalg::LinalgDialect, bufferization::BufferizationDialect,
-                  memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect,
-                  affine::AffineDialect, index::IndexDialect, ub::UBDialect,
-                  LLVM::LLVMDialect>();
+  registry
+      .insert<KvqDialect, func::FuncDialect, arith::ArithDialect,
+              math::MathDialect, tensor::TensorDialect, linalg::LinalgDialect,
+              bufferization::BufferizationDialect, memref::MemRefDialect,
+              scf::SCFDialect, cf::ControlFlowDialect, affine::AffineDialect,
+              index::IndexDialect, ub::UBDialect, LLVM::LLVMDialect>();
 
   // One-Shot Bufferize (the first half of both pipelines).
   kvq::registerBufferizableOpInterfaceExternalModels(registry);

@@ -1,4 +1,5 @@
-//===- Registration.h - one registration entry point for embedders -*- C++ -*-===//
+//===- Registration.h - one registration entry point for embedders -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What a tool embedding kvq calls once: the kvq dialect with its

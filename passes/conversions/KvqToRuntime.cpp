@@ -47,7 +47,6 @@ int64_t groupedDim(QuantAxis axis, int64_t rank) {
   return axis == QuantAxis::PerToken ? rank - 1 : 0;
 }
 
-
 /// Emits runtime calls and the values they take at one insertion point.
 class CallBuilder {
 public:
@@ -88,8 +87,8 @@ public:
     auto type = cast<MemRefType>(memref.getType());
     if (!type.getLayout().isIdentity()) {
       auto dense = MemRefType::get(type.getShape(), type.getElementType());
-      Value copy = memref::AllocOp::create(rewriter, loc, dense,
-                                           dynamicDimsOf(memref));
+      Value copy =
+          memref::AllocOp::create(rewriter, loc, dense, dynamicDimsOf(memref));
       memref::CopyOp::create(rewriter, loc, memref, copy);
       temporaries.push_back(copy);
       memref = copy;
@@ -245,8 +244,7 @@ int32_t axisCode(QuantAxis axis) {
 
 /// Base of every kvq lowering: the options and a memref-form check (the
 /// tensor forms must be bufferized first).
-template <typename OpTy>
-struct KvqLowering : public OpConversionPattern<OpTy> {
+template <typename OpTy> struct KvqLowering : public OpConversionPattern<OpTy> {
   KvqLowering(const TypeConverter &converter, MLIRContext *context,
               const LoweringOptions &options)
       : OpConversionPattern<OpTy>(converter, context), options(options) {}
@@ -427,10 +425,9 @@ struct KeyNormLowering : KvqLowering<KeyNormOp> {
     Value keys = adaptor.getKeys();
     auto type = cast<MemRefType>(keys.getType());
     Value norms = b.allocLike(op.getNorms().getType(), keys);
-    b.call(RuntimeFn::KeyNorm,
-           {b.pointerTo(keys), b.dtypeOf(keys), b.dimI64(keys, 0),
-            b.i32(type.getDimSize(1)), b.i32(type.getDimSize(2)),
-            b.pointerTo(norms)});
+    b.call(RuntimeFn::KeyNorm, {b.pointerTo(keys), b.dtypeOf(keys),
+                                b.dimI64(keys, 0), b.i32(type.getDimSize(1)),
+                                b.i32(type.getDimSize(2)), b.pointerTo(norms)});
     rewriter.replaceOp(op, norms);
     return success();
   }
@@ -488,12 +485,12 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
            {b.i32(static_cast<int32_t>(c.getMethod())), b.i32(c.getKeyBits()),
             b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
             b.i32(c.getResidualLength()),
-            b.i32(static_cast<int32_t>(c.getResidualMode())),
-            b.i32(sinkTokens), b.f32(c.getOutlierFractionValue()),
-            b.i32(c.getLloydIters()), b.i32(c.getRefitInterval()),
-            b.i32(c.getKvquantNSink()), b.i32(c.getKvquantGroupSize()),
-            b.i32(type.getLayers()), b.i32(type.getKvHeads()),
-            b.i32(type.getHeadDim()), b.i32(backend), b.pointerTo(slot)});
+            b.i32(static_cast<int32_t>(c.getResidualMode())), b.i32(sinkTokens),
+            b.f32(c.getOutlierFractionValue()), b.i32(c.getLloydIters()),
+            b.i32(c.getRefitInterval()), b.i32(c.getKvquantNSink()),
+            b.i32(c.getKvquantGroupSize()), b.i32(type.getLayers()),
+            b.i32(type.getKvHeads()), b.i32(type.getHeadDim()), b.i32(backend),
+            b.pointerTo(slot)});
     Value handle = LLVM::IntToPtrOp::create(
         rewriter, loc, LLVM::LLVMPointerType::get(op.getContext()),
         loadSlot(rewriter, loc, slot, 0));
@@ -564,8 +561,7 @@ struct CacheAttendLowering : KvqLowering<CacheAttendOp> {
     Value out = b.allocLike(op.getOutput().getType(), queries);
     b.call(RuntimeFn::CacheAttend,
            {adaptor.getCache(), b.i32(op.getLayer()), b.pointerTo(queries),
-            b.dimI64(queries, 0), b.i32(type.getDimSize(1)),
-            b.pointerTo(out)});
+            b.dimI64(queries, 0), b.i32(type.getDimSize(1)), b.pointerTo(out)});
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -582,8 +578,7 @@ struct CacheStatsLowering : KvqLowering<CacheStatsOp> {
     int64_t layer = op.getLayer() ? int64_t(*op.getLayer()) : -1;
     b.call(RuntimeFn::CacheStats,
            {adaptor.getCache(), b.i32(layer), b.pointerTo(stats)});
-    Value bitsAsInt =
-        loadSlot(rewriter, loc, stats, abi::kStatsEffectiveBits);
+    Value bitsAsInt = loadSlot(rewriter, loc, stats, abi::kStatsEffectiveBits);
     Value bits = arith::BitcastOp::create(rewriter, loc, rewriter.getF64Type(),
                                           bitsAsInt);
     rewriter.replaceOp(
@@ -611,8 +606,8 @@ struct ConvertKvqToRuntimePass
     } else if (target == "metal") {
       options.target = RuntimeTarget::Metal;
     } else {
-      module.emitError() << "convert-kvq-to-runtime: unknown target '"
-                         << target << "'; expected cpu or metal";
+      module.emitError() << "convert-kvq-to-runtime: unknown target '" << target
+                         << "'; expected cpu or metal";
       return signalPassFailure();
     }
     if (onError == "abort") {
@@ -680,10 +675,9 @@ struct ConvertKvqToRuntimePass
     patterns.add<GroupQuantLowering, GroupDequantLowering, NuqFitLowering,
                  NuqQuantLowering, NuqDequantLowering, OutlierSplitLowering,
                  OutlierScreenLowering, KeyNormLowering, SinkSelectLowering,
-                 CacheCreateLowering, CacheDestroyLowering,
-                 CacheUpdateLowering, CacheAttendLowering,
-                 CacheStatsLowering>(converter, patterns.getContext(),
-                                     options);
+                 CacheCreateLowering, CacheDestroyLowering, CacheUpdateLowering,
+                 CacheAttendLowering, CacheStatsLowering>(
+        converter, patterns.getContext(), options);
   }
 };
 

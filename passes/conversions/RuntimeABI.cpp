@@ -182,9 +182,9 @@ func::FuncOp mlir::kvq::getOrInsertRuntimeDecl(OpBuilder &builder,
     return existing;
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(module.getBody());
-  auto decl = func::FuncOp::create(
-      builder, module.getLoc(), symbol,
-      getRuntimeType(builder.getContext(), fn, target));
+  auto decl =
+      func::FuncOp::create(builder, module.getLoc(), symbol,
+                           getRuntimeType(builder.getContext(), fn, target));
   decl.setPrivate();
   return decl;
 }

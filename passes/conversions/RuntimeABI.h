@@ -1,4 +1,5 @@
-//===- RuntimeABI.h - the kvq runtime entry points, as seen by MLIR -*- C++ -*-===//
+//===- RuntimeABI.h - the kvq runtime entry points, as seen by MLIR -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The one table on the compiler side that mirrors runtime/include/kvq/

@@ -1,4 +1,5 @@
-//===- CacheConfigOptions.h - pass options that set a #kvq.config -*- C++ -*-===//
+//===- CacheConfigOptions.h - pass options that set a #kvq.config -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-configure-caches and kvq-quantize-kv-cache take the same options for

@@ -36,9 +36,9 @@ private:
 
 FailureOr<CacheType> ConfigureCachesPass::reconfigure(CacheType old,
                                                       Location loc) {
-  FailureOr<CacheConfigAttr> config = applyCacheConfigOptions(
-      old.getConfig(), CacheConfigOptions::of(*this), loc,
-      "kvq-configure-caches");
+  FailureOr<CacheConfigAttr> config =
+      applyCacheConfigOptions(old.getConfig(), CacheConfigOptions::of(*this),
+                              loc, "kvq-configure-caches");
   if (failed(config))
     return failure();
   MLIRContext *ctx = &getContext();

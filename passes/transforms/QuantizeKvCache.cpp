@@ -62,9 +62,9 @@ struct CacheChain {
 struct Write {
   CacheChain *chain = nullptr;
   int64_t layer = 0;
-  Value pos;       // token offset written
+  Value pos; // token offset written
   int64_t tokens = 0;
-  Value data;      // [tokens, kv_heads, head_dim]
+  Value data; // [tokens, kv_heads, head_dim]
   /// The write itself: the rewrite reads its source when it runs, since an
   /// earlier layer's rewrite may have replaced the value `data` was.
   tensor::InsertSliceOp op;
@@ -73,13 +73,13 @@ struct Write {
 /// A matched attention: what the rewrite needs.
 struct Attention {
   Write k, v;
-  Value queries;             // as the scores contraction reads them
+  Value queries;                     // as the scores contraction reads them
   OpOperand *queryOperand = nullptr; // read again at rewrite time
-  AffineMap queryMap;        // its indexing map in the scores contraction
+  AffineMap queryMap;             // its indexing map in the scores contraction
   unsigned qN, qHead, qGroup, qC; // loop dims of the scores contraction
-  bool grouped = false;      // queries carry [kv_heads, group] dims
-  Value output;              // the weighted sum
-  AffineMap outputMap;       // its indexing map in the weighted sum
+  bool grouped = false;           // queries carry [kv_heads, group] dims
+  Value output;                   // the weighted sum
+  AffineMap outputMap;            // its indexing map in the weighted sum
   unsigned oN, oHead, oGroup, oC;
   Operation *anchor = nullptr; // the weighted-sum op
 };
@@ -164,16 +164,36 @@ std::optional<bool> evalMask(linalg::GenericOp g, ArrayRef<int64_t> indices,
       bool r = false;
       uint64_t ua = uint64_t(*a), ub = uint64_t(*b);
       switch (cmp.getPredicate()) {
-      case arith::CmpIPredicate::eq: r = *a == *b; break;
-      case arith::CmpIPredicate::ne: r = *a != *b; break;
-      case arith::CmpIPredicate::slt: r = *a < *b; break;
-      case arith::CmpIPredicate::sle: r = *a <= *b; break;
-      case arith::CmpIPredicate::sgt: r = *a > *b; break;
-      case arith::CmpIPredicate::sge: r = *a >= *b; break;
-      case arith::CmpIPredicate::ult: r = ua < ub; break;
-      case arith::CmpIPredicate::ule: r = ua <= ub; break;
-      case arith::CmpIPredicate::ugt: r = ua > ub; break;
-      case arith::CmpIPredicate::uge: r = ua >= ub; break;
+      case arith::CmpIPredicate::eq:
+        r = *a == *b;
+        break;
+      case arith::CmpIPredicate::ne:
+        r = *a != *b;
+        break;
+      case arith::CmpIPredicate::slt:
+        r = *a < *b;
+        break;
+      case arith::CmpIPredicate::sle:
+        r = *a <= *b;
+        break;
+      case arith::CmpIPredicate::sgt:
+        r = *a > *b;
+        break;
+      case arith::CmpIPredicate::sge:
+        r = *a >= *b;
+        break;
+      case arith::CmpIPredicate::ult:
+        r = ua < ub;
+        break;
+      case arith::CmpIPredicate::ule:
+        r = ua <= ub;
+        break;
+      case arith::CmpIPredicate::ugt:
+        r = ua > ub;
+        break;
+      case arith::CmpIPredicate::uge:
+        r = ua >= ub;
+        break;
       }
       ints[cmp] = r;
     } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
@@ -238,7 +258,8 @@ bool startsAtZero(Value init) {
 
 /// The single-op body `yield op(arg0, <constant>)` of an elementwise
 /// generic, or null.
-template <typename OpT> OpT scalarOpWithConstant(linalg::GenericOp g, double *c) {
+template <typename OpT>
+OpT scalarOpWithConstant(linalg::GenericOp g, double *c) {
   if (g.getNumDpsInputs() != 1 || !isIdentityElementwise(g))
     return nullptr;
   Block &b = g.getRegion().front();
@@ -285,9 +306,8 @@ bool isLastDimReduction(linalg::GenericOp g, unsigned rank) {
   if (maps.size() != 2 || !maps[0].isIdentity() || iters.size() != rank ||
       iters[rank - 1] != utils::IteratorType::reduction)
     return false;
-  return maps[1] ==
-         AffineMap::getMultiDimIdentityMap(rank, g.getContext()).dropResult(
-             rank - 1);
+  return maps[1] == AffineMap::getMultiDimIdentityMap(rank, g.getContext())
+                        .dropResult(rank - 1);
 }
 
 /// An elementwise generic of (a, b) where b is reduced over the last dim.
@@ -373,8 +393,8 @@ private:
   FailureOr<Write> describeRead(tensor::ExtractSliceOp read);
   FailureOr<Write> peelToRead(Value v, Operation *user, int64_t *group,
                               bool *broadcast);
-  LogicalResult matchAround(Operation *softmax, Value x, Value p,
-                            unsigned tPos, unsigned rank, unsigned xUses);
+  LogicalResult matchAround(Operation *softmax, Value x, Value p, unsigned tPos,
+                            unsigned rank, unsigned xUses);
   DenseMap<Operation *, Write> writeOf; // insert_slice -> its description
   DenseMap<Operation *, CacheChain *> chainOfRead;
   llvm::SmallPtrSet<Operation *, 16> adoptedReads;
@@ -408,7 +428,8 @@ LogicalResult FunctionMatcher::findChains() {
       for (OpOperand &use : v.getUses()) {
         Operation *u = use.getOwner();
         if (auto ins = dyn_cast<tensor::InsertSliceOp>(u);
-            ins && use.getOperandNumber() == ins.getDestMutable().getOperandNumber()) {
+            ins &&
+            use.getOperandNumber() == ins.getDestMutable().getOperandNumber()) {
           if (next)
             return refuse(ins.getLoc(), "not adopted: the cache tensor is "
                                         "written twice from one value");
@@ -591,9 +612,9 @@ FailureOr<Write> FunctionMatcher::peelToRead(Value v, Operation *user,
 
 /// Matches the attention around a softmax of `x` (rank `rank`, softmax over
 /// dim `tPos`) producing `p`.
-LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
-                                           Value p, unsigned tPos,
-                                           unsigned rank, unsigned xUses) {
+LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
+                                           unsigned tPos, unsigned rank,
+                                           unsigned xUses) {
   // The softmax input feeds only the softmax (linalg.softmax: one use; the
   // expansion: its max and its exp).
   if (x.getNumUses() != xUses)
@@ -644,8 +665,8 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
   bool kBroadcast = false, vBroadcast = false;
   int keyInput = -1;
   for (int i = 0; i < 2; ++i) {
-    FailureOr<Write> w = peelToRead(scores.getDpsInputs()[i], scores, &kGroup,
-                                    &kBroadcast);
+    FailureOr<Write> w =
+        peelToRead(scores.getDpsInputs()[i], scores, &kGroup, &kBroadcast);
     if (succeeded(w)) {
       kw = *w;
       keyInput = i;
@@ -748,8 +769,8 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
     return refuse(softmax->getLoc(), "not adopted: the probabilities are not "
                                      "only summed with the values");
   int probInput = sum.getDpsInputs()[0] == p ? 0 : 1;
-  FailureOr<Write> w = peelToRead(sum.getDpsInputs()[1 - probInput], sum,
-                                  &vGroup, &vBroadcast);
+  FailureOr<Write> w =
+      peelToRead(sum.getDpsInputs()[1 - probInput], sum, &vGroup, &vBroadcast);
   if (failed(w))
     return refusal ? failure()
                    : refuse(sum.getLoc(), "not adopted: the values are not a "
@@ -764,8 +785,7 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x,
   auto smaps = sum.getIndexingMapsArray();
   auto pDims = dimsOf(smaps[probInput]), vDims = dimsOf(smaps[1 - probInput]),
        oDims = dimsOf(smaps[2]);
-  if (!pDims || !vDims || !oDims || vDims->size() != 3 ||
-      pDims->size() != rank)
+  if (!pDims || !vDims || !oDims || vDims->size() != 3 || pDims->size() != rank)
     return refuse(sum.getLoc(), "not adopted: the weighted sum's indexing "
                                 "maps are not permutations");
   // The same roles through the probabilities' layout.
@@ -806,8 +826,8 @@ LogicalResult FunctionMatcher::match() {
     return success();
   // Softmaxes: linalg.softmax, or its expansion rooted at a max reduction:
   // m = max_t x (from -inf), e = exp(x - m), z = sum_t e (from 0), p = e / z.
-  SmallVector<std::tuple<Operation *, Value, Value, unsigned, unsigned,
-                         unsigned>>
+  SmallVector<
+      std::tuple<Operation *, Value, Value, unsigned, unsigned, unsigned>>
       found;
   std::optional<Refusal> softmaxRefusal;
   func.walk([&](Operation *op) {
@@ -819,17 +839,16 @@ LogicalResult FunctionMatcher::match() {
     }
     auto maxR = dyn_cast<linalg::GenericOp>(op);
     if (!maxR || maxR.getNumReductionLoops() != 1 ||
-        maxR.getNumDpsInputs() != 1 ||
-        !isReduction<arith::MaximumFOp>(maxR))
+        maxR.getNumDpsInputs() != 1 || !isReduction<arith::MaximumFOp>(maxR))
       return;
     Value x = maxR.getDpsInputs()[0];
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
     auto notSoftmax = [&](Operation *at, const char *why) {
       if (!softmaxRefusal)
-        softmaxRefusal = Refusal{at->getLoc(),
-                                 std::string("not adopted: this is not a "
-                                             "softmax: ") +
-                                     why};
+        softmaxRefusal =
+            Refusal{at->getLoc(), std::string("not adopted: this is not a "
+                                              "softmax: ") +
+                                      why};
     };
     if (!isLastDimReduction(maxR, rank))
       return;
@@ -914,8 +933,10 @@ LogicalResult FunctionMatcher::match() {
     if (chains.size() != 2)
       return refuse(chains.front()->arg.getLoc(),
                     "not adopted: expected one stacked K and one stacked V "
-                    "cache tensor, found " + Twine(chains.size()));
-    layers = cast<RankedTensorType>(chains.front()->arg.getType()).getDimSize(0);
+                    "cache tensor, found " +
+                        Twine(chains.size()));
+    layers =
+        cast<RankedTensorType>(chains.front()->arg.getType()).getDimSize(0);
   } else {
     llvm::SetVector<CacheChain *> ks, vs;
     for (Attention &a : attentions) {
@@ -942,7 +963,6 @@ LogicalResult FunctionMatcher::match() {
   }
   return success();
 }
-
 
 //===----------------------------------------------------------------------===//
 // The rewrite
@@ -1018,14 +1038,14 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType) {
     SmallVector<unsigned> have = {a.oN, a.oHead};
     if (a.grouped) {
       have.push_back(a.oGroup);
-      int64_t group = oType.getDimSize(llvm::find(oDims, a.oGroup) -
-                                       oDims.begin());
+      int64_t group =
+          oType.getDimSize(llvm::find(oDims, a.oGroup) - oDims.begin());
       int64_t kvh = qType.getDimSize(1) / group;
       out = tensor::ExpandShapeOp::create(
           b, aloc,
-          RankedTensorType::get({qType.getDimSize(0), kvh, group,
-                                 qType.getDimSize(2)},
-                                b.getF32Type()),
+          RankedTensorType::get(
+              {qType.getDimSize(0), kvh, group, qType.getDimSize(2)},
+              b.getF32Type()),
           out, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
     }
     have.push_back(a.oC);
@@ -1114,9 +1134,9 @@ struct QuantizeKvCachePass
     CacheConfigOptions options = CacheConfigOptions::of(*this);
     if (options.method.empty())
       options.method = "kivi";
-    FailureOr<CacheConfigAttr> config = applyCacheConfigOptions(
-        CacheConfigAttr::getDefault(ctx, Method::Fp16), options,
-        module.getLoc(), kPass);
+    FailureOr<CacheConfigAttr> config =
+        applyCacheConfigOptions(CacheConfigAttr::getDefault(ctx, Method::Fp16),
+                                options, module.getLoc(), kPass);
     if (failed(config))
       return signalPassFailure();
     // The configuration for a cache of `headDim` channels: without an
@@ -1141,8 +1161,8 @@ struct QuantizeKvCachePass
         continue;
       FunctionMatcher m(f);
       if (failed(m.match())) {
-        emitRemark(m.refusal->loc) << kPass << ": @" << f.getSymName() << ": "
-                                   << m.refusal->reason;
+        emitRemark(m.refusal->loc)
+            << kPass << ": @" << f.getSymName() << ": " << m.refusal->reason;
         continue;
       }
       if (m.chains.empty())

@@ -48,8 +48,7 @@ inline float expNonPositive(float x) {
   p = p * r + 5.0000001201e-1f;
   float y = p * r * r + r + 1.0f;
   // n is in [-126, 0]: 2^n is a normal float built from its exponent.
-  y *= bitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
-                   << 23);
+  y *= bitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
   return x < -87.0f ? 0.0f : y;
 }
 
@@ -85,7 +84,8 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
   job.qPerKv = qHeads / H;
   job.nq = nQueries * job.qPerKv;
   const int64_t nq = job.nq, K = H * nq;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const float scale =
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   // Gather the query vectors of each KV head together and prescale them.
   job.q.resize(static_cast<size_t>(K * d));
   for (int64_t h = 0; h < H; ++h)

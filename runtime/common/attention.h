@@ -26,10 +26,10 @@ class LayerStore;
 /// head h * qPerKv + j % qPerKv; vectors are prescaled by 1/sqrt(d).
 struct AttendJob {
   const AttendOps &ops;
-  int64_t d = 0;      ///< head_dim
-  int64_t heads = 0;  ///< KV heads
-  int64_t qPerKv = 0; ///< query heads per KV head (GQA group)
-  int64_t nq = 0;     ///< query vectors per KV head: n_queries * qPerKv
+  int64_t d = 0;          ///< head_dim
+  int64_t heads = 0;      ///< KV heads
+  int64_t qPerKv = 0;     ///< query heads per KV head (GQA group)
+  int64_t nq = 0;         ///< query vectors per KV head: n_queries * qPerKv
   std::vector<float> q;   ///< [heads][nq][d]
   int64_t t0 = 0, t1 = 0; ///< the chunk of token positions being processed
   /// [t - t0][heads][nq]: scores after attendKeys, softmax weights (masked

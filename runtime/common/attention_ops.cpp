@@ -19,8 +19,8 @@ void halfToFloatNRef(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
-void halfRowsToFloatRef(const uint16_t *const *rows, int64_t n,
-                        int64_t count, float *out) {
+void halfRowsToFloatRef(const uint16_t *const *rows, int64_t n, int64_t count,
+                        float *out) {
   for (int64_t r = 0; r < n; ++r)
     halfToFloatNRef(rows[r], count, out + r * count);
 }
@@ -54,8 +54,8 @@ void axpyHalfRef(const uint16_t *row, const float *w, int64_t nq, int64_t d,
   }
 }
 
-void dotCodesRef(const uint8_t *packed, int64_t first, int bits,
-                 const float *q, int64_t nq, int64_t d, float *out) {
+void dotCodesRef(const uint8_t *packed, int64_t first, int bits, const float *q,
+                 int64_t nq, int64_t d, float *out) {
   for (int64_t j = 0; j < nq; ++j)
     out[j] = 0.0f;
   for (int64_t c = 0; c < d; ++c) {
@@ -76,8 +76,8 @@ void axpyCodesRef(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
-void dotLutRef(const uint8_t *packed, int64_t first, int bits,
-               const float *lut, int64_t nq, int64_t d, float *out) {
+void dotLutRef(const uint8_t *packed, int64_t first, int bits, const float *lut,
+               int64_t nq, int64_t d, float *out) {
   const int64_t L = int64_t{1} << bits;
   for (int64_t j = 0; j < nq; ++j)
     out[j] = 0.0f;
@@ -89,8 +89,8 @@ void dotLutRef(const uint8_t *packed, int64_t first, int bits,
 }
 
 void axpyLutRowsRef(const uint8_t *const *rows, int64_t n, int bits,
-                    const float *luts, int64_t lutStride, int64_t nq,
-                    int64_t d, float *acc) {
+                    const float *luts, int64_t lutStride, int64_t nq, int64_t d,
+                    float *acc) {
   const int64_t E = lutEntries(bits);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < d; ++c) {
@@ -198,10 +198,10 @@ bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
 
 const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
-      halfToFloatNRef, halfRowsToFloatRef, mulHalfRef,       dotHalfRef,      axpyHalfRef,
-      dotCodesRef,     axpyCodesRef,     dotCodesRowsRef, axpyCodesRowsRef,
-      axpyHalfRowsRef, dotLutRef,        axpyLutRowsRef, dotNibbleRowsRef,
-      dotLutHeadsRef,  dotLevelsRef,     axpyLevelRowsRef,
+      halfToFloatNRef,     halfRowsToFloatRef, mulHalfRef,   dotHalfRef,
+      axpyHalfRef,         dotCodesRef,        axpyCodesRef, dotCodesRowsRef,
+      axpyCodesRowsRef,    axpyHalfRowsRef,    dotLutRef,    axpyLutRowsRef,
+      dotNibbleRowsRef,    dotLutHeadsRef,     dotLevelsRef, axpyLevelRowsRef,
       groupWeightsHalfNone};
   return ops;
 }

@@ -25,8 +25,7 @@ inline int64_t packedBytes(int64_t n, int bits) {
 void packCodesRef(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
 
 /// Unpack n codes from a packed stream.
-void unpackCodesRef(const uint8_t *packed, int64_t n, int bits,
-                    uint8_t *codes);
+void unpackCodesRef(const uint8_t *packed, int64_t n, int bits, uint8_t *codes);
 
 /// Word-at-a-time versions of packCodesRef / unpackCodesRef (same bytes),
 /// used by the SIMD kernel tables.
@@ -69,8 +68,8 @@ inline unsigned nibbleAt(const uint8_t *p, int64_t k) {
 
 /// Write rows x cols codes (row-major, one byte each, < 2^bits) nibble-major
 /// into packedBytes(rows * cols, bits) bytes of out.
-void packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
-                     int bits, uint8_t *out);
+void packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols, int bits,
+                     uint8_t *out);
 
 /// Code (row, col) of a nibble-major block of `rows` rows.
 inline uint8_t nibbleMajorCodeAt(const uint8_t *packed, int64_t rows,

@@ -37,9 +37,9 @@ struct kvq_cache {
 kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
                             const float *queries, int64_t n_queries,
                             int32_t q_heads, float *out, AttendImpl impl) {
-  if (kvq_status s = checkCacheLayerArgs(
-          "kvq_cache_attend", cache ? &cache->cfg : nullptr, queries && out,
-          "cache, queries and out", layer))
+  if (kvq_status s =
+          checkCacheLayerArgs("kvq_cache_attend", cache ? &cache->cfg : nullptr,
+                              queries && out, "cache, queries and out", layer))
     return s;
   const LayerStore &store = *cache->layers[layer];
   if (kvq_status s = checkAttendArgs("kvq_cache_attend", cache->cfg, queries,
@@ -93,8 +93,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_create(const kvq_config *cfg,
 KVQ_RT_EXPORT void kvq_cache_destroy(kvq_cache_t *cache) { delete cache; }
 
 KVQ_RT_EXPORT kvq_status kvq_cache_update(kvq_cache_t *cache, int32_t layer,
-                                          const void *keys,
-                                          const void *values,
+                                          const void *keys, const void *values,
                                           int64_t n_tokens, kvq_dtype dtype) {
   return kvq::guarded("kvq_cache_update", [&]() -> kvq_status {
     return cacheUpdate("kvq_cache_update", cache, layer, keys, values, n_tokens,

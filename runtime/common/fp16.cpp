@@ -38,4 +38,3 @@ uint16_t kvq::floatToHalf(float value) {
     ++result; // a carry into the exponent is the correct rounding
   return sign | static_cast<uint16_t>(result);
 }
-

@@ -43,7 +43,8 @@ inline float halfToFloat(uint16_t half) {
   const uint32_t mantissa = half & 0x3ffu;
   if (exponent == 0) {
     // Zero or subnormal: mantissa * 2^-24 is exact in float.
-    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    const float magnitude =
+        static_cast<float>(mantissa) * 5.9604644775390625e-8f;
     return bitsToFloat(floatBits(magnitude) | sign);
   }
   if (exponent == 31)

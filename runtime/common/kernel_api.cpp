@@ -27,9 +27,8 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
                                          int64_t rows, int64_t cols,
                                          kvq_axis axis, int32_t group,
                                          int32_t bits, const uint8_t *exclude,
-                                         kvq_code_layout layout,
-                                         uint8_t *codes, uint16_t *scale,
-                                         uint16_t *zero) {
+                                         kvq_code_layout layout, uint8_t *codes,
+                                         uint16_t *scale, uint16_t *zero) {
   return kvq::guarded("kvq_group_quant", [&]() -> kvq_status {
     Grid g;
     if (kvq_status s = validateGroupQuantArgs("kvq_group_quant", x, dtype, rows,
@@ -42,13 +41,10 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
-                                           kvq_code_layout layout,
-                                           const uint16_t *scale,
-                                           const uint16_t *zero, int64_t rows,
-                                           int64_t cols, kvq_axis axis,
-                                           int32_t group, int32_t bits,
-                                           void *out, kvq_dtype dtype) {
+KVQ_RT_EXPORT kvq_status kvq_group_dequant(
+    const uint8_t *codes, kvq_code_layout layout, const uint16_t *scale,
+    const uint16_t *zero, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, int32_t bits, void *out, kvq_dtype dtype) {
   return kvq::guarded("kvq_group_dequant", [&]() -> kvq_status {
     Grid g;
     if (kvq_status s = validateGroupDequantArgs(
@@ -67,10 +63,9 @@ KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits) {
 
 KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
                                      int64_t rows, int64_t cols, kvq_axis axis,
-                                     int32_t group, int32_t bits,
-                                     int32_t iters, const uint8_t *exclude,
-                                     float *scratch, int64_t scratch_floats,
-                                     uint16_t *levels) {
+                                     int32_t group, int32_t bits, int32_t iters,
+                                     const uint8_t *exclude, float *scratch,
+                                     int64_t scratch_floats, uint16_t *levels) {
   return kvq::guarded("kvq_nuq_fit", [&]() -> kvq_status {
     Grid g;
     if (kvq_status s = validateNuqFitArgs("kvq_nuq_fit", x, dtype, rows, cols,
@@ -114,8 +109,8 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
                                          kvq_code_layout layout,
                                          const uint16_t *levels, int64_t rows,
                                          int64_t cols, kvq_axis axis,
-                                         int32_t group, int32_t bits,
-                                         void *out, kvq_dtype dtype) {
+                                         int32_t group, int32_t bits, void *out,
+                                         kvq_dtype dtype) {
   return kvq::guarded("kvq_nuq_dequant", [&]() -> kvq_status {
     Grid g;
     if (kvq_status s = validateNuqDequantArgs("kvq_nuq_dequant", codes, layout,
@@ -127,13 +122,10 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
-                                           int64_t rows, int64_t cols,
-                                           kvq_axis axis, int32_t group,
-                                           float fraction,
-                                           const uint8_t *exclude,
-                                           uint8_t *outlier_mask,
-                                           float *threshold) {
+KVQ_RT_EXPORT kvq_status kvq_outlier_split(
+    const void *x, kvq_dtype dtype, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, float fraction, const uint8_t *exclude,
+    uint8_t *outlier_mask, float *threshold) {
   return kvq::guarded("kvq_outlier_split", [&]() -> kvq_status {
     Grid g;
     if (kvq_status s =

@@ -19,23 +19,13 @@ const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }
 #endif
 
 const kvq::KernelTable &kvq::referenceKernels() {
-  static const KernelTable table = {"reference",
-                                    packCodesRef,
-                                    unpackCodesRef,
-                                    uniformCalibrateRef,
-                                    uniformQuantizeRef,
-                                    lloydFitRef,
-                                    topkAbsRef,
-                                    groupQuantRef,
-                                    groupDequantRef,
-                                    nuqQuantRef,
-                                    nuqDequantRef,
-                                    lloydFitGathered,
-                                    outlierSplitRef,
-                                    outlierScreenRef,
-                                    keyNormRef,
-                                    topkIndicesRef,
-                                    referenceAttendOps()};
+  static const KernelTable table = {
+      "reference",         packCodesRef,        unpackCodesRef,
+      uniformCalibrateRef, uniformQuantizeRef,  lloydFitRef,
+      topkAbsRef,          groupQuantRef,       groupDequantRef,
+      nuqQuantRef,         nuqDequantRef,       lloydFitGathered,
+      outlierSplitRef,     outlierScreenRef,    keyNormRef,
+      topkIndicesRef,      referenceAttendOps()};
   return table;
 }
 

@@ -48,8 +48,8 @@ uint8_t uniformCode(float x, float s, float z, float maxCode);
 /// code = clamp(rint((x - zero) / scale), 0, 2^bits - 1) with the fp16
 /// scale/zero; scale 0 gives code 0. Codes are unpacked bytes.
 void uniformQuantizeRef(const float *x, int64_t n, int64_t stride,
-                        uint16_t scale, uint16_t zero, int bits,
-                        uint8_t *codes, int64_t codeStride);
+                        uint16_t scale, uint16_t zero, int bits, uint8_t *codes,
+                        int64_t codeStride);
 
 /// x' = code * scale + zero, two float roundings (no FMA: the library is
 /// compiled with -ffp-contract=off).
@@ -169,16 +169,16 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 /// a packed stream starting at code index `first` (any bit offset).
 /// Every SIMD table sums in one canonical order per op, so x86_64 and arm64
 /// give the same bits (attend_order_test). The reference follows it for
-/// dotNibbleRows, axpyCodesRows, axpyLevelRows and groupWeightsHalf; for the other ops it
-/// sums in plain channel order, and attention is checked against it with a
-/// tolerance, not bit for bit.
+/// dotNibbleRows, axpyCodesRows, axpyLevelRows and groupWeightsHalf; for the
+/// other ops it sums in plain channel order, and attention is checked against
+/// it with a tolerance, not bit for bit.
 struct AttendOps {
   /// out[i] = half(h[i]) for n values (block scales, zeros, levels).
   void (*halfToFloatN)(const uint16_t *h, int64_t n, float *out);
   /// out[r*count + i] = half(rows[r][i]): halfToFloatN over many blocks in
   /// one call (the per-token value headers of an attention chunk).
-  void (*halfRowsToFloat)(const uint16_t *const *rows, int64_t n,
-                          int64_t count, float *out);
+  void (*halfRowsToFloat)(const uint16_t *const *rows, int64_t n, int64_t count,
+                          float *out);
   /// out[j*d + c] = q[j*d + c] * half(h[c]): folds per-channel key scales
   /// into the queries.
   void (*mulHalf)(const uint16_t *h, const float *q, int64_t nq, int64_t d,
@@ -187,8 +187,8 @@ struct AttendOps {
   void (*dotHalf)(const uint16_t *row, const float *q, int64_t nq, int64_t d,
                   float *out);
   /// acc[j*d + c] += w[j] * half(row[c]).
-  void (*axpyHalf)(const uint16_t *row, const float *w, int64_t nq,
-                   int64_t d, float *acc);
+  void (*axpyHalf)(const uint16_t *row, const float *w, int64_t nq, int64_t d,
+                   float *acc);
   /// out[j] = sum_c q[j*d + c] * code_c (uniform codes, scales folded in q).
   void (*dotCodes)(const uint8_t *packed, int64_t first, int bits,
                    const float *q, int64_t nq, int64_t d, float *out);
@@ -213,9 +213,8 @@ struct AttendOps {
                         const float *ws, int64_t wsStride, int64_t G,
                         int64_t nq, int64_t d, float *acc);
   /// acc[j*d + c] += w[r*wStride + j] * half(rows[r][c]).
-  void (*axpyHalfRows)(const uint16_t *const *rows, int64_t n,
-                       const float *w, int64_t wStride, int64_t nq, int64_t d,
-                       float *acc);
+  void (*axpyHalfRows)(const uint16_t *const *rows, int64_t n, const float *w,
+                       int64_t wStride, int64_t nq, int64_t d, float *acc);
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
   void (*dotLut)(const uint8_t *packed, int64_t first, int bits,
                  const float *lut, int64_t nq, int64_t d, float *out);
@@ -234,9 +233,9 @@ struct AttendOps {
   /// of the row's nibble x. Rows sit in vector lanes, so a 16-entry table
   /// lookup per nibble replaces per-code arithmetic; every ISA computes the
   /// same terms in the same order, so they give the same bits.
-  void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0,
-                        int64_t m, int64_t nib0, int bits, const float *q,
-                        int64_t nq, int64_t d, float *out, int64_t outStride);
+  void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
+                        int64_t nib0, int bits, const float *q, int64_t nq,
+                        int64_t d, float *out, int64_t outStride);
   /// dotLut for every head of one row: out[h*nq + j] = dotLut(packed,
   /// h*d, bits, lut + h*nq*d*2^bits, nq, d) for h < heads, each with
   /// dotLut's bits. One call per token lets SIMD versions interleave heads.
@@ -247,8 +246,8 @@ struct AttendOps {
   /// FMA chains in SIMD versions). One lookup per code serves all nq query
   /// vectors, where dotLut looks up a product table per query (GQA).
   void (*dotLevels)(const uint8_t *packed, int64_t first, int bits,
-                    const float *levels, const float *q, int64_t nq,
-                    int64_t d, float *out);
+                    const float *levels, const float *q, int64_t nq, int64_t d,
+                    float *out);
   /// acc[j*d + c] = fma(w[r*wStride + j], levels[r*levelStride +
   /// code(rows[r], c)], acc[j*d + c]) over the rows in order (one FMA per
   /// element and row; a row's table holds 2^bits levels, readable up to 16
@@ -256,17 +255,16 @@ struct AttendOps {
   /// axpyLutRows needs a weighted table per query (GQA).
   void (*axpyLevelRows)(const uint8_t *const *rows, int64_t n, int bits,
                         const float *levels, int64_t levelStride,
-                        const float *w, int64_t wStride, int64_t nq,
-                        int64_t d, float *acc);
+                        const float *w, int64_t wStride, int64_t nq, int64_t d,
+                        float *acc);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
   /// conversion fused in; returns false, touching nothing, for shapes it
   /// does not take (the caller then converts with halfRowsToFloat and calls
   /// groupWeightsPortable). Same bits either way.
-  bool (*groupWeightsHalf)(const uint16_t *const *headers,
-                           const int64_t *rowOf, int64_t n,
-                           const float *scores, int64_t heads, int64_t nq,
-                           int64_t perHead, float *ws, float *zsum);
+  bool (*groupWeightsHalf)(const uint16_t *const *headers, const int64_t *rowOf,
+                           int64_t n, const float *scores, int64_t heads,
+                           int64_t nq, int64_t perHead, float *ws, float *zsum);
 };
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
@@ -312,17 +310,17 @@ struct KernelTable {
                            int64_t, int, uint16_t *, uint16_t *);
   void (*uniformQuantize)(const float *, int64_t, int64_t, uint16_t, uint16_t,
                           int, uint8_t *, int64_t);
-  int64_t (*lloydFit)(const float *, int64_t, int64_t, const uint8_t *,
-                      int64_t, int, int, float *, float *, double *);
+  int64_t (*lloydFit)(const float *, int64_t, int64_t, const uint8_t *, int64_t,
+                      int, int, float *, float *, double *);
   void (*topkAbs)(const float *, int64_t, int64_t, const uint8_t *, int64_t,
                   int64_t, uint8_t *, int64_t, float *);
   // Whole-matrix kernels behind the C entry points.
   void (*groupQuant)(const void *, kvq_dtype, const Grid &, int,
                      const uint8_t *, int, uint8_t *, uint16_t *, uint16_t *);
-  void (*groupDequant)(const uint8_t *, int, const uint16_t *,
-                       const uint16_t *, const Grid &, int, void *, kvq_dtype);
-  void (*nuqQuant)(const void *, kvq_dtype, const Grid &, int,
-                   const uint16_t *, int, uint8_t *);
+  void (*groupDequant)(const uint8_t *, int, const uint16_t *, const uint16_t *,
+                       const Grid &, int, void *, kvq_dtype);
+  void (*nuqQuant)(const void *, kvq_dtype, const Grid &, int, const uint16_t *,
+                   int, uint8_t *);
   void (*nuqDequant)(const uint8_t *, int, const uint16_t *, const Grid &, int,
                      void *, kvq_dtype);
   /// Lloyd-Max on m gathered values (lloydFitGathered's contract).

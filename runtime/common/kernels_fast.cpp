@@ -25,8 +25,8 @@ void kvq::lloydFitGatheredWalk(float *data, int64_t m, int bits, int iters,
   int next[kMaxLevels]; // first index holding a larger level value
   for (int it = 0; it < iters; ++it) {
     for (int l = count - 1; l >= 0; --l)
-      next[l] = l + 1 < count && levels[l + 1] == levels[l] ? next[l + 1]
-                                                            : l + 1;
+      next[l] =
+          l + 1 < count && levels[l + 1] == levels[l] ? next[l + 1] : l + 1;
     std::fill(sums, sums + count, 0.0);
     std::fill(counts, counts + count, int64_t{0});
     // cur is always the first index of its value, as nearestLevel returns.
@@ -47,7 +47,8 @@ void kvq::lloydFitGatheredWalk(float *data, int64_t m, int bits, int iters,
     }
     for (int l = 0; l < count; ++l)
       if (counts[l])
-        levels[l] = static_cast<float>(sums[l] / static_cast<double>(counts[l]));
+        levels[l] =
+            static_cast<float>(sums[l] / static_cast<double>(counts[l]));
     std::sort(levels, levels + count);
   }
 }

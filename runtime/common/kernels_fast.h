@@ -1,4 +1,5 @@
-//===- kernels_fast.h - Portable fast paths shared by SIMD tables -*- C++ -*-===//
+//===- kernels_fast.h - Portable fast paths shared by SIMD tables -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Algorithmic speedups that need no intrinsics and are shared by the x86 and

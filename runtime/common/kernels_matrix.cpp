@@ -43,9 +43,9 @@ void clearCodes(uint8_t *codes, int layout, int64_t n, int bits) {
 
 } // namespace
 
-void kvq::groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g,
-                        int bits, const uint8_t *exclude, int layout,
-                        uint8_t *codes, uint16_t *scale, uint16_t *zero) {
+void kvq::groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
+                        const uint8_t *exclude, int layout, uint8_t *codes,
+                        uint16_t *scale, uint16_t *zero) {
   const float maxCode = static_cast<float>((1 << bits) - 1);
   const int64_t stride = g.stride();
   clearCodes(codes, layout, g.rows * g.cols, bits);
@@ -74,8 +74,7 @@ void kvq::groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g,
 
 void kvq::groupDequantRef(const uint8_t *codes, int layout,
                           const uint16_t *scale, const uint16_t *zero,
-                          const Grid &g, int bits, void *out,
-                          kvq_dtype dtype) {
+                          const Grid &g, int bits, void *out, kvq_dtype dtype) {
   const int64_t stride = g.stride();
   for (int64_t v = 0; v < g.vectors(); ++v) {
     float s = halfToFloat(scale[v]), z = halfToFloat(zero[v]);
@@ -116,16 +115,16 @@ void kvq::nuqDequantRef(const uint8_t *codes, int layout,
     int64_t base = g.base(v);
     for (int64_t i = 0; i < g.group; ++i) {
       int64_t e = base + i * stride;
-      storeElement(out, dtype, e,
-                   halfToFloat(levels[v * count +
-                                      codeAt(codes, layout, e, bits)]));
+      storeElement(
+          out, dtype, e,
+          halfToFloat(levels[v * count + codeAt(codes, layout, e, bits)]));
     }
   }
 }
 
 void kvq::outlierSplitRef(const void *x, kvq_dtype dtype, const Grid &g,
-                          float fraction, const uint8_t *exclude,
-                          uint8_t *mask, float *threshold) {
+                          float fraction, const uint8_t *exclude, uint8_t *mask,
+                          float *threshold) {
   const int64_t stride = g.stride();
   for (int64_t v = 0; v < g.vectors(); ++v) {
     int64_t base = g.base(v);

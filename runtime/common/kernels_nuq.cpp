@@ -24,8 +24,8 @@ int kvq::nearestLevel(const float *levels, int count, float x) {
       return hi; // lower_bound already gives the first of equal levels
   }
   // Ties (and x above every level) go to the lowest index of that value.
-  return static_cast<int>(
-      std::lower_bound(levels, levels + count, levels[lo]) - levels);
+  return static_cast<int>(std::lower_bound(levels, levels + count, levels[lo]) -
+                          levels);
 }
 
 namespace {
@@ -79,7 +79,8 @@ void kvq::lloydFitGathered(float *scratch, int64_t m, int bits, int iters,
     }
     for (int l = 0; l < count; ++l)
       if (counts[l]) // an empty level stays where it is
-        levels[l] = static_cast<float>(sums[l] / static_cast<double>(counts[l]));
+        levels[l] =
+            static_cast<float>(sums[l] / static_cast<double>(counts[l]));
     // Means of consecutive cells of sorted data stay sorted; rounding to
     // float cannot reorder them, but keep the invariant explicit.
     std::sort(levels, levels + count);
@@ -98,8 +99,7 @@ void kvq::lloydInitSorted(const float *scratch, int64_t m, int count,
     int64_t lo = static_cast<int64_t>(pos);
     int64_t hi = lo + 1 < m ? lo + 1 : lo;
     double frac = pos - static_cast<double>(lo);
-    levels[i] = static_cast<float>(scratch[lo] +
-                                   frac * (static_cast<double>(scratch[hi]) -
-                                           scratch[lo]));
+    levels[i] = static_cast<float>(
+        scratch[lo] + frac * (static_cast<double>(scratch[hi]) - scratch[lo]));
   }
 }

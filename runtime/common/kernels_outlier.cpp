@@ -14,13 +14,11 @@
 int64_t kvq::outlierCount(float fraction, int64_t eligible) {
   if (!(fraction > 0.0f) || eligible <= 0)
     return 0;
-  double k = std::ceil(static_cast<double>(fraction) *
-                           static_cast<double>(eligible) -
-                       1e-6);
+  double k = std::ceil(
+      static_cast<double>(fraction) * static_cast<double>(eligible) - 1e-6);
   if (k < 0.0)
     return 0;
-  return k > static_cast<double>(eligible) ? eligible
-                                           : static_cast<int64_t>(k);
+  return k > static_cast<double>(eligible) ? eligible : static_cast<int64_t>(k);
 }
 
 void kvq::topkAbsRef(const float *x, int64_t n, int64_t stride,

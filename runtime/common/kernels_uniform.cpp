@@ -30,8 +30,8 @@ void kvq::uniformCalibrateRef(const float *x, int64_t n, int64_t stride,
   uniformParams(lo, hi, any, bits, scale, zero);
 }
 
-void kvq::uniformParams(float lo, float hi, bool any, int bits,
-                        uint16_t *scale, uint16_t *zero) {
+void kvq::uniformParams(float lo, float hi, bool any, int bits, uint16_t *scale,
+                        uint16_t *zero) {
   if (!any) {
     *scale = 0;
     *zero = 0;

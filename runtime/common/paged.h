@@ -1,4 +1,5 @@
-//===- paged.h - Append-only table that never moves its elements -*- C++ -*-===//
+//===- paged.h - Append-only table that never moves its elements -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The stores keep one small record per token (which payload blocks hold

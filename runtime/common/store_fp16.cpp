@@ -42,9 +42,7 @@ public:
     return KVQ_OK;
   }
 
-  int64_t length() const override {
-    return static_cast<int64_t>(rows_.size());
-  }
+  int64_t length() const override { return static_cast<int64_t>(rows_.size()); }
 
   void loadRow(int64_t pos, float *k, float *v) const override {
     const uint16_t *h =

@@ -1,4 +1,5 @@
-//===- store_kivi.cpp - KIVI and KIVI-Sink storage -------------------------===//
+//===- store_kivi.cpp - KIVI and KIVI-Sink storage
+//-------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Keys: per-channel uniform groups of G consecutive tokens, one block per
@@ -65,9 +66,7 @@ private:
   }
   /// Values quantized once the layer holds L tokens (token by token).
   int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
-  int64_t keyDone() const {
-    return static_cast<int64_t>(groups_.size()) * G_;
-  }
+  int64_t keyDone() const { return static_cast<int64_t>(groups_.size()) * G_; }
   int64_t valueBlockBytes() const {
     return 4 * (channels_ / G_) + packedBytes(channels_, vb_);
   }
@@ -86,7 +85,7 @@ private:
   const int kb_, vb_;
   const bool block_;
   const bool nibbleKeys_; ///< key codes nibble-major (else row-major)
-  const int64_t k_; ///< sink budget (0 = plain KIVI)
+  const int64_t k_;       ///< sink budget (0 = plain KIVI)
 
   PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Blk> groups_; ///< key group g covers [g*G, (g+1)*G)
@@ -143,8 +142,8 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
     uint16_t scale, zero;
     // Calibration exclusion: min/max over the group's non-sink rows only.
     kt.uniformCalibrate(x.data() + c, G_, C, sink, 1, kb_, &scale, &zero);
-    kt.uniformQuantize(x.data() + c, G_, C, scale, zero, kb_,
-                       codes.data() + c, C);
+    kt.uniformQuantize(x.data() + c, G_, C, scale, zero, kb_, codes.data() + c,
+                       C);
     write16(out, c, scale);
     write16(out, C + c, zero);
   }
@@ -181,8 +180,7 @@ int64_t KiviStore::codedBefore(int64_t pos) const {
   return row;
 }
 
-kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v,
-                             int64_t n) {
+kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   const int64_t C = channels_, L0 = length(), L1 = L0 + n;
   const int64_t rowBytes = 2 * C;
   const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
@@ -311,9 +309,9 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
     const int64_t rows = nibbleKeys_ ? codedRows(g) : 0;
     const uint8_t *b = groups_[static_cast<size_t>(g)].p;
     for (int64_t c = 0; c < C; ++c) {
-      const uint8_t code =
-          nibbleKeys_ ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
-                      : packedCodeAt(b + 4 * C, row * C + c, kb_);
+      const uint8_t code = nibbleKeys_
+                               ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
+                               : packedCodeAt(b + 4 * C, row * C + c, kb_);
       k[c] = uniformDequant(code, halfToFloat(read16(b, c)),
                             halfToFloat(read16(b, C + c)));
     }

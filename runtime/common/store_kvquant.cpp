@@ -55,8 +55,8 @@ public:
 
 private:
   struct Slot {
-    Blk kf, vf;           ///< fp16 rows: sinks, or tokens awaiting a refit
-    Blk kq, vq;           ///< quantized rows
+    Blk kf, vf; ///< fp16 rows: sinks, or tokens awaiting a refit
+    Blk kq, vq; ///< quantized rows
     uint16_t kOut = 0, vOut = 0; ///< outliers stored in kq / vq
     bool sink = false;
   };
@@ -89,7 +89,7 @@ private:
   }
 
   const int kb_, vb_, kLevels_, vLevels_;
-  const bool frozen_; ///< refit_interval == 0: one frozen key segment
+  const bool frozen_;       ///< refit_interval == 0: one frozen key segment
   PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Segment> segs_;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
@@ -105,8 +105,8 @@ void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
   for (int64_t c = 0; c < C; ++c) {
     float threshold;
     kt.topkAbs(x + c, m, C, nullptr, 0, k, mask + c, C, &threshold);
-    kt.lloydFit(x + c, m, C, mask + c, C, kb_, cfg_.lloyd_iters,
-                scratch.data(), levels, nullptr);
+    kt.lloydFit(x + c, m, C, mask + c, C, kb_, cfg_.lloyd_iters, scratch.data(),
+                levels, nullptr);
     for (int l = 0; l < kLevels_; ++l)
       write16(table, c * kLevels_ + l, floatToHalf(levels[l]));
     if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
@@ -180,8 +180,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
 
   // Which positions are sinks, which get quantized now (and with which
   // fresh fits), which wait fp16 for the next refit.
-  const int64_t sinks =
-      L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
+  const int64_t sinks = L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
   const int64_t first = L0 == 0 ? sinks : quantizedUpTo_;
   std::vector<std::pair<int64_t, int64_t>> fits; // [a, b) batches to fit
   int64_t quantEnd = first;                      // [first, quantEnd) now
@@ -206,8 +205,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     Slot &s = added[static_cast<size_t>(p - L0)];
     s.sink = p < L0 + sinks;
     if (s.sink || p >= quantEnd) {
-      if (!(s.kf = txn.allocate(rowBytes)) ||
-          !(s.vf = txn.allocate(rowBytes)))
+      if (!(s.kf = txn.allocate(rowBytes)) || !(s.vf = txn.allocate(rowBytes)))
         return oom(rowBytes);
       std::memcpy(s.kf.p, in.key(p), static_cast<size_t>(rowBytes));
       std::memcpy(s.vf.p, in.value(p), static_cast<size_t>(rowBytes));
@@ -279,8 +277,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     for (int64_t p = first; p < quantEnd; ++p) {
       halfRowToFloat(in.value(p), C, row.data());
       int64_t outs = planValueRow(row.data(), vmask.data(), levels.data());
-      int64_t bytes = 2 * cfg_.num_kv_heads * vLevels_ +
-                      packedBytes(C, vb_) + kOutlierBytes * outs;
+      int64_t bytes = 2 * cfg_.num_kv_heads * vLevels_ + packedBytes(C, vb_) +
+                      kOutlierBytes * outs;
       Blk blk = txn.allocate(bytes);
       if (!blk)
         return oom(bytes);
@@ -326,8 +324,8 @@ void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
   }
   const uint8_t *table = segmentFor(pos).table.p;
   for (int64_t c = 0; c < C; ++c)
-    k[c] = halfToFloat(
-        read16(table, c * kLevels_ + packedCodeAt(s.kq.p, c, kb_)));
+    k[c] =
+        halfToFloat(read16(table, c * kLevels_ + packedCodeAt(s.kq.p, c, kb_)));
   const uint8_t *kOutliers = s.kq.p + packedBytes(C, kb_);
   for (int64_t o = 0; o < s.kOut; ++o)
     k[read16(kOutliers, 2 * o + 1)] = halfToFloat(read16(kOutliers, 2 * o));
@@ -335,8 +333,8 @@ void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
   const int64_t tables = int64_t{cfg_.num_kv_heads} * vLevels_;
   const uint8_t *packed = s.vq.p + 2 * tables;
   for (int64_t c = 0; c < C; ++c)
-    v[c] = halfToFloat(read16(
-        s.vq.p, (c / D) * vLevels_ + packedCodeAt(packed, c, vb_)));
+    v[c] = halfToFloat(
+        read16(s.vq.p, (c / D) * vLevels_ + packedCodeAt(packed, c, vb_)));
   const uint8_t *vOutliers = packed + packedBytes(C, vb_);
   for (int64_t o = 0; o < s.vOut; ++o)
     v[read16(vOutliers, 2 * o + 1)] = halfToFloat(read16(vOutliers, 2 * o));
@@ -381,8 +379,8 @@ void KvquantStore::attendKeys(AttendJob &job) const {
       job.ops.dotLutHeads(s.kq.p, kb_, lut, H, nq, d, job.scoreRow(t, 0));
     else
       for (int64_t h = 0; h < H; ++h)
-        job.ops.dotLevels(s.kq.p, h * d, kb_, levels + h * d * L,
-                          job.query(h), nq, d, job.scoreRow(t, h));
+        job.ops.dotLevels(s.kq.p, h * d, kb_, levels + h * d * L, job.query(h),
+                          nq, d, job.scoreRow(t, h));
     // The value pass that follows reads this token's value block (its own
     // allocation, a stride the hardware prefetcher does not follow): ask
     // for it now, while the key arithmetic runs (as the KIVI store does).
@@ -406,8 +404,8 @@ void KvquantStore::attendKeys(AttendJob &job) const {
 /// usual widths, so the products are straight-line vector code; one
 /// multiply per entry either way.
 template <int LT>
-void valueLuts(AttendJob &job, int64_t n, const float *levels,
-               float *luts, int64_t Lrt = 0) {
+void valueLuts(AttendJob &job, int64_t n, const float *levels, float *luts,
+               int64_t Lrt = 0) {
   const int64_t L = LT > 0 ? LT : Lrt, H = job.heads, nq = job.nq;
   const int64_t E = L > 16 ? L : 16, lutStride = H * nq * E;
   for (int64_t i = 0; i < n; ++i) {
@@ -448,8 +446,8 @@ void KvquantStore::attendValues(AttendJob &job) const {
   // 16 floats of slack: a SIMD lookup may read a whole register of the
   // last table.
   job.scratch2.resize(static_cast<size_t>(chunk * H * L + 16));
-  job.scratch3.resize(static_cast<size_t>(nq == 1 ? chunk * lutStride
-                                                  : chunk * nq));
+  job.scratch3.resize(
+      static_cast<size_t>(nq == 1 ? chunk * lutStride : chunk * nq));
   float *levels = job.scratch2.data(), *luts = job.scratch3.data();
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
   const uint8_t **rowsOut = job.codeRows.data();
@@ -461,10 +459,18 @@ void KvquantStore::attendValues(AttendJob &job) const {
   // table, then one FMA per query vector.
   if (nq == 1) {
     switch (L) {
-    case 4: valueLuts<4>(job, n, levels, luts); break;
-    case 8: valueLuts<8>(job, n, levels, luts); break;
-    case 16: valueLuts<16>(job, n, levels, luts); break;
-    default: valueLuts<0>(job, n, levels, luts, L); break;
+    case 4:
+      valueLuts<4>(job, n, levels, luts);
+      break;
+    case 8:
+      valueLuts<8>(job, n, levels, luts);
+      break;
+    case 16:
+      valueLuts<16>(job, n, levels, luts);
+      break;
+    default:
+      valueLuts<0>(job, n, levels, luts, L);
+      break;
     }
   }
   // The row kernels read codes from bit 0 of their row pointer. A head
@@ -494,18 +500,18 @@ void KvquantStore::attendValues(AttendJob &job) const {
       }
     }
     if (nq == 1) {
-      job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq,
-                          d, job.accumulator(h));
+      job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq, d,
+                          job.accumulator(h));
       continue;
     }
     float *w = luts; // the chunk's weights of this head, [i][j]
     for (int64_t i = 0; i < n; ++i)
-      std::memcpy(w + i * nq,
-                  job.scoreRow(job.t0 + job.positions[static_cast<size_t>(i)],
-                               h),
-                  static_cast<size_t>(nq) * sizeof(float));
-    job.ops.axpyLevelRows(rowsOut, n, vb_, levels + h * L, H * L, w, nq, nq,
-                          d, job.accumulator(h));
+      std::memcpy(
+          w + i * nq,
+          job.scoreRow(job.t0 + job.positions[static_cast<size_t>(i)], h),
+          static_cast<size_t>(nq) * sizeof(float));
+    job.ops.axpyLevelRows(rowsOut, n, vb_, levels + h * L, H * L, w, nq, nq, d,
+                          job.accumulator(h));
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];

@@ -81,8 +81,7 @@ inline float reduce16(float32x4_t a0, float32x4_t a1, float32x4_t a2,
 }
 
 template <class Row>
-void dotRow(const Row &row, const float *q, int64_t nq, int64_t d,
-            float *out) {
+void dotRow(const Row &row, const float *q, int64_t nq, int64_t d, float *out) {
   for (int64_t j = 0; j < nq; ++j) {
     const float *qj = q + j * d;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
@@ -144,8 +143,8 @@ void halfToFloatNNeon(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
-void halfRowsToFloatNeon(const uint16_t *const *rows, int64_t n,
-                         int64_t count, float *out) {
+void halfRowsToFloatNeon(const uint16_t *const *rows, int64_t n, int64_t count,
+                         float *out) {
   for (int64_t r = 0; r < n; ++r)
     halfToFloatNNeon(rows[r], count, out + r * count);
 }
@@ -223,10 +222,10 @@ void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
       std::memcpy(&xb, rows[r + 1] + c / 4, 4);
       for (int k = 0; k < 4; ++k) {
         const int32x4_t s = vld1q_s32(shifts[k]);
-        const float32x4_t a = vcvtq_f32_u32(
-            vandq_u32(vshlq_u32(vdupq_n_u32(xa), s), three));
-        const float32x4_t b = vcvtq_f32_u32(
-            vandq_u32(vshlq_u32(vdupq_n_u32(xb), s), three));
+        const float32x4_t a =
+            vcvtq_f32_u32(vandq_u32(vshlq_u32(vdupq_n_u32(xa), s), three));
+        const float32x4_t b =
+            vcvtq_f32_u32(vandq_u32(vshlq_u32(vdupq_n_u32(xb), s), three));
         const int64_t ch = c + 4 * k;
         for (int64_t j = 0; j < nq; ++j) {
           const int64_t g = j * groups + ch / G;
@@ -243,8 +242,8 @@ void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
 }
 
 void axpyCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *ws, int64_t wsStride, int64_t G,
-                       int64_t nq, int64_t d, float *acc) {
+                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
+                       int64_t d, float *acc) {
   if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
     return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
                                               nq, d, acc);
@@ -294,20 +293,18 @@ void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
                    const float *levels, const float *q, int64_t nq, int64_t d,
                    float *out) {
   if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq,
-                                          d, out);
+    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq, d,
+                                          out);
   dotRow(LevelRow{packed + first * bits / 8, levels, bits, int64_t{1} << bits},
          q, nq, d, out);
 }
 
 void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *levels, int64_t levelStride,
-                       const float *w, int64_t wStride, int64_t nq, int64_t d,
-                       float *acc) {
+                       const float *levels, int64_t levelStride, const float *w,
+                       int64_t wStride, int64_t nq, int64_t d, float *acc) {
   if (d % 16 != 0)
-    return referenceAttendOps().axpyLevelRows(rows, n, bits, levels,
-                                              levelStride, w, wStride, nq, d,
-                                              acc);
+    return referenceAttendOps().axpyLevelRows(
+        rows, n, bits, levels, levelStride, w, wStride, nq, d, acc);
   for (int64_t r = 0; r < n; ++r)
     axpyRow(LevelRow{rows[r], levels + r * levelStride, bits, 0},
             TokenWeight{w + r * wStride}, nq, d, acc);

@@ -51,7 +51,6 @@ inline void store8(void *out, kvq_dtype dtype, int64_t i, float32x4_t lo,
   }
 }
 
-
 /// Eight codes as two uint32x4 halves from eight bytes.
 inline void widen8(uint64_t bytes, uint32x4_t &lo, uint32x4_t &hi) {
   uint16x8_t w = vmovl_u8(vcreate_u8(bytes));

@@ -159,7 +159,6 @@ void groupDequantNeon(const uint8_t *codes, int layout, const uint16_t *scale,
   groupDequantRef(codes, layout, scale, zero, g, bits, out, dtype);
 }
 
-
 void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
                        int64_t cols, const float *threshold, uint8_t *mask) {
   if (cols % 8 != 0)
@@ -169,7 +168,8 @@ void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
     for (int64_t c = 0; c < cols; c += 8) {
       float32x4_t a, b;
       load8(x, dtype, r * cols + c, a, b);
-      uint32x4_t ma = vandq_u32(vcgeq_f32(vabsq_f32(a), vld1q_f32(threshold + c)), one);
+      uint32x4_t ma =
+          vandq_u32(vcgeq_f32(vabsq_f32(a), vld1q_f32(threshold + c)), one);
       uint32x4_t mb =
           vandq_u32(vcgeq_f32(vabsq_f32(b), vld1q_f32(threshold + c + 4)), one);
       uint64_t bytes = narrow8(ma, mb);

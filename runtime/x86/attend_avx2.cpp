@@ -36,7 +36,8 @@ namespace {
 struct HalfRow {
   const uint16_t *p;
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
-    v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + c)));
+    v0 = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + c)));
     v1 = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + c + 8)));
   }
@@ -54,9 +55,11 @@ template <int BITS> struct CodeRowB {
       const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
       const __m256i m = _mm256_set1_epi32(3);
       a = _mm256_and_si256(
-          _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), m);
+          _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+          m);
       b = _mm256_and_si256(
-          _mm256_srlv_epi32(x, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)),
+          _mm256_srlv_epi32(x,
+                            _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)),
           m);
     } else if constexpr (BITS == 4) { // 8 codes per 32-bit word
       uint32_t w0, w1;
@@ -65,9 +68,11 @@ template <int BITS> struct CodeRowB {
       const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
       const __m256i m = _mm256_set1_epi32(15);
       a = _mm256_and_si256(
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)), sh), m);
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)), sh),
+          m);
       b = _mm256_and_si256(
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), sh), m);
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), sh),
+          m);
     } else if constexpr (BITS == 8) {
       a = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c)));
@@ -107,10 +112,18 @@ template <int BITS> struct CodeRowB {
 /// Expands CALL(B) for the runtime code width `bits`.
 #define KVQ_WITH_BITS(bits, CALL)                                              \
   switch (bits) {                                                              \
-  case 2: CALL(2); break;                                                      \
-  case 3: CALL(3); break;                                                      \
-  case 4: CALL(4); break;                                                      \
-  default: CALL(8); break;                                                     \
+  case 2:                                                                      \
+    CALL(2);                                                                   \
+    break;                                                                     \
+  case 3:                                                                      \
+    CALL(3);                                                                   \
+    break;                                                                     \
+  case 4:                                                                      \
+    CALL(4);                                                                   \
+    break;                                                                     \
+  default:                                                                     \
+    CALL(8);                                                                   \
+    break;                                                                     \
   }
 
 //===----------------------------------------------------------------------===//
@@ -128,7 +141,8 @@ KVQ_AVX2 void dotBlock(const Row &row, const float *q, int64_t d, float *out) {
     row(c, v0, v1);
     for (int jj = 0; jj < NJ; ++jj) {
       acc0[jj] = _mm256_fmadd_ps(_mm256_loadu_ps(q + jj * d + c), v0, acc0[jj]);
-      acc1[jj] = _mm256_fmadd_ps(_mm256_loadu_ps(q + jj * d + c + 8), v1, acc1[jj]);
+      acc1[jj] =
+          _mm256_fmadd_ps(_mm256_loadu_ps(q + jj * d + c + 8), v1, acc1[jj]);
     }
   }
   for (int jj = 0; jj < NJ; ++jj)
@@ -142,10 +156,17 @@ KVQ_AVX2 void dotRows(const Row &row, const float *q, int64_t nq, int64_t d,
   for (; j + 4 <= nq; j += 4)
     dotBlock<4>(row, q + j * d, d, out + j);
   switch (nq - j) {
-  case 3: dotBlock<3>(row, q + j * d, d, out + j); break;
-  case 2: dotBlock<2>(row, q + j * d, d, out + j); break;
-  case 1: dotBlock<1>(row, q + j * d, d, out + j); break;
-  default: break;
+  case 3:
+    dotBlock<3>(row, q + j * d, d, out + j);
+    break;
+  case 2:
+    dotBlock<2>(row, q + j * d, d, out + j);
+    break;
+  case 1:
+    dotBlock<1>(row, q + j * d, d, out + j);
+    break;
+  default:
+    break;
   }
 }
 
@@ -159,9 +180,10 @@ KVQ_AVX2 void axpyRows(const Row &row, const Weight &weight, int64_t nq,
     row(c, v0, v1);
     for (int64_t j = 0; j < nq; ++j) {
       float *a = acc + j * d + c;
-      _mm256_storeu_ps(a, _mm256_fmadd_ps(weight(j, c), v0, _mm256_loadu_ps(a)));
-      _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(weight(j, c + 8), v1,
-                                              _mm256_loadu_ps(a + 8)));
+      _mm256_storeu_ps(a,
+                       _mm256_fmadd_ps(weight(j, c), v0, _mm256_loadu_ps(a)));
+      _mm256_storeu_ps(
+          a + 8, _mm256_fmadd_ps(weight(j, c + 8), v1, _mm256_loadu_ps(a + 8)));
     }
   }
 }
@@ -271,8 +293,8 @@ template <int BITS>
 KVQ_AVX2 void dotFourRows(const uint8_t *const *rows, const float *q, int64_t d,
                           float *out, int64_t outStride) {
   const CodeRowB<BITS> r0{rows[0]}, r1{rows[1]}, r2{rows[2]}, r3{rows[3]};
-  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0,
-         b2 = a0, a3 = a0, b3 = a0;
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0,
+         a3 = a0, b3 = a0;
   for (int64_t c = 0; c < d; c += 16) {
     const __m256 q0 = _mm256_loadu_ps(q + c), q1 = _mm256_loadu_ps(q + c + 8);
     __m256 v0, v1;
@@ -371,7 +393,8 @@ KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
     return referenceAttendOps().axpyCodes(packed, first, bits, ws, G, nq, d,
                                           acc);
   const uint8_t *p = packed + first * bits / 8;
-#define KVQ_AXPY(B) axpyRows(CodeRowB<B>{p}, GroupWeight{ws, G, d / G}, nq, d, acc)
+#define KVQ_AXPY(B)                                                            \
+  axpyRows(CodeRowB<B>{p}, GroupWeight{ws, G, d / G}, nq, d, acc)
   KVQ_WITH_BITS(bits, KVQ_AXPY)
 #undef KVQ_AXPY
 }
@@ -395,8 +418,8 @@ KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 
 } // namespace
 
-KVQ_AVX2 void kvq::x86::axpyCodesRowsAvx2(const uint8_t *const *rows,
-                                          int64_t n, int bits, const float *ws,
+KVQ_AVX2 void kvq::x86::axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n,
+                                          int bits, const float *ws,
                                           int64_t wsStride, int64_t G,
                                           int64_t nq, int64_t d, float *acc) {
   if (bits == 2) // rows in pairs (attend_pairs.cpp)
@@ -483,13 +506,13 @@ template <int BITS> struct LevelRowB {
   int64_t d;
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
     constexpr int L = 1 << BITS;
-    const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
-                                            6 * L, 7 * L);
+    const __m256i lanes =
+        _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L, 6 * L, 7 * L);
     __m256i a, b;
     codes16<BITS>(row, c, d, a, b);
     v0 = _mm256_i32gather_ps(levels + c * L, _mm256_add_epi32(lanes, a), 4);
-    v1 = _mm256_i32gather_ps(levels + (c + 8) * L,
-                             _mm256_add_epi32(lanes, b), 4);
+    v1 = _mm256_i32gather_ps(levels + (c + 8) * L, _mm256_add_epi32(lanes, b),
+                             4);
   }
 };
 
@@ -497,8 +520,8 @@ KVQ_AVX2 void dotLevelsAvx2(const uint8_t *packed, int64_t first, int bits,
                             const float *levels, const float *q, int64_t nq,
                             int64_t d, float *out) {
   if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq,
-                                          d, out);
+    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq, d,
+                                          out);
   const uint8_t *row = packed + first * bits / 8;
 #define KVQ_DOT_LEVELS(B) dotRows(LevelRowB<B>{row, levels, d}, q, nq, d, out)
   KVQ_WITH_BITS(bits, KVQ_DOT_LEVELS)
@@ -528,15 +551,13 @@ template <int BITS> struct LevelTableRows {
   }
 };
 
-KVQ_AVX2 void axpyLevelRowsAvx2(const uint8_t *const *rows, int64_t n,
-                                int bits, const float *levels,
-                                int64_t levelStride, const float *w,
-                                int64_t wStride, int64_t nq, int64_t d,
-                                float *acc) {
+KVQ_AVX2 void axpyLevelRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                                const float *levels, int64_t levelStride,
+                                const float *w, int64_t wStride, int64_t nq,
+                                int64_t d, float *acc) {
   if (d % 16 != 0 || bits < 2 || bits > 4)
-    return referenceAttendOps().axpyLevelRows(rows, n, bits, levels,
-                                              levelStride, w, wStride, nq, d,
-                                              acc);
+    return referenceAttendOps().axpyLevelRows(
+        rows, n, bits, levels, levelStride, w, wStride, nq, d, acc);
   const RowTokenWeight weight{w, wStride};
   switch (bits) {
   case 2:
@@ -559,8 +580,8 @@ template <int BITS>
 KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
                         int64_t d, float *out) {
   constexpr int L = 1 << BITS;
-  const __m256i lanes = _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L,
-                                          6 * L, 7 * L);
+  const __m256i lanes =
+      _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L, 6 * L, 7 * L);
   for (int64_t j = 0; j < nq; ++j) {
     const float *t = lut + j * d * L;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -570,9 +591,9 @@ KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
       codes16<BITS>(row, c, d, a, b);
       acc0 = _mm256_add_ps(
           acc0, _mm256_i32gather_ps(t + c * L, _mm256_add_epi32(lanes, a), 4));
-      acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(
-                                     t + (c + 8) * L,
-                                     _mm256_add_epi32(lanes, b), 4));
+      acc1 = _mm256_add_ps(
+          acc1,
+          _mm256_i32gather_ps(t + (c + 8) * L, _mm256_add_epi32(lanes, b), 4));
     }
     out[j] = hsum(_mm256_add_ps(acc0, acc1));
   }
@@ -587,10 +608,14 @@ KVQ_AVX2 void kvq::x86::dotLutAvx2(const uint8_t *packed, int64_t first,
     return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
-  case 2: return dotLutRow<2>(row, lut, nq, d, out);
-  case 3: return dotLutRow<3>(row, lut, nq, d, out);
-  case 4: return dotLutRow<4>(row, lut, nq, d, out);
-  default: return dotLutRow<8>(row, lut, nq, d, out);
+  case 2:
+    return dotLutRow<2>(row, lut, nq, d, out);
+  case 3:
+    return dotLutRow<3>(row, lut, nq, d, out);
+  case 4:
+    return dotLutRow<4>(row, lut, nq, d, out);
+  default:
+    return dotLutRow<8>(row, lut, nq, d, out);
   }
 }
 
@@ -600,9 +625,9 @@ namespace {
 /// accumulators held in registers for the whole pass (as axpyBlock); each
 /// row's table is read from L1 by the lookups.
 template <int NJ, int W, int BITS>
-KVQ_AVX2 void lutBlock(const uint8_t *const *rows, int64_t n,
-                       const float *luts, int64_t lutStride, int64_t j0,
-                       int64_t c0, int64_t d, float *acc) {
+KVQ_AVX2 void lutBlock(const uint8_t *const *rows, int64_t n, const float *luts,
+                       int64_t lutStride, int64_t j0, int64_t c0, int64_t d,
+                       float *acc) {
   __m256 a[NJ][W / 8];
   for (int jj = 0; jj < NJ; ++jj)
     for (int i = 0; i < W / 8; ++i)
@@ -624,9 +649,8 @@ KVQ_AVX2 void lutBlock(const uint8_t *const *rows, int64_t n,
 
 /// The (query, channel) plane in tiles of 8 accumulators, as axpyTiles.
 template <int BITS>
-KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n,
-                       const float *luts, int64_t lutStride, int64_t nq,
-                       int64_t d, float *acc) {
+KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n, const float *luts,
+                       int64_t lutStride, int64_t nq, int64_t d, float *acc) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
     for (int64_t c = 0; c < d; c += 16)
@@ -655,9 +679,12 @@ KVQ_AVX2 void kvq::x86::axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n,
     return referenceAttendOps().axpyLutRows(rows, n, bits, luts, lutStride, nq,
                                             d, acc);
   switch (bits) {
-  case 2: return lutTiles<2>(rows, n, luts, lutStride, nq, d, acc);
-  case 3: return lutTiles<3>(rows, n, luts, lutStride, nq, d, acc);
-  default: return lutTiles<4>(rows, n, luts, lutStride, nq, d, acc);
+  case 2:
+    return lutTiles<2>(rows, n, luts, lutStride, nq, d, acc);
+  case 3:
+    return lutTiles<3>(rows, n, luts, lutStride, nq, d, acc);
+  default:
+    return lutTiles<4>(rows, n, luts, lutStride, nq, d, acc);
   }
 }
 

@@ -31,7 +31,7 @@ template <int BITS>
 KVQ_AVX512 inline __m512i blockCodes(const uint8_t *row, int64_t c) {
   uint64_t w = 0;
   std::memcpy(&w, row + c * BITS / 8, 2 * BITS); // 16 codes, 2 * BITS bytes
-  constexpr int half = 8 * BITS;                  // bits of 8 codes
+  constexpr int half = 8 * BITS;                 // bits of 8 codes
   const uint64_t lo = w & ((uint64_t{1} << half) - 1);
   const uint64_t hi = (w >> half) & ((uint64_t{1} << half) - 1);
   const __m512i x = _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32)));
@@ -45,9 +45,8 @@ KVQ_AVX512 inline __m512i blockCodes(const uint8_t *row, int64_t c) {
 /// S independent dot products (rows[s] against tables tabs[s]) at once,
 /// so S addition chains are in flight: one row alone waits on its chain.
 template <int BITS, int S>
-KVQ_AVX512 void lutStreams(const uint8_t *const *rows,
-                           const float *const *tabs, int64_t d, float *out,
-                           const int64_t *outAt) {
+KVQ_AVX512 void lutStreams(const uint8_t *const *rows, const float *const *tabs,
+                           int64_t d, float *out, const int64_t *outAt) {
   constexpr int L = 1 << BITS, kPairs = 16 * L / 32, kPerPair = 32 / L;
   // Lane -> channel of the block, and that channel's table offset inside
   // its register pair; lanes of pair p form mask p.
@@ -77,14 +76,13 @@ KVQ_AVX512 void lutStreams(const uint8_t *const *rows,
     }
   // Chains back to canonical order: chain l is lane 2l (l < 8) or
   // lane 2(l - 8) + 1; then the tree of the AVX2 version.
-  const __m512i chainOrder = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1,
-                                               3, 5, 7, 9, 11, 13, 15);
+  const __m512i chainOrder =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (int k = 0; k < S; ++k) {
     const __m512 chains = _mm512_permutexvar_ps(chainOrder, acc[k]);
     out[outAt[k]] = avx2::hsum(_mm256_add_ps(
         _mm512_castps512_ps256(chains),
-        _mm256_castpd_ps(
-            _mm512_extractf64x4_pd(_mm512_castps_pd(chains), 1))));
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(chains), 1))));
   }
 }
 
@@ -122,9 +120,12 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
   // One head: its nq queries are the streams (the row is read per query).
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
-  case 2: return lutHeads512<2>(row, lut, 1, nq, d, out);
-  case 3: return lutHeads512<3>(row, lut, 1, nq, d, out);
-  default: return lutHeads512<4>(row, lut, 1, nq, d, out);
+  case 2:
+    return lutHeads512<2>(row, lut, 1, nq, d, out);
+  case 3:
+    return lutHeads512<3>(row, lut, 1, nq, d, out);
+  default:
+    return lutHeads512<4>(row, lut, 1, nq, d, out);
   }
 }
 
@@ -139,9 +140,12 @@ KVQ_AVX512 void dotLutHeadsAvx512(const uint8_t *packed, int bits,
     return;
   }
   switch (bits) {
-  case 2: return lutHeads512<2>(packed, lut, heads, nq, d, out);
-  case 3: return lutHeads512<3>(packed, lut, heads, nq, d, out);
-  default: return lutHeads512<4>(packed, lut, heads, nq, d, out);
+  case 2:
+    return lutHeads512<2>(packed, lut, heads, nq, d, out);
+  case 3:
+    return lutHeads512<3>(packed, lut, heads, nq, d, out);
+  default:
+    return lutHeads512<4>(packed, lut, heads, nq, d, out);
   }
 }
 
@@ -169,16 +173,15 @@ KVQ_AVX512 void lutBlock512(const uint8_t *const *rows, int64_t n,
                             const float *luts, int64_t lutStride, int64_t j0,
                             int64_t c0, int64_t d, float *acc) {
   constexpr int64_t E = 16; // lutEntries for 2-4 bits
-  const __m512i channelOfLane = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4,
-                                                  12, 5, 13, 6, 14, 7, 15);
-  const __m512i laneOfChannel = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14,
-                                                  1, 3, 5, 7, 9, 11, 13, 15);
+  const __m512i channelOfLane =
+      _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i laneOfChannel =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   __m512 a[NJ][4];
   for (int jj = 0; jj < NJ; ++jj)
     for (int b = 0; b < 4; ++b)
       a[jj][b] = _mm512_permutexvar_ps(
-          channelOfLane,
-          _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+          channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
   for (int64_t r = 0; r < n; ++r) {
     __m512i idx[4];
     for (int b = 0; b < 4; ++b)
@@ -187,7 +190,8 @@ KVQ_AVX512 void lutBlock512(const uint8_t *const *rows, int64_t n,
       const __m512 table =
           _mm512_loadu_ps(luts + r * lutStride + (j0 + jj) * E);
       for (int b = 0; b < 4; ++b)
-        a[jj][b] = _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+        a[jj][b] =
+            _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
     }
   }
   for (int jj = 0; jj < NJ; ++jj)
@@ -219,9 +223,12 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
   if (d % 64 != 0 || bits < 2 || bits > 4)
     return x86::axpyLutRowsAvx2(rows, n, bits, luts, lutStride, nq, d, acc);
   switch (bits) {
-  case 2: return lutTiles512<2>(rows, n, luts, lutStride, nq, d, acc);
-  case 3: return lutTiles512<3>(rows, n, luts, lutStride, nq, d, acc);
-  default: return lutTiles512<4>(rows, n, luts, lutStride, nq, d, acc);
+  case 2:
+    return lutTiles512<2>(rows, n, luts, lutStride, nq, d, acc);
+  case 3:
+    return lutTiles512<3>(rows, n, luts, lutStride, nq, d, acc);
+  default:
+    return lutTiles512<4>(rows, n, luts, lutStride, nq, d, acc);
   }
 }
 

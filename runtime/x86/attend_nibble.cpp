@@ -88,8 +88,8 @@ KVQ_AVX2 void twoTilesAvx2(TileWords a, TileWords b, const float *q, int64_t P,
 struct TwoTilesAvx2 {
   int bits;
   int64_t P;
-  KVQ_AVX2 void operator()(TileWords a, TileWords b, const float *q,
-                           float *va, float *vb) const {
+  KVQ_AVX2 void operator()(TileWords a, TileWords b, const float *q, float *va,
+                           float *vb) const {
     __m256 sa, sb;
     if (bits == 2)
       twoTilesAvx2<2>(a, b, q, P, sa, sb);

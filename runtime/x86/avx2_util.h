@@ -28,8 +28,8 @@ namespace avx2 {
 /// Eight consecutive elements x[i..i+8) of an fp16 or f32 buffer as floats.
 KVQ_AVX2 inline __m256 load8(const void *x, kvq_dtype dtype, int64_t i) {
   if (dtype == KVQ_DTYPE_F16)
-    return _mm256_cvtph_ps(_mm_loadu_si128(
-        reinterpret_cast<const __m128i *>(static_cast<const uint16_t *>(x) + i)));
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(
+        static_cast<const uint16_t *>(x) + i)));
   return _mm256_loadu_ps(static_cast<const float *>(x) + i);
 }
 
@@ -65,7 +65,6 @@ KVQ_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-
 /// Eight int32 lanes (each < 256) -> eight bytes in lane order.
 KVQ_AVX2 inline uint64_t narrow8(__m256i v) {
   __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(v),
@@ -97,12 +96,11 @@ KVQ_AVX2 inline void writeCodes8(uint8_t *codes, int layout, int64_t e,
 /// interleave of the two pack steps.
 KVQ_AVX2 inline __m256i narrow32(__m256i a, __m256i b, __m256i c, __m256i d,
                                  __m256i maxc8) {
-  const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b),
-                                            _mm256_packs_epi32(c, d));
-  return _mm256_min_epu8(
-      _mm256_permutevar8x32_epi32(bytes,
-                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
-      maxc8);
+  const __m256i bytes =
+      _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+  return _mm256_min_epu8(_mm256_permutevar8x32_epi32(
+                             bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+                         maxc8);
 }
 
 /// Write 32 byte codes (each < 2^bits) for elements [e, e+32), packed
@@ -123,9 +121,9 @@ KVQ_AVX2 inline void writeCodes32(uint8_t *codes, int layout, int64_t e,
         _mm256_set1_epi32(0x00100001));
     // The low byte of each dword: four per 128-bit lane.
     const __m256i g = _mm256_shuffle_epi8(
-        w, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                            -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1,
-                            -1, -1, -1, -1, -1, -1));
+        w, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                            -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1,
+                            -1, -1, -1, -1));
     _mm_storel_epi64(reinterpret_cast<__m128i *>(p),
                      _mm_unpacklo_epi32(_mm256_castsi256_si128(g),
                                         _mm256_extracti128_si256(g, 1)));

@@ -110,8 +110,8 @@ KVQ_AVX2 void outlierSplitAvx2(const void *x, kvq_dtype dtype, const Grid &g,
   for (int64_t v = 0; v < g.vectors(); ++v) {
     const int64_t base = g.base(v);
     const int64_t k = outlierCount(fraction, g.group);
-    uint32_t t = topkContiguous(x, dtype, base, g.group, k,
-                                MaskWriter{mask + base, 1});
+    uint32_t t =
+        topkContiguous(x, dtype, base, g.group, k, MaskWriter{mask + base, 1});
     if (threshold)
       threshold[v] =
           k > 0 ? bitsToFloat(t) : std::numeric_limits<float>::infinity();
@@ -120,8 +120,7 @@ KVQ_AVX2 void outlierSplitAvx2(const void *x, kvq_dtype dtype, const Grid &g,
 
 KVQ_AVX2 void topkAbsAvx2(const float *x, int64_t n, int64_t stride,
                           const uint8_t *exclude, int64_t exStride, int64_t k,
-                          uint8_t *mask, int64_t maskStride,
-                          float *threshold) {
+                          uint8_t *mask, int64_t maskStride, float *threshold) {
   if (stride != 1 || exclude)
     return topkAbsRef(x, n, stride, exclude, exStride, k, mask, maskStride,
                       threshold);
@@ -147,7 +146,8 @@ KVQ_AVX2 void outlierScreenAvx2(const void *x, kvq_dtype dtype, int64_t rows,
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; c += 8) {
       __m256 mag = _mm256_and_ps(load8(x, dtype, r * cols + c), absMask);
-      __m256 ge = _mm256_cmp_ps(mag, _mm256_loadu_ps(threshold + c), _CMP_GE_OQ);
+      __m256 ge =
+          _mm256_cmp_ps(mag, _mm256_loadu_ps(threshold + c), _CMP_GE_OQ);
       uint64_t b = narrow8(_mm256_and_si256(_mm256_castps_si256(ge), one));
       std::memcpy(mask + r * cols + c, &b, 8);
     }

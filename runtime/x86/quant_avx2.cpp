@@ -35,8 +35,8 @@ KVQ_AVX2 inline __m256i quantize8(__m256 x, __m256 z, __m256 s, __m256 r,
   __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 dist = _mm256_and_ps(_mm256_sub_ps(t, k), absMask);
-  const __m256 near = _mm256_cmp_ps(dist, _mm256_set1_ps(0.5f - 0.000244140625f),
-                                    _CMP_GT_OQ);
+  const __m256 near =
+      _mm256_cmp_ps(dist, _mm256_set1_ps(0.5f - 0.000244140625f), _CMP_GT_OQ);
   if (_mm256_movemask_ps(_mm256_and_ps(near, nonzero)))
     k = _mm256_round_ps(_mm256_div_ps(a, s),
                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -59,9 +59,9 @@ KVQ_AVX2 inline __m256i fastCodes8(__m256 a, __m256 r, __m256 &near) {
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 dist =
       _mm256_and_ps(_mm256_sub_ps(t, _mm256_cvtepi32_ps(k)), absMask);
-  near = _mm256_or_ps(near, _mm256_cmp_ps(dist,
-                                          _mm256_set1_ps(0.5f - 0.000244140625f),
-                                          _CMP_GT_OQ));
+  near = _mm256_or_ps(
+      near,
+      _mm256_cmp_ps(dist, _mm256_set1_ps(0.5f - 0.000244140625f), _CMP_GT_OQ));
   return k;
 }
 
@@ -230,8 +230,8 @@ KVQ_AVX2 void groupQuantRows32(const void *x, kvq_dtype dtype, const Grid &g,
           c[j] = fastCodes8(a[j], rv, near);
         }
         if (_mm256_movemask_ps(near)) {
-          const __m256 nzv = _mm256_castsi256_ps(
-              _mm256_set1_epi32(sF[k] != 0.0f ? -1 : 0));
+          const __m256 nzv =
+              _mm256_castsi256_ps(_mm256_set1_epi32(sF[k] != 0.0f ? -1 : 0));
           for (int j = 0; j < 4; ++j)
             c[j] = exactCodes8(a[j], sv, nzv);
         }
@@ -245,10 +245,9 @@ KVQ_AVX2 void groupQuantRows32(const void *x, kvq_dtype dtype, const Grid &g,
 /// Per-channel groups, 32 columns at a time: four vectors of scales and
 /// zeros, and the 32 codes of a row segment are contiguous, so they pack
 /// in registers (writeCodes32).
-KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype,
-                                  const Grid &g, int bits, int layout,
-                                  uint8_t *codes, uint16_t *scale,
-                                  uint16_t *zero) {
+KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype, const Grid &g,
+                                  int bits, int layout, uint8_t *codes,
+                                  uint16_t *scale, uint16_t *zero) {
   const __m256i maxc8 = _mm256_set1_epi8(static_cast<char>((1 << bits) - 1));
   const int64_t C = g.cols, G = g.group;
   for (int64_t rg = 0; rg < g.rows / G; ++rg)
@@ -280,8 +279,8 @@ KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype,
         params8(lo[j], hi[j], bits, &sh, &zh);
         _mm_storeu_si128(
             reinterpret_cast<__m128i *>(scale + rg * C + c + 8 * j), sh);
-        _mm_storeu_si128(
-            reinterpret_cast<__m128i *>(zero + rg * C + c + 8 * j), zh);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(zero + rg * C + c + 8 * j),
+                         zh);
         const __m256 s = _mm256_cvtph_ps(sh);
         const __m256 nz = _mm256_cmp_ps(s, _mm256_setzero_ps(), _CMP_NEQ_OQ);
         z[j] = _mm256_cvtph_ps(zh);
@@ -343,8 +342,9 @@ KVQ_AVX2 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
       const __m256 nz = _mm256_cmp_ps(s, _mm256_setzero_ps(), _CMP_NEQ_OQ);
       const __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f), s);
       for (int64_t i = 0; i < G; ++i)
-        writeCodes8(codes, layout, base + i * C, bits,
-                    quantize8(load8(x, dtype, base + i * C), z, s, r, maxc, nz));
+        writeCodes8(
+            codes, layout, base + i * C, bits,
+            quantize8(load8(x, dtype, base + i * C), z, s, r, maxc, nz));
     }
 }
 
@@ -372,7 +372,8 @@ KVQ_AVX2 void groupDequantAvx2(const uint8_t *codes, int layout,
       const __m256 s = _mm256_set1_ps(halfToFloat(scale[v]));
       const __m256 z = _mm256_set1_ps(halfToFloat(zero[v]));
       for (int64_t i = 0; i < g.group; i += 8) {
-        __m256 c = _mm256_cvtepi32_ps(readCodes8(codes, layout, base + i, bits));
+        __m256 c =
+            _mm256_cvtepi32_ps(readCodes8(codes, layout, base + i, bits));
         store8(out, dtype, base + i, _mm256_add_ps(_mm256_mul_ps(c, s), z));
       }
     }
@@ -433,8 +434,8 @@ KVQ_AVX2 inline __m256i nearest8(const LaneLevels &t, __m256 x) {
   }
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i count = _mm256_set1_epi32(t.count);
-  const __m256i lo = _mm256_max_epi32(_mm256_sub_epi32(hi, one),
-                                      _mm256_setzero_si256());
+  const __m256i lo =
+      _mm256_max_epi32(_mm256_sub_epi32(hi, one), _mm256_setzero_si256());
   const __m256i hiC = _mm256_min_epi32(hi, _mm256_sub_epi32(count, one));
   const __m256i loIdx = _mm256_add_epi32(_mm256_slli_epi32(lo, 3), lanes);
   const __m256i hiIdx = _mm256_add_epi32(_mm256_slli_epi32(hiC, 3), lanes);
@@ -493,8 +494,8 @@ KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
       const int64_t base = g.base(v);
       for (int64_t i = 0; i < g.group; i += 8)
         store8(out, dtype, base + i,
-               _mm256_i32gather_ps(table, readCodes8(codes, layout, base + i, bits),
-                                   4));
+               _mm256_i32gather_ps(
+                   table, readCodes8(codes, layout, base + i, bits), 4));
     }
     return;
   }
@@ -523,7 +524,6 @@ KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
 // Strided primitives of the cache stores
 //===----------------------------------------------------------------------===//
 
-
 KVQ_AVX2 void uniformCalibrateAvx2(const float *x, int64_t n, int64_t stride,
                                    const uint8_t *exclude, int64_t exStride,
                                    int bits, uint16_t *scale, uint16_t *zero) {
@@ -542,8 +542,8 @@ KVQ_AVX2 void uniformCalibrateAvx2(const float *x, int64_t n, int64_t stride,
     l = x[i] < l ? x[i] : l;
     h = x[i] > h ? x[i] : h;
   }
-  uniformParams(fixZeroSign(l, x, KVQ_DTYPE_F32, 0, n, 1), h, true, bits,
-                scale, zero);
+  uniformParams(fixZeroSign(l, x, KVQ_DTYPE_F32, 0, n, 1), h, true, bits, scale,
+                zero);
 }
 
 KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
@@ -559,7 +559,8 @@ KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
   const __m256 maxc = _mm256_set1_ps(static_cast<float>((1 << bits) - 1));
   const int64_t n8 = n & ~int64_t{7};
   for (int64_t i = 0; i < n8; i += 8) {
-    uint64_t b = narrow8(quantize8(_mm256_loadu_ps(x + i), zv, sv, rv, maxc, nz));
+    uint64_t b =
+        narrow8(quantize8(_mm256_loadu_ps(x + i), zv, sv, rv, maxc, nz));
     std::memcpy(codes + i, &b, 8);
   }
   if (n8 < n)

@@ -1,4 +1,5 @@
-//===- x86_kernels.h - Pieces of the AVX2 kernel table -----------*- C++ -*-===//
+//===- x86_kernels.h - Pieces of the AVX2 kernel table -----------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each x86 kernel file fills its part of the table; table_avx2.cpp checks
@@ -24,8 +25,8 @@ void fillNibbleAvx2(AttendOps &ops);
 void fillNibbleAvx512(AttendOps &ops);
 /// attend_avx2.cpp: AttendOps::axpyCodesRows on AVX2 (any width).
 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *ws, int64_t wsStride, int64_t G,
-                       int64_t nq, int64_t d, float *acc);
+                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
+                       int64_t d, float *acc);
 /// attend_avx2.cpp: AttendOps::dotLut on AVX2 (any width).
 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
                 const float *lut, int64_t nq, int64_t d, float *out);

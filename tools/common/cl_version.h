@@ -1,4 +1,5 @@
-//===- cl_version.h - --version of the kvq tools built on llvm::cl -*- C++ -*-===//
+//===- cl_version.h - --version of the kvq tools built on llvm::cl -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-opt, kvq-import and kvq-run print the kvq version (KVQ_VERSION_STRING,

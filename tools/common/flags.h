@@ -58,8 +58,7 @@ inline std::string printable(const std::string &s, size_t limit = 200) {
 
 /// Decimal integer in [lo, hi], else fail() naming the flag and the range.
 inline long long parseInt(const char *tool, const std::string &flag,
-                          const std::string &text, long long lo,
-                          long long hi) {
+                          const std::string &text, long long lo, long long hi) {
   bool digits = !text.empty() && text.size() <= 19;
   size_t start = (!text.empty() && text[0] == '-') ? 1 : 0;
   if (start == text.size())
@@ -75,8 +74,7 @@ inline long long parseInt(const char *tool, const std::string &flag,
   }
   if (!digits || x < lo || x > hi)
     fail(tool, flag + " expects an integer in [" + std::to_string(lo) + ", " +
-                   std::to_string(hi) + "], got '" + printable(text, 40) +
-                   "'");
+                   std::to_string(hi) + "], got '" + printable(text, 40) + "'");
   return x;
 }
 
@@ -91,7 +89,8 @@ inline double parseDouble(const char *tool, const std::string &flag,
             std::isfinite(x) && x >= lo && (hiOpen ? x < hi : x <= hi);
   if (!ok) {
     char range[96];
-    std::snprintf(range, sizeof(range), "[%g, %g%s", lo, hi, hiOpen ? ")" : "]");
+    std::snprintf(range, sizeof(range), "[%g, %g%s", lo, hi,
+                  hiOpen ? ")" : "]");
     fail(tool, flag + " expects a number in " + range + ", got '" +
                    printable(text, 40) + "'");
   }
@@ -99,15 +98,14 @@ inline double parseDouble(const char *tool, const std::string &flag,
 }
 
 /// "a,b,c" -> {"a", "b", "c"}; an empty item is an error.
-inline std::vector<std::string> splitList(const char *tool,
-                                          const std::string &flag,
-                                          const std::string &s) {
+inline std::vector<std::string>
+splitList(const char *tool, const std::string &flag, const std::string &s) {
   std::vector<std::string> out;
   size_t i = 0;
   while (true) {
     size_t j = s.find(',', i);
-    std::string item = s.substr(i, j == std::string::npos ? std::string::npos
-                                                          : j - i);
+    std::string item =
+        s.substr(i, j == std::string::npos ? std::string::npos : j - i);
     if (item.empty())
       fail(tool, flag + " has an empty item in '" + printable(s, 80) + "'");
     out.push_back(item);

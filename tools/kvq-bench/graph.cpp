@@ -34,19 +34,23 @@ std::string kvqbench::decoderGraph(int layers) {
                       next = "%x" + std::to_string(l + 1);
     // "_" keeps layer numbers apart from name suffixes (%q3_0 vs %q_30).
     auto name = [&](const char *s) { return std::string("%") + s + "_" + L; };
-    o << "  " << name("wq") << " = arith.constant dense<1.0e-3> : tensor<1024x4096xf32>\n"
-      << "  " << name("wk") << " = arith.constant dense<2.0e-3> : tensor<1024x1024xf32>\n"
-      << "  " << name("wv") << " = arith.constant dense<3.0e-3> : tensor<1024x1024xf32>\n"
-      << "  " << name("wo") << " = arith.constant dense<4.0e-3> : tensor<4096x1024xf32>\n"
+    o << "  " << name("wq")
+      << " = arith.constant dense<1.0e-3> : tensor<1024x4096xf32>\n"
+      << "  " << name("wk")
+      << " = arith.constant dense<2.0e-3> : tensor<1024x1024xf32>\n"
+      << "  " << name("wv")
+      << " = arith.constant dense<3.0e-3> : tensor<1024x1024xf32>\n"
+      << "  " << name("wo")
+      << " = arith.constant dense<4.0e-3> : tensor<4096x1024xf32>\n"
       << "  " << name("eq") << " = tensor.empty() : tensor<1x4096xf32>\n"
-      << "  " << name("fq") << " = linalg.fill ins(%zero : f32) outs(" << name("eq")
-      << " : tensor<1x4096xf32>) -> tensor<1x4096xf32>\n"
+      << "  " << name("fq") << " = linalg.fill ins(%zero : f32) outs("
+      << name("eq") << " : tensor<1x4096xf32>) -> tensor<1x4096xf32>\n"
       << "  " << name("q") << " = linalg.matmul ins(" << x << ", " << name("wq")
       << " : tensor<1x1024xf32>, tensor<1024x4096xf32>) outs(" << name("fq")
       << " : tensor<1x4096xf32>) -> tensor<1x4096xf32>\n"
       << "  " << name("ek") << " = tensor.empty() : tensor<1x1024xf32>\n"
-      << "  " << name("fk") << " = linalg.fill ins(%zero : f32) outs(" << name("ek")
-      << " : tensor<1x1024xf32>) -> tensor<1x1024xf32>\n";
+      << "  " << name("fk") << " = linalg.fill ins(%zero : f32) outs("
+      << name("ek") << " : tensor<1x1024xf32>) -> tensor<1x1024xf32>\n";
     for (const char *kv : {"k", "v"}) {
       const std::string w = name(kv[0] == 'k' ? "wk" : "wv");
       const std::string p = name(kv), h = p + "h", r = p + "r", e = p + "e";
@@ -64,12 +68,13 @@ std::string kvqbench::decoderGraph(int layers) {
         << " [[0], [1, 2]] output_shape [1, 8, 128] : tensor<1x1024xf16> into "
            "tensor<1x8x128xf16>\n";
     }
-    o << "  kvq.cache_update %c[" << l << "], " << name("k") << "r, " << name("v")
-      << "r : !cache, tensor<1x8x128xf16>, tensor<1x8x128xf16>\n"
+    o << "  kvq.cache_update %c[" << l << "], " << name("k") << "r, "
+      << name("v") << "r : !cache, tensor<1x8x128xf16>, tensor<1x8x128xf16>\n"
       << "  " << name("q3") << " = tensor.expand_shape " << name("q")
       << " [[0], [1, 2]] output_shape [1, 32, 128] : tensor<1x4096xf32> into "
          "tensor<1x32x128xf32>\n"
-      << "  " << name("a3") << " = kvq.cache_attend %c[" << l << "], " << name("q3")
+      << "  " << name("a3") << " = kvq.cache_attend %c[" << l << "], "
+      << name("q3")
       << " : !cache, tensor<1x32x128xf32> -> tensor<1x32x128xf32>\n"
       << "  " << name("a") << " = tensor.collapse_shape " << name("a3")
       << " [[0], [1, 2]] : tensor<1x32x128xf32> into tensor<1x4096xf32>\n"
@@ -110,9 +115,9 @@ double kvqbench::timeCompile(const std::string &kvqOpt,
       std::remove(out.c_str());
       return -1;
     }
-    double dt = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
+    double dt =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     if (i > 0)
       times.push_back(dt);
   }

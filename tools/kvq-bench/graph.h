@@ -1,4 +1,5 @@
-//===- graph.h - The generated model graph for the compile benchmark -*- C++ -*-===//
+//===- graph.h - The generated model graph for the compile benchmark -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A decoder of N layers as a model compiler would hand it to kvq-opt: per

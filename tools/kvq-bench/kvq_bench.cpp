@@ -174,10 +174,9 @@ __attribute__((target("avx2"))) uint64_t sumWordsAvx2(const uint64_t *p,
     a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(v + 3));
   }
   a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-  return static_cast<uint64_t>(_mm256_extract_epi64(a0, 0) +
-                               _mm256_extract_epi64(a0, 1) +
-                               _mm256_extract_epi64(a0, 2) +
-                               _mm256_extract_epi64(a0, 3));
+  return static_cast<uint64_t>(
+      _mm256_extract_epi64(a0, 0) + _mm256_extract_epi64(a0, 1) +
+      _mm256_extract_epi64(a0, 2) + _mm256_extract_epi64(a0, 3));
 }
 #endif
 
@@ -241,9 +240,9 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
     re.reps = 3;
     re.minSeconds = 0;
     double tr = medianSeconds(re, [&] {
-      ref.groupQuant(k.data(), KVQ_DTYPE_F16,
-                     grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
-                     nullptr, KVQ_CODES_PACKED, ck.data(), sk.data(), zk.data());
+      ref.groupQuant(
+          k.data(), KVQ_DTYPE_F16, grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL),
+          bits, nullptr, KVQ_CODES_PACKED, ck.data(), sk.data(), zk.data());
       ref.groupQuant(v.data(), KVQ_DTYPE_F16,
                      grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN), bits, nullptr,
                      KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data());
@@ -367,8 +366,8 @@ kvq_config cacheConfig(const CacheKind &c) {
 void fill(kvq_cache_t *cache, const std::vector<uint16_t> &pool,
           int64_t poolTokens, int64_t tokens) {
   for (int64_t done = 0; done < tokens;) {
-    int64_t n = std::min<int64_t>(std::min<int64_t>(4096, poolTokens),
-                                  tokens - done);
+    int64_t n =
+        std::min<int64_t>(std::min<int64_t>(4096, poolTokens), tokens - done);
     check(kvq_cache_update(cache, 0, pool.data(), pool.data() + n * kChannels,
                            n, KVQ_DTYPE_F16),
           "cache_update");
@@ -433,10 +432,10 @@ double appendNs(const Options &o, const std::vector<uint16_t> &pool,
       check(kvq_cache_update(cache, 0, row, row, 1, KVQ_DTYPE_F16),
             "cache_update");
     }
-    samples.push_back(std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count() *
-                      1e9 / appends);
+    samples.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count() *
+        1e9 / appends);
     kvq_cache_destroy(cache);
   }
   std::sort(samples.begin(), samples.end());
@@ -481,8 +480,7 @@ void measureCompile(const Options &o, Report &r) {
 //===----------------------------------------------------------------------===//
 
 void printHuman(FILE *f, const Report &r, const Options &o) {
-  std::fprintf(f, "kvq-bench (%s kernels, one thread%s)\n",
-               kvq::kernels().name,
+  std::fprintf(f, "kvq-bench (%s kernels, one thread%s)\n", kvq::kernels().name,
                o.smoke ? ", smoke sizes" : (o.quick ? ", quick" : ""));
   std::fprintf(f, "load average (1 min): %.2f at start, %.2f at end\n",
                r.loadStart, r.loadEnd);
@@ -512,8 +510,7 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                  a.ms / a.boundMs, fp16 > 0 ? fp16 / a.ms : 0.0);
   }
   if (r.appendNs1k > 0)
-    std::fprintf(f,
-                 "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
+    std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
                  r.appendNs1k, r.appendNs64k, r.appendNs64k / r.appendNs1k);
   if (r.compiled)
     std::fprintf(f, "compile: kvq-opt --kvq-to-llvm on %d layers: %.3f s\n",
@@ -533,12 +530,11 @@ void printJson(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "{\n  \"kernels\": %s,\n  \"mode\": %s,\n",
                js(kvq::kernels().name).c_str(),
                js(o.smoke ? "smoke" : (o.quick ? "quick" : "full")).c_str());
-  std::fprintf(f,
-               "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
+  std::fprintf(f, "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
                r.loadStart, r.loadEnd);
-  std::fprintf(f,
-               "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f},\n",
-               r.memcpyGbps, r.readGbps);
+  std::fprintf(
+      f, "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f},\n",
+      r.memcpyGbps, r.readGbps);
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
     std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
@@ -556,8 +552,8 @@ void printJson(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f,
                  "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
                  "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f}%s\n",
-                 js(a.cache).c_str(), static_cast<long long>(a.tokens), a.qPerKv,
-                 a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
+                 js(a.cache).c_str(), static_cast<long long>(a.tokens),
+                 a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
                  i + 1 < r.attention.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n");

@@ -35,8 +35,8 @@ template <typename T> struct Memref3 {
   int64_t strides[3];
 };
 
-template <typename T> Memref3<T> viewOf(std::vector<T> &data, int64_t d0,
-                                        int64_t d1, int64_t d2) {
+template <typename T>
+Memref3<T> viewOf(std::vector<T> &data, int64_t d0, int64_t d1, int64_t d2) {
   return {data.data(), data.data(), 0, {d0, d1, d2}, {d1 * d2, d2, 1}};
 }
 
@@ -309,8 +309,7 @@ int main(int argc, char **argv) {
                &nuq = results[3];
   bool ok = fp16.relError == 0.0 && fp16.effectiveBits == 16.0;
   for (const Result *r : {&kivi, &sink, &nuq})
-    ok = ok && r->bytes < fp16.bytes && r->relError > 0.0 &&
-         r->relError < 0.5;
+    ok = ok && r->bytes < fp16.bytes && r->relError > 0.0 && r->relError < 0.5;
   ok = ok && sink.relError < kivi.relError && nuq.relError < kivi.relError;
   if (!ok)
     std::fprintf(stderr, "kvq-demo --check: the table does not show what the "

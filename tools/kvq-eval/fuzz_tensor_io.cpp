@@ -6,7 +6,8 @@
 // reads of every entry small enough to convert, from memory. A crash, a
 // sanitizer report, a leak or an error message with a raw control byte is a
 // finding. Seed corpus: test/fuzz/tensor_io, written by
-// test/fuzz/make_tensor_io_corpus.py; how it runs: tools/kvq-eval/CMakeLists.txt.
+// test/fuzz/make_tensor_io_corpus.py; how it runs:
+// tools/kvq-eval/CMakeLists.txt.
 //
 //===----------------------------------------------------------------------===//
 #include "tensor_io.h"
@@ -27,9 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kvq::tio::MemorySource src(data, size);
   std::string err;
   // Every format's parser sees every input, not only the detected one.
-  for (kvq::tio::Format fmt :
-       {kvq::tio::Format::Npy, kvq::tio::Format::Npz,
-        kvq::tio::Format::Safetensors}) {
+  for (kvq::tio::Format fmt : {kvq::tio::Format::Npy, kvq::tio::Format::Npz,
+                               kvq::tio::Format::Safetensors}) {
     std::vector<kvq::tio::Entry> entries;
     err.clear();
     if (!kvq::tio::list(src, fmt, entries, err)) {

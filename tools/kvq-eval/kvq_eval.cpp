@@ -42,7 +42,8 @@ const char *kTool = "kvq-eval";
 
 const char *kUsage =
     "usage: kvq-eval --keys FILE[:NAME] [--values FILE[:NAME]]\n"
-    "                [--queries FILE[:NAME]] [--layout thd|htd|bhtd|lbhtd|...]\n"
+    "                [--queries FILE[:NAME]] [--layout "
+    "thd|htd|bhtd|lbhtd|...]\n"
     "                --method kivi,kivi_sink,kvquant,fp16 [--bits N[,N...]]\n"
     "                [--group-size G] [--residual R]\n"
     "                [--residual-mode sliding|block] [--sinks N]\n"
@@ -61,9 +62,12 @@ const char *kUsage =
     "Hugging Face per-layer cache); every (layer, batch) is evaluated on its\n"
     "own and summarised. Q has the same layout with q_heads a multiple of\n"
     "kv_heads.\n"
-    "Protocol: the first N tokens (--prefill, default 128, at most tokens - 1)\n"
-    "are one update (the prompt), every later token is its own update (decode);\n"
-    "errors are reported for all tokens, the prefill part and the decoded part.\n"
+    "Protocol: the first N tokens (--prefill, default 128, at most tokens - "
+    "1)\n"
+    "are one update (the prompt), every later token is its own update "
+    "(decode);\n"
+    "errors are reported for all tokens, the prefill part and the decoded "
+    "part.\n"
     "--fit-all sends every token as one update (no decode steps).\n"
     "Flags take --flag value or --flag=value.\n";
 
@@ -104,8 +108,7 @@ Options parseArgs(int argc, char **argv) {
         if (m != "fp16" && m != "kivi" && m != "kivi_sink" && m != "kvquant")
           die("unknown method '" + printable(m, 40) +
               "' (fp16, kivi, kivi_sink, kvquant)");
-        if (std::find(o.methods.begin(), o.methods.end(), m) ==
-            o.methods.end())
+        if (std::find(o.methods.begin(), o.methods.end(), m) == o.methods.end())
           o.methods.push_back(m);
       }
     } else if (p.is("--bits")) {
@@ -144,8 +147,8 @@ Options parseArgs(int argc, char **argv) {
     else if (p.is("--query-positions"))
       o.queryPositions = p.value();
     else if (p.is("--seed"))
-      o.seed = static_cast<unsigned long long>(
-          p.intValue(0, 9223372036854775807ll));
+      o.seed =
+          static_cast<unsigned long long>(p.intValue(0, 9223372036854775807ll));
     else if (p.is("--threads"))
       o.threads = p.intValue(1, 256);
     else if (p.is("--budget"))
@@ -258,11 +261,21 @@ Axes axes(const std::vector<int64_t> &shape, const std::string &layout,
   for (size_t i = layout.size(); i-- > 0;) {
     const int64_t n = shape[i];
     switch (layout[i]) {
-    case 'l': a.l = n, a.sl = stride; break;
-    case 'b': a.b = n, a.sb = stride; break;
-    case 't': a.t = n, a.st = stride; break;
-    case 'h': a.h = n, a.sh = stride; break;
-    default: a.d = n, a.sd = stride; break;
+    case 'l':
+      a.l = n, a.sl = stride;
+      break;
+    case 'b':
+      a.b = n, a.sb = stride;
+      break;
+    case 't':
+      a.t = n, a.st = stride;
+      break;
+    case 'h':
+      a.h = n, a.sh = stride;
+      break;
+    default:
+      a.d = n, a.sd = stride;
+      break;
     }
     stride *= n; // bounded: the data is in memory
   }
@@ -276,9 +289,8 @@ std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
   size_t o = 0;
   for (int64_t ti = 0; ti < a.t; ++ti)
     for (int64_t hi = 0; hi < a.h; ++hi) {
-      const float *src =
-          &t.data[static_cast<size_t>(l * a.sl + b * a.sb + ti * a.st +
-                                      hi * a.sh)];
+      const float *src = &t.data[static_cast<size_t>(l * a.sl + b * a.sb +
+                                                     ti * a.st + hi * a.sh)];
       for (int64_t di = 0; di < a.d; ++di)
         out[o++] = src[di * a.sd];
     }
@@ -305,8 +317,8 @@ inline float dot(const float *a, const float *b, int64_t d) {
 }
 
 /// [H, T, D] copy of a [T, H, D] array (contiguous rows per head).
-std::vector<float> headMajor(const std::vector<float> &x, int64_t T,
-                             int64_t H, int64_t D) {
+std::vector<float> headMajor(const std::vector<float> &x, int64_t T, int64_t H,
+                             int64_t D) {
   std::vector<float> out(x.size());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h)
@@ -364,8 +376,8 @@ std::vector<double> attention(const std::vector<float> &q, int64_t T,
       }
       const int64_t d = done.fetch_add(end - begin) + (end - begin);
       if (reporter)
-        gProgress.report(label + ": attention " +
-                         std::to_string(100 * d / n) + "%");
+        gProgress.report(label + ": attention " + std::to_string(100 * d / n) +
+                         "%");
     }
   };
   std::vector<std::thread> pool;
@@ -593,8 +605,8 @@ int main(int argc, char **argv) {
     die("keys are empty: shape " + shapeStr(K.t.shape));
   if (T < H) {
     const std::string m =
-        "keys " + shapeStr(K.t.shape) + " read as layout " + layout +
-        " give " + std::to_string(T) + " tokens and " + std::to_string(H) +
+        "keys " + shapeStr(K.t.shape) + " read as layout " + layout + " give " +
+        std::to_string(T) + " tokens and " + std::to_string(H) +
         " heads: fewer tokens than heads usually means the axes are swapped";
     if (!explicitLayout)
       die(m + "; pass --layout htd for [heads, tokens, head_dim] (or "
@@ -611,8 +623,8 @@ int main(int argc, char **argv) {
           shapeStr(K.t.shape) + " in every axis of layout " + layout +
           " but heads");
     if (Hq == 0 || Hq % H != 0)
-      die("q_heads " + std::to_string(Hq) +
-          " is not a multiple of kv_heads " + std::to_string(H));
+      die("q_heads " + std::to_string(Hq) + " is not a multiple of kv_heads " +
+          std::to_string(H));
   }
   if (H > INT32_MAX || D > INT32_MAX)
     die("heads or head_dim too large");
@@ -637,9 +649,9 @@ int main(int argc, char **argv) {
     } else if (qp.rfind("last:", 0) == 0 || qp.rfind("sample:", 0) == 0) {
       const bool last = qp[0] == 'l';
       qpMode = last ? "last" : "sample";
-      const int64_t n = kvq::cli::parseInt(
-          kTool, "--query-positions " + qpMode + ":N",
-          qp.substr(last ? 5 : 7), 1, 1ll << 40);
+      const int64_t n =
+          kvq::cli::parseInt(kTool, "--query-positions " + qpMode + ":N",
+                             qp.substr(last ? 5 : 7), 1, 1ll << 40);
       const int64_t m = std::min(n, T);
       if (last) {
         for (int64_t t = T - m; t < T; ++t)
@@ -759,8 +771,8 @@ int main(int argc, char **argv) {
     for (int64_t b = 0; b < B; ++b, ++unitIndex) {
       const std::string where =
           units > 1 ? "layer " + std::to_string(l) +
-                          (B > 1 ? " batch " + std::to_string(b) : "") +
-                          " (" + std::to_string(unitIndex + 1) + "/" +
+                          (B > 1 ? " batch " + std::to_string(b) : "") + " (" +
+                          std::to_string(unitIndex + 1) + "/" +
                           std::to_string(units) + ")"
                     : std::string("input");
       const std::vector<float> k = slice(K.t, ka, l, b),
@@ -818,8 +830,8 @@ int main(int argc, char **argv) {
         }
         kvq_cache_destroy(cache);
         if (haveQ) {
-          std::vector<double> approx = attention(q, T, Hq, kf, vf, H, D,
-                                                 positions, threads, label);
+          std::vector<double> approx =
+              attention(q, T, Hq, kf, vf, H, D, positions, threads, label);
           const int64_t row = Hq * D;
           r.attn = {attnSums(approx, reference, positions, 0, T, row),
                     attnSums(approx, reference, positions, 0, prefill, row),
@@ -843,8 +855,11 @@ int main(int argc, char **argv) {
     if (c.method != "fp16" && s.compressed == 0)
       warn(c.label() + ": no token was quantized (all " + std::to_string(T) +
            " tokens stayed fp16 in the residual window or as sinks): its "
-           "numbers describe fp16, not " + c.method +
-           (c.method == "kvquant" ? "" : "; use more tokens or a smaller --residual"));
+           "numbers describe fp16, not " +
+           c.method +
+           (c.method == "kvquant"
+                ? ""
+                : "; use more tokens or a smaller --residual"));
     if (s.effectiveBits() > 16) {
       char buf[64];
       std::snprintf(buf, sizeof(buf), "%.2f", s.effectiveBits());
@@ -907,8 +922,8 @@ int main(int argc, char **argv) {
       std::snprintf(buf, sizeof(buf), "%s at %.3f effective bits (%s %.6g)",
                     configs[p].label().c_str(), summary[p].effectiveBits(),
                     criterion, score(p));
-      recommendationText = std::string("recommendation for ") + budget +
-                           " bits: " + buf;
+      recommendationText =
+          std::string("recommendation for ") + budget + " bits: " + buf;
       if (kivi >= 0) {
         const size_t kv = static_cast<size_t>(kivi);
         recommendation["kivi"] = configJson(configs[kv]);
@@ -920,8 +935,8 @@ int main(int argc, char **argv) {
         std::snprintf(buf, sizeof(buf),
                       "; plain KIVI in budget: %s at %.3f bits, %s %.6g "
                       "(%.2fx the recommendation's)",
-                      configs[kv].label().c_str(),
-                      summary[kv].effectiveBits(), criterion, score(kv), ratio);
+                      configs[kv].label().c_str(), summary[kv].effectiveBits(),
+                      criterion, score(kv), ratio);
         recommendationText += buf;
       } else {
         recommendation["kivi"] = nullptr;
@@ -961,8 +976,8 @@ int main(int argc, char **argv) {
             ++omitted;
             continue;
           }
-          pts.push_back({summary[ci].effectiveBits(), score(ci),
-                         configs[ci].keyBits});
+          pts.push_back(
+              {summary[ci].effectiveBits(), score(ci), configs[ci].keyBits});
         }
       if (pts.empty())
         continue;
@@ -985,9 +1000,10 @@ int main(int argc, char **argv) {
       warn("--plot: no configuration has a positive error to plot");
     } else {
       if (omitted)
-        script += "set label " + gnuplotString(std::to_string(omitted) +
-                                               " configuration(s) above 16 "
-                                               "bits not shown") +
+        script += "set label " +
+                  gnuplotString(std::to_string(omitted) +
+                                " configuration(s) above 16 "
+                                "bits not shown") +
                   " at graph 0.02, graph 0.04\n";
       script += plot + "\n";
       FILE *g = popen("gnuplot", "w");
@@ -1033,7 +1049,8 @@ int main(int argc, char **argv) {
                   {"dtype", kvq::tio::dtypeName(in.t.dtype)},
                   {"shape", in.t.shape}};
     };
-    out["inputs"] = {{"keys", inputJson(K)}, {"values", inputJson(V)},
+    out["inputs"] = {{"keys", inputJson(K)},
+                     {"values", inputJson(V)},
                      {"queries", haveQ ? inputJson(Q) : json(nullptr)}};
     out["layout"] = layout;
     out["layers"] = L;
@@ -1046,11 +1063,10 @@ int main(int argc, char **argv) {
                        {"decoded_tokens", T - prefill},
                        {"fit_all", opt.fitAll}};
     if (haveQ)
-      out["query_positions"] = {{"mode", qpMode},
-                                {"count", positions.size()},
-                                {"seed", qpMode == "sample"
-                                             ? json(opt.seed)
-                                             : json(nullptr)}};
+      out["query_positions"] = {
+          {"mode", qpMode},
+          {"count", positions.size()},
+          {"seed", qpMode == "sample" ? json(opt.seed) : json(nullptr)}};
     else
       out["query_positions"] = nullptr;
     out["threads"] = threads;
@@ -1108,8 +1124,8 @@ int main(int argc, char **argv) {
   // its prefill part and its decoded part; a summary when there are several
   // units.
   std::printf("%s %s: %lld tokens x %lld kv heads x %lld dims (layout %s",
-              printable(K.t.file).c_str(), shapeStr(K.t.shape).c_str(), (long long)T,
-              (long long)H, (long long)D, layout.c_str());
+              printable(K.t.file).c_str(), shapeStr(K.t.shape).c_str(),
+              (long long)T, (long long)H, (long long)D, layout.c_str());
   if (units > 1)
     std::printf(", %lld layers x %lld batch", (long long)L, (long long)B);
   std::printf(")\n");
@@ -1127,18 +1143,20 @@ int main(int argc, char **argv) {
   auto header = [&]() {
     std::printf("%-10s %5s %5s %-8s %12s %12s %8s %8s %12s %8s %12s %12s  %s\n",
                 "method", "kbits", "vbits", "part", "key_mse", "value_mse",
-                "key_rel", "val_rel", "attn_rel_err", "eff_bits",
-                "total_bytes", "fp16_bytes", "sinks");
+                "key_rel", "val_rel", "attn_rel_err", "eff_bits", "total_bytes",
+                "fp16_bytes", "sinks");
   };
-  auto cell = [&](double x) { return haveQ ? fmt("%.9g", x) : std::string("-"); };
+  auto cell = [&](double x) {
+    return haveQ ? fmt("%.9g", x) : std::string("-");
+  };
   auto printParts = [&](const Config &c, const Parts &k, const Parts &v,
                         const Parts &a, double eff, long long total,
                         long long fp16, const std::string &sinks) {
     std::printf("%-10s %5d %5d %-8s %12.6g %12.6g %8.4f %8.4f %12s %8.3f "
                 "%12lld %12lld  %s\n",
                 c.method.c_str(), c.keyBits, c.valueBits, "all", k.all.mse(),
-                v.all.mse(), k.all.rel(), v.all.rel(), cell(a.all.rel()).c_str(),
-                eff, total, fp16, sinks.c_str());
+                v.all.mse(), k.all.rel(), v.all.rel(),
+                cell(a.all.rel()).c_str(), eff, total, fp16, sinks.c_str());
     if (prefill == T)
       return;
     std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", "", "",

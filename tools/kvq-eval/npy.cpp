@@ -34,12 +34,14 @@ uint16_t kvq::npy::floatToHalf(float f) {
     uint32_t m = (mag & 0x7fffffu) | 0x800000u, shift = 126 - e;
     if (shift > 24)
       return sign;
-    uint32_t r = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    uint32_t r = m >> shift, rest = m & ((1u << shift) - 1),
+             half = 1u << (shift - 1);
     if (rest > half || (rest == half && (r & 1u)))
       ++r;
     return sign | static_cast<uint16_t>(r);
   }
-  uint32_t r = ((e - 112) << 10) | ((mag & 0x7fffffu) >> 13), rest = mag & 0x1fffu;
+  uint32_t r = ((e - 112) << 10) | ((mag & 0x7fffffu) >> 13),
+           rest = mag & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (r & 1u)))
     ++r;
   return sign | static_cast<uint16_t>(r);
@@ -84,14 +86,14 @@ bool kvq::npy::read(const std::string &path, Array &out, std::string &err) {
   return true;
 }
 
-bool kvq::npy::write(const std::string &path,
-                     const std::vector<int64_t> &shape,
+bool kvq::npy::write(const std::string &path, const std::vector<int64_t> &shape,
                      const std::vector<float> &data, bool asHalf,
                      std::string &err) {
   std::string dict = std::string("{'descr': '") + (asHalf ? "<f2" : "<f4") +
                      "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
-    dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "") +
+    dict += std::to_string(shape[i]) +
+            (shape.size() == 1 || i + 1 < shape.size() ? "," : "") +
             (i + 1 < shape.size() ? " " : "");
   dict += "), }";
   // Pad with spaces so that the data starts on a 64-byte boundary.
@@ -103,7 +105,14 @@ bool kvq::npy::write(const std::string &path,
     err = "cannot write '" + path + "'";
     return false;
   }
-  const uint8_t head[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const uint8_t head[] = {0x93,
+                          'N',
+                          'U',
+                          'M',
+                          'P',
+                          'Y',
+                          1,
+                          0,
                           static_cast<uint8_t>(dict.size() & 0xff),
                           static_cast<uint8_t>(dict.size() >> 8)};
   out.write(reinterpret_cast<const char *>(head), sizeof(head));
@@ -111,13 +120,15 @@ bool kvq::npy::write(const std::string &path,
   for (float f : data) {
     if (asHalf) {
       uint16_t h = floatToHalf(f);
-      const char b[2] = {static_cast<char>(h & 0xff), static_cast<char>(h >> 8)};
+      const char b[2] = {static_cast<char>(h & 0xff),
+                         static_cast<char>(h >> 8)};
       out.write(b, 2);
     } else {
       uint32_t u;
       std::memcpy(&u, &f, 4);
-      const char b[4] = {static_cast<char>(u & 0xff), static_cast<char>((u >> 8) & 0xff),
-                         static_cast<char>((u >> 16) & 0xff), static_cast<char>(u >> 24)};
+      const char b[4] = {
+          static_cast<char>(u & 0xff), static_cast<char>((u >> 8) & 0xff),
+          static_cast<char>((u >> 16) & 0xff), static_cast<char>(u >> 24)};
       out.write(b, 4);
     }
   }

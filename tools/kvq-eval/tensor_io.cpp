@@ -124,8 +124,8 @@ void put64(std::vector<uint8_t> &b, uint64_t v) {
 }
 
 /// count = product of dims, bytes = count * elem, both checked.
-bool shapeBytes(const std::vector<int64_t> &shape, size_t elem,
-                uint64_t &count, uint64_t &bytes, std::string &err) {
+bool shapeBytes(const std::vector<int64_t> &shape, size_t elem, uint64_t &count,
+                uint64_t &bytes, std::string &err) {
   count = 1;
   // Strides are products of dimensions too, zeros aside: (0, 2**62, 2**62)
   // holds no data but its strides overflow, so it is refused as well.
@@ -190,7 +190,9 @@ public:
       if (key == "descr") {
         if (!string(descr, err))
           return fail("'descr' must be a string (a plain dtype such as "
-                      "'<f4'): " + err, err);
+                      "'<f4'): " +
+                          err,
+                      err);
         haveDescr = true;
       } else if (key == "fortran_order") {
         if (!boolean(fortran))
@@ -224,9 +226,9 @@ private:
     return false;
   }
   void ws() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' ||
-                              t_[i_] == '\n' || t_[i_] == '\r' ||
-                              t_[i_] == '\f'))
+    while (i_ < t_.size() &&
+           (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' ||
+            t_[i_] == '\r' || t_[i_] == '\f'))
       ++i_;
   }
   bool peek(char c) const { return i_ < t_.size() && t_[i_] == c; }
@@ -258,7 +260,8 @@ private:
       return false;
     size_t after = i_ + n;
     if (after < t_.size() &&
-        (std::isalnum(static_cast<unsigned char>(t_[after])) || t_[after] == '_'))
+        (std::isalnum(static_cast<unsigned char>(t_[after])) ||
+         t_[after] == '_'))
       return false;
     i_ = after;
     return true;
@@ -280,7 +283,8 @@ private:
       return fail("shape entries must be integers", err);
     if (t_[i_] == '0' && i_ + 1 < t_.size() &&
         (std::isdigit(static_cast<unsigned char>(t_[i_ + 1])) ||
-         t_[i_ + 1] == '_' || std::isalpha(static_cast<unsigned char>(t_[i_ + 1]))))
+         t_[i_ + 1] == '_' ||
+         std::isalpha(static_cast<unsigned char>(t_[i_ + 1]))))
       return fail("shape entries must be decimal integers without leading "
                   "zeros",
                   err);
@@ -302,8 +306,8 @@ private:
       }
       ++i_;
     }
-    if (i_ < t_.size() && (std::isalpha(static_cast<unsigned char>(t_[i_])) ||
-                           t_[i_] == '.'))
+    if (i_ < t_.size() &&
+        (std::isalpha(static_cast<unsigned char>(t_[i_])) || t_[i_] == '.'))
       return fail("shape entries must be integers", err);
     if (neg) {
       err = "negative dimension -" + std::to_string(x) + " in the shape";
@@ -443,16 +447,17 @@ float bf16ToFloat(uint16_t h) {
 // .npy
 //===----------------------------------------------------------------------===//
 
-bool parseNpyHeader(const std::string &text, std::string &descr,
-                    bool &fortran, std::vector<int64_t> &shape,
-                    std::string &err) {
+bool parseNpyHeader(const std::string &text, std::string &descr, bool &fortran,
+                    std::vector<int64_t> &shape, std::string &err) {
   bool hd = false, hf = false, hs = false;
   Literal lit(text);
   if (!lit.dict(descr, hd, fortran, hf, shape, hs, err))
     return false;
   if (!hd || !hf || !hs) {
     err = std::string("the header lacks ") +
-          (!hd ? "'descr'" : !hf ? "'fortran_order'" : "'shape'") +
+          (!hd   ? "'descr'"
+           : !hf ? "'fortran_order'"
+                 : "'shape'") +
           " (NumPy requires descr, fortran_order and shape)";
     return false;
   }
@@ -490,8 +495,7 @@ bool parseNpy(Source &src, uint64_t base, uint64_t limit, Entry &e,
   }
   if (headerLen > kMaxNpyHeader) {
     err = ".npy header of " + std::to_string(headerLen) +
-          " bytes exceeds the " + std::to_string(kMaxNpyHeader) +
-          "-byte limit";
+          " bytes exceeds the " + std::to_string(kMaxNpyHeader) + "-byte limit";
     return false;
   }
   if (headerLen > limit - start) {
@@ -505,8 +509,8 @@ bool parseNpy(Source &src, uint64_t base, uint64_t limit, Entry &e,
   std::string descr;
   bool fortran = false;
   if (!parseNpyHeader(header, descr, fortran, e.shape, err)) {
-    err = "malformed .npy header: " + err + " (header: " +
-          printable(header, 120) + ")";
+    err = "malformed .npy header: " + err +
+          " (header: " + printable(header, 120) + ")";
     return false;
   }
   e.rawDtype = descr;
@@ -589,8 +593,8 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
     cdSize = le64(rec + 40);
     cdOff = le64(rec + 48);
   }
-  if (entries > kMaxZipEntries || cdSize > kMaxZipDirectory ||
-      cdOff > size || cdSize > size - cdOff) {
+  if (entries > kMaxZipEntries || cdSize > kMaxZipDirectory || cdOff > size ||
+      cdSize > size - cdOff) {
     err = "zip central directory out of bounds (" + std::to_string(entries) +
           " entries, " + std::to_string(cdSize) + " bytes at " +
           std::to_string(cdOff) + ", file " + std::to_string(size) + ")";
@@ -668,8 +672,8 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
     }
     uint8_t lh[30];
     if (csize != usize) {
-      en.problem = "member '" + printable(name, 80) +
-                   "' is stored with differing sizes";
+      en.problem =
+          "member '" + printable(name, 80) + "' is stored with differing sizes";
       out.push_back(en);
       continue;
     }
@@ -737,8 +741,8 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
     return false;
   nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    err = ".safetensors header is not a JSON object (" +
-          printable(header, 80) + ")";
+    err = ".safetensors header is not a JSON object (" + printable(header, 80) +
+          ")";
     return false;
   }
   const uint64_t dataStart = 8 + n, dataLen = src.size() - dataStart;
@@ -764,10 +768,10 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
       return false;
     }
     for (const auto &d : t["shape"]) {
-      if (!d.is_number_unsigned() ||
-          d.get<uint64_t>() > (uint64_t{1} << 62)) {
-        err = ".safetensors " + where + ": shape entries must be "
-                                        "non-negative integers";
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 62)) {
+        err = ".safetensors " + where +
+              ": shape entries must be "
+              "non-negative integers";
         return false;
       }
       e.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
@@ -797,8 +801,8 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
       return false;
     }
     if (bytes != en - b) {
-      err = ".safetensors " + where + ": shape " + shapeText(e.shape) +
-            " of " + e.rawDtype + " needs " + std::to_string(bytes) +
+      err = ".safetensors " + where + ": shape " + shapeText(e.shape) + " of " +
+            e.rawDtype + " needs " + std::to_string(bytes) +
             " bytes, data_offsets give " + std::to_string(en - b);
       return false;
     }
@@ -833,8 +837,7 @@ bool detect(Source &src, Format &fmt, std::string &err) {
   return false;
 }
 
-bool list(Source &src, Format fmt, std::vector<Entry> &out,
-          std::string &err) {
+bool list(Source &src, Format fmt, std::vector<Entry> &out, std::string &err) {
   out.clear();
   if (fmt == Format::Npy) {
     Entry e;
@@ -945,8 +948,9 @@ bool load(const std::string &spec, const std::vector<std::string> &defaults,
   const Entry *pick = nullptr;
   if (fmt == Format::Npy) {
     if (named) {
-      err = printable(path) + " is a .npy file (one array): ':" +
-            printable(name, 80) + "' names nothing in it";
+      err = printable(path) +
+            " is a .npy file (one array): ':" + printable(name, 80) +
+            "' names nothing in it";
       return false;
     }
     pick = &entries[0];
@@ -975,8 +979,8 @@ bool load(const std::string &spec, const std::vector<std::string> &defaults,
       std::string asked;
       for (const std::string &w : want)
         asked += (asked.empty() ? "'" : " or '") + printable(w, 60) + "'";
-      err = printable(path) + ": no tensor named " + asked + " (it has: " +
-            (have.empty() ? std::string("none") : have) +
+      err = printable(path) + ": no tensor named " + asked +
+            " (it has: " + (have.empty() ? std::string("none") : have) +
             "); choose one with FILE:NAME";
       return false;
     }
@@ -1048,10 +1052,10 @@ std::vector<uint8_t> npyImage(const std::vector<int64_t> &shape,
   return b;
 }
 
-bool writeNpz(const std::string &path,
-              const std::vector<std::pair<std::string, std::vector<uint8_t>>>
-                  &members,
-              std::string &err, bool deflatedFlag) {
+bool writeNpz(
+    const std::string &path,
+    const std::vector<std::pair<std::string, std::vector<uint8_t>>> &members,
+    std::string &err, bool deflatedFlag) {
   std::vector<uint8_t> z, cd;
   for (const auto &m : members) {
     const std::string name = m.first + ".npy";

@@ -28,9 +28,9 @@
 namespace kvq::tio {
 
 /// Limits for untrusted input.
-constexpr uint64_t kMaxNpyHeader = 100000;      ///< .npy header dict bytes
+constexpr uint64_t kMaxNpyHeader = 100000; ///< .npy header dict bytes
 constexpr uint64_t kMaxSafetensorsHeader = 100u << 20; ///< spec's 100 MB
-constexpr uint64_t kMaxZipDirectory = 64u << 20; ///< central directory
+constexpr uint64_t kMaxZipDirectory = 64u << 20;       ///< central directory
 constexpr uint64_t kMaxZipEntries = 100000;
 constexpr int kMaxDims = 32;
 
@@ -80,17 +80,17 @@ const char *formatName(Format f);
 
 /// One tensor a container holds: where its little-endian C-order data is.
 struct Entry {
-  std::string name;          ///< "" for a bare .npy
+  std::string name; ///< "" for a bare .npy
   std::vector<int64_t> shape;
   DType dtype = DType::Unsupported;
-  std::string rawDtype;      ///< as the file spells it (for messages)
-  uint64_t offset = 0;       ///< data start in the source
-  uint64_t bytes = 0;        ///< data length (shape product x dtype size)
+  std::string rawDtype; ///< as the file spells it (for messages)
+  uint64_t offset = 0;  ///< data start in the source
+  uint64_t bytes = 0;   ///< data length (shape product x dtype size)
   /// .npz: the member's bytes (header + data) and their CRC-32.
   uint64_t memberOffset = 0, memberBytes = 0;
   uint32_t crc = 0;
   bool checkCrc = false;
-  std::string problem;       ///< non-empty: this entry cannot be read
+  std::string problem; ///< non-empty: this entry cannot be read
 };
 
 /// The format from the first bytes; false if none matches.
@@ -109,7 +109,7 @@ bool readData(Source &src, const Entry &e, std::vector<float> &out,
 
 /// A loaded tensor and where it came from.
 struct Tensor {
-  std::string file, name;  ///< name "" for a .npy
+  std::string file, name; ///< name "" for a .npy
   Format format = Format::Npy;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
@@ -125,9 +125,8 @@ bool load(const std::string &spec, const std::vector<std::string> &defaults,
 bool isArchive(const std::string &spec);
 
 /// Parse a Python-literal NumPy header dict (exposed for tests/fuzzing).
-bool parseNpyHeader(const std::string &text, std::string &descr,
-                    bool &fortran, std::vector<int64_t> &shape,
-                    std::string &err);
+bool parseNpyHeader(const std::string &text, std::string &descr, bool &fortran,
+                    std::vector<int64_t> &shape, std::string &err);
 
 /// Writers used by the tests (and to build the fuzz corpus).
 /// .npy image: version 1.0, '<f2' / '<f4' / '<f8', 64-byte aligned data.
@@ -135,10 +134,10 @@ std::vector<uint8_t> npyImage(const std::vector<int64_t> &shape,
                               const std::vector<float> &data, DType dtype);
 /// .npz as np.savez writes it: stored members "NAME.npy" whose local
 /// headers carry ZIP64 sizes (force_zip64), plain central directory.
-bool writeNpz(const std::string &path,
-              const std::vector<std::pair<std::string, std::vector<uint8_t>>>
-                  &members,
-              std::string &err, bool deflatedFlag = false);
+bool writeNpz(
+    const std::string &path,
+    const std::vector<std::pair<std::string, std::vector<uint8_t>>> &members,
+    std::string &err, bool deflatedFlag = false);
 /// .safetensors with F16/BF16/F32/F64 tensors.
 struct StTensor {
   std::string name;

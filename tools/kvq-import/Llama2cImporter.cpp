@@ -37,7 +37,8 @@ std::string join(const std::vector<std::string> &parts, const char *sep) {
 }
 
 /// `tensor<2x?x8xf32>` from dims (-1 dynamic) and an element type.
-std::string tensorType(const std::vector<int64_t> &dims, const std::string &el) {
+std::string tensorType(const std::vector<int64_t> &dims,
+                       const std::string &el) {
   std::string s = "tensor<";
   for (int64_t d : dims)
     s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
@@ -96,7 +97,7 @@ private:
   int64_t context;
   std::ostringstream out;
   int counter = 0;
-  int64_t n = 1; // tokens of the entry point being emitted
+  int64_t n = 1;      // tokens of the entry point being emitted
   std::string dynLen; // SSA name of pos + n (the attended length)
 
   std::string fresh() { return "%v" + std::to_string(counter++); }
@@ -131,9 +132,8 @@ private:
   Val filled(const std::vector<int64_t> &dims, const std::string &value) {
     Val e = empty(dims);
     Val v{fresh(), dims};
-    out << "    " << v.name << " = linalg.fill ins(" << value
-        << " : f32) outs(" << e.name << " : " << e.type() << ") -> "
-        << v.type() << "\n";
+    out << "    " << v.name << " = linalg.fill ins(" << value << " : f32) outs("
+        << e.name << " : " << e.type() << ") -> " << v.type() << "\n";
     return v;
   }
 
@@ -203,8 +203,9 @@ private:
   Val weight(int64_t offset, int64_t rows, int64_t cols) {
     Val flat{fresh(), {rows * cols}};
     out << "    " << flat.name << " = tensor.extract_slice %weights[" << offset
-        << "] [" << rows * cols << "] [1] : "
-        << tensorType({layout.total}, "f32") << " to " << flat.type() << "\n";
+        << "] [" << rows * cols
+        << "] [1] : " << tensorType({layout.total}, "f32") << " to "
+        << flat.type() << "\n";
     if (rows == 1)
       return flat;
     Val v{fresh(), {rows, cols}};
@@ -236,8 +237,8 @@ private:
     return generic(3, {"parallel", "parallel", "reduction"},
                    {{x, dimsOf({0, 2})}, {w, dimsOf({1, 2})}}, init,
                    dimsOf({0, 1}), [&](auto a) {
-                     std::string m = op("arith.mulf " + a[0] + ", " + a[1] +
-                                        " : f32");
+                     std::string m =
+                         op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
                      return op("arith.addf " + a[2] + ", " + m + " : f32");
                    });
   }
@@ -258,8 +259,8 @@ private:
     Val init = filled({rows}, zero);
     Val ss = generic(2, {"parallel", "reduction"}, {{x, dimsOf({0, 1})}}, init,
                      dimsOf({0}), [&](auto a) {
-                       std::string sq = op("arith.mulf " + a[0] + ", " + a[0] +
-                                           " : f32");
+                       std::string sq =
+                           op("arith.mulf " + a[0] + ", " + a[0] + " : f32");
                        return op("arith.addf " + a[1] + ", " + sq + " : f32");
                      });
     std::string invDim = cst(1.0f / float(c.dim));
@@ -270,8 +271,8 @@ private:
                    outInit, dimsOf({0, 1}), [&](auto a) {
                      std::string mean =
                          op("arith.mulf " + a[1] + ", " + invDim + " : f32");
-                     std::string s = op("arith.addf " + mean + ", " + eps +
-                                        " : f32");
+                     std::string s =
+                         op("arith.addf " + mean + ", " + eps + " : f32");
                      std::string r = op("math.rsqrt " + s + " : f32");
                      std::string y =
                          op("arith.mulf " + a[0] + ", " + r + " : f32");
@@ -380,14 +381,13 @@ private:
       Val q4 = reshape(q, {n, kvh, group, hd}, "[[0], [1, 2], [3]]", true);
       sdims = {kvh, group, n, -1};
       Val init = filled(sdims, zero);
-      scores = generic(5, {"parallel", "parallel", "parallel", "parallel",
-                           "reduction"},
-                       {{q4, dimsOf({2, 0, 1, 4})}, {k, dimsOf({3, 0, 4})}},
-                       init, dimsOf({0, 1, 2, 3}), [&](auto a) {
-                         std::string m = op("arith.mulf " + a[0] + ", " +
-                                            a[1] + " : f32");
-                         return op("arith.addf " + a[2] + ", " + m + " : f32");
-                       });
+      scores = generic(
+          5, {"parallel", "parallel", "parallel", "parallel", "reduction"},
+          {{q4, dimsOf({2, 0, 1, 4})}, {k, dimsOf({3, 0, 4})}}, init,
+          dimsOf({0, 1, 2, 3}), [&](auto a) {
+            std::string m = op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
+            return op("arith.addf " + a[2] + ", " + m + " : f32");
+          });
     } else {
       Val kx = repeatKv(k);
       sdims = {heads, n, -1};
@@ -395,8 +395,8 @@ private:
       scores = generic(4, {"parallel", "parallel", "parallel", "reduction"},
                        {{q, dimsOf({1, 0, 3})}, {kx, dimsOf({2, 0, 3})}}, init,
                        dimsOf({0, 1, 2}), [&](auto a) {
-                         std::string m = op("arith.mulf " + a[0] + ", " +
-                                            a[1] + " : f32");
+                         std::string m =
+                             op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
                          return op("arith.addf " + a[2] + ", " + m + " : f32");
                        });
     }
@@ -415,11 +415,12 @@ private:
       Val maskInit = empty(sdims);
       x = generic(rank, parallel(rank), {{x, identity(rank)}}, maskInit,
                   identity(rank), [&](auto a) {
-                    std::string t = op("linalg.index " + std::to_string(nDim) +
-                                       " : index");
-                    std::string j = op("linalg.index " + std::to_string(tDim) +
-                                       " : index");
-                    std::string limit = op("arith.addi %pos, " + t + " : index");
+                    std::string t =
+                        op("linalg.index " + std::to_string(nDim) + " : index");
+                    std::string j =
+                        op("linalg.index " + std::to_string(tDim) + " : index");
+                    std::string limit =
+                        op("arith.addi %pos, " + t + " : index");
                     std::string future =
                         op("arith.cmpi ugt, " + j + ", " + limit + " : index");
                     return op("arith.select " + future + ", " + ninf + ", " +
@@ -431,14 +432,13 @@ private:
     Val result;
     if (reshapeForm) {
       Val init = filled({n, kvh, group, hd}, zero);
-      result = generic(5, {"parallel", "parallel", "parallel", "parallel",
-                           "reduction"},
-                       {{probs, dimsOf({1, 2, 0, 4})}, {v, dimsOf({4, 1, 3})}},
-                       init, dimsOf({0, 1, 2, 3}), [&](auto a) {
-                         std::string m = op("arith.mulf " + a[0] + ", " +
-                                            a[1] + " : f32");
-                         return op("arith.addf " + a[2] + ", " + m + " : f32");
-                       });
+      result = generic(
+          5, {"parallel", "parallel", "parallel", "parallel", "reduction"},
+          {{probs, dimsOf({1, 2, 0, 4})}, {v, dimsOf({4, 1, 3})}}, init,
+          dimsOf({0, 1, 2, 3}), [&](auto a) {
+            std::string m = op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
+            return op("arith.addf " + a[2] + ", " + m + " : f32");
+          });
       result = reshape(result, {n, heads, hd}, "[[0], [1, 2], [3]]", false);
     } else {
       Val vx = repeatKv(v);
@@ -446,8 +446,8 @@ private:
       result = generic(4, {"parallel", "parallel", "parallel", "reduction"},
                        {{probs, dimsOf({1, 0, 3})}, {vx, dimsOf({3, 1, 2})}},
                        init, dimsOf({0, 1, 2}), [&](auto a) {
-                         std::string m = op("arith.mulf " + a[0] + ", " +
-                                            a[1] + " : f32");
+                         std::string m =
+                             op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
                          return op("arith.addf " + a[2] + ", " + m + " : f32");
                        });
     }
@@ -483,15 +483,13 @@ private:
     its.push_back("reduction");
     std::vector<std::string> reduced = identity(rank - 1);
     Val maxInit = filled(rdims, cst(-INFINITY));
-    Val m = generic(rank, its, {{x, identity(rank)}}, maxInit, reduced,
-                    [&](auto a) {
-                      return op("arith.maximumf " + a[0] + ", " + a[1] +
-                                " : f32");
-                    });
+    Val m = generic(
+        rank, its, {{x, identity(rank)}}, maxInit, reduced, [&](auto a) {
+          return op("arith.maximumf " + a[0] + ", " + a[1] + " : f32");
+        });
     Val expInit = empty(x.dims);
-    Val e = generic(rank, parallel(rank),
-                    {{x, identity(rank)}, {m, reduced}}, expInit,
-                    identity(rank), [&](auto a) {
+    Val e = generic(rank, parallel(rank), {{x, identity(rank)}, {m, reduced}},
+                    expInit, identity(rank), [&](auto a) {
                       std::string d =
                           op("arith.subf " + a[0] + ", " + a[1] + " : f32");
                       return op("math.exp " + d + " : f32");
@@ -532,10 +530,11 @@ private:
     params.push_back("%pos: index");
     std::vector<std::string> results = {tensorType({c.vocab}, "f32")};
     results.insert(results.end(), cacheTypes.begin(), cacheTypes.end());
-    out << "  // " << (n > 1 ? "Prefill: " + std::to_string(n) + " tokens"
-                              : std::string("Decode: one token"))
-        << " at positions pos.., attending causally over 0 .. pos + "
-        << n - 1 << "; returns the logits of the last token and the caches.\n";
+    out << "  // "
+        << (n > 1 ? "Prefill: " + std::to_string(n) + " tokens"
+                  : std::string("Decode: one token"))
+        << " at positions pos.., attending causally over 0 .. pos + " << n - 1
+        << "; returns the logits of the last token and the caches.\n";
     out << "  func.func @" << name << "(" << join(params, ", ") << ") -> ("
         << join(results, ", ") << ") attributes {llvm.emit_c_interface} {\n";
     zero = cst(0.0f);
@@ -561,8 +560,10 @@ private:
       out << "    // layer " << l << "\n";
       Val h = rmsnorm(x, weight(layout.attnNorm + l * dim, 1, dim));
       Val q = project(h, weight(layout.wq + l * dim * dim, dim, dim));
-      Val k = project(h, weight(layout.wk + l * c.kvDim() * dim, c.kvDim(), dim));
-      Val v = project(h, weight(layout.wv + l * c.kvDim() * dim, c.kvDim(), dim));
+      Val k =
+          project(h, weight(layout.wk + l * c.kvDim() * dim, c.kvDim(), dim));
+      Val v =
+          project(h, weight(layout.wv + l * c.kvDim() * dim, c.kvDim(), dim));
       q = rope(reshape(q, {n, c.heads, hd}, "[[0], [1, 2]]", true));
       k = rope(reshape(k, {n, kvh, hd}, "[[0], [1, 2]]", true));
       Val v3 = reshape(v, {n, kvh, hd}, "[[0], [1, 2]]", true);
@@ -580,17 +581,15 @@ private:
       Val b = project(h2, weight(layout.w3 + l * hid * dim, hid, dim));
       std::string one = cst(1.0f);
       Val gInit = empty({n, hid});
-      Val gated = generic(2, parallel(2), {{a, identity(2)}, {b, identity(2)}},
-                          gInit, identity(2), [&](auto s) {
-                            std::string neg = op("arith.negf " + s[0] + " : f32");
-                            std::string e = op("math.exp " + neg + " : f32");
-                            std::string d =
-                                op("arith.addf " + one + ", " + e + " : f32");
-                            std::string silu =
-                                op("arith.divf " + s[0] + ", " + d + " : f32");
-                            return op("arith.mulf " + silu + ", " + s[1] +
-                                      " : f32");
-                          });
+      Val gated = generic(
+          2, parallel(2), {{a, identity(2)}, {b, identity(2)}}, gInit,
+          identity(2), [&](auto s) {
+            std::string neg = op("arith.negf " + s[0] + " : f32");
+            std::string e = op("math.exp " + neg + " : f32");
+            std::string d = op("arith.addf " + one + ", " + e + " : f32");
+            std::string silu = op("arith.divf " + s[0] + ", " + d + " : f32");
+            return op("arith.mulf " + silu + ", " + s[1] + " : f32");
+          });
       Val f = project(gated, weight(layout.w2 + l * dim * hid, dim, hid));
       x = elementwise2(x, f, "arith.addf");
     }
@@ -636,9 +635,9 @@ void registerImportDialects(mlir::DialectRegistry &registry) {
                   mlir::tensor::TensorDialect>();
 }
 
-mlir::OwningOpRef<mlir::ModuleOp>
-importLlama2c(mlir::MLIRContext &context, const Llama2cConfig &config,
-              const ImportOptions &options) {
+mlir::OwningOpRef<mlir::ModuleOp> importLlama2c(mlir::MLIRContext &context,
+                                                const Llama2cConfig &config,
+                                                const ImportOptions &options) {
   mlir::DialectRegistry registry;
   registerImportDialects(registry);
   context.appendDialectRegistry(registry);

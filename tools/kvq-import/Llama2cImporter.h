@@ -26,7 +26,10 @@ namespace kvq::import {
 struct ImportOptions {
   /// One [layers, context, kv_heads, head_dim] tensor per K and V (stacked)
   /// or one [context, kv_heads, head_dim] tensor per layer.
-  enum class CacheLayout { Stacked, PerLayer } cacheLayout = CacheLayout::Stacked;
+  enum class CacheLayout {
+    Stacked,
+    PerLayer
+  } cacheLayout = CacheLayout::Stacked;
   /// Element type of the cache tensors: f32, or f16 (K/V truncated when
   /// written, extended when read).
   bool cacheF16 = false;

@@ -53,8 +53,9 @@ int main(int argc, char **argv) {
                             "(Hugging Face's repeat_kv)")),
       cl::init(ImportOptions::Gqa::Reshape), cl::cat(category));
   cl::opt<std::string> softmax(
-      "softmax", cl::desc("linalg (linalg.softmax) or expanded (max, exp, "
-                          "sum, divide)"),
+      "softmax",
+      cl::desc("linalg (linalg.softmax) or expanded (max, exp, "
+               "sum, divide)"),
       cl::init("linalg"), cl::cat(category));
   cl::opt<int64_t> prefill(
       "prefill-tokens",
@@ -94,7 +95,8 @@ int main(int argc, char **argv) {
     return fail(bad);
 
   mlir::MLIRContext mlirContext;
-  auto module = kvq::import::importLlama2c(mlirContext, ckpt->config(), options);
+  auto module =
+      kvq::import::importLlama2c(mlirContext, ckpt->config(), options);
   if (!module)
     return fail("the emitted module did not verify (a kvq-import bug)");
   auto file = mlir::openOutputFile(output, &error);

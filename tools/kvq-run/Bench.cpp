@@ -64,10 +64,10 @@ bool fill(kvq_cache_t *cache, const model::Llama2cConfig &c, int64_t tokens,
 
 } // namespace
 
-int runDecodeBench(const model::Llama2cCheckpoint &ckpt,
-                   const std::vector<std::pair<std::string, std::string>> &methods,
-                   const std::vector<int64_t> &contexts, int repetitions,
-                   bool json) {
+int runDecodeBench(
+    const model::Llama2cCheckpoint &ckpt,
+    const std::vector<std::pair<std::string, std::string>> &methods,
+    const std::vector<int64_t> &contexts, int repetitions, bool json) {
   const auto &c = ckpt.config();
   std::string error;
   struct Row {
@@ -149,8 +149,8 @@ int runDecodeBench(const model::Llama2cCheckpoint &ckpt,
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row &r = rows[i];
       llvm::outs() << "    {\"method\": \"" << r.method
-                   << "\", \"context\": " << r.context << ", \"step_ms\": "
-                   << llvm::format("%.4f", 1e3 * r.step)
+                   << "\", \"context\": " << r.context
+                   << ", \"step_ms\": " << llvm::format("%.4f", 1e3 * r.step)
                    << ", \"attention_ms\": "
                    << llvm::format("%.4f", 1e3 * r.attention)
                    << ", \"rest_ms\": "
@@ -170,11 +170,10 @@ int runDecodeBench(const model::Llama2cCheckpoint &ckpt,
                                "attn vs fp16");
   for (const Row &r : rows) {
     double base = fp16Attention(r.context);
-    llvm::outs() << llvm::format("%-28s %8lld %10.2f %13.3f %10.2f %15.2fx\n",
-                                 r.method.c_str(), (long long)r.context,
-                                 1e3 * r.step, 1e3 * r.attention,
-                                 1e3 * (r.step - r.attention),
-                                 base > 0 ? r.attention / base : 0.0);
+    llvm::outs() << llvm::format(
+        "%-28s %8lld %10.2f %13.3f %10.2f %15.2fx\n", r.method.c_str(),
+        (long long)r.context, 1e3 * r.step, 1e3 * r.attention,
+        1e3 * (r.step - r.attention), base > 0 ? r.attention / base : 0.0);
   }
   llvm::outs() << "\nattention: the runtime calls the lowered graph makes per "
                   "step (kvq_cache_update + kvq_cache_attend per layer), timed "

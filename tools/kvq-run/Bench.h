@@ -15,10 +15,10 @@ namespace kvq::run {
 /// options must name a kvq method) at each context length, splitting each
 /// step into attention and the rest. Prints a table or JSON; returns the
 /// exit status.
-int runDecodeBench(const model::Llama2cCheckpoint &ckpt,
-                   const std::vector<std::pair<std::string, std::string>> &methods,
-                   const std::vector<int64_t> &contexts, int repetitions,
-                   bool json);
+int runDecodeBench(
+    const model::Llama2cCheckpoint &ckpt,
+    const std::vector<std::pair<std::string, std::string>> &methods,
+    const std::vector<int64_t> &contexts, int repetitions, bool json);
 
 } // namespace kvq::run
 

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/kvq-run/CompiledModel.h"
 
-#include "passes/Registration.h"
 #include "dialect/KvqDialect.h"
 #include "passes/Passes.h"
+#include "passes/Registration.h"
 
 #include "kvq/runtime.h"
 
@@ -99,11 +99,11 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
 
   // Collect diagnostics (the pass's remarks say why a cache was refused).
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(
-      &impl.context, [&](mlir::Diagnostic &d) {
-        diagnostics += d.str() + "\n";
-        return mlir::success();
-      });
+  mlir::ScopedDiagnosticHandler handler(&impl.context,
+                                        [&](mlir::Diagnostic &d) {
+                                          diagnostics += d.str() + "\n";
+                                          return mlir::success();
+                                        });
   import::ImportOptions options = spelling;
   options.prefillTokens = prefillTokens;
   options.contextLength = 0;
@@ -132,25 +132,25 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   }
   if (m->quantized_) {
     // Check the cache was adopted before lowering hides it.
-    mlir::PassManager quantize(&impl.context, mlir::ModuleOp::getOperationName());
+    mlir::PassManager quantize(&impl.context,
+                               mlir::ModuleOp::getOperationName());
     if (mlir::failed(mlir::parsePassPipeline(
-            "kvq-quantize-kv-cache{" + passOptions + "}",
-            quantize, errs)) ||
+            "kvq-quantize-kv-cache{" + passOptions + "}", quantize, errs)) ||
         mlir::failed(quantize.run(*module))) {
       *error = "kvq-quantize-kv-cache failed: " + diagnostics;
       return nullptr;
     }
     auto decode = module->lookupSymbol<mlir::func::FuncOp>("decode");
-    bool adopted = decode && llvm::any_of(decode.getArgumentTypes(), [](auto t) {
-                     return mlir::isa<mlir::kvq::CacheType>(t);
-                   });
+    bool adopted =
+        decode && llvm::any_of(decode.getArgumentTypes(), [](auto t) {
+          return mlir::isa<mlir::kvq::CacheType>(t);
+        });
     if (!adopted) {
       *error = "kvq-quantize-kv-cache did not adopt the cache: " + diagnostics;
       return nullptr;
     }
     pm.clear();
-    if (mlir::failed(
-            mlir::parsePassPipeline("kvq-to-llvm", pm, errs))) {
+    if (mlir::failed(mlir::parsePassPipeline("kvq-to-llvm", pm, errs))) {
       *error = parseErrors;
       return nullptr;
     }
@@ -205,8 +205,8 @@ void *CompiledModel::newCache(std::string *error) const {
   }
   void *created = nullptr;
   llvm::SmallVector<void *> args = {&created};
-  if (auto err = impl_->engine->invokePacked("_mlir_ciface_kv_cache_create",
-                                             args)) {
+  if (auto err =
+          impl_->engine->invokePacked("_mlir_ciface_kv_cache_create", args)) {
     *error = "kv_cache_create: " + llvm::toString(std::move(err));
     return nullptr;
   }
@@ -245,14 +245,13 @@ const float *CompiledModel::call(const char *entry, const int32_t *tokens,
   args.push_back(&pos);
   std::string name = std::string("_mlir_ciface_") + entry;
   if (auto err = impl.engine->invokePacked(name, args)) {
-    llvm::errs() << "kvq-run: " << name << ": " << llvm::toString(std::move(err))
-                 << "\n";
+    llvm::errs() << "kvq-run: " << name << ": "
+                 << llvm::toString(std::move(err)) << "\n";
     std::abort();
   }
   auto *alloc = reinterpret_cast<float *>(result[0]);
   auto *aligned = reinterpret_cast<float *>(result[1]);
-  std::memcpy(impl.logits.data(), aligned + result[2],
-              sizeof(float) * c.vocab);
+  std::memcpy(impl.logits.data(), aligned + result[2], sizeof(float) * c.vocab);
   std::free(alloc);
   return impl.logits.data();
 }
@@ -304,9 +303,8 @@ bool CompiledModel::fetchLayer(int64_t layer, std::vector<float> &k,
   }
   k.assign(size_t(*tokens) * row, 0.0f);
   v.assign(size_t(*tokens) * row, 0.0f);
-  if (*tokens > 0 &&
-      kvq_cache_fetch(cache, int32_t(layer), k.data(), v.data(), *tokens,
-                      KVQ_DTYPE_F32) != KVQ_OK) {
+  if (*tokens > 0 && kvq_cache_fetch(cache, int32_t(layer), k.data(), v.data(),
+                                     *tokens, KVQ_DTYPE_F32) != KVQ_OK) {
     *error = kvq_last_error();
     return false;
   }

@@ -250,12 +250,13 @@ int main(int argc, char **argv) {
                "split into attention and the rest (docs/MODEL.md)"),
       cl::cat(cat));
   cl::list<int64_t> contexts(
-      "contexts", cl::desc("--bench: context lengths (default 1024,4096,8192 "
-                           "or what fits the model)"),
+      "contexts",
+      cl::desc("--bench: context lengths (default 1024,4096,8192 "
+               "or what fits the model)"),
       cl::CommaSeparated, cl::cat(cat));
-  cl::opt<int> benchSteps("bench-steps",
-                          cl::desc("--bench: timed steps per point (default 5)"),
-                          cl::init(5), cl::cat(cat));
+  cl::opt<int> benchSteps(
+      "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
+      cl::init(5), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -328,8 +329,8 @@ int main(int argc, char **argv) {
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
-    for (std::string name :
-         {"tok" + std::to_string(config.vocab) + ".bin", std::string("tokenizer.bin")}) {
+    for (std::string name : {"tok" + std::to_string(config.vocab) + ".bin",
+                             std::string("tokenizer.bin")}) {
       if (std::ifstream(dir + name)) {
         tokPath = dir + name;
         break;
@@ -347,7 +348,8 @@ int main(int argc, char **argv) {
   if (specs.empty())
     return fail(error.empty() ? "--method is empty" : error);
   if (bits != 0 && (bits < 2 || bits > 8))
-    return fail("--bits " + std::to_string(bits) + " is not a code width (2, 3, 4 or 8)");
+    return fail("--bits " + std::to_string(bits) +
+                " is not a code width (2, 3, 4 or 8)");
   if (steps < 0 || temperature < 0.0f)
     return fail("--steps and --temperature must not be negative");
   using clock = std::chrono::steady_clock;
@@ -359,8 +361,8 @@ int main(int argc, char **argv) {
       return fail("prompt plus --steps exceed the model's context of " +
                   std::to_string(config.seqLen) + " tokens");
     for (const MethodSpec &m : specs) {
-      auto model = run::CompiledModel::compile(
-          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error);
+      auto model = run::CompiledModel::compile(*ckpt, int64_t(ids.size()),
+                                               passOptionsFor(m, bits), &error);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -447,7 +449,8 @@ int main(int argc, char **argv) {
     } else {
       // The graph's own tensors: f32, the whole context allocated.
       r.effectiveBits = 32;
-      r.cacheBytes = int64_t(config.layers) * config.seqLen * config.kvDim() * 2 * 4;
+      r.cacheBytes =
+          int64_t(config.layers) * config.seqLen * config.kvDim() * 2 * 4;
     }
     results.push_back(r);
     if (!json)
@@ -480,8 +483,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   llvm::outs() << "perplexity of " << modelPath << " on " << perplexity << ": "
-               << usable << " documents, " << promptTokens
-               << "-token prefill, " << results.front().decoded
+               << usable << " documents, " << promptTokens << "-token prefill, "
+               << results.front().decoded
                << " tokens decoded one at a time (teacher forcing)\n\n";
   llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
                                "eff bits", "cache bytes", "perplexity", "delta",

@@ -98,7 +98,8 @@ Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
   l.finalNorm = take(dim);
   take(int64_t(c.seqLen) * headDim); // legacy RoPE tables (cos and sin),
                                      // unused: RoPE is recomputed
-  l.classifier = c.sharedClassifier ? l.embedding : take(int64_t(c.vocab) * dim);
+  l.classifier =
+      c.sharedClassifier ? l.embedding : take(int64_t(c.vocab) * dim);
   l.total = at;
   return l;
 }
@@ -121,8 +122,8 @@ const float *Llama2cCheckpoint::weights() const {
       static_cast<const char *>(mapping_->base) + kLlama2cHeaderBytes);
 }
 
-std::optional<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path,
-                                                         std::string *error) {
+std::optional<Llama2cCheckpoint>
+Llama2cCheckpoint::open(const std::string &path, std::string *error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     fail(error, path + ": " + std::strerror(errno));
@@ -177,11 +178,11 @@ bool writeRandomLlama2c(const std::string &path, const Llama2cConfig &config,
   FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
     return fail(error, path + ": " + std::strerror(errno));
-  int32_t header[7] = {config.dim,     config.hiddenDim,
-                       config.layers,  config.heads,
-                       config.kvHeads, config.sharedClassifier ? config.vocab
-                                                               : -config.vocab,
-                       config.seqLen};
+  int32_t header[7] = {
+      config.dim,     config.hiddenDim,
+      config.layers,  config.heads,
+      config.kvHeads, config.sharedClassifier ? config.vocab : -config.vocab,
+      config.seqLen};
   bool ok = std::fwrite(header, sizeof(header), 1, f) == 1;
   // Norm weights are 1 so activations keep a realistic scale.
   auto isNorm = [&](int64_t i) {
@@ -192,7 +193,8 @@ bool writeRandomLlama2c(const std::string &path, const Llama2cConfig &config,
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   std::vector<float> chunk(1 << 16);
   for (int64_t i = 0; ok && i < layout.total;) {
-    size_t n = size_t(std::min<int64_t>(int64_t(chunk.size()), layout.total - i));
+    size_t n =
+        size_t(std::min<int64_t>(int64_t(chunk.size()), layout.total - i));
     for (size_t j = 0; j < n; ++j, ++i) {
       state ^= state >> 12;
       state ^= state << 25;

@@ -61,10 +61,10 @@ typedef enum kvq_status {
   KVQ_ERR_LAYER_OUT_OF_RANGE = 6, ///< layer index outside [0, num_layers)
   KVQ_ERR_EMPTY_INPUT = 7,        ///< zero tokens (or zero elements)
   KVQ_ERR_SHAPE_MISMATCH = 8,     ///< shapes disagree with the cache/kernel
-  KVQ_ERR_NON_FINITE = 9,         ///< NaN/Inf input, or not representable as fp16
-  KVQ_ERR_OUT_OF_MEMORY = 10,     ///< the allocator returned null
-  KVQ_ERR_BUFFER_TOO_SMALL = 11,  ///< a caller buffer is smaller than needed
-  KVQ_ERR_CORRUPT_DATA = 12,      ///< a serialized cache failed its checks
+  KVQ_ERR_NON_FINITE = 9,     ///< NaN/Inf input, or not representable as fp16
+  KVQ_ERR_OUT_OF_MEMORY = 10, ///< the allocator returned null
+  KVQ_ERR_BUFFER_TOO_SMALL = 11,   ///< a caller buffer is smaller than needed
+  KVQ_ERR_CORRUPT_DATA = 12,       ///< a serialized cache failed its checks
   KVQ_STATUS_MAX_ENUM = 0x7fffffff ///< not a status: makes the enum 32-bit
 } kvq_status;
 
@@ -155,29 +155,29 @@ typedef struct kvq_allocator {
 /// field; reasons in docs/RUNTIME.md): they are far above any model and keep
 /// every size the runtime derives inside int64.
 typedef struct kvq_config {
-  int32_t method;            ///< kvq_method
-  int32_t key_bits;          ///< bit_width_inlier (kivi) / kvquant_bits
-  int32_t value_bits;        ///< same for values
-  int32_t group_size;        ///< kivi_group_size (G), divides head_dim
-  int32_t residual_length;   ///< residual_length (R), fp16 recent tokens,
-                             ///< <= 2^20
-  int32_t residual_mode;     ///< kvq_residual_mode
-  int32_t n_sink_tokens;     ///< kivi_sink: top-k high-key-norm tokens,
-                             ///< <= 4096 (reserved at create)
-  float outlier_fraction;    ///< kvquant_outlier_fraction, in [0, 1)
-  int32_t lloyd_iters;       ///< kvquant_lloyd_iters, <= 1000 (the fit
-                             ///< converges in tens; more is a hang)
-  int32_t refit_interval;    ///< kvquant_refit_interval, 0 = frozen keys
-                             ///< (the seed's); default 128; <= 2^20
-  int32_t kvquant_n_sink;    ///< kvquant_n_sink: leading prefill tokens fp16,
-                             ///< <= 4096
+  int32_t method;             ///< kvq_method
+  int32_t key_bits;           ///< bit_width_inlier (kivi) / kvquant_bits
+  int32_t value_bits;         ///< same for values
+  int32_t group_size;         ///< kivi_group_size (G), divides head_dim
+  int32_t residual_length;    ///< residual_length (R), fp16 recent tokens,
+                              ///< <= 2^20
+  int32_t residual_mode;      ///< kvq_residual_mode
+  int32_t n_sink_tokens;      ///< kivi_sink: top-k high-key-norm tokens,
+                              ///< <= 4096 (reserved at create)
+  float outlier_fraction;     ///< kvquant_outlier_fraction, in [0, 1)
+  int32_t lloyd_iters;        ///< kvquant_lloyd_iters, <= 1000 (the fit
+                              ///< converges in tens; more is a hang)
+  int32_t refit_interval;     ///< kvquant_refit_interval, 0 = frozen keys
+                              ///< (the seed's); default 128; <= 2^20
+  int32_t kvquant_n_sink;     ///< kvquant_n_sink: leading prefill tokens fp16,
+                              ///< <= 4096
   int32_t kvquant_group_size; ///< must be 32: no effect (docs/RUNTIME.md)
-  int32_t num_layers;        ///< layers held by the cache, <= 1024
-  int32_t num_kv_heads;      ///< KV heads per layer, <= 1024
-  int32_t head_dim;          ///< channels per head; kv_heads * head_dim
-                             ///< <= 65535 (16-bit outlier positions)
-  int32_t backend;           ///< kvq_backend
-  kvq_allocator allocator;   ///< zeroed = malloc/free
+  int32_t num_layers;         ///< layers held by the cache, <= 1024
+  int32_t num_kv_heads;       ///< KV heads per layer, <= 1024
+  int32_t head_dim;           ///< channels per head; kv_heads * head_dim
+                              ///< <= 65535 (16-bit outlier positions)
+  int32_t backend;            ///< kvq_backend
+  kvq_allocator allocator;    ///< zeroed = malloc/free
 } kvq_config;
 
 /// kvquant's default refit_interval: key levels are refit on every 128
@@ -238,8 +238,7 @@ KVQ_RT_EXPORT void kvq_cache_destroy(kvq_cache_t *cache);
 /// is its prefill; later calls are decode steps. A layer holds at most 2^32
 /// tokens: n_tokens beyond what is left is KVQ_ERR_INVALID_ARGUMENT.
 KVQ_RT_EXPORT kvq_status kvq_cache_update(kvq_cache_t *cache, int32_t layer,
-                                          const void *keys,
-                                          const void *values,
+                                          const void *keys, const void *values,
                                           int64_t n_tokens, kvq_dtype dtype);
 
 /// Number of tokens cached for `layer`.
@@ -309,20 +308,16 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
                                          int64_t rows, int64_t cols,
                                          kvq_axis axis, int32_t group,
                                          int32_t bits, const uint8_t *exclude,
-                                         kvq_code_layout layout,
-                                         uint8_t *codes, uint16_t *scale,
-                                         uint16_t *zero);
+                                         kvq_code_layout layout, uint8_t *codes,
+                                         uint16_t *scale, uint16_t *zero);
 
 /// Inverse of kvq_group_quant: x' = code * scale + zero, written as `dtype`.
 /// With KVQ_DTYPE_F16, an x' that rounds past the fp16 range (possible for
 /// a group spanning [-65504, 65504]) is KVQ_ERR_NON_FINITE (use f32).
-KVQ_RT_EXPORT kvq_status kvq_group_dequant(const uint8_t *codes,
-                                           kvq_code_layout layout,
-                                           const uint16_t *scale,
-                                           const uint16_t *zero, int64_t rows,
-                                           int64_t cols, kvq_axis axis,
-                                           int32_t group, int32_t bits,
-                                           void *out, kvq_dtype dtype);
+KVQ_RT_EXPORT kvq_status kvq_group_dequant(
+    const uint8_t *codes, kvq_code_layout layout, const uint16_t *scale,
+    const uint16_t *zero, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, int32_t bits, void *out, kvq_dtype dtype);
 
 /// Scratch floats kvq_nuq_fit needs for vectors of length `len`.
 KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
@@ -331,16 +326,15 @@ KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
 /// per vector (a group of `group` elements along `axis`, as above). Levels
 /// start at the quantiles (i + 0.5) / L of the vector's eligible elements
 /// (linear interpolation), then `iters` (<= 1000) sweeps of
-/// assign-to-nearest (ties to the lower level) and move-to-mean (an empty level stays). `exclude`
-/// (optional) marks elements left out of the fit (outliers, sinks); a vector
-/// with no eligible element gets all-zero levels. levels is
+/// assign-to-nearest (ties to the lower level) and move-to-mean (an empty level
+/// stays). `exclude` (optional) marks elements left out of the fit (outliers,
+/// sinks); a vector with no eligible element gets all-zero levels. levels is
 /// [n_vectors, 2^bits] in vector order (row-major over the scale shape).
 KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
                                      int64_t rows, int64_t cols, kvq_axis axis,
-                                     int32_t group, int32_t bits,
-                                     int32_t iters, const uint8_t *exclude,
-                                     float *scratch, int64_t scratch_floats,
-                                     uint16_t *levels);
+                                     int32_t group, int32_t bits, int32_t iters,
+                                     const uint8_t *exclude, float *scratch,
+                                     int64_t scratch_floats, uint16_t *levels);
 
 /// Code of the nearest level (ties to the lower level) for each element.
 KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
@@ -354,21 +348,18 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
                                          kvq_code_layout layout,
                                          const uint16_t *levels, int64_t rows,
                                          int64_t cols, kvq_axis axis,
-                                         int32_t group, int32_t bits,
-                                         void *out, kvq_dtype dtype);
+                                         int32_t group, int32_t bits, void *out,
+                                         kvq_dtype dtype);
 
 /// Rank-based dense-and-sparse split. Per vector, k = ceil(fraction * n)
 /// over its n eligible elements (not in `exclude`); the k largest |x| are
 /// marked in outlier_mask (1 = outlier), ties to the earlier index, exactly
 /// k. threshold (optional, one float per vector) receives the k-th largest
 /// |x| (+inf when k = 0). fraction must be in [0, 1).
-KVQ_RT_EXPORT kvq_status kvq_outlier_split(const void *x, kvq_dtype dtype,
-                                           int64_t rows, int64_t cols,
-                                           kvq_axis axis, int32_t group,
-                                           float fraction,
-                                           const uint8_t *exclude,
-                                           uint8_t *outlier_mask,
-                                           float *threshold);
+KVQ_RT_EXPORT kvq_status kvq_outlier_split(
+    const void *x, kvq_dtype dtype, int64_t rows, int64_t cols, kvq_axis axis,
+    int32_t group, float fraction, const uint8_t *exclude,
+    uint8_t *outlier_mask, float *threshold);
 
 /// Screen against frozen per-column thresholds: mask[r][c] = |x[r][c]| >=
 /// threshold[c]. Used for decode keys.
@@ -402,8 +393,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
     float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
-    kvq_cache_t **out);
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend, kvq_cache_t **out);
 
 /// The check generated after every runtime call. A non-zero status is
 /// printed to stderr as "kvq: error: <site>: <status>: <message>" and kept

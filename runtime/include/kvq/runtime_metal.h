@@ -57,11 +57,11 @@ KVQ_RT_EXPORT kvq_status kvq_metal_group_dequant(
 
 /// kvq_nuq_fit on the GPU. scratch/scratch_floats are checked as on the CPU
 /// (the GPU uses its own per-vector scratch).
-KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
-    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
-    kvq_axis axis, int32_t group, int32_t bits, int32_t iters,
-    const uint8_t *exclude, float *scratch, int64_t scratch_floats,
-    uint16_t *levels);
+KVQ_RT_EXPORT kvq_status
+kvq_metal_nuq_fit(void *ctx, const void *x, kvq_dtype dtype, int64_t rows,
+                  int64_t cols, kvq_axis axis, int32_t group, int32_t bits,
+                  int32_t iters, const uint8_t *exclude, float *scratch,
+                  int64_t scratch_floats, uint16_t *levels);
 
 /// kvq_nuq_quant on the GPU.
 KVQ_RT_EXPORT kvq_status kvq_metal_nuq_quant(
@@ -83,16 +83,16 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_split(
 
 /// kvq_outlier_screen on the GPU.
 KVQ_RT_EXPORT kvq_status kvq_metal_outlier_screen(void *ctx, const void *x,
-                                                  kvq_dtype dtype,
-                                                  int64_t rows, int64_t cols,
+                                                  kvq_dtype dtype, int64_t rows,
+                                                  int64_t cols,
                                                   const float *threshold,
                                                   uint8_t *outlier_mask);
 
 /// kvq_key_norm on the GPU.
 KVQ_RT_EXPORT kvq_status kvq_metal_key_norm(void *ctx, const void *keys,
                                             kvq_dtype dtype, int64_t tokens,
-                                            int32_t kv_heads,
-                                            int32_t head_dim, float *norms);
+                                            int32_t kv_heads, int32_t head_dim,
+                                            float *norms);
 
 /// kvq_sink_select on the GPU.
 KVQ_RT_EXPORT kvq_status kvq_metal_sink_select(void *ctx, const float *norms,
@@ -124,31 +124,35 @@ KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache);
 /// kvq_cache_update: same tokens kept fp16, same codes, same sinks as a CPU
 /// cache of the same configuration.
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
-                                                int32_t layer,
-                                                const void *keys,
+                                                int32_t layer, const void *keys,
                                                 const void *values,
                                                 int64_t n_tokens,
                                                 kvq_dtype dtype);
 
 /// kvq_cache_length.
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
-    const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens);
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(const kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                int64_t *n_tokens);
 
 /// kvq_cache_fetch (dequantized on the GPU; bit-identical to the CPU).
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
-    const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
-    void *values_out, int64_t capacity_tokens, kvq_dtype dtype);
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(const kvq_metal_cache_t *cache,
+                                               int32_t layer, void *keys_out,
+                                               void *values_out,
+                                               int64_t capacity_tokens,
+                                               kvq_dtype dtype);
 
 /// kvq_cache_attend: fused decode attention over the quantized layout on
 /// the GPU (float accumulation; the CPU reference accumulates in double).
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
-    const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
-    int64_t n_queries, int32_t q_heads, float *out);
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(const kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                const float *queries,
+                                                int64_t n_queries,
+                                                int32_t q_heads, float *out);
 
 /// kvq_cache_stats: the byte partition of what the device buffers hold
 /// (equal to the CPU cache's figures for the same tokens).
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
-    const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out);
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(const kvq_metal_cache_t *cache,
+                                               int32_t layer, kvq_stats *out);
 
 /// kvq_cache_sink_positions.
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(

@@ -1,4 +1,5 @@
-//===- metal_device.mm - host/device.h on Metal.framework ------------------===//
+//===- metal_device.mm - host/device.h on Metal.framework
+//------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Apple device under the kvq_metal_* entry points: one MTLDevice and
@@ -145,10 +146,10 @@ public:
       [commands commit];
       [commands waitUntilCompleted];
       if (commands.status != MTLCommandBufferStatusCompleted)
-        return fail(KVQ_ERR_INVALID_ARGUMENT, "metal: %s failed on the GPU: %s",
-                    kernel,
-                    commands.error ? commands.error.localizedDescription.UTF8String
-                                   : "unknown error");
+        return fail(
+            KVQ_ERR_INVALID_ARGUMENT, "metal: %s failed on the GPU: %s", kernel,
+            commands.error ? commands.error.localizedDescription.UTF8String
+                           : "unknown error");
     }
     return KVQ_OK;
   }
@@ -160,8 +161,7 @@ private:
         name_(std::string("metal: ") + device.name.UTF8String) {}
 
   /// The cached pipeline of `kernel`, built on first use.
-  kvq_status pipelineFor(const char *kernel,
-                         id<MTLComputePipelineState> *out) {
+  kvq_status pipelineFor(const char *kernel, id<MTLComputePipelineState> *out) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pipelines_.find(kernel);
     if (it != pipelines_.end()) {

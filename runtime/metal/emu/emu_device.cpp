@@ -64,7 +64,8 @@ public:
         return KVQ_OK;
       if (!e.run(args, nargs, threads, tg, e.cooperative))
         return fail(KVQ_ERR_INVALID_ARGUMENT,
-                    "metal emu: arguments of %s do not match the kernel", kernel);
+                    "metal emu: arguments of %s do not match the kernel",
+                    kernel);
       return KVQ_OK;
     }
     return fail(KVQ_ERR_INVALID_ARGUMENT, "metal emu: no kernel named %s",

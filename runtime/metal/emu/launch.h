@@ -1,4 +1,5 @@
-//===- launch.h - Bind device arguments to a shim-compiled kernel -*- C++ -*-===//
+//===- launch.h - Bind device arguments to a shim-compiled kernel -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A registered kernel is a function compiled from MSL through the shim. Its
@@ -78,8 +79,7 @@ template <class P> bool argFits(const Arg &a) {
 
 template <auto Fn, Id... Ids> struct Launch;
 
-template <class... Ps, void (*Fn)(Ps...), Id... Ids>
-struct Launch<Fn, Ids...> {
+template <class... Ps, void (*Fn)(Ps...), Id... Ids> struct Launch<Fn, Ids...> {
   static constexpr size_t kIds = sizeof...(Ids);
   static constexpr size_t kArgs = sizeof...(Ps) - kIds;
   using Params = std::tuple<Ps...>;
@@ -103,12 +103,11 @@ struct Launch<Fn, Ids...> {
   }
 
   /// Checks the argument list, then runs the grid. False on a mismatch.
-  static bool run(const Arg *args, size_t nargs, uint32_t threads,
-                  uint32_t tg, bool cooperative) {
+  static bool run(const Arg *args, size_t nargs, uint32_t threads, uint32_t tg,
+                  bool cooperative) {
     if (nargs != kArgs || !fits(args, std::make_index_sequence<kArgs>()))
       return false;
-    shim::dispatch(threads, tg, cooperative, &thread,
-                   const_cast<Arg *>(args));
+    shim::dispatch(threads, tg, cooperative, &thread, const_cast<Arg *>(args));
     return true;
   }
 };
@@ -133,7 +132,6 @@ void kvquantKernels(void (*add)(const KernelEntry &));
 /// Registration helper: KVQ_EMU_KERNEL(add, fn, cooperative, Id::Gid, ...)
 /// registers kvq_msl::fn under the name the host dispatches, "fn".
 #define KVQ_EMU_KERNEL(add, fn, coop, ...)                                     \
-  add({#fn, &::kvq::metal::emu::Launch<&::kvq_msl::fn, __VA_ARGS__>::run,   \
-       coop})
+  add({#fn, &::kvq::metal::emu::Launch<&::kvq_msl::fn, __VA_ARGS__>::run, coop})
 
 #endif // KVQ_METAL_EMU_LAUNCH_H

@@ -59,11 +59,8 @@ public:
         vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
         dkarena_(dev), dkgoff_(dev), dvq_(dev) {}
 
-  kvq_status update(const uint16_t *k, const uint16_t *v,
-                    int64_t n) override;
-  int64_t length() const override {
-    return static_cast<int64_t>(kref_.size());
-  }
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
+  int64_t length() const override { return static_cast<int64_t>(kref_.size()); }
   kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const override;
   kvq_status attend(const float *q, int64_t nq, int32_t qHeads,
                     float *out) const override;
@@ -99,8 +96,7 @@ private:
   std::vector<uint8_t> sink_;
   std::vector<uint32_t> kgoff_; ///< arena offset per key group
   std::vector<int32_t> freeRows_;
-  int64_t poolRows_ = 0, arenaBytes_ = 0, vDone_ = 0, decided_ = 0,
-          nSinks_ = 0;
+  int64_t poolRows_ = 0, arenaBytes_ = 0, vDone_ = 0, decided_ = 0, nSinks_ = 0;
   int64_t keyCodeBytes_ = 0, keyScaleBytes_ = 0;
   TopK top_;
 
@@ -142,8 +138,7 @@ void Layer::syncRefs(int64_t from) {
   std::memcpy(dvref_.bytes() + 4 * from, vref_.data() + from, bytes);
 }
 
-kvq_status Layer::updateFp16(const uint16_t *k, const uint16_t *v,
-                             int64_t n) {
+kvq_status Layer::updateFp16(const uint16_t *k, const uint16_t *v, int64_t n) {
   const int64_t L0 = length(), L1 = L0 + n, row = 2 * C_;
   if (!dkref_.reserve(4 * L1) || !dvref_.reserve(4 * L1) ||
       !dpool_.reserve(row * (poolRows_ + 2 * n)))
@@ -292,15 +287,15 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     if (st.failed())
       return oom();
     for (int64_t i = 0; i < m; ++i)
-      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i,
-                  valueRow(vpos[i]), row);
+      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i, valueRow(vpos[i]),
+                  row);
     Geometry g{m, C, G_, KVQ_AXIS_PER_TOKEN};
     kvq_metal_matrix p = matrixParams(g, vb_, KVQ_DTYPE_F16);
     Arg args[] = {Arg::buf(*bx),     Arg::buf(*bx),    Arg::buf(*bcodes),
                   Arg::buf(*bscale), Arg::buf(*bzero), Arg::val(p)};
-    if (kvq_status s = dev_.run("kvq_uniform_quant", args, 6,
-                                static_cast<uint32_t>(m * groups),
-                                kPlainThreadgroup))
+    if (kvq_status s =
+            dev_.run("kvq_uniform_quant", args, 6,
+                     static_cast<uint32_t>(m * groups), kPlainThreadgroup))
       return s;
     if (kvq_status s =
             packCodes(st, *bcodes, m, C, vb_, *bpacked, 0, packedRow))
@@ -340,8 +335,8 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     if (st.failed())
       return oom();
     for (int64_t i = 0; i < G_; ++i) {
-      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i,
-                  keyRow(start + i), row);
+      std::memcpy(static_cast<uint8_t *>(bx->data) + row * i, keyRow(start + i),
+                  row);
       if (isSink(start + i))
         std::memset(static_cast<uint8_t *>(bex->data) + C * i, 1, C);
     }
@@ -370,8 +365,8 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     const int64_t packed = packedBytes(c * C, kb_);
     std::memcpy(dkarena_.bytes() + arena, bscale->data, 2 * C);
     std::memcpy(dkarena_.bytes() + arena + 2 * C, bzero->data, 2 * C);
-    if (kvq_status s = packCodes(st, *bcodes, 1, c * C, kb_,
-                                 dkarena_.buffer(), arena + 4 * C, packed))
+    if (kvq_status s = packCodes(st, *bcodes, 1, c * C, kb_, dkarena_.buffer(),
+                                 arena + 4 * C, packed))
       return s;
     kgoff.push_back(static_cast<uint32_t>(arena));
     arena += align4(4 * C + packed);
@@ -506,8 +501,7 @@ KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache) {
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
-                                                int32_t layer,
-                                                const void *keys,
+                                                int32_t layer, const void *keys,
                                                 const void *values,
                                                 int64_t n_tokens,
                                                 kvq_dtype dtype) {
@@ -517,16 +511,19 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_update(kvq_metal_cache_t *cache,
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(
-    const kvq_metal_cache_t *cache, int32_t layer, int64_t *n_tokens) {
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(const kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                int64_t *n_tokens) {
   return kvq::guarded("kvq_metal_cache_length", [&]() -> kvq_status {
     return cacheLength("kvq_metal_cache_length", cache, layer, n_tokens);
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
-    const kvq_metal_cache_t *cache, int32_t layer, void *keys_out,
-    void *values_out, int64_t capacity_tokens, kvq_dtype dtype) {
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(const kvq_metal_cache_t *cache,
+                                               int32_t layer, void *keys_out,
+                                               void *values_out,
+                                               int64_t capacity_tokens,
+                                               kvq_dtype dtype) {
   return kvq::guarded("kvq_metal_cache_fetch", [&]() -> kvq_status {
     if (kvq_status s = checkCacheLayerArgs(
             "kvq_metal_cache_fetch", cache ? &cache->cfg : nullptr,
@@ -555,9 +552,11 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
-    const kvq_metal_cache_t *cache, int32_t layer, const float *queries,
-    int64_t n_queries, int32_t q_heads, float *out) {
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(const kvq_metal_cache_t *cache,
+                                                int32_t layer,
+                                                const float *queries,
+                                                int64_t n_queries,
+                                                int32_t q_heads, float *out) {
   return kvq::guarded("kvq_metal_cache_attend", [&]() -> kvq_status {
     if (kvq_status s = checkCacheLayerArgs(
             "kvq_metal_cache_attend", cache ? &cache->cfg : nullptr,
@@ -571,8 +570,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_attend(
   });
 }
 
-KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(
-    const kvq_metal_cache_t *cache, int32_t layer, kvq_stats *out) {
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(const kvq_metal_cache_t *cache,
+                                               int32_t layer, kvq_stats *out) {
   return kvq::guarded("kvq_metal_cache_stats", [&]() -> kvq_status {
     return cacheStats("kvq_metal_cache_stats", cache, layer, out);
   });

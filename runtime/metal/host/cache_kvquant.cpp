@@ -76,8 +76,7 @@ public:
         tableStride_(align4(tableBytes_)), dtok_(dev), dpool_(dev),
         dkarena_(dev), dvarena_(dev), dtables_(dev) {}
 
-  kvq_status update(const uint16_t *k, const uint16_t *v,
-                    int64_t n) override;
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
   int64_t length() const override { return static_cast<int64_t>(tok_.size()); }
   kvq_status fetch(void *kout, void *vout, kvq_dtype dtype) const override;
   kvq_status attend(const float *q, int64_t nq, int32_t qHeads,
@@ -102,8 +101,7 @@ private:
   kvq_status quantizeKeys(Staging &st, const Batch &bt, int64_t first,
                           const Buffer &bx, const Buffer &bmask,
                           const Buffer &bcodes, const Buffer &bscratch,
-                          const Buffer &btab, const Buffer &bthr,
-                          int64_t fit);
+                          const Buffer &btab, const Buffer &bthr, int64_t fit);
   /// Values of all m rows of bx: per (token, head) split, fit and codes.
   kvq_status quantizeValues(Staging &st, int64_t m, const Buffer &bx,
                             const Buffer &bmask, const Buffer &bcodes,
@@ -115,8 +113,7 @@ private:
   const int kb_, vb_;
   const int64_t kL_, vL_;
   const bool frozen_; ///< refit_interval == 0: one frozen key segment
-  const int64_t keyCodes_, valueCodes_, valueLevels_, tableBytes_,
-      tableStride_;
+  const int64_t keyCodes_, valueCodes_, valueLevels_, tableBytes_, tableStride_;
 
   // Host bookkeeping (the source of truth; records mirrored to dtok_).
   std::vector<kvq_metal_kvquant_token> tok_;
@@ -144,8 +141,7 @@ kvq_metal_kvquant_view KvquantLayer::view() const {
 
 kvq_status KvquantLayer::quantizeKeys(Staging &st, const Batch &bt,
                                       int64_t first, const Buffer &bx,
-                                      const Buffer &bmask,
-                                      const Buffer &bcodes,
+                                      const Buffer &bmask, const Buffer &bcodes,
                                       const Buffer &bscratch,
                                       const Buffer &btab, const Buffer &bthr,
                                       int64_t fit) {
@@ -181,9 +177,9 @@ kvq_status KvquantLayer::quantizeKeys(Staging &st, const Batch &bt,
     kvq_metal_matrix ps = matrix(m, C, 1, KVQ_AXIS_PER_TOKEN, 8);
     Arg screen[] = {Arg::buf(bx, xOff), Arg::buf(*bfrozen),
                     Arg::buf(bmask, eOff), Arg::val(ps)};
-    if (kvq_status s = dev_.run("kvq_outlier_screen", screen, 4,
-                                static_cast<uint32_t>(m * C),
-                                kPlainThreadgroup))
+    if (kvq_status s =
+            dev_.run("kvq_outlier_screen", screen, 4,
+                     static_cast<uint32_t>(m * C), kPlainThreadgroup))
       return s;
   }
   // Every element gets its nearest level, outliers included (their dense
@@ -196,8 +192,8 @@ kvq_status KvquantLayer::quantizeKeys(Staging &st, const Batch &bt,
                   kPlainThreadgroup);
 }
 
-kvq_status KvquantLayer::quantizeValues(Staging &, int64_t m,
-                                        const Buffer &bx, const Buffer &bmask,
+kvq_status KvquantLayer::quantizeValues(Staging &, int64_t m, const Buffer &bx,
+                                        const Buffer &bmask,
                                         const Buffer &bcodes,
                                         const Buffer &bscratch,
                                         const Buffer &blevels) {
@@ -210,18 +206,18 @@ kvq_status KvquantLayer::quantizeValues(Staging &, int64_t m,
                  Arg::buf(bscratch), Arg::val(ps)};
   // The split's thresholds are not kept: scratch holds them until the fit
   // overwrites it.
-  if (kvq_status s = dev_.run("kvq_outlier_split", split, 5,
-                              static_cast<uint32_t>(vectors),
-                              kPlainThreadgroup))
+  if (kvq_status s =
+          dev_.run("kvq_outlier_split", split, 5,
+                   static_cast<uint32_t>(vectors), kPlainThreadgroup))
     return s;
   kvq_metal_matrix pf = p;
   pf.has_exclude = 1;
   pf.iters = static_cast<uint32_t>(cfg_.lloyd_iters);
   Arg lloyd[] = {Arg::buf(bx), Arg::buf(bmask), Arg::buf(bscratch),
                  Arg::buf(blevels), Arg::val(pf)};
-  if (kvq_status s = dev_.run("kvq_nuq_fit", lloyd, 5,
-                              static_cast<uint32_t>(vectors),
-                              kPlainThreadgroup))
+  if (kvq_status s =
+          dev_.run("kvq_nuq_fit", lloyd, 5, static_cast<uint32_t>(vectors),
+                   kPlainThreadgroup))
     return s;
   Arg quant[] = {Arg::buf(bx), Arg::buf(blevels), Arg::buf(bcodes),
                  Arg::val(p)};
@@ -240,8 +236,7 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
   // 1. The CPU store's plan: which positions are sinks, which get
   // quantized now (and with which fresh fits), which wait fp16 for the
   // next refit. The prefill fit is the first update with eligible tokens.
-  const int64_t sinks =
-      L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
+  const int64_t sinks = L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
   const int64_t first = L0 == 0 ? sinks : quantizedUpTo_;
   std::vector<Batch> batches;
   int64_t quantEnd = first; // [first, quantEnd) are quantized now
@@ -306,14 +301,14 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
               quantizeKeys(st, b, first, *bk, *bkmask, *bkcodes, *bscratch,
                            *btab, *bthr, b.fresh ? fit++ : 0))
         return s;
-    if (kvq_status s = packCodes(st, *bkcodes, m, C, kb_, *bkpacked, 0,
-                                 keyCodes_))
+    if (kvq_status s =
+            packCodes(st, *bkcodes, m, C, kb_, *bkpacked, 0, keyCodes_))
       return s;
-    if (kvq_status s = quantizeValues(st, m, *bv, *bvmask, *bvcodes,
-                                      *bscratch, *bvlevels))
+    if (kvq_status s =
+            quantizeValues(st, m, *bv, *bvmask, *bvcodes, *bscratch, *bvlevels))
       return s;
-    if (kvq_status s = packCodes(st, *bvcodes, m, C, vb_, *bvpacked, 0,
-                                 valueCodes_))
+    if (kvq_status s =
+            packCodes(st, *bvcodes, m, C, vb_, *bvpacked, 0, valueCodes_))
       return s;
   }
 
@@ -398,8 +393,7 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
     t.kout = kOut[i];
     uint8_t *kblk = dkarena_.bytes() + karena;
     std::memcpy(kblk, bytesOf(bkpacked) + keyCodes_ * i, keyCodes_);
-    outliers(bytesOf(bk) + row * i, bytesOf(bkmask) + C * i,
-             kblk + keyCodes_);
+    outliers(bytesOf(bk) + row * i, bytesOf(bkmask) + C * i, kblk + keyCodes_);
     karena += align4(keyCodes_ + kOutlierBytes * kOut[i]);
     t.vblock = static_cast<uint32_t>(varena);
     t.vout = vOut[i];
@@ -448,11 +442,11 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
   return KVQ_OK;
 }
 
-kvq_status KvquantLayer::fetch(void *kout, void *vout,
-                               kvq_dtype dtype) const {
+kvq_status KvquantLayer::fetch(void *kout, void *vout, kvq_dtype dtype) const {
   return runCacheFetch(dev_, "kvq_kvquant_fetch",
                        {Arg::buf(dtok_.buffer()), Arg::buf(dpool_.buffer()),
-                        Arg::buf(dkarena_.buffer()), Arg::buf(dvarena_.buffer()),
+                        Arg::buf(dkarena_.buffer()),
+                        Arg::buf(dvarena_.buffer()),
                         Arg::buf(dtables_.buffer())},
                        view(), length() * C_, dtype, kout, vout);
 }

@@ -13,9 +13,7 @@ using namespace kvq::metal;
 
 extern "C" {
 
-KVQ_RT_EXPORT void *kvq_metal_default_context(void) {
-  return defaultDevice();
-}
+KVQ_RT_EXPORT void *kvq_metal_default_context(void) { return defaultDevice(); }
 
 KVQ_RT_EXPORT const char *kvq_metal_device_name(void *ctx) {
   return ctx ? static_cast<Device *>(ctx)->name() : "";

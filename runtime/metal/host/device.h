@@ -1,4 +1,5 @@
-//===- device.h - The device interface under the Metal entry points -*- C++ -*-===//
+//===- device.h - The device interface under the Metal entry points -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kvq_metal_* entry points are written once, in portable C++, against
@@ -22,8 +23,8 @@ namespace kvq::metal {
 /// A device buffer in memory the host can read and write (Metal: shared
 /// storage, which is the GPU's own memory on Apple silicon).
 struct Buffer {
-  void *data = nullptr; ///< host view of the contents
-  size_t size = 0;      ///< bytes requested
+  void *data = nullptr;   ///< host view of the contents
+  size_t size = 0;        ///< bytes requested
   void *handle = nullptr; ///< backend object (id<MTLBuffer> on Apple)
 };
 

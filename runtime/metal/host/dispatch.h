@@ -1,4 +1,5 @@
-//===- dispatch.h - Kernel launches shared by the entry points ---*- C++ -*-===//
+//===- dispatch.h - Kernel launches shared by the entry points ---*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Small wrappers for launches more than one entry point needs (packing,
@@ -10,8 +11,8 @@
 #define KVQ_METAL_HOST_DISPATCH_H
 
 #include "../kernels/kvq_params.h"
-#include "status.h"
 #include "staging.h"
+#include "status.h"
 #include "validate.h"
 
 #include <cmath>
@@ -23,21 +24,20 @@ namespace kvq::metal {
 
 /// Pack `rows` streams of n unpacked codes (codes is [rows, n]) into
 /// rowBytes-byte rows of `out` starting at outOffset.
-kvq_status packCodes(Staging &st, const Buffer &codes, int64_t rows,
-                     int64_t n, int32_t bits, const Buffer &out,
-                     size_t outOffset, int64_t rowBytes);
+kvq_status packCodes(Staging &st, const Buffer &codes, int64_t rows, int64_t n,
+                     int32_t bits, const Buffer &out, size_t outOffset,
+                     int64_t rowBytes);
 
 /// The parameter block of a matrix kernel.
-kvq_metal_matrix matrixParams(const Geometry &g, int32_t bits,
-                              kvq_dtype dtype);
+kvq_metal_matrix matrixParams(const Geometry &g, int32_t bits, kvq_dtype dtype);
 
 /// A cache layer's fetch kernel over n = length * C elements: `state` (the
 /// layer's device buffers), two staging outputs, then the parameter block
 /// `view` with its dtype set; K and V land in kout / vout as dtype.
 template <class View>
 kvq_status runCacheFetch(Device &dev, const char *kernel,
-                         std::initializer_list<Arg> state, View view,
-                         int64_t n, kvq_dtype dtype, void *kout, void *vout) {
+                         std::initializer_list<Arg> state, View view, int64_t n,
+                         kvq_dtype dtype, void *kout, void *vout) {
   if (n == 0)
     return KVQ_OK;
   if (kvq_status s = checkGrid(n, "kvq_metal_cache_fetch"))
@@ -84,9 +84,9 @@ kvq_status runCacheAttend(Device &dev, const char *kernel,
   std::vector<Arg> args = {Arg::buf(*bq), Arg::buf(*bo)};
   args.insert(args.end(), state);
   args.push_back(Arg::val(view));
-  if (kvq_status s = dev.run(
-          kernel, args.data(), args.size(),
-          static_cast<uint32_t>(nq * qHeads * kSimdgroup), kSimdgroup))
+  if (kvq_status s =
+          dev.run(kernel, args.data(), args.size(),
+                  static_cast<uint32_t>(nq * qHeads * kSimdgroup), kSimdgroup))
     return s;
   std::memcpy(out, bo->data, 4 * elems);
   return KVQ_OK;

@@ -20,11 +20,11 @@ using namespace kvq::metal;
 
 extern "C" {
 
-KVQ_RT_EXPORT kvq_status kvq_metal_nuq_fit(
-    void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
-    kvq_axis axis, int32_t group, int32_t bits, int32_t iters,
-    const uint8_t *exclude, float *scratch, int64_t scratch_floats,
-    uint16_t *levels) {
+KVQ_RT_EXPORT kvq_status
+kvq_metal_nuq_fit(void *ctx, const void *x, kvq_dtype dtype, int64_t rows,
+                  int64_t cols, kvq_axis axis, int32_t group, int32_t bits,
+                  int32_t iters, const uint8_t *exclude, float *scratch,
+                  int64_t scratch_floats, uint16_t *levels) {
   return kvq::guarded("kvq_metal_nuq_fit", [&]() -> kvq_status {
     Device *dev;
     if (kvq_status s = deviceOf(ctx, "kvq_metal_nuq_fit", &dev))

@@ -60,8 +60,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_split(
 }
 
 KVQ_RT_EXPORT kvq_status kvq_metal_outlier_screen(void *ctx, const void *x,
-                                                  kvq_dtype dtype,
-                                                  int64_t rows, int64_t cols,
+                                                  kvq_dtype dtype, int64_t rows,
+                                                  int64_t cols,
                                                   const float *threshold,
                                                   uint8_t *outlier_mask) {
   return kvq::guarded("kvq_metal_outlier_screen", [&]() -> kvq_status {
@@ -100,8 +100,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_outlier_screen(void *ctx, const void *x,
 
 KVQ_RT_EXPORT kvq_status kvq_metal_key_norm(void *ctx, const void *keys,
                                             kvq_dtype dtype, int64_t tokens,
-                                            int32_t kv_heads,
-                                            int32_t head_dim, float *norms) {
+                                            int32_t kv_heads, int32_t head_dim,
+                                            float *norms) {
   return kvq::guarded("kvq_metal_key_norm", [&]() -> kvq_status {
     Device *dev;
     if (kvq_status s = deviceOf(ctx, "kvq_metal_key_norm", &dev))

@@ -21,10 +21,9 @@
 using namespace kvq;
 using namespace kvq::metal;
 
-kvq_status kvq::metal::packCodes(Staging &st, const Buffer &codes,
-                                 int64_t rows, int64_t n, int32_t bits,
-                                 const Buffer &out, size_t outOffset,
-                                 int64_t rowBytes) {
+kvq_status kvq::metal::packCodes(Staging &st, const Buffer &codes, int64_t rows,
+                                 int64_t n, int32_t bits, const Buffer &out,
+                                 size_t outOffset, int64_t rowBytes) {
   kvq_metal_pack p{};
   p.rows = static_cast<uint64_t>(rows);
   p.n = static_cast<uint64_t>(n);
@@ -56,8 +55,7 @@ extern "C" {
 KVQ_RT_EXPORT kvq_status kvq_metal_group_quant(
     void *ctx, const void *x, kvq_dtype dtype, int64_t rows, int64_t cols,
     kvq_axis axis, int32_t group, int32_t bits, const uint8_t *exclude,
-    kvq_code_layout layout, uint8_t *codes, uint16_t *scale,
-    uint16_t *zero) {
+    kvq_code_layout layout, uint8_t *codes, uint16_t *scale, uint16_t *zero) {
   return kvq::guarded("kvq_metal_group_quant", [&]() -> kvq_status {
     Device *dev;
     if (kvq_status s = deviceOf(ctx, "kvq_metal_group_quant", &dev))

@@ -1,4 +1,5 @@
-//===- staging.h - Scoped device buffers for one entry point -----*- C++ -*-===//
+//===- staging.h - Scoped device buffers for one entry point -----*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The stateless kernels receive host pointers; their data is staged through

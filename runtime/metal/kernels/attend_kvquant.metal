@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 
 using namespace metal;
@@ -57,16 +58,15 @@ inline float kvq_kvq_patch(device const uchar *list, uint count, uint c,
 inline float kvq_kvq_key(device const kvq_metal_kvquant_token *tok,
                          device const half *pool, device const uchar *karena,
                          device const uchar *tables,
-                         constant kvq_metal_kvquant_view &p, ulong t,
-                         ulong c) {
+                         constant kvq_metal_kvquant_view &p, ulong t, ulong c) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
   const int ref = tok[t].kref;
   if (ref >= 0)
     return float(pool[ulong(ref) * channels + c]);
   device const uchar *row = karena + tok[t].kblock;
   device const half *levels =
-      (device const half *)(tables + ulong(tok[t].segment) *
-                                         ulong(p.table_stride));
+      (device const half *)(tables +
+                            ulong(tok[t].segment) * ulong(p.table_stride));
   const uint code = kvq_code_at(row, KVQ_K_CODES_PACKED, c, p.key_bits);
   const float dense = float(levels[(c << p.key_bits) + ulong(code)]);
   return kvq_kvq_patch(row + p.key_codes, tok[t].kout, uint(c), dense);
@@ -74,8 +74,7 @@ inline float kvq_kvq_key(device const kvq_metal_kvquant_token *tok,
 
 /// Value element (t, c).
 inline float kvq_kvq_value(device const kvq_metal_kvquant_token *tok,
-                           device const half *pool,
-                           device const uchar *varena,
+                           device const half *pool, device const uchar *varena,
                            constant kvq_metal_kvquant_view &p, ulong t,
                            ulong c) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
@@ -100,15 +99,13 @@ kernel void kvq_kvquant_fetch(device const kvq_metal_kvquant_token *tok
                               device const uchar *tables [[buffer(4)]],
                               device uchar *kout [[buffer(5)]],
                               device uchar *vout [[buffer(6)]],
-                              constant kvq_metal_kvquant_view &p
-                              [[buffer(7)]],
+                              constant kvq_metal_kvquant_view &p [[buffer(7)]],
                               uint i [[thread_position_in_grid]]) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
   if (ulong(i) >= p.length * channels)
     return;
   const ulong t = ulong(i) / channels, c = ulong(i) % channels;
-  kvq_store(kout, p.dtype, i,
-            kvq_kvq_key(tok, pool, karena, tables, p, t, c));
+  kvq_store(kout, p.dtype, i, kvq_kvq_key(tok, pool, karena, tables, p, t, c));
   kvq_store(vout, p.dtype, i, kvq_kvq_value(tok, pool, varena, p, t, c));
 }
 
@@ -120,8 +117,7 @@ kernel void kvq_kvquant_attend(device const float *queries [[buffer(0)]],
                                device const uchar *karena [[buffer(4)]],
                                device const uchar *varena [[buffer(5)]],
                                device const uchar *tables [[buffer(6)]],
-                               constant kvq_metal_kvquant_view &p
-                               [[buffer(7)]],
+                               constant kvq_metal_kvquant_view &p [[buffer(7)]],
                                uint group_id [[threadgroup_position_in_grid]],
                                uint lane [[thread_index_in_simdgroup]]) {
   const uint query = group_id / p.q_heads, head = group_id % p.q_heads;
@@ -145,8 +141,8 @@ kernel void kvq_kvquant_attend(device const float *queries [[buffer(0)]],
     for (uint r = 0u; r < per_lane; ++r) {
       uint j = lane + 32u * r;
       if (j < dim) {
-        float k = kvq_kvq_key(tok, pool, karena, tables, p, t,
-                              kv_head * dim + j);
+        float k =
+            kvq_kvq_key(tok, pool, karena, tables, p, t, kv_head * dim + j);
         float prod = q[r] * k;
         part = part + prod;
       }

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 
 using namespace metal;
@@ -25,10 +26,8 @@ using namespace metal;
 
 /// Dequantized key element (t, c).
 inline float kvq_cache_key(device const int *kref, device const half *pool,
-                           device const uchar *karena,
-                           device const uint *kgoff,
-                           constant kvq_metal_cache_view &p, ulong t,
-                           ulong c) {
+                           device const uchar *karena, device const uint *kgoff,
+                           constant kvq_metal_cache_view &p, ulong t, ulong c) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
   int ref = kref[t];
   if (ref >= 0)
@@ -54,8 +53,8 @@ inline float kvq_cache_value(device const int *vref, device const half *pool,
   device const uchar *block = vq + t * ulong(p.value_stride);
   device const half *params = (device const half *)block;
   ulong g = c / ulong(p.group);
-  uint code = kvq_code_at(block + 4ul * groups, KVQ_K_CODES_PACKED, c,
-                          p.value_bits);
+  uint code =
+      kvq_code_at(block + 4ul * groups, KVQ_K_CODES_PACKED, c, p.value_bits);
   return kvq_uniform_value(code, float(params[g]), float(params[groups + g]));
 }
 
@@ -73,7 +72,8 @@ kernel void kvq_cache_fetch(device const int *kref [[buffer(0)]],
   if (ulong(i) >= p.length * channels)
     return;
   const ulong t = ulong(i) / channels, c = ulong(i) % channels;
-  kvq_store(kout, p.dtype, i, kvq_cache_key(kref, pool, karena, kgoff, p, t, c));
+  kvq_store(kout, p.dtype, i,
+            kvq_cache_key(kref, pool, karena, kgoff, p, t, c));
   kvq_store(vout, p.dtype, i, kvq_cache_value(vref, pool, vq, p, t, c));
 }
 
@@ -109,8 +109,8 @@ kernel void kvq_cache_attend(device const float *queries [[buffer(0)]],
     for (uint r = 0u; r < per_lane; ++r) {
       uint j = lane + 32u * r;
       if (j < dim) {
-        float k = kvq_cache_key(kref, pool, karena, kgoff, p, t,
-                                kv_head * dim + j);
+        float k =
+            kvq_cache_key(kref, pool, karena, kgoff, p, t, kv_head * dim + j);
         float prod = q[r] * k;
         part = part + prod;
       }

@@ -111,9 +111,15 @@ inline kvq_f64 kvq_f64_add(kvq_f64 a, kvq_f64 b) {
   kvq_f64_unpack(b, eb, mb);
   // Order by magnitude: a is the larger.
   if (eb > ea || (eb == ea && mb > ma)) {
-    int te = ea; ea = eb; eb = te;
-    ulong tm = ma; ma = mb; mb = tm;
-    ulong ts = sa; sa = sb; sb = ts;
+    int te = ea;
+    ea = eb;
+    eb = te;
+    ulong tm = ma;
+    ma = mb;
+    mb = tm;
+    ulong ts = sa;
+    sa = sb;
+    sb = ts;
   }
   uint d = uint(ea - eb);
   if (sa == sb) {

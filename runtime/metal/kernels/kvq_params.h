@@ -59,12 +59,12 @@ struct kvq_metal_tokens {
 /// One layer of a Metal KV cache as the attention and fetch kernels read
 /// it (see docs/METAL.md "Cache layout").
 struct kvq_metal_cache_view {
-  kvq_u64 length;      ///< tokens cached
-  kvq_u64 n_queries;   ///< attention: query steps (the last n positions)
+  kvq_u64 length;    ///< tokens cached
+  kvq_u64 n_queries; ///< attention: query steps (the last n positions)
   kvq_u32 kv_heads;
   kvq_u32 head_dim;
   kvq_u32 q_heads;
-  kvq_u32 group;       ///< G
+  kvq_u32 group; ///< G
   kvq_u32 key_bits;
   kvq_u32 value_bits;
   kvq_u32 value_stride; ///< bytes per token in the value-code array
@@ -76,8 +76,8 @@ struct kvq_metal_cache_view {
 /// One layer of a Metal KVQuant cache as its attention and fetch kernels
 /// read it (attend_kvquant.metal, docs/METAL.md "KVQuant layout").
 struct kvq_metal_kvquant_view {
-  kvq_u64 length;       ///< tokens cached
-  kvq_u64 n_queries;    ///< attention: query steps (the last n positions)
+  kvq_u64 length;    ///< tokens cached
+  kvq_u64 n_queries; ///< attention: query steps (the last n positions)
   kvq_u32 kv_heads;
   kvq_u32 head_dim;
   kvq_u32 q_heads;

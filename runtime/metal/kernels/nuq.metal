@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 #include "kvq_f64.h"
 
@@ -85,7 +86,8 @@ inline void kvq_lloyd(device float *d, uint m, uint count, uint iters,
     kvq_f64 frac = kvq_f64_sub(pos, kvq_f64_from_i64(lo));
     kvq_f64 a = kvq_f64_from_float(d[lo]);
     kvq_f64 b = kvq_f64_from_float(d[hi]);
-    lv[i] = kvq_f64_to_float(kvq_f64_add(a, kvq_f64_mul(frac, kvq_f64_sub(b, a))));
+    lv[i] =
+        kvq_f64_to_float(kvq_f64_add(a, kvq_f64_mul(frac, kvq_f64_sub(b, a))));
   }
   // On sorted data nearest-level assignment is monotone, so each level's
   // cell is a run of consecutive elements: sum a run in binary64 in the
@@ -164,6 +166,5 @@ kernel void kvq_nuq_dequant(device const uchar *codes [[buffer(0)]],
     return;
   const uint count = 1u << p.bits;
   const uint code = kvq_code_at(codes, p.layout, e, p.bits);
-  kvq_store(out, p.dtype, e,
-            float(levels[kvq_vector_of(p, e) * count + code]));
+  kvq_store(out, p.dtype, e, float(levels[kvq_vector_of(p, e) * count + code]));
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 #include "kvq_f64.h"
 #include "kvq_topk.h"

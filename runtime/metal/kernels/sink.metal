@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 #include "kvq_f64.h"
 #include "kvq_topk.h"
@@ -33,8 +34,8 @@ kernel void kvq_key_norm(device const uchar *keys [[buffer(0)]],
     }
     total = kvq_f64_add(total, kvq_f64_sqrt(sq));
   }
-  norms[t] = kvq_f64_to_float(
-      kvq_f64_div(total, kvq_f64_from_u64(ulong(p.kv_heads))));
+  norms[t] =
+      kvq_f64_to_float(kvq_f64_div(total, kvq_f64_from_u64(ulong(p.kv_heads))));
 }
 
 /// Lane's count of norms in [first, end) whose bits are >= t.

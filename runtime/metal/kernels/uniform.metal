@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
+
 #include "kvq_common.h"
 
 using namespace metal;

@@ -204,8 +204,8 @@ void runCooperative(Group &g) {
       released = true;
     }
     for (size_t s = 0; s < n; s += kSimdWidth)
-      released |= releaseSimdgroup(g, s, s + kSimdWidth < n ? s + kSimdWidth
-                                                            : n);
+      released |=
+          releaseSimdgroup(g, s, s + kSimdWidth < n ? s + kSimdWidth : n);
     if (!released)
       fatal("deadlock: threads wait at barriers/collectives that can never "
             "complete",
@@ -226,8 +226,7 @@ void kvq::shim::dispatch(uint32_t gridSize, uint32_t tgSize, bool cooperative,
     const uint32_t base = tg * tgSize;
     const uint32_t size = gridSize - base < tgSize ? gridSize - base : tgSize;
     auto idsOf = [&](uint32_t t) {
-      return ThreadIds{base + t, t,         tg,
-                       size,     gridSize,  t % kSimdWidth,
+      return ThreadIds{base + t,      t, tg, size, gridSize, t % kSimdWidth,
                        t / kSimdWidth};
     };
     if (!cooperative) {

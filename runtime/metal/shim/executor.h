@@ -55,8 +55,7 @@ void barrier();
 /// input bytes (active[l] says whether lane l takes part).
 using SimdReduce = void (*)(const void *const *values, const bool *active,
                             uint32_t lane, void *out);
-void simdCollective(const void *in, size_t size, SimdReduce reduce,
-                    void *out);
+void simdCollective(const void *in, size_t size, SimdReduce reduce, void *out);
 
 /// Number of fiber switches performed by this OS thread so far (tests use
 /// it to check that cooperative kernels really interleave).

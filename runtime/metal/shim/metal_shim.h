@@ -82,7 +82,9 @@ inline bool isnan(float x) { return std::isnan(x); }
 template <class T> inline T min(T a, T b) { return b < a ? b : a; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
 /// Leading zero bits of a 32-bit value (32 for 0), as MSL clz.
-inline uint clz(uint x) { return x ? static_cast<uint>(__builtin_clz(x)) : 32u; }
+inline uint clz(uint x) {
+  return x ? static_cast<uint>(__builtin_clz(x)) : 32u;
+}
 
 namespace detail {
 template <class T, class Op> T simdReduce(T v, Op) {
@@ -128,8 +130,7 @@ inline uint simd_prefix_exclusive_sum(uint v) {
   uint out;
   kvq::shim::simdCollective(
       &v, sizeof v,
-      [](const void *const *vals, const bool *active, uint32_t lane,
-         void *o) {
+      [](const void *const *vals, const bool *active, uint32_t lane, void *o) {
         uint acc = 0;
         for (uint32_t l = 0; l < lane; ++l)
           if (active[l])

@@ -73,9 +73,9 @@ TEST_F(KvqDialectTest, DefaultConfigFollowsSeedDefaults) {
 TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
-        [&] { return emitError(loc); }, &context, Method::Kivi, int64_t{5}, int64_t{2}, int64_t{32},
-        int64_t{32}, ResidualMode::Sliding, int64_t{0}, llvm::APFloat(0.01),
-        int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
+        [&] { return emitError(loc); }, &context, Method::Kivi, int64_t{5},
+        int64_t{2}, int64_t{32}, int64_t{32}, ResidualMode::Sliding, int64_t{0},
+        llvm::APFloat(0.01), int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("unsupported key_bits 5"), std::string::npos) << diags;
@@ -84,9 +84,9 @@ TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
 TEST_F(KvqDialectTest, ConfigRejectsOutlierFractionOutOfRange) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
-        [&] { return emitError(loc); }, &context, Method::KVQuant, int64_t{3}, int64_t{3}, int64_t{32},
-        int64_t{32}, ResidualMode::Sliding, int64_t{0}, llvm::APFloat(1.0),
-        int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
+        [&] { return emitError(loc); }, &context, Method::KVQuant, int64_t{3},
+        int64_t{3}, int64_t{32}, int64_t{32}, ResidualMode::Sliding, int64_t{0},
+        llvm::APFloat(1.0), int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("outlier_fraction 1.000000e+00 is outside [0, 1)"),
@@ -97,9 +97,9 @@ TEST_F(KvqDialectTest, ConfigRejectsOutlierFractionOutOfRange) {
 TEST_F(KvqDialectTest, CacheTypeRejectsGroupNotDividingHeadDim) {
   auto config = CacheConfigAttr::getDefault(&context, Method::Kivi);
   std::string diags = diagnosticsOf([&] {
-    auto type = CacheType::getChecked([&] { return emitError(loc); },
-                                      &context, int64_t{2}, int64_t{8},
-                                      int64_t{48}, Type(builder.getF16Type()), config);
+    auto type = CacheType::getChecked([&] { return emitError(loc); }, &context,
+                                      int64_t{2}, int64_t{8}, int64_t{48},
+                                      Type(builder.getF16Type()), config);
     EXPECT_FALSE(type);
   });
   EXPECT_NE(diags.find("group_size 32 does not divide head_dim 48"),
@@ -129,8 +129,8 @@ TEST_F(KvqDialectTest, GroupQuantBuilderVerifies) {
   builder.setInsertionPointToStart(body);
   auto op = GroupQuantOp::create(
       builder, loc, tensor({128, 8, 64}, builder.getI8Type()),
-      tensor({128, 8, 2}, f16), tensor({128, 8, 2}, f16),
-      body->getArgument(0), QuantAxis::PerToken, /*group=*/32, /*bits=*/2,
+      tensor({128, 8, 2}, f16), tensor({128, 8, 2}, f16), body->getArgument(0),
+      QuantAxis::PerToken, /*group=*/32, /*bits=*/2,
       /*exclude=*/Value());
   func::ReturnOp::create(builder, loc);
   EXPECT_TRUE(succeeded(verify(module)));
@@ -140,10 +140,9 @@ TEST_F(KvqDialectTest, GroupQuantBuilderVerifies) {
   builder.setInsertionPoint(op);
   auto bad = GroupQuantOp::create(
       builder, loc, tensor({128, 8, 64}, builder.getI8Type()),
-      tensor({128, 8, 4}, f16), tensor({128, 8, 2}, f16),
-      body->getArgument(0), QuantAxis::PerToken, 32, 2, Value());
-  std::string diags =
-      diagnosticsOf([&] { EXPECT_TRUE(failed(verify(bad))); });
+      tensor({128, 8, 4}, f16), tensor({128, 8, 2}, f16), body->getArgument(0),
+      QuantAxis::PerToken, 32, 2, Value());
+  std::string diags = diagnosticsOf([&] { EXPECT_TRUE(failed(verify(bad))); });
   EXPECT_NE(diags.find("scale has shape 128x8x4 but 128x8x2 is expected"),
             std::string::npos)
       << diags;

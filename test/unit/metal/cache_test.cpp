@@ -65,10 +65,10 @@ public:
       if (rng.uniform() < 0.15)
         for (int64_t c = 0; c < channels(); ++c)
           k.set(t * channels() + c, 4.0f * k.get(t * channels() + c));
-    ASSERT_EQ(KVQ_OK, kvq_cache_update(cpu_, layer, k.data(), v.data(), n,
-                                       dtype));
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(gpu_, layer, k.data(), v.data(),
-                                             n, dtype))
+    ASSERT_EQ(KVQ_OK,
+              kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype));
+    ASSERT_EQ(KVQ_OK,
+              kvq_metal_cache_update(gpu_, layer, k.data(), v.data(), n, dtype))
         << kvq_last_error();
   }
 
@@ -108,31 +108,32 @@ TEST_P(MetalCache, MatchesTheCpuCacheThroughPrefillAndDecode) {
 
 const Config kConfigs[] = {
     {"fp16", KVQ_METHOD_FP16, 2, 2, 32, 32, 0, 0, 2, 2, 32},
-    {"kivi2_sliding", KVQ_METHOD_KIVI, 2, 2, 8, 8, KVQ_RESIDUAL_SLIDING, 0,
-     2, 2, 32},
-    {"kivi3_4_block", KVQ_METHOD_KIVI, 3, 4, 8, 16, KVQ_RESIDUAL_BLOCK, 0, 2,
-     2, 24},
-    {"kivi8_head64", KVQ_METHOD_KIVI, 8, 8, 16, 16, KVQ_RESIDUAL_SLIDING, 0,
-     2, 1, 64},
+    {"kivi2_sliding", KVQ_METHOD_KIVI, 2, 2, 8, 8, KVQ_RESIDUAL_SLIDING, 0, 2,
+     2, 32},
+    {"kivi3_4_block", KVQ_METHOD_KIVI, 3, 4, 8, 16, KVQ_RESIDUAL_BLOCK, 0, 2, 2,
+     24},
+    {"kivi8_head64", KVQ_METHOD_KIVI, 8, 8, 16, 16, KVQ_RESIDUAL_SLIDING, 0, 2,
+     1, 64},
     {"sink0", KVQ_METHOD_KIVI_SINK, 2, 2, 8, 8, KVQ_RESIDUAL_SLIDING, 0, 2, 2,
      16},
     {"sink3", KVQ_METHOD_KIVI_SINK, 2, 3, 8, 8, KVQ_RESIDUAL_SLIDING, 3, 2, 2,
      16},
-    {"sink5_block", KVQ_METHOD_KIVI_SINK, 4, 2, 4, 8, KVQ_RESIDUAL_BLOCK, 5,
-     2, 3, 8},
-    {"sink_many_head40", KVQ_METHOD_KIVI_SINK, 3, 3, 8, 4,
-     KVQ_RESIDUAL_SLIDING, 12, 2, 1, 40},
+    {"sink5_block", KVQ_METHOD_KIVI_SINK, 4, 2, 4, 8, KVQ_RESIDUAL_BLOCK, 5, 2,
+     3, 8},
+    {"sink_many_head40", KVQ_METHOD_KIVI_SINK, 3, 3, 8, 4, KVQ_RESIDUAL_SLIDING,
+     12, 2, 1, 40},
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Methods, MetalCache, ::testing::ValuesIn(kConfigs),
-    [](const ::testing::TestParamInfo<Config> &i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Methods, MetalCache, ::testing::ValuesIn(kConfigs),
+                         [](const ::testing::TestParamInfo<Config> &i) {
+                           return i.param.name;
+                         });
 
 TEST(MetalCacheErrors, CreateRules) {
   kvq_metal_cache_t *c = nullptr;
   auto create = [&](int method, int headDim, int backend) {
-    return kvq_metal_cache_create_flat(method, 2, 2, 8, 8, 0, 0, 0.01f, 8, 0,
-                                       1, 32, 1, 1, headDim, backend, &c);
+    return kvq_metal_cache_create_flat(method, 2, 2, 8, 8, 0, 0, 0.01f, 8, 0, 1,
+                                       32, 1, 1, headDim, backend, &c);
   };
   EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
             create(KVQ_METHOD_KIVI, 32, KVQ_BACKEND_CPU));
@@ -152,15 +153,15 @@ TEST(MetalCacheErrors, UpdateFetchAttendStatusesAndNoPartialUpdate) {
   twin.append(0, 20, KVQ_DTYPE_F32, 3);
   std::vector<float> k(16 * 4, 1.0f), v(16 * 4, 1.0f);
   k[37] = NAN;
-  EXPECT_EQ(KVQ_ERR_NON_FINITE, kvq_metal_cache_update(twin.gpu_, 0, k.data(),
-                                                       v.data(), 4,
-                                                       KVQ_DTYPE_F32));
+  EXPECT_EQ(KVQ_ERR_NON_FINITE,
+            kvq_metal_cache_update(twin.gpu_, 0, k.data(), v.data(), 4,
+                                   KVQ_DTYPE_F32));
   EXPECT_EQ(KVQ_ERR_LAYER_OUT_OF_RANGE,
             kvq_metal_cache_update(twin.gpu_, 1, k.data(), v.data(), 4,
                                    KVQ_DTYPE_F32));
-  EXPECT_EQ(KVQ_ERR_EMPTY_INPUT, kvq_metal_cache_update(
-                                     twin.gpu_, 0, k.data(), v.data(), 0,
-                                     KVQ_DTYPE_F32));
+  EXPECT_EQ(KVQ_ERR_EMPTY_INPUT,
+            kvq_metal_cache_update(twin.gpu_, 0, k.data(), v.data(), 0,
+                                   KVQ_DTYPE_F32));
   twin.expectSame(0, 3); // the failed updates changed nothing
   std::vector<float> out(16 * 20 * 2);
   EXPECT_EQ(KVQ_ERR_BUFFER_TOO_SMALL,

@@ -45,7 +45,8 @@ double sample(kvqtest::Rng &rng, int kind) {
   case 0:
     return static_cast<float>(rng.normal() * 10.0);
   case 1:
-    return rng.normal() * std::ldexp(1.0, static_cast<int>(rng.uniform(-60, 60)));
+    return rng.normal() *
+           std::ldexp(1.0, static_cast<int>(rng.uniform(-60, 60)));
   case 2:
     return static_cast<float>(rng.laplace(1e-3));
   default: // exact small integers and halves
@@ -127,9 +128,9 @@ TEST(MetalSoftDouble, EdgeCases) {
   for (int n = 1; n < 3000; n += 7)
     for (float f : {0.01f, 0.07f, 0.1f, 0.5f, 0.99f}) {
       double k = std::ceil(static_cast<double>(f) * n - 1e-6);
-      uint64_t soft = kvq_f64_sub(
-          kvq_f64_mul(kvq_f64_from_float(f), kvq_f64_from_i64(n)),
-          bitsOf(1e-6));
+      uint64_t soft =
+          kvq_f64_sub(kvq_f64_mul(kvq_f64_from_float(f), kvq_f64_from_i64(n)),
+                      bitsOf(1e-6));
       EXPECT_EQ(static_cast<int64_t>(k), kvq_f64_ceil_i64(soft)) << f << n;
     }
 }

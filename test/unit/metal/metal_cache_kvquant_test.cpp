@@ -89,8 +89,8 @@ public:
     ASSERT_EQ(KVQ_OK,
               kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype))
         << kvq_last_error();
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(gpu_, layer, k.data(), v.data(),
-                                             n, dtype))
+    ASSERT_EQ(KVQ_OK,
+              kvq_metal_cache_update(gpu_, layer, k.data(), v.data(), n, dtype))
         << kvq_last_error();
   }
 
@@ -163,9 +163,11 @@ const Config kConfigs[] = {
     {"k8v2_refit4_one_token", 8, 2, 0.0f, 1, 4, 3, 2, 16, kOneTokenSteps},
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, MetalKvquantCache, ::testing::ValuesIn(kConfigs),
-    [](const ::testing::TestParamInfo<Config> &i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Configs, MetalKvquantCache,
+                         ::testing::ValuesIn(kConfigs),
+                         [](const ::testing::TestParamInfo<Config> &i) {
+                           return i.param.name;
+                         });
 
 TEST(MetalKvquantCacheErrors, CreateRules) {
   kvq_config cfg = makeConfig({"x", 3, 3, 0.01f, 1, 0, 8, 1, 32, {}});

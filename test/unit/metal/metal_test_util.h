@@ -112,12 +112,12 @@ inline void expectCachesMatch(kvq_cache_t *cpu, kvq_metal_cache_t *gpu,
   ASSERT_EQ(lc, lg);
   for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
     const size_t bytes = lc * channels * (dtype == KVQ_DTYPE_F16 ? 2 : 4);
-    std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1),
-        kg(bytes + 1, 1), vg(bytes + 1, 1);
-    ASSERT_EQ(KVQ_OK, kvq_cache_fetch(cpu, layer, kc.data(), vc.data(),
-                                      lc, dtype));
-    ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu, layer, kg.data(),
-                                            vg.data(), lc, dtype))
+    std::vector<uint8_t> kc(bytes + 1, 1), vc(bytes + 1, 1), kg(bytes + 1, 1),
+        vg(bytes + 1, 1);
+    ASSERT_EQ(KVQ_OK,
+              kvq_cache_fetch(cpu, layer, kc.data(), vc.data(), lc, dtype));
+    ASSERT_EQ(KVQ_OK, kvq_metal_cache_fetch(gpu, layer, kg.data(), vg.data(),
+                                            lc, dtype))
         << kvq_last_error();
     EXPECT_EQ(kc, kg) << "keys, dtype " << dtype << ", length " << lc;
     EXPECT_EQ(vc, vg) << "values, dtype " << dtype << ", length " << lc;
@@ -143,10 +143,9 @@ inline void expectCachesMatch(kvq_cache_t *cpu, kvq_metal_cache_t *gpu,
   }
   int64_t nc = 0, ng = 0;
   std::vector<int64_t> pc(64, -1), pg(64, -1);
+  ASSERT_EQ(KVQ_OK, kvq_cache_sink_positions(cpu, layer, pc.data(), 64, &nc));
   ASSERT_EQ(KVQ_OK,
-            kvq_cache_sink_positions(cpu, layer, pc.data(), 64, &nc));
-  ASSERT_EQ(KVQ_OK, kvq_metal_cache_sink_positions(gpu, layer, pg.data(),
-                                                   64, &ng));
+            kvq_metal_cache_sink_positions(gpu, layer, pg.data(), 64, &ng));
   EXPECT_EQ(nc, ng);
   EXPECT_EQ(pc, pg);
 
@@ -158,10 +157,10 @@ inline void expectCachesMatch(kvq_cache_t *cpu, kvq_metal_cache_t *gpu,
   kvqtest::Rng rng(seed);
   for (auto &x : q)
     x = static_cast<float>(rng.normal());
-  ASSERT_EQ(KVQ_OK, kvq_cache_attend(cpu, layer, q.data(), nq, qHeads,
-                                     oc.data()));
-  ASSERT_EQ(KVQ_OK, kvq_metal_cache_attend(gpu, layer, q.data(), nq,
-                                           qHeads, og.data()))
+  ASSERT_EQ(KVQ_OK,
+            kvq_cache_attend(cpu, layer, q.data(), nq, qHeads, oc.data()));
+  ASSERT_EQ(KVQ_OK,
+            kvq_metal_cache_attend(gpu, layer, q.data(), nq, qHeads, og.data()))
       << kvq_last_error();
   float scale = 0;
   for (float x : oc)

@@ -47,10 +47,10 @@ TEST_P(MetalNuq, FitQuantDequantAreBitIdentical) {
   ASSERT_EQ(KVQ_OK, kvq_nuq_fit(x.data(), c.dtype, rows, cols, c.axis, group,
                                 c.bits, c.iters, exp, scratch.data(),
                                 scratch.size(), lCpu.data()));
-  ASSERT_EQ(KVQ_OK, kvq_metal_nuq_fit(ctx(), x.data(), c.dtype, rows, cols,
-                                      c.axis, group, c.bits, c.iters, exp,
-                                      scratch.data(), scratch.size(),
-                                      lGpu.data()))
+  ASSERT_EQ(KVQ_OK,
+            kvq_metal_nuq_fit(ctx(), x.data(), c.dtype, rows, cols, c.axis,
+                              group, c.bits, c.iters, exp, scratch.data(),
+                              scratch.size(), lGpu.data()))
       << kvq_last_error();
   ASSERT_EQ(lCpu, lGpu);
 
@@ -59,23 +59,22 @@ TEST_P(MetalNuq, FitQuantDequantAreBitIdentical) {
                               ? kvq_packed_size(rows * cols, c.bits)
                               : rows * cols;
     std::vector<uint8_t> cCpu(bytes, 3), cGpu(bytes, 4);
-    ASSERT_EQ(KVQ_OK, kvq_nuq_quant(x.data(), c.dtype, rows, cols, c.axis,
-                                    group, c.bits, lCpu.data(), layout,
-                                    cCpu.data()));
-    ASSERT_EQ(KVQ_OK, kvq_metal_nuq_quant(ctx(), x.data(), c.dtype, rows,
-                                          cols, c.axis, group, c.bits,
-                                          lCpu.data(), layout, cGpu.data()))
+    ASSERT_EQ(KVQ_OK,
+              kvq_nuq_quant(x.data(), c.dtype, rows, cols, c.axis, group,
+                            c.bits, lCpu.data(), layout, cCpu.data()));
+    ASSERT_EQ(KVQ_OK, kvq_metal_nuq_quant(ctx(), x.data(), c.dtype, rows, cols,
+                                          c.axis, group, c.bits, lCpu.data(),
+                                          layout, cGpu.data()))
         << kvq_last_error();
     EXPECT_EQ(cCpu, cGpu);
     const size_t outBytes = rows * cols * (c.dtype == KVQ_DTYPE_F16 ? 2 : 4);
     std::vector<uint8_t> dCpu(outBytes, 5), dGpu(outBytes, 6);
-    ASSERT_EQ(KVQ_OK, kvq_nuq_dequant(cCpu.data(), layout, lCpu.data(), rows,
-                                      cols, c.axis, group, c.bits,
-                                      dCpu.data(), c.dtype));
-    ASSERT_EQ(KVQ_OK, kvq_metal_nuq_dequant(ctx(), cCpu.data(), layout,
-                                            lCpu.data(), rows, cols, c.axis,
-                                            group, c.bits, dGpu.data(),
-                                            c.dtype))
+    ASSERT_EQ(KVQ_OK,
+              kvq_nuq_dequant(cCpu.data(), layout, lCpu.data(), rows, cols,
+                              c.axis, group, c.bits, dCpu.data(), c.dtype));
+    ASSERT_EQ(KVQ_OK, kvq_metal_nuq_dequant(
+                          ctx(), cCpu.data(), layout, lCpu.data(), rows, cols,
+                          c.axis, group, c.bits, dGpu.data(), c.dtype))
         << kvq_last_error();
     EXPECT_EQ(dCpu, dGpu);
   }
@@ -114,8 +113,7 @@ TEST(MetalNuq, HeavyTailedDataOverManySweeps) {
                                 scratch.data(), rows, a.data()));
   ASSERT_EQ(KVQ_OK, kvq_metal_nuq_fit(ctx(), x.data(), KVQ_DTYPE_F32, rows,
                                       cols, KVQ_AXIS_PER_CHANNEL, rows, 3, 30,
-                                      nullptr, scratch.data(), rows,
-                                      b.data()));
+                                      nullptr, scratch.data(), rows, b.data()));
   EXPECT_EQ(a, b);
 }
 
@@ -124,13 +122,13 @@ TEST(MetalNuqErrors, SameStatusesAsTheCpu) {
   std::vector<float> scratch(8);
   std::vector<uint16_t> levels(4 * 2 * 4, 0);
   auto fit = [&](bool metal, int iters, int64_t scratchFloats) {
-    return metal ? kvq_metal_nuq_fit(ctx(), x.data(), KVQ_DTYPE_F32, 4, 8,
-                                     KVQ_AXIS_PER_TOKEN, 4, 2, iters, nullptr,
-                                     scratch.data(), scratchFloats,
-                                     levels.data())
-                 : kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 4, 8,
-                               KVQ_AXIS_PER_TOKEN, 4, 2, iters, nullptr,
-                               scratch.data(), scratchFloats, levels.data());
+    return metal
+               ? kvq_metal_nuq_fit(ctx(), x.data(), KVQ_DTYPE_F32, 4, 8,
+                                   KVQ_AXIS_PER_TOKEN, 4, 2, iters, nullptr,
+                                   scratch.data(), scratchFloats, levels.data())
+               : kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 4, 8, KVQ_AXIS_PER_TOKEN,
+                             4, 2, iters, nullptr, scratch.data(),
+                             scratchFloats, levels.data());
   };
   EXPECT_EQ(fit(false, -1, 8), fit(true, -1, 8));
   EXPECT_EQ(KVQ_ERR_BUFFER_TOO_SMALL, fit(true, 2, 3));

@@ -29,13 +29,12 @@ TEST(MetalOutliers, SplitMatchesForEveryAxisFractionAndExclusion) {
           const int64_t vectors = rows * cols / group;
           std::vector<uint8_t> mCpu(rows * cols, 9), mGpu(rows * cols, 8);
           std::vector<float> tCpu(vectors, -1), tGpu(vectors, -2);
-          ASSERT_EQ(KVQ_OK, kvq_outlier_split(x.data(), dtype, rows, cols,
-                                              axis, group, fraction, exp,
-                                              mCpu.data(), tCpu.data()));
           ASSERT_EQ(KVQ_OK,
-                    kvq_metal_outlier_split(ctx(), x.data(), dtype, rows,
-                                            cols, axis, group, fraction, exp,
-                                            mGpu.data(), tGpu.data()))
+                    kvq_outlier_split(x.data(), dtype, rows, cols, axis, group,
+                                      fraction, exp, mCpu.data(), tCpu.data()));
+          ASSERT_EQ(KVQ_OK, kvq_metal_outlier_split(
+                                ctx(), x.data(), dtype, rows, cols, axis, group,
+                                fraction, exp, mGpu.data(), tGpu.data()))
               << kvq_last_error();
           EXPECT_EQ(mCpu, mGpu) << axis << dtype << fraction << exclude;
           for (int64_t v = 0; v < vectors; ++v)
@@ -53,13 +52,12 @@ TEST(MetalOutliers, ScreenMatches) {
   ASSERT_EQ(KVQ_OK, kvq_outlier_screen(x.data(), KVQ_DTYPE_F16, rows, cols,
                                        thr.data(), a.data()));
   ASSERT_EQ(KVQ_OK, kvq_metal_outlier_screen(ctx(), x.data(), KVQ_DTYPE_F16,
-                                             rows, cols, thr.data(),
-                                             b.data()));
+                                             rows, cols, thr.data(), b.data()));
   EXPECT_EQ(a, b);
   thr[3] = NAN;
   EXPECT_EQ(KVQ_ERR_NON_FINITE,
-            kvq_metal_outlier_screen(ctx(), x.data(), KVQ_DTYPE_F16, rows,
-                                     cols, thr.data(), b.data()));
+            kvq_metal_outlier_screen(ctx(), x.data(), KVQ_DTYPE_F16, rows, cols,
+                                     thr.data(), b.data()));
 }
 
 TEST(MetalSinks, KeyNormsAreBitIdentical) {
@@ -68,10 +66,10 @@ TEST(MetalSinks, KeyNormsAreBitIdentical) {
     const int heads = 3, dim = 40;
     Matrix k = randomMatrix(tokens, heads * dim, dtype, 21);
     std::vector<float> a(tokens), b(tokens);
-    ASSERT_EQ(KVQ_OK, kvq_key_norm(k.data(), dtype, tokens, heads, dim,
-                                   a.data()));
-    ASSERT_EQ(KVQ_OK, kvq_metal_key_norm(ctx(), k.data(), dtype, tokens,
-                                         heads, dim, b.data()));
+    ASSERT_EQ(KVQ_OK,
+              kvq_key_norm(k.data(), dtype, tokens, heads, dim, a.data()));
+    ASSERT_EQ(KVQ_OK, kvq_metal_key_norm(ctx(), k.data(), dtype, tokens, heads,
+                                         dim, b.data()));
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * tokens));
   }
 }
@@ -87,8 +85,8 @@ TEST(MetalSinks, SelectMatchesWithTiesAndEveryK) {
         continue;
       std::vector<int64_t> a(k + 1, -1), b(k + 1, -2);
       ASSERT_EQ(KVQ_OK, kvq_sink_select(norms.data(), tokens, k, a.data()));
-      ASSERT_EQ(KVQ_OK, kvq_metal_sink_select(ctx(), norms.data(), tokens, k,
-                                              b.data()))
+      ASSERT_EQ(KVQ_OK,
+                kvq_metal_sink_select(ctx(), norms.data(), tokens, k, b.data()))
           << kvq_last_error();
       a.resize(k);
       b.resize(k);

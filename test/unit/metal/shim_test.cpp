@@ -11,7 +11,9 @@
 
 #include "shim_test_kernels.metal"
 
+// The shim's Metal keywords end here, before any host header.
 #include "shim/undef.h"
+
 #include "emu/launch.h"
 
 #include <gtest/gtest.h>
@@ -82,8 +84,8 @@ TEST(MetalShim, LanesThatReturnedDoNotTakePart) {
   uint32_t n = 20;
   Buffer bo = wrap(out.data(), 32 * 4);
   Arg args[] = {Arg::buf(bo), Arg::val(n)};
-  ASSERT_TRUE((Launch<&shim_simd_partial, Id::Gid>::run(args, 2, 32, 32,
-                                                        true)));
+  ASSERT_TRUE(
+      (Launch<&shim_simd_partial, Id::Gid>::run(args, 2, 32, 32, true)));
   for (uint32_t i = 0; i < 32; ++i)
     EXPECT_EQ(out[i], i < n ? 20.0f : -1.0f) << i;
 }

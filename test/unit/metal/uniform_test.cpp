@@ -40,12 +40,11 @@ TEST_P(MetalUniform, QuantAndDequantAreBitIdentical) {
   const uint8_t *exp = c.exclude ? ex.data() : nullptr;
   ASSERT_EQ(KVQ_OK, kvq_group_quant(x.data(), c.dtype, rows, cols, c.axis,
                                     group, c.bits, exp, c.layout,
-                                    codesCpu.data(), sCpu.data(),
-                                    zCpu.data()));
-  ASSERT_EQ(KVQ_OK, kvq_metal_group_quant(ctx(), x.data(), c.dtype, rows,
-                                          cols, c.axis, group, c.bits, exp,
-                                          c.layout, codesGpu.data(),
-                                          sGpu.data(), zGpu.data()))
+                                    codesCpu.data(), sCpu.data(), zCpu.data()));
+  ASSERT_EQ(KVQ_OK,
+            kvq_metal_group_quant(ctx(), x.data(), c.dtype, rows, cols, c.axis,
+                                  group, c.bits, exp, c.layout, codesGpu.data(),
+                                  sGpu.data(), zGpu.data()))
       << kvq_last_error();
   EXPECT_EQ(codesCpu, codesGpu);
   EXPECT_EQ(sCpu, sGpu);
@@ -54,10 +53,9 @@ TEST_P(MetalUniform, QuantAndDequantAreBitIdentical) {
   for (kvq_dtype out : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
     const size_t bytes = rows * cols * (out == KVQ_DTYPE_F16 ? 2 : 4);
     std::vector<uint8_t> dCpu(bytes, 1), dGpu(bytes, 2);
-    ASSERT_EQ(KVQ_OK, kvq_group_dequant(codesCpu.data(), c.layout,
-                                        sCpu.data(), zCpu.data(), rows, cols,
-                                        c.axis, group, c.bits, dCpu.data(),
-                                        out));
+    ASSERT_EQ(KVQ_OK, kvq_group_dequant(codesCpu.data(), c.layout, sCpu.data(),
+                                        zCpu.data(), rows, cols, c.axis, group,
+                                        c.bits, dCpu.data(), out));
     ASSERT_EQ(KVQ_OK,
               kvq_metal_group_dequant(ctx(), codesCpu.data(), c.layout,
                                       sCpu.data(), zCpu.data(), rows, cols,
@@ -107,8 +105,8 @@ TEST(MetalUniformErrors, SameStatusesAsTheCpuAndOutputsUntouched) {
                                            codes.data(), s.data(), z.data())
                    : kvq_group_quant(data, KVQ_DTYPE_F32, 4, 8,
                                      KVQ_AXIS_PER_TOKEN, group, bits, nullptr,
-                                     KVQ_CODES_UNPACKED, codes.data(),
-                                     s.data(), z.data());
+                                     KVQ_CODES_UNPACKED, codes.data(), s.data(),
+                                     z.data());
     };
   };
   both(quant(5, 4, x.data()));
@@ -130,10 +128,9 @@ TEST(MetalUniformErrors, SameStatusesAsTheCpuAndOutputsUntouched) {
   std::vector<uint8_t> tooBig(32, 4); // code 4 > 2^2 - 1
   std::vector<float> out(32, 0.0f);
   EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
-            kvq_metal_group_dequant(ctx(), tooBig.data(), KVQ_CODES_UNPACKED,
-                                    s.data(), z.data(), 4, 8,
-                                    KVQ_AXIS_PER_TOKEN, 4, 2, out.data(),
-                                    KVQ_DTYPE_F32));
+            kvq_metal_group_dequant(
+                ctx(), tooBig.data(), KVQ_CODES_UNPACKED, s.data(), z.data(), 4,
+                8, KVQ_AXIS_PER_TOKEN, 4, 2, out.data(), KVQ_DTYPE_F32));
   EXPECT_EQ(std::vector<float>(32, 0.0f), out);
 }
 

@@ -137,9 +137,7 @@ TEST(ReferenceModel, RefusesBadCalls) {
 // Derived checkpoints: other llama2.c layouts, same function.
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 TEST(ReferenceModel, SeparateClassifierIsRead) {
   // Negative vocab_size and the embedding appended as the classifier.

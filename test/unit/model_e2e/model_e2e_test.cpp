@@ -1,4 +1,5 @@
-//===- model_e2e_test.cpp - stories260K through kvq-import, kvq and the JIT ===//
+//===- model_e2e_test.cpp - stories260K through kvq-import, kvq and the JIT
+//===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // End to end on the real model (models/stories260K): CompiledModel imports
@@ -121,10 +122,10 @@ const ReferenceRun &referenceRun() {
       out.key0.push_back(ref->key(0, int(i)));
       out.value0.push_back(ref->value(0, int(i)));
     }
-    std::printf("[ measured ] reference over %zu tokens: %.1f s\n", ids.size(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                              start)
-                    .count());
+    std::printf(
+        "[ measured ] reference over %zu tokens: %.1f s\n", ids.size(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
     return out;
   }();
   return run;
@@ -150,18 +151,19 @@ std::vector<int32_t> referenceGreedy(int steps) {
   return out;
 }
 
-std::unique_ptr<CompiledModel> compileOrFail(int64_t prefill,
-                                             const std::string &options,
-                                             const ImportOptions &spelling = {}) {
+std::unique_ptr<CompiledModel>
+compileOrFail(int64_t prefill, const std::string &options,
+              const ImportOptions &spelling = {}) {
   std::string err;
   auto start = std::chrono::steady_clock::now();
-  auto m = CompiledModel::compile(checkpoint(), prefill, options, &err, spelling);
+  auto m =
+      CompiledModel::compile(checkpoint(), prefill, options, &err, spelling);
   EXPECT_TRUE(m) << "'" << options << "': " << err;
-  std::printf("[ measured ] compile '%s' (prefill %lld): %.1f s\n",
-              options.c_str(), (long long)prefill,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+  std::printf(
+      "[ measured ] compile '%s' (prefill %lld): %.1f s\n", options.c_str(),
+      (long long)prefill,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   return m;
 }
 
@@ -261,7 +263,9 @@ INSTANTIATE_TEST_SUITE_P(
         spelling("Default", 1e-4),
         spelling("CacheF16", 5e-2, [](ImportOptions &o) { o.cacheF16 = true; }),
         spelling("GqaBroadcast", 1e-4,
-                 [](ImportOptions &o) { o.gqa = ImportOptions::Gqa::Broadcast; }),
+                 [](ImportOptions &o) {
+                   o.gqa = ImportOptions::Gqa::Broadcast;
+                 }),
         spelling("ExpandedSoftmax", 1e-4,
                  [](ImportOptions &o) { o.expandSoftmax = true; })),
     [](const ::testing::TestParamInfo<Spelling> &i) { return i.param.name; });
@@ -453,14 +457,13 @@ PerplexityResult perplexity(const std::string &options) {
     r.tokens += s.tokens;
   }
   r.perplexity = std::exp(total / double(std::max<int64_t>(r.decoded, 1)));
-  std::printf("[ measured ] %-32s perplexity %.4f over %lld tokens, cache "
-              "%lld bytes (fp16 %lld), %.1f s\n",
-              options.empty() ? "(plain)" : options.c_str(), r.perplexity,
-              (long long)r.decoded, (long long)r.totalBytes,
-              (long long)r.fp16Bytes,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+  std::printf(
+      "[ measured ] %-32s perplexity %.4f over %lld tokens, cache "
+      "%lld bytes (fp16 %lld), %.1f s\n",
+      options.empty() ? "(plain)" : options.c_str(), r.perplexity,
+      (long long)r.decoded, (long long)r.totalBytes, (long long)r.fp16Bytes,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   return r;
 }
 
@@ -560,8 +563,8 @@ TEST(OtherCheckpoints, MhaAndSeparateClassifierAreTheSameModel) {
   for (const Variant &v :
        {Variant{"mha", asMultiHead(bytes)},
         Variant{"separate-classifier", withSeparateClassifier(bytes)}}) {
-    std::string path = writeScratch(std::string("e2e-") + v.name + ".bin",
-                                    v.bytes);
+    std::string path =
+        writeScratch(std::string("e2e-") + v.name + ".bin", v.bytes);
     std::string err;
     auto ckpt = Llama2cCheckpoint::open(path, &err);
     ASSERT_TRUE(ckpt) << v.name << ": " << err;
@@ -590,8 +593,8 @@ TEST(OtherCheckpoints, MhaAndSeparateClassifierAreTheSameModel) {
 
 TEST(BadInput, UnknownMethodIsAnError) {
   std::string err;
-  EXPECT_FALSE(CompiledModel::compile(checkpoint(), kPrefill, "method=bogus",
-                                      &err));
+  EXPECT_FALSE(
+      CompiledModel::compile(checkpoint(), kPrefill, "method=bogus", &err));
   EXPECT_NE(err.find("bogus"), std::string::npos) << err;
   std::printf("[ message  ] %s\n", err.c_str());
 }

@@ -23,15 +23,15 @@ void expectPartition(const kvq_stats &s) {
 /// kvq's kvquant bytes for one prefill of S tokens (1 head, head_dim D,
 /// 3 bits, 1% outliers, 1 sink), from the storage layout in docs/RUNTIME.md.
 double kvqKvquantBits(int64_t S, int64_t D) {
-  const int64_t m = S - 1;                      // compressed tokens
-  const int64_t codes = m * 2 * (D * 3 / 8);    // K and V rows, packed
-  const int64_t keyTables = D * 8 * 2 + D * 2;  // levels + frozen thresholds
-  const int64_t valueTables = m * 8 * 2;        // one table per (token, head)
-  const int64_t keyOut = ((m + 99) / 100) * D;  // ceil(0.01 m) per channel
+  const int64_t m = S - 1;                       // compressed tokens
+  const int64_t codes = m * 2 * (D * 3 / 8);     // K and V rows, packed
+  const int64_t keyTables = D * 8 * 2 + D * 2;   // levels + frozen thresholds
+  const int64_t valueTables = m * 8 * 2;         // one table per (token, head)
+  const int64_t keyOut = ((m + 99) / 100) * D;   // ceil(0.01 m) per channel
   const int64_t valueOut = m * ((D + 99) / 100); // ceil(0.01 D) per vector
   const int64_t sink = 2 * D * 2;
-  const int64_t total = codes + keyTables + valueTables +
-                        4 * (keyOut + valueOut) + sink;
+  const int64_t total =
+      codes + keyTables + valueTables + 4 * (keyOut + valueOut) + sink;
   return 8.0 * total / (2.0 * S * D);
 }
 
@@ -99,10 +99,8 @@ TEST(Accounting, EffectiveBitsWithinBitsAndOverhead) {
     ASSERT_EQ(append(cache.h, kv, 0, 1024), KVQ_OK);
     kvq_stats s = stats(cache.h);
     const double elements = 1024.0 * 128 * 2;
-    const double overhead = 8.0 *
-                            (s.level_table_bytes + s.outlier_bytes +
-                             s.sink_bytes) /
-                            elements;
+    const double overhead =
+        8.0 * (s.level_table_bytes + s.outlier_bytes + s.sink_bytes) / elements;
     EXPECT_GE(s.effective_bits, bits);
     EXPECT_NEAR(s.effective_bits, bits + overhead, 0.02) << "bits " << bits;
   }

@@ -84,14 +84,15 @@ Data makeData(int bits, uint64_t seed) {
 std::vector<float> rowCodes(const Data &t, int bits, int64_t r) {
   std::vector<float> v(static_cast<size_t>(t.d));
   for (int64_t c = 0; c < t.d; ++c)
-    v[static_cast<size_t>(c)] = packedCodeAt(t.packed.data(), r * t.d + c, bits);
+    v[static_cast<size_t>(c)] =
+        packedCodeAt(t.packed.data(), r * t.d + c, bits);
   return v;
 }
 
 /// Runs CHECK(ops) for every SIMD table this CPU runs (AVX-512 and the
 /// AVX2-only one on such a machine, NEON under qemu).
 #define FOR_EACH_SIMD_TABLE(CHECK)                                             \
-  const std::vector<const KernelTable *> tables = simdKernelVariants();       \
+  const std::vector<const KernelTable *> tables = simdKernelVariants();        \
   if (tables.empty())                                                          \
     GTEST_SKIP() << "no SIMD table on this CPU";                               \
   for (const KernelTable *k : tables) {                                        \
@@ -124,10 +125,10 @@ void checkDotsOfCodesAndHalfsAreCanonical(const AttendOps &ops) {
           hv[static_cast<size_t>(c)] =
               halfToFloat(t.half[static_cast<size_t>(r * t.d + c)]);
         for (int64_t j = 0; j < nq; ++j) {
-          const float want = canonicalDot(t.q.data() + j * t.d, v.data(), t.d,
-                                          true);
-          const float wantH = canonicalDot(t.q.data() + j * t.d, hv.data(),
-                                           t.d, true);
+          const float want =
+              canonicalDot(t.q.data() + j * t.d, v.data(), t.d, true);
+          const float wantH =
+              canonicalDot(t.q.data() + j * t.d, hv.data(), t.d, true);
           SCOPED_TRACE("bits " + std::to_string(bits) + " nq " +
                        std::to_string(nq) + " row " + std::to_string(r) +
                        " query " + std::to_string(j));
@@ -140,7 +141,9 @@ void checkDotsOfCodesAndHalfsAreCanonical(const AttendOps &ops) {
   }
 }
 
-TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) { FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical); }
+TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
+  FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical);
+}
 
 void checkPerChannelLookupDotIsCanonical(const AttendOps &ops) {
   for (int bits : {2, 3, 4}) {
@@ -157,10 +160,9 @@ void checkPerChannelLookupDotIsCanonical(const AttendOps &ops) {
       for (int64_t j = 0; j < nq; ++j) {
         std::vector<float> v(static_cast<size_t>(t.d));
         for (int64_t c = 0; c < t.d; ++c)
-          v[static_cast<size_t>(c)] =
-              lut[static_cast<size_t>((j * t.d + c) * L +
-                                      packedCodeAt(t.packed.data(),
-                                                   r * t.d + c, bits))];
+          v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
+              (j * t.d + c) * L +
+              packedCodeAt(t.packed.data(), r * t.d + c, bits))];
         EXPECT_EQ(bitsOf(out[static_cast<size_t>(j)]),
                   bitsOf(canonicalDot(nullptr, v.data(), t.d, false)))
             << "bits " << bits << " row " << r << " query " << j;
@@ -169,7 +171,9 @@ void checkPerChannelLookupDotIsCanonical(const AttendOps &ops) {
   }
 }
 
-TEST(AttendOrder, PerChannelLookupDotIsCanonical) { FOR_EACH_SIMD_TABLE(checkPerChannelLookupDotIsCanonical); }
+TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
+  FOR_EACH_SIMD_TABLE(checkPerChannelLookupDotIsCanonical);
+}
 
 /// dotLutHeads: the rows of `heads` consecutive heads (t.rows rows of d
 /// channels read as one token of rows*d channels) against their tables, each
@@ -196,8 +200,8 @@ void checkLookupDotsOfAllHeadsAreCanonical(const AttendOps &ops) {
                 packedCodeAt(t.packed.data(), h * d + c, bits))];
           ASSERT_EQ(bitsOf(out[static_cast<size_t>(h * nq + j)]),
                     bitsOf(canonicalDot(nullptr, v.data(), d, false)))
-              << "bits " << bits << " nq " << nq << " head " << h
-              << " query " << j;
+              << "bits " << bits << " nq " << nq << " head " << h << " query "
+              << j;
         }
     }
 }
@@ -226,11 +230,11 @@ void checkLevelDotsAreCanonical(const AttendOps &ops) {
           v[static_cast<size_t>(c)] = levels[static_cast<size_t>(
               c * L + packedCodeAt(t.packed.data(), r * t.d + c, bits))];
         for (int64_t j = 0; j < nq; ++j)
-          ASSERT_EQ(bitsOf(out[static_cast<size_t>(j)]),
-                    bitsOf(canonicalDot(q.data() + j * t.d, v.data(), t.d,
-                                        true)))
-              << "bits " << bits << " nq " << nq << " row " << r
-              << " query " << j;
+          ASSERT_EQ(
+              bitsOf(out[static_cast<size_t>(j)]),
+              bitsOf(canonicalDot(q.data() + j * t.d, v.data(), t.d, true)))
+              << "bits " << bits << " nq " << nq << " row " << r << " query "
+              << j;
       }
     }
 }
@@ -258,8 +262,7 @@ void checkLevelSumsAreOneFmaPerElementAndRow(const AttendOps &ops) {
       std::vector<const uint8_t *> rows;
       for (int64_t r = 0; r < t.rows; ++r)
         rows.push_back(t.packed.data() + r * t.d * bits / 8);
-      std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f),
-          want = acc;
+      std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f), want = acc;
       ops.axpyLevelRows(rows.data(), t.rows, bits, levels.data(), stride,
                         w.data(), wStride, nq, t.d, acc.data());
       for (int64_t r = 0; r < t.rows; ++r)
@@ -314,17 +317,18 @@ void checkPerRowLookupSumsAreOneAdditionPerElement(const AttendOps &ops) {
     for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t j = 0; j < nq; ++j)
         for (int64_t c = 0; c < t.d; ++c)
-          want[static_cast<size_t>(j * t.d + c)] +=
-              luts[static_cast<size_t>(
-                  r * stride + j * E +
-                  packedCodeAt(t.packed.data(), r * t.d + c, bits))];
+          want[static_cast<size_t>(j * t.d + c)] += luts[static_cast<size_t>(
+              r * stride + j * E +
+              packedCodeAt(t.packed.data(), r * t.d + c, bits))];
     for (size_t e = 0; e < acc.size(); ++e)
       ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
           << "bits " << bits << " element " << e;
   }
 }
 
-TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) { FOR_EACH_SIMD_TABLE(checkPerRowLookupSumsAreOneAdditionPerElement); }
+TEST(AttendOrder, PerRowLookupSumsAreOneAdditionPerElement) {
+  FOR_EACH_SIMD_TABLE(checkPerRowLookupSumsAreOneAdditionPerElement);
+}
 
 /// The canonical weighted sum of coded rows (kernels.h, axpyCodesRows):
 /// one FMA per element and row, except 2-bit rows, which go in pairs and
@@ -344,9 +348,8 @@ std::vector<float> canonicalAxpyCodes(const Data &t, int bits,
   for (; bits == 2 && r + 2 <= t.rows; r += 2)
     for (int64_t j = 0; j < nq; ++j)
       for (int64_t c = 0; c < t.d; ++c)
-        acc[static_cast<size_t>(j * t.d + c)] +=
-            std::fma(weight(r + 1, j, c), code(r + 1, c),
-                     weight(r, j, c) * code(r, c));
+        acc[static_cast<size_t>(j * t.d + c)] += std::fma(
+            weight(r + 1, j, c), code(r + 1, c), weight(r, j, c) * code(r, c));
   for (; r < t.rows; ++r)
     for (int64_t j = 0; j < nq; ++j)
       for (int64_t c = 0; c < t.d; ++c) {
@@ -416,6 +419,8 @@ void checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow(const AttendOps &ops) {
   }
 }
 
-TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) { FOR_EACH_SIMD_TABLE(checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow); }
+TEST(AttendOrder, WeightedSumsOfHalfsAreOneFmaPerElementAndRow) {
+  FOR_EACH_SIMD_TABLE(checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow);
+}
 
 } // namespace

@@ -113,9 +113,9 @@ TEST(FusedAttention, BatchOfStepsIsCausal) {
   Cache full(cfg);
   feed(full.h, kv, 300);
   std::vector<float> batch(static_cast<size_t>(nQueries * per));
-  ASSERT_EQ(kvq_cache_attend(full.h, 0, q.data(), nQueries, qHeads,
-                             batch.data()),
-            KVQ_OK);
+  ASSERT_EQ(
+      kvq_cache_attend(full.h, 0, q.data(), nQueries, qHeads, batch.data()),
+      KVQ_OK);
   for (int64_t i = 0; i < nQueries; ++i) {
     Cache prefix(cfg);
     ASSERT_EQ(append(prefix.h, kv, 0, 300 - nQueries + i + 1), KVQ_OK);

@@ -172,11 +172,9 @@ TEST_P(CacheBadInput, EveryFailedCallLeavesTheCacheUnchanged) {
   check(kvq_cache_update(cache.h, 1, kh.data(), vh.data(), 3, KVQ_DTYPE_F16),
         KVQ_ERR_NON_FINITE, "fp16 NaN");
   std::vector<float> out(64 * 64), out2(64 * 64);
-  check(kvq_cache_fetch(cache.h, 0, out.data(), out2.data(), 49,
-                        KVQ_DTYPE_F32),
+  check(kvq_cache_fetch(cache.h, 0, out.data(), out2.data(), 49, KVQ_DTYPE_F32),
         KVQ_ERR_BUFFER_TOO_SMALL, "capacity");
-  check(kvq_cache_fetch(cache.h, 5, out.data(), out2.data(), 64,
-                        KVQ_DTYPE_F32),
+  check(kvq_cache_fetch(cache.h, 5, out.data(), out2.data(), 64, KVQ_DTYPE_F32),
         KVQ_ERR_LAYER_OUT_OF_RANGE, "fetch layer");
   check(kvq_cache_fetch(cache.h, 0, nullptr, out2.data(), 64, KVQ_DTYPE_F32),
         KVQ_ERR_NULL_POINTER, "fetch null");
@@ -191,18 +189,17 @@ TEST_P(CacheBadInput, EveryFailedCallLeavesTheCacheUnchanged) {
   check(kvq_cache_sink_positions(cache.h, 0, nullptr, 4, &n),
         KVQ_ERR_NULL_POINTER, "sink positions null");
   // Each failure also left the fetch output buffers alone.
-  EXPECT_TRUE(std::all_of(out.begin(), out.end(),
-                          [](float f) { return f == 0.0f; }));
+  EXPECT_TRUE(
+      std::all_of(out.begin(), out.end(), [](float f) { return f == 0.0f; }));
   // f16 input equals f32 input of the same values.
   std::vector<float> k32(3 * 64, 1.0f), v32(3 * 64, 1.0f);
   vh[5] = 0x3c00;
   Cache c16(c), c32(c);
-  ASSERT_EQ(kvq_cache_update(c16.h, 0, kh.data(), vh.data(), 3,
-                             KVQ_DTYPE_F16),
+  ASSERT_EQ(kvq_cache_update(c16.h, 0, kh.data(), vh.data(), 3, KVQ_DTYPE_F16),
             KVQ_OK);
-  ASSERT_EQ(kvq_cache_update(c32.h, 0, k32.data(), v32.data(), 3,
-                             KVQ_DTYPE_F32),
-            KVQ_OK);
+  ASSERT_EQ(
+      kvq_cache_update(c32.h, 0, k32.data(), v32.data(), 3, KVQ_DTYPE_F32),
+      KVQ_OK);
   EXPECT_TRUE(snapshot(c16.h) == snapshot(c32.h));
 }
 
@@ -269,9 +266,8 @@ INSTANTIATE_TEST_SUITE_P(Methods, CacheBadInput, ::testing::ValuesIn(kMethods));
 namespace {
 /// Causal GQA attention of the last n queries over fetched K/V.
 std::vector<float> referenceAttention(const Fetched &f, int64_t length,
-                                      const std::vector<float> &q,
-                                      int64_t nq, int qHeads, int kvHeads,
-                                      int d) {
+                                      const std::vector<float> &q, int64_t nq,
+                                      int qHeads, int kvHeads, int d) {
   std::vector<float> out(nq * qHeads * d);
   const int64_t C = int64_t{kvHeads} * d;
   for (int64_t i = 0; i < nq; ++i) {
@@ -342,8 +338,8 @@ TEST(CacheAttend, BadArguments) {
   q[3] = NAN;
   EXPECT_EQ(kvq_cache_attend(cache.h, 0, q.data(), 1, 4, out.data()),
             KVQ_ERR_NON_FINITE);
-  EXPECT_TRUE(std::all_of(out.begin(), out.end(),
-                          [](float f) { return f == -3.0f; }));
+  EXPECT_TRUE(
+      std::all_of(out.begin(), out.end(), [](float f) { return f == -3.0f; }));
 }
 
 TEST(CacheThreads, SeparateCachesOnSeparateThreads) {
@@ -352,8 +348,7 @@ TEST(CacheThreads, SeparateCachesOnSeparateThreads) {
     kvq_config c = small(m);
     Cache cache(c);
     for (int64_t t = 0; t < kv.tokens; t += 7)
-      if (append(cache.h, kv, t, std::min<int64_t>(t + 7, kv.tokens)) !=
-          KVQ_OK)
+      if (append(cache.h, kv, t, std::min<int64_t>(t + 7, kv.tokens)) != KVQ_OK)
         return;
     *out = snapshot(cache.h);
   };

@@ -16,9 +16,9 @@ namespace {
 std::vector<uint16_t> roundTripF32(const std::vector<float> &in) {
   kvq_config c = config(KVQ_METHOD_FP16, 1, static_cast<int>(in.size()));
   Cache cache(c);
-  EXPECT_EQ(kvq_cache_update(cache.h, 0, in.data(), in.data(), 1,
-                             KVQ_DTYPE_F32),
-            KVQ_OK)
+  EXPECT_EQ(
+      kvq_cache_update(cache.h, 0, in.data(), in.data(), 1, KVQ_DTYPE_F32),
+      KVQ_OK)
       << kvq_last_error();
   std::vector<uint16_t> k(in.size()), v(in.size());
   EXPECT_EQ(kvq_cache_fetch(cache.h, 0, k.data(), v.data(), 1, KVQ_DTYPE_F16),
@@ -33,10 +33,9 @@ TEST(Fp16, RoundsToNearestEvenLikeReference) {
   std::vector<float> in;
   // Random magnitudes across the whole fp16 range, plus halfway cases.
   for (int i = 0; i < 4000; ++i)
-    in.push_back(static_cast<float>(rng.uniform(-1, 1) *
-                                    std::ldexp(1.0, static_cast<int>(
-                                                        rng.uniform() * 40) -
-                                                        24)));
+    in.push_back(static_cast<float>(
+        rng.uniform(-1, 1) *
+        std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 24)));
   for (uint16_t h : {0x3c00, 0x3c01, 0x0001, 0x03ff, 0x0400, 0x7bfe}) {
     // Exactly halfway between h and h + 1: ties to even.
     float lo = fromHalf(h), hi = fromHalf(static_cast<uint16_t>(h + 1));
@@ -76,9 +75,9 @@ TEST(Fp16, ValuesBeyondFp16RangeAreRejected) {
   std::vector<float> in = {1.0f, 65520.0f};
   kvq_config c = config(KVQ_METHOD_FP16, 1, 2);
   Cache cache(c);
-  EXPECT_EQ(kvq_cache_update(cache.h, 0, in.data(), in.data(), 1,
-                             KVQ_DTYPE_F32),
-            KVQ_ERR_NON_FINITE);
+  EXPECT_EQ(
+      kvq_cache_update(cache.h, 0, in.data(), in.data(), 1, KVQ_DTYPE_F32),
+      KVQ_ERR_NON_FINITE);
   EXPECT_NE(std::string(kvq_last_error()).find("fp16"), std::string::npos);
 }
 

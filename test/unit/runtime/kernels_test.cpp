@@ -1,9 +1,10 @@
 //===- kernels_test.cpp - Uniform kernels, sinks, bad arguments -----------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The numerical decisions of docs/RUNTIME.md for uniform quantization (rint half
-// to even, fp16-rounded scale/zero, constant groups, calibration exclusion),
-// key norm / sink select, and each stateless kernel's bad-argument statuses.
+// The numerical decisions of docs/RUNTIME.md for uniform quantization (rint
+// half to even, fp16-rounded scale/zero, constant groups, calibration
+// exclusion), key norm / sink select, and each stateless kernel's bad-argument
+// statuses.
 //
 //===----------------------------------------------------------------------===//
 #include "test_util.h"
@@ -81,18 +82,18 @@ TEST(UniformQuant, ExcludedElementsLeaveTheMinMax) {
   std::vector<uint8_t> exclude = {0, 0, 0, 1, 0, 0, 0, 0};
   std::vector<uint8_t> codes(8);
   uint16_t scale, zero;
-  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 8, 1,
-                            KVQ_AXIS_PER_CHANNEL, 8, 2, exclude.data(),
-                            KVQ_CODES_UNPACKED, codes.data(), &scale, &zero),
+  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 8, 1, KVQ_AXIS_PER_CHANNEL,
+                            8, 2, exclude.data(), KVQ_CODES_UNPACKED,
+                            codes.data(), &scale, &zero),
             KVQ_OK);
   EXPECT_EQ(scale, toHalf(1.0f));
   EXPECT_EQ(zero, toHalf(0.0f));
   EXPECT_EQ(codes[3], 3); // clamped; the caller keeps the sink in fp16
   // An all-excluded group calibrates as the constant 0.
   std::vector<uint8_t> all(8, 1);
-  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 8, 1,
-                            KVQ_AXIS_PER_CHANNEL, 8, 2, all.data(),
-                            KVQ_CODES_UNPACKED, codes.data(), &scale, &zero),
+  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 8, 1, KVQ_AXIS_PER_CHANNEL,
+                            8, 2, all.data(), KVQ_CODES_UNPACKED, codes.data(),
+                            &scale, &zero),
             KVQ_OK);
   EXPECT_EQ(scale, 0);
   EXPECT_EQ(zero, 0);
@@ -112,10 +113,9 @@ TEST(UniformQuant, PerChannelAndPerTokenGroupShapes) {
             KVQ_OK);
   for (int v = 0; v < 8; ++v) // vector v = row v/2, columns 3*(v%2)..
     EXPECT_EQ(zero[v], toHalf(static_cast<float>((v / 2) * 6 + (v % 2) * 3)));
-  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 4, 6,
-                            KVQ_AXIS_PER_CHANNEL, 2, 2, nullptr,
-                            KVQ_CODES_UNPACKED, codes.data(), scale.data(),
-                            zero.data()),
+  ASSERT_EQ(kvq_group_quant(x.data(), KVQ_DTYPE_F32, 4, 6, KVQ_AXIS_PER_CHANNEL,
+                            2, 2, nullptr, KVQ_CODES_UNPACKED, codes.data(),
+                            scale.data(), zero.data()),
             KVQ_OK);
   for (int v = 0; v < 12; ++v) { // vector v = rows 2*(v/6).., column v%6
     EXPECT_EQ(zero[v], toHalf(static_cast<float>((v / 6) * 12 + v % 6)));
@@ -137,10 +137,9 @@ TEST(UniformQuant, F16AndF32InputsAgree) {
                             8, 3, nullptr, KVQ_CODES_UNPACKED, c1.data(),
                             s1.data(), z1.data()),
             KVQ_OK);
-  ASSERT_EQ(kvq_group_quant(xh.data(), KVQ_DTYPE_F16, 8, 8,
-                            KVQ_AXIS_PER_TOKEN, 8, 3, nullptr,
-                            KVQ_CODES_UNPACKED, c2.data(), s2.data(),
-                            z2.data()),
+  ASSERT_EQ(kvq_group_quant(xh.data(), KVQ_DTYPE_F16, 8, 8, KVQ_AXIS_PER_TOKEN,
+                            8, 3, nullptr, KVQ_CODES_UNPACKED, c2.data(),
+                            s2.data(), z2.data()),
             KVQ_OK);
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(s1, s2);
@@ -225,8 +224,8 @@ TEST(KernelBadArguments, GroupDequant) {
   std::vector<float> out(64, -7.0f);
   auto run = [&](int bits, int group) {
     return kvq_group_dequant(codes.data(), KVQ_CODES_UNPACKED, scale.data(),
-                             zero.data(), 8, 8, KVQ_AXIS_PER_TOKEN, group,
-                             bits, out.data(), KVQ_DTYPE_F32);
+                             zero.data(), 8, 8, KVQ_AXIS_PER_TOKEN, group, bits,
+                             out.data(), KVQ_DTYPE_F32);
   };
   EXPECT_EQ(kvq_group_dequant(nullptr, KVQ_CODES_UNPACKED, scale.data(),
                               zero.data(), 8, 8, KVQ_AXIS_PER_TOKEN, 4, 2,
@@ -239,8 +238,8 @@ TEST(KernelBadArguments, GroupDequant) {
   codes[3] = 1;
   scale[2] = 0x7c00; // inf scale
   EXPECT_EQ(run(2, 4), KVQ_ERR_NON_FINITE);
-  EXPECT_TRUE(std::all_of(out.begin(), out.end(),
-                          [](float f) { return f == -7.0f; }));
+  EXPECT_TRUE(
+      std::all_of(out.begin(), out.end(), [](float f) { return f == -7.0f; }));
   scale[2] = toHalf(1.0f);
   EXPECT_EQ(run(2, 4), KVQ_OK);
 }
@@ -322,9 +321,9 @@ TEST(KernelBadArguments, OutlierSplitAndScreen) {
                               KVQ_AXIS_PER_CHANNEL, 8, 0.1f, nullptr, nullptr,
                               thr.data()),
             KVQ_ERR_NULL_POINTER);
-  EXPECT_EQ(kvq_outlier_screen(x.data(), KVQ_DTYPE_F32, 8, 8, nullptr,
-                               mask.data()),
-            KVQ_ERR_NULL_POINTER);
+  EXPECT_EQ(
+      kvq_outlier_screen(x.data(), KVQ_DTYPE_F32, 8, 8, nullptr, mask.data()),
+      KVQ_ERR_NULL_POINTER);
   thr[1] = NAN;
   EXPECT_EQ(kvq_outlier_screen(x.data(), KVQ_DTYPE_F32, 8, 8, thr.data(),
                                mask.data()),
@@ -332,8 +331,8 @@ TEST(KernelBadArguments, OutlierSplitAndScreen) {
   EXPECT_EQ(kvq_outlier_screen(x.data(), KVQ_DTYPE_F32, 8, 0, thr.data(),
                                mask.data()),
             KVQ_ERR_EMPTY_INPUT);
-  EXPECT_TRUE(std::all_of(mask.begin(), mask.end(),
-                          [](uint8_t m) { return m == 9; }));
+  EXPECT_TRUE(
+      std::all_of(mask.begin(), mask.end(), [](uint8_t m) { return m == 9; }));
 }
 
 TEST(KernelBadArguments, KeyNormAndSinkSelect) {
@@ -357,10 +356,9 @@ TEST(KernelBadArguments, KeyNormAndSinkSelect) {
             KVQ_ERR_EMPTY_INPUT);
   EXPECT_EQ(kvq_sink_select(nullptr, 4, 1, pos.data()), KVQ_ERR_NULL_POINTER);
   good[1] = NAN;
-  EXPECT_EQ(kvq_sink_select(good.data(), 4, 1, pos.data()),
-            KVQ_ERR_NON_FINITE);
-  EXPECT_TRUE(std::all_of(pos.begin(), pos.end(),
-                          [](int64_t p) { return p == -5; }));
+  EXPECT_EQ(kvq_sink_select(good.data(), 4, 1, pos.data()), KVQ_ERR_NON_FINITE);
+  EXPECT_TRUE(
+      std::all_of(pos.begin(), pos.end(), [](int64_t p) { return p == -5; }));
 }
 
 TEST(StatusStrings, EveryStatusHasADistinctName) {

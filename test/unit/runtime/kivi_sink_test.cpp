@@ -53,9 +53,8 @@ std::vector<float> kernelKivi(const KV &kv, const std::vector<int64_t> &protect,
   std::vector<float> out(S * C);
   EXPECT_EQ(kvq_group_quant(kv.k.data(), KVQ_DTYPE_F32, S, C,
                             KVQ_AXIS_PER_CHANNEL, G, bits,
-                            exclude ? mask.data() : nullptr,
-                            KVQ_CODES_UNPACKED, codes.data(), scale.data(),
-                            zero.data()),
+                            exclude ? mask.data() : nullptr, KVQ_CODES_UNPACKED,
+                            codes.data(), scale.data(), zero.data()),
             KVQ_OK);
   EXPECT_EQ(kvq_group_dequant(codes.data(), KVQ_CODES_UNPACKED, scale.data(),
                               zero.data(), S, C, KVQ_AXIS_PER_CHANNEL, G, bits,
@@ -174,13 +173,13 @@ TEST(KiviSink, ProtectionIsDecidedOnceAndIsPrefillDominant) {
   KV decodeSink = gaussianKV(91, 200, 2, 64);
   for (int64_t t = 0; t < 200; ++t)
     for (int64_t i = 0; i < decodeSink.channels(); ++i)
-      decodeSink.krow(t)[i] = fromHalf(toHalf(
-          decodeSink.k[i] * (t == 150 ? 25.0f : 1.0f + 0.01f * t)));
+      decodeSink.krow(t)[i] = fromHalf(
+          toHalf(decodeSink.k[i] * (t == 150 ? 25.0f : 1.0f + 0.01f * t)));
   Cache c2(sinkConfig(1));
   feed(c2.h, decodeSink, 100);
   EXPECT_EQ(sinks(c2.h), (std::vector<int64_t>{150}));
-  EXPECT_TRUE(rowEqual(fetch(c2.h).k, decodeSink.k, 150,
-                       decodeSink.channels()));
+  EXPECT_TRUE(
+      rowEqual(fetch(c2.h).k, decodeSink.k, 150, decodeSink.channels()));
 }
 
 TEST(KiviSink, SinkRowsLeaveTheirKeyGroupCodes) {

@@ -195,10 +195,9 @@ TEST(KiviAxes, PerChannelKeysHandleAnOutlierChannel) {
   std::vector<uint8_t> codes(96 * 32);
   std::vector<uint16_t> s(96), z(96);
   std::vector<float> perToken(96 * 32);
-  ASSERT_EQ(kvq_group_quant(kv.k.data(), KVQ_DTYPE_F32, 96, 32,
-                            KVQ_AXIS_PER_TOKEN, 32, 2, nullptr,
-                            KVQ_CODES_UNPACKED, codes.data(), s.data(),
-                            z.data()),
+  ASSERT_EQ(kvq_group_quant(
+                kv.k.data(), KVQ_DTYPE_F32, 96, 32, KVQ_AXIS_PER_TOKEN, 32, 2,
+                nullptr, KVQ_CODES_UNPACKED, codes.data(), s.data(), z.data()),
             KVQ_OK);
   ASSERT_EQ(kvq_group_dequant(codes.data(), KVQ_CODES_UNPACKED, s.data(),
                               z.data(), 96, 32, KVQ_AXIS_PER_TOKEN, 32, 2,
@@ -225,8 +224,8 @@ TEST(KiviBytes, LayoutOfAPrefill) {
   EXPECT_EQ(s.residual_bytes, 32 * 2 * C * 2);
   EXPECT_EQ(s.level_table_bytes, 0);
   EXPECT_EQ(s.outlier_bytes, 0);
-  EXPECT_EQ(s.total_bytes, s.code_bytes + s.scale_zero_bytes + s.residual_bytes);
+  EXPECT_EQ(s.total_bytes,
+            s.code_bytes + s.scale_zero_bytes + s.residual_bytes);
   EXPECT_EQ(s.fp16_bytes, 128 * C * 2 * 2);
-  EXPECT_DOUBLE_EQ(s.effective_bits,
-                   8.0 * s.total_bytes / (128.0 * C * 2));
+  EXPECT_DOUBLE_EQ(s.effective_bits, 8.0 * s.total_bytes / (128.0 * C * 2));
 }

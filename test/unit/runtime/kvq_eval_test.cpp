@@ -31,9 +31,9 @@ namespace {
 std::string tmp(const std::string &name) {
   const ::testing::TestInfo *test =
       ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string owner = test ? std::string(test->test_suite_name()) + "." +
-                                 test->name()
-                           : "global";
+  std::string owner =
+      test ? std::string(test->test_suite_name()) + "." + test->name()
+           : "global";
   return std::string(KVQ_EVAL_TMP) + "/kvq_eval_test_" + owner + "_" + name;
 }
 
@@ -50,8 +50,7 @@ struct RunResult {
 RunResult runTool(const std::string &args) {
   RunResult r;
   const std::string errFile = tmp("stderr.txt");
-  std::string cmd =
-      std::string(KVQ_EVAL_PATH) + " " + args + " 2>" + errFile;
+  std::string cmd = std::string(KVQ_EVAL_PATH) + " " + args + " 2>" + errFile;
   FILE *p = popen(cmd.c_str(), "r");
   if (!p)
     return r;
@@ -98,9 +97,8 @@ double field(const json &obj, const std::string &key) {
   size_t start = 0;
   while (true) {
     size_t dot = key.find('.', start);
-    std::string k = key.substr(start, dot == std::string::npos
-                                          ? std::string::npos
-                                          : dot - start);
+    std::string k = key.substr(
+        start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!at->is_object() || !at->contains(k))
       return NAN;
     at = &(*at)[k];
@@ -144,8 +142,8 @@ protected:
 
 TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
   RunResult r = runTool(inputs() + " --queries " + tmp("q.npy") +
-              " --method fp16,kivi,kivi_sink,kvquant --group-size 16"
-              " --residual 16 --sinks 2 --prefill 64 --json");
+                        " --method fp16,kivi,kivi_sink,kvquant --group-size 16"
+                        " --residual 16 --sinks 2 --prefill 64 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char *m : {"fp16", "kivi", "kivi_sink", "kvquant"}) {
     json o = object(r, m);
@@ -174,8 +172,7 @@ TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
   EXPECT_LT(field(kivi, "bytes.total"), field(kivi, "fp16_bytes"));
   EXPECT_LT(field(sink, "key_mse"), field(kivi, "key_mse"));
   const std::vector<int64_t> positions = sink["sink_positions"];
-  EXPECT_NE(std::find(positions.begin(), positions.end(), 50),
-            positions.end())
+  EXPECT_NE(std::find(positions.begin(), positions.end(), 50), positions.end())
       << sink;
   // What was measured is recorded: inputs, layout, configuration, version;
   // flags that do not apply to a method are warnings.
@@ -202,18 +199,20 @@ TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
 }
 
 TEST_F(KvqEval, TableByDefaultAndBitsFlag) {
-  RunResult r = runTool(inputs() + " --method kivi,kvquant --bits 4 --group-size 32");
+  RunResult r =
+      runTool(inputs() + " --method kivi,kvquant --bits 4 --group-size 32");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("method"), std::string::npos);
   EXPECT_NE(r.out.find("kvquant"), std::string::npos);
   EXPECT_NE(r.out.find("    4     4"), std::string::npos) << r.out;
-  RunResult j = runTool(inputs() + " --method kivi --residual-mode block --residual 32 "
+  RunResult j =
+      runTool(inputs() + " --method kivi --residual-mode block --residual 32 "
                          "--group-size 16 --json");
   ASSERT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(j.out.find("attn_rel_err"), std::string::npos); // no queries
   // --flag=value is the same as --flag value.
   RunResult e = runTool(inputs() + " --method=kivi --residual-mode=block "
-                        "--residual=32 --group-size=16 --json");
+                                   "--residual=32 --group-size=16 --json");
   ASSERT_EQ(e.status, 0) << e.out;
   EXPECT_EQ(parse(e)["rows"], parse(j)["rows"]);
 }
@@ -247,14 +246,16 @@ TEST(KvqEvalProtocol, DefaultIsPromptPrefillThenDecodeWithSplitErrors) {
           "value_mse_decode", "attn_rel_err_prefill", "attn_rel_err_decode"})
       EXPECT_FALSE(std::isnan(field(o, key))) << m << " " << key;
     // The whole is the token-weighted mean of the parts.
-    EXPECT_NEAR(field(o, "key_mse"),
-                (128 * field(o, "key_mse_prefill") +
-                 172 * field(o, "key_mse_decode")) / 300,
-                1e-6 * (1 + field(o, "key_mse")))
+    EXPECT_NEAR(
+        field(o, "key_mse"),
+        (128 * field(o, "key_mse_prefill") + 172 * field(o, "key_mse_decode")) /
+            300,
+        1e-6 * (1 + field(o, "key_mse")))
         << o;
     EXPECT_NEAR(field(o, "value_mse"),
                 (128 * field(o, "value_mse_prefill") +
-                 172 * field(o, "value_mse_decode")) / 300,
+                 172 * field(o, "value_mse_decode")) /
+                    300,
                 1e-6 * (1 + field(o, "value_mse")))
         << o;
   }
@@ -344,7 +345,14 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
     h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
     h += '\n';
     std::ofstream f(tmp(name), std::ios::binary);
-    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0,
+    const char head[] = {'\x93',
+                         'N',
+                         'U',
+                         'M',
+                         'P',
+                         'Y',
+                         1,
+                         0,
                          static_cast<char>(h.size() & 0xff),
                          static_cast<char>(h.size() >> 8)};
     f.write(head, 10);
@@ -362,7 +370,8 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
   raw("short.npy",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (96, 2, 32), }",
       96 * 64 * 4 - 1);
-  raw("twod.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (96, 64), }",
+  raw("twod.npy",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (96, 64), }",
       96 * 64 * 4);
   std::ofstream(tmp("junk.npy")) << "not numpy";
   const std::string v = " --values " + tmp("v.npy") + " --method kivi";
@@ -384,7 +393,8 @@ TEST_F(KvqEval, BadInputExitsTwoWithOneLine) {
   expectTwo(inputs() + " --method kivi --prefill 500", "exceeds");
   expectTwo(inputs() + " --method kivi --prefill 0", "at least 1");
   expectTwo(inputs() + " --method kivi --fit-all --prefill 8", "exclude");
-  expectTwo(inputs() + " --method kivi --residual-mode ring", "sliding or block");
+  expectTwo(inputs() + " --method kivi --residual-mode ring",
+            "sliding or block");
   expectTwo(inputs() + " --method kivi --bits 5", "bits");
   expectTwo(inputs() + " --method kivi --group-size 12", "does not divide");
 }
@@ -399,9 +409,9 @@ TEST(Npy, WriterAndReaderRoundTrip) {
     EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(a.wasHalf, half);
     for (size_t i = 0; i < data.size(); ++i)
-      EXPECT_EQ(a.data[i], half ? kvq::npy::halfToFloat(
-                                      kvq::npy::floatToHalf(data[i]))
-                                : data[i]);
+      EXPECT_EQ(a.data[i],
+                half ? kvq::npy::halfToFloat(kvq::npy::floatToHalf(data[i]))
+                     : data[i]);
     // NumPy aligns the data to 64 bytes.
     std::ifstream f(tmp("rt.npy"), std::ios::binary | std::ios::ate);
     EXPECT_EQ((static_cast<size_t>(f.tellg()) - data.size() * (half ? 2 : 4)) %
@@ -409,9 +419,11 @@ TEST(Npy, WriterAndReaderRoundTrip) {
               0u);
   }
   // A version 2.0 header (4-byte length) parses too.
-  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
-  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0,
-                                static_cast<uint8_t>(dict.size()), 0, 0, 0};
+  std::string dict =
+      "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
+  std::vector<uint8_t> bytes = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, static_cast<uint8_t>(dict.size()),
+      0,    0,   0};
   bytes.insert(bytes.end(), dict.begin(), dict.end());
   for (uint8_t b : {0x00, 0x3c, 0x00, 0xc0}) // 1.0, -2.0
     bytes.push_back(b);
@@ -443,8 +455,11 @@ std::vector<float> arrange(const std::vector<float> &x, int64_t heads,
                            std::vector<int64_t> &shape) {
   shape.clear();
   for (char c : layout)
-    shape.push_back(c == 'l' ? kL : c == 'b' ? 1 : c == 't' ? kT
-                                  : c == 'h' ? heads : kD);
+    shape.push_back(c == 'l'   ? kL
+                    : c == 'b' ? 1
+                    : c == 't' ? kT
+                    : c == 'h' ? heads
+                               : kD);
   std::vector<float> out;
   int64_t idx[5] = {0, 0, 0, 0, 0};
   const size_t n = layout.size();
@@ -488,8 +503,8 @@ void writeBytes(const std::string &path, const std::vector<uint8_t> &b) {
   ASSERT_TRUE(kvq::tio::writeFile(path, b, err)) << err;
 }
 
-const char *kCmp[] = {"key_mse",      "value_mse",     "key_rel_err",
-                      "value_rel_err", "attn_rel_err", "attn_rel_err_decode",
+const char *kCmp[] = {"key_mse",        "value_mse",    "key_rel_err",
+                      "value_rel_err",  "attn_rel_err", "attn_rel_err_decode",
                       "effective_bits", "bytes.total"};
 
 class KvqEvalFormats : public ::testing::Test {
@@ -532,8 +547,7 @@ protected:
       ASSERT_NE(match, nullptr) << what << " " << row["method"];
       for (const char *key : kCmp)
         EXPECT_EQ(field(*match, key), field(row, key))
-            << what << " layer " << layer << " " << row["method"] << " "
-            << key;
+            << what << " layer " << layer << " " << row["method"] << " " << key;
     }
   }
   static constexpr const char *kMethods =
@@ -551,7 +565,8 @@ TEST_F(KvqEvalFormats, EveryLayoutOfNpyMatchesThd) {
       const bool multi = L.find('l') != std::string::npos;
       std::string args;
       for (auto [name, x, heads] :
-           {std::tuple<const char *, std::vector<float> *, int64_t>{"k", &k, kH},
+           {std::tuple<const char *, std::vector<float> *, int64_t>{"k", &k,
+                                                                    kH},
             {"v", &v, kH},
             {"q", &q, kHq}}) {
         std::vector<int64_t> s;
@@ -563,8 +578,8 @@ TEST_F(KvqEvalFormats, EveryLayoutOfNpyMatchesThd) {
                                              : " --queries ") +
                 f;
       }
-      RunResult r = runTool(args + " --layout " + L + " " + kMethods +
-                            " --json");
+      RunResult r =
+          runTool(args + " --layout " + L + " " + kMethods + " --json");
       ASSERT_EQ(r.status, 0) << L << "\n" << r.out;
       json doc = parse(r);
       EXPECT_EQ(doc["layout"], L);
@@ -597,15 +612,14 @@ TEST_F(KvqEvalFormats, NpzAndSafetensorsMatchNpy) {
                        av = arrange(v, kH, L, 0, sk),
                        aq = arrange(q, kHq, L, 0, sq);
     const std::string st = tmp("kv" + dtName(dt) + ".safetensors");
-    writeBytes(st, kvq::tio::safetensorsImage(
-                       {{"model.k_cache", sk, ak, dt},
-                        {"keys", sk, ak, dt},
-                        {"values", sk, av, dt},
-                        {"queries", sq, aq, dt}}));
+    writeBytes(st, kvq::tio::safetensorsImage({{"model.k_cache", sk, ak, dt},
+                                               {"keys", sk, ak, dt},
+                                               {"values", sk, av, dt},
+                                               {"queries", sq, aq, dt}}));
     // Default names: one archive serves all three flags; --values may be
     // left out.
-    RunResult r = runTool("--keys " + st + " --queries " + st +
-                          " --layout " + L + " " + kMethods + " --json");
+    RunResult r = runTool("--keys " + st + " --queries " + st + " --layout " +
+                          L + " " + kMethods + " --json");
     ASSERT_EQ(r.status, 0) << r.out;
     json doc = parse(r);
     EXPECT_EQ(doc["inputs"]["values"]["tensor"], "values");
@@ -624,16 +638,14 @@ TEST_F(KvqEvalFormats, NpzAndSafetensorsMatchNpy) {
     // .npz with the short names k/v/q, as np.savez(f, k=..., v=..., q=...).
     const std::string npz = tmp("kv" + dtName(dt) + ".npz");
     std::string err;
-    ASSERT_TRUE(kvq::tio::writeNpz(
-        npz,
-        {{"k", kvq::tio::npyImage(sk, ak, dt)},
-         {"v", kvq::tio::npyImage(sk, av, dt)},
-         {"q", kvq::tio::npyImage(sq, aq, dt)}},
-        err))
+    ASSERT_TRUE(kvq::tio::writeNpz(npz,
+                                   {{"k", kvq::tio::npyImage(sk, ak, dt)},
+                                    {"v", kvq::tio::npyImage(sk, av, dt)},
+                                    {"q", kvq::tio::npyImage(sq, aq, dt)}},
+                                   err))
         << err;
-    RunResult z = runTool("--keys " + npz + " --values " + npz +
-                          " --queries " + npz + " --layout " + L + " " +
-                          kMethods + " --json");
+    RunResult z = runTool("--keys " + npz + " --values " + npz + " --queries " +
+                          npz + " --layout " + L + " " + kMethods + " --json");
     ASSERT_EQ(z.status, 0) << z.out;
     json zd = parse(z);
     EXPECT_EQ(zd["inputs"]["queries"]["tensor"], "q");
@@ -654,7 +666,8 @@ TEST_F(KvqEvalFormats, ThreadsAndQueryPositions) {
   const std::string in = "--keys " + tmp("k.npy") + " --values " +
                          tmp("v.npy") + " --queries " + tmp("q.npy") + " " +
                          kMethods + " --json";
-  RunResult one = runTool(in + " --threads 1"), four = runTool(in + " --threads 4");
+  RunResult one = runTool(in + " --threads 1"),
+            four = runTool(in + " --threads 4");
   ASSERT_EQ(one.status, 0) << one.out;
   ASSERT_EQ(four.status, 0) << four.out;
   EXPECT_EQ(parse(one)["rows"], parse(four)["rows"]);
@@ -688,8 +701,8 @@ TEST_F(KvqEvalFormats, SweepPlotAndBudget) {
                          " --method kivi,kvquant --bits 2,3,4,8 "
                          "--group-size 16 --residual 16 --prefill 24";
   std::remove(tmp("sweep.png").c_str());
-  RunResult r = runTool(in + " --budget 12 --plot " + tmp("sweep.png") +
-                        " --json");
+  RunResult r =
+      runTool(in + " --budget 12 --plot " + tmp("sweep.png") + " --json");
   ASSERT_EQ(r.status, 0) << r.out;
   json doc = parse(r);
   EXPECT_EQ(doc["summary"].size(), 8u);
@@ -729,21 +742,37 @@ TEST_F(KvqEvalFormats, SweepPlotAndBudget) {
 namespace {
 
 /// A .npy with `dict` as its header and `dataBytes` zero bytes of data.
-void rawNpy(const std::string &path, const std::string &dict,
-            size_t dataBytes, int version = 1) {
+void rawNpy(const std::string &path, const std::string &dict, size_t dataBytes,
+            int version = 1) {
   std::string h = dict;
   h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
   h += '\n';
   std::ofstream f(path, std::ios::binary);
   if (version == 1) {
-    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0,
+    const char head[] = {'\x93',
+                         'N',
+                         'U',
+                         'M',
+                         'P',
+                         'Y',
+                         1,
+                         0,
                          static_cast<char>(h.size() & 0xff),
                          static_cast<char>(h.size() >> 8)};
     f.write(head, 10);
   } else {
-    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 2, 0,
+    const char head[] = {'\x93',
+                         'N',
+                         'U',
+                         'M',
+                         'P',
+                         'Y',
+                         2,
+                         0,
                          static_cast<char>(h.size() & 0xff),
-                         static_cast<char>((h.size() >> 8) & 0xff), 0, 0};
+                         static_cast<char>((h.size() >> 8) & 0xff),
+                         0,
+                         0};
     f.write(head, 12);
   }
   f << h << std::string(dataBytes, '\0');
@@ -765,7 +794,8 @@ void expectTwo(const std::string &args, const std::string &word) {
 TEST_F(KvqEval, SilentMisreadsAreRefusedOrWarned) {
   // [8 heads, 256 tokens, 16]: read as thd it would be 8 tokens x 256 heads.
   writeOrDie(tmp("hf.npy"), {8, 256, 16}, randomData(31, 8 * 256 * 16), false);
-  const std::string hf = "--keys " + tmp("hf.npy") + " --values " + tmp("hf.npy");
+  const std::string hf =
+      "--keys " + tmp("hf.npy") + " --values " + tmp("hf.npy");
   expectTwo(hf + " --method kivi", "--layout htd");
   RunResult ok = runTool(hf + " --method kivi --layout htd --json");
   ASSERT_EQ(ok.status, 0) << ok.out;
@@ -793,10 +823,12 @@ TEST_F(KvqEval, SilentMisreadsAreRefusedOrWarned) {
   EXPECT_NE(res.stdErr.find("kvq-eval: warning: kivi 2-bit: no token"),
             std::string::npos);
   // --sinks means nothing to kvquant; 8-bit kvquant costs more than fp16.
-  RunResult kq = runTool(inputs() + " --method kvquant --bits 8 --sinks 4 --json");
+  RunResult kq =
+      runTool(inputs() + " --method kvquant --bits 8 --sinks 4 --json");
   ASSERT_EQ(kq.status, 0) << kq.out;
   const std::string w = parse(kq)["warnings"].dump();
-  EXPECT_NE(w.find("--sinks does not apply to kvquant"), std::string::npos) << w;
+  EXPECT_NE(w.find("--sinks does not apply to kvquant"), std::string::npos)
+      << w;
   EXPECT_NE(w.find("exceed fp16's 16"), std::string::npos) << w;
 }
 
@@ -861,8 +893,9 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
          "32), }",
          96 * 64 * 4);
   expectTwo("--keys " + tmp("esc.npy") + v, "\\x1b[31m\\x0d");
-  rawNpy(tmp("nl.npy"), "{'descr': '<f4',\n 'fortran_order': False, "
-                        "'shape': (96 2 32), }",
+  rawNpy(tmp("nl.npy"),
+         "{'descr': '<f4',\n 'fortran_order': False, "
+         "'shape': (96 2 32), }",
          96 * 64 * 4);
   expectTwo("--keys " + tmp("nl.npy") + v, "commas");
   // NumPy's dict rules: a repeated key takes the last value ...
@@ -896,8 +929,8 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   // A header length far past the file (version 2: 4-byte length).
   {
     std::ofstream f(tmp("hlen.npy"), std::ios::binary);
-    const char head[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 2, 0,
-                         '\xff', '\xff', '\xff', '\x7f'};
+    const char head[] = {'\x93', 'N', 'U',    'M',    'P',    'Y',
+                         2,      0,   '\xff', '\xff', '\xff', '\x7f'};
     f.write(head, 12);
     f << "{'descr': '<f4'";
   }
@@ -911,15 +944,15 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   std::string err;
   ASSERT_TRUE(kvq::tio::writeNpz(
       tmp("defl.npz"),
-      {{"keys", kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64),
-                                   DType::F32)}},
+      {{"keys",
+        kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64), DType::F32)}},
       err, /*deflatedFlag=*/true))
       << err;
   expectTwo("--keys " + tmp("defl.npz") + v, "np.savez_compressed");
   ASSERT_TRUE(kvq::tio::writeNpz(
       tmp("other.npz"),
-      {{"x", kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64),
-                                DType::F32)}},
+      {{"x",
+        kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64), DType::F32)}},
       err))
       << err;
   expectTwo("--keys " + tmp("other.npz") + v, "no tensor named 'keys' or 'k'");
@@ -938,7 +971,8 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   st.resize(st.size() - 4);
   writeBytes(tmp("short.safetensors"), st);
   expectTwo("--keys " + tmp("short.safetensors") + v, "outside the");
-  std::vector<uint8_t> bad = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{'};
+  std::vector<uint8_t> bad = {0xff, 0xff, 0xff, 0xff, 0xff,
+                              0xff, 0xff, 0x7f, '{'};
   writeBytes(tmp("big.safetensors"), bad);
   expectTwo("--keys " + tmp("big.safetensors") + v, "100 MB limit");
   expectTwo("--keys " + tmp("k.npy") + ":keys" + v, "names nothing");

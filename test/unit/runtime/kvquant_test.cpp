@@ -136,9 +136,9 @@ TEST(Kvquant, DecodeKeysKeepOutlierProtection) {
   const float thr = col[1]; // k = ceil(0.01 * 127) = 2
   std::vector<float> krow(C, 0.0f), vrow(C, 0.0f);
   krow[3] = -thr;
-  ASSERT_EQ(kvq_cache_update(cache.h, 0, krow.data(), vrow.data(), 1,
-                             KVQ_DTYPE_F32),
-            KVQ_OK);
+  ASSERT_EQ(
+      kvq_cache_update(cache.h, 0, krow.data(), vrow.data(), 1, KVQ_DTYPE_F32),
+      KVQ_OK);
   Fetched g = fetch(cache.h);
   EXPECT_EQ(g.k[129 * C + 3], -thr);
 }
@@ -241,24 +241,23 @@ TEST(Kvquant, FractionZeroCacheIsPureNuqOfTheKernels) {
   std::vector<float> scratch(64), out(64 * 128);
   std::vector<uint16_t> levels(128 * 8);
   std::vector<uint8_t> codes(64 * 128);
-  ASSERT_EQ(kvq_nuq_fit(kv.v.data(), KVQ_DTYPE_F32, 64, 128,
-                        KVQ_AXIS_PER_TOKEN, 64, 3, 8, nullptr, scratch.data(),
-                        64, levels.data()),
+  ASSERT_EQ(kvq_nuq_fit(kv.v.data(), KVQ_DTYPE_F32, 64, 128, KVQ_AXIS_PER_TOKEN,
+                        64, 3, 8, nullptr, scratch.data(), 64, levels.data()),
             KVQ_OK);
   ASSERT_EQ(kvq_nuq_quant(kv.v.data(), KVQ_DTYPE_F32, 64, 128,
                           KVQ_AXIS_PER_TOKEN, 64, 3, levels.data(),
                           KVQ_CODES_UNPACKED, codes.data()),
             KVQ_OK);
-  ASSERT_EQ(kvq_nuq_dequant(codes.data(), KVQ_CODES_UNPACKED, levels.data(),
-                            64, 128, KVQ_AXIS_PER_TOKEN, 64, 3, out.data(),
+  ASSERT_EQ(kvq_nuq_dequant(codes.data(), KVQ_CODES_UNPACKED, levels.data(), 64,
+                            128, KVQ_AXIS_PER_TOKEN, 64, 3, out.data(),
                             KVQ_DTYPE_F32),
             KVQ_OK);
   EXPECT_EQ(out, f.v);
   // Keys: per-channel fit over all 64 tokens.
   std::vector<uint16_t> klevels(128 * 8);
   ASSERT_EQ(kvq_nuq_fit(kv.k.data(), KVQ_DTYPE_F32, 64, 128,
-                        KVQ_AXIS_PER_CHANNEL, 64, 3, 8, nullptr,
-                        scratch.data(), 64, klevels.data()),
+                        KVQ_AXIS_PER_CHANNEL, 64, 3, 8, nullptr, scratch.data(),
+                        64, klevels.data()),
             KVQ_OK);
   ASSERT_EQ(kvq_nuq_quant(kv.k.data(), KVQ_DTYPE_F32, 64, 128,
                           KVQ_AXIS_PER_CHANNEL, 64, 3, klevels.data(),
@@ -278,8 +277,8 @@ TEST(Kvquant, AccountingTracksRealisedOutliersAndSinks) {
   ASSERT_EQ(append(cache.h, kv, 0, S), KVQ_OK);
   kvq_stats s = stats(cache.h);
   const int64_t m = S - 2;
-  const int64_t keyOut = C * 6;          // ceil(0.02 * 298) = 6 per channel
-  const int64_t valueOut = m * 2 * 2;    // ceil(0.02 * 64) = 2 per vector
+  const int64_t keyOut = C * 6;       // ceil(0.02 * 298) = 6 per channel
+  const int64_t valueOut = m * 2 * 2; // ceil(0.02 * 64) = 2 per vector
   EXPECT_EQ(s.outlier_count, keyOut + valueOut);
   EXPECT_EQ(s.outlier_bytes, 4 * s.outlier_count);
   EXPECT_EQ(s.sink_tokens, 2);

@@ -34,8 +34,8 @@ std::vector<float> uniformData(uint64_t seed, int64_t n) {
 
 /// Reconstruction MSE of NUQ over `vectors` rows of length n (one level
 /// table per row); outliers (fraction > 0) are kept exact, as in the cache.
-double nuqMse(const std::vector<float> &x, int64_t vectors, int64_t n,
-              int bits, int iters, float fraction) {
+double nuqMse(const std::vector<float> &x, int64_t vectors, int64_t n, int bits,
+              int iters, float fraction) {
   std::vector<uint8_t> mask(x.size(), 0);
   if (fraction > 0)
     EXPECT_EQ(kvq_outlier_split(x.data(), KVQ_DTYPE_F32, vectors, n,
@@ -44,10 +44,10 @@ double nuqMse(const std::vector<float> &x, int64_t vectors, int64_t n,
               KVQ_OK);
   std::vector<float> scratch(kvq_nuq_fit_scratch_size(n, bits));
   std::vector<uint16_t> levels(static_cast<size_t>(vectors << bits));
-  EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, vectors, n,
-                        KVQ_AXIS_PER_TOKEN, static_cast<int32_t>(n), bits,
-                        iters, mask.data(), scratch.data(),
-                        static_cast<int64_t>(scratch.size()), levels.data()),
+  EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, vectors, n, KVQ_AXIS_PER_TOKEN,
+                        static_cast<int32_t>(n), bits, iters, mask.data(),
+                        scratch.data(), static_cast<int64_t>(scratch.size()),
+                        levels.data()),
             KVQ_OK);
   std::vector<uint8_t> codes(kvq_packed_size(vectors * n, bits));
   EXPECT_EQ(kvq_nuq_quant(x.data(), KVQ_DTYPE_F32, vectors, n,
@@ -168,10 +168,9 @@ TEST(Nuq, LevelTablesAreDeterministic) {
               KVQ_OK);
   EXPECT_EQ(a, b);
   for (int v = 0; v < 2; ++v)
-    EXPECT_TRUE(std::is_sorted(a.begin() + 8 * v, a.begin() + 8 * v + 8,
-                               [](uint16_t p, uint16_t q) {
-                                 return fromHalf(p) < fromHalf(q);
-                               }));
+    EXPECT_TRUE(std::is_sorted(
+        a.begin() + 8 * v, a.begin() + 8 * v + 8,
+        [](uint16_t p, uint16_t q) { return fromHalf(p) < fromHalf(q); }));
 }
 
 TEST(Nuq, QuantileInitialisationAndEmptyVector) {

@@ -68,9 +68,9 @@ Split run(const Dump &d, kvq_config cfg) {
                              KVQ_DTYPE_F32),
             KVQ_OK);
   for (int64_t t = kPrefill; t < T; ++t)
-    EXPECT_EQ(kvq_cache_update(cache, 0, &d.k[t * C], &d.v[t * C], 1,
-                               KVQ_DTYPE_F32),
-              KVQ_OK);
+    EXPECT_EQ(
+        kvq_cache_update(cache, 0, &d.k[t * C], &d.v[t * C], 1, KVQ_DTYPE_F32),
+        KVQ_OK);
   std::vector<float> k(d.k.size()), v(d.v.size());
   EXPECT_EQ(kvq_cache_fetch(cache, 0, k.data(), v.data(), T, KVQ_DTYPE_F32),
             KVQ_OK);
@@ -101,10 +101,14 @@ kvq_config defaults(kvq_method m, const Dump &d) {
 
 const char *name(kvq_method m) {
   switch (m) {
-  case KVQ_METHOD_FP16: return "fp16";
-  case KVQ_METHOD_KIVI: return "kivi";
-  case KVQ_METHOD_KIVI_SINK: return "kivi_sink";
-  default: return "kvquant";
+  case KVQ_METHOD_FP16:
+    return "fp16";
+  case KVQ_METHOD_KIVI:
+    return "kivi";
+  case KVQ_METHOD_KIVI_SINK:
+    return "kivi_sink";
+  default:
+    return "kvquant";
   }
 }
 
@@ -116,8 +120,8 @@ TEST(RealKv, DecodedKeyErrorWithinTwiceThePrefillsForEveryDefault) {
     ASSERT_EQ(d.tokens, 512);
     ASSERT_EQ(d.heads, 4);
     ASSERT_EQ(d.dim, 8);
-    for (kvq_method m : {KVQ_METHOD_FP16, KVQ_METHOD_KIVI,
-                         KVQ_METHOD_KIVI_SINK, KVQ_METHOD_KVQUANT}) {
+    for (kvq_method m : {KVQ_METHOD_FP16, KVQ_METHOD_KIVI, KVQ_METHOD_KIVI_SINK,
+                         KVQ_METHOD_KVQUANT}) {
       const Split s = run(d, defaults(m, d));
       std::printf("layer %d %-9s key MSE prefill %.4g decode %.4g (%.2fx), "
                   "%.3f effective bits\n",

@@ -152,13 +152,13 @@ TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {
             ASSERT_EQ(s1, s2) << what;
             ASSERT_EQ(z1, z2) << what;
             ASSERT_EQ(c1, c2) << what;
-            const size_t outBytes = static_cast<size_t>(n) *
-                                    (dt == KVQ_DTYPE_F16 ? 2 : 4);
+            const size_t outBytes =
+                static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
             std::vector<uint8_t> o1(outBytes), o2(outBytes);
             ref.groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
                              o1.data(), dt);
-            simd->groupDequant(c1.data(), layout, s1.data(), z1.data(), g,
-                               bits, o2.data(), dt);
+            simd->groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
+                               o2.data(), dt);
             ASSERT_EQ(o1, o2) << what;
           }
 }
@@ -176,8 +176,8 @@ TEST(SimdUniform, ExcludedElementsFallBackIdentically) {
       z2(g.vectors());
   ref.groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(), KVQ_CODES_UNPACKED,
                  c1.data(), s1.data(), z1.data());
-  simd->groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(),
-                   KVQ_CODES_UNPACKED, c2.data(), s2.data(), z2.data());
+  simd->groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(), KVQ_CODES_UNPACKED,
+                   c2.data(), s2.data(), z2.data());
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(z1, z2);
@@ -238,7 +238,8 @@ TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
               float l = -2.0f;
               for (int64_t i = 0; i < L; ++i) {
                 if (rng.uniform() > 0.2)
-                  l += static_cast<float>(std::nearbyint(rng.uniform() * 8) / 8);
+                  l +=
+                      static_cast<float>(std::nearbyint(rng.uniform() * 8) / 8);
                 levels[static_cast<size_t>(v * L + i)] = floatToHalf(l);
               }
             }
@@ -251,8 +252,8 @@ TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
                            c2.data());
             const std::string what = label(c, bits, dt, layout, pattern);
             ASSERT_EQ(c1, c2) << what;
-            const size_t outBytes = static_cast<size_t>(n) *
-                                    (dt == KVQ_DTYPE_F16 ? 2 : 4);
+            const size_t outBytes =
+                static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
             std::vector<uint8_t> o1(outBytes), o2(outBytes);
             ref.nuqDequant(c1.data(), layout, levels.data(), g, bits, o1.data(),
                            dt);
@@ -344,8 +345,8 @@ TEST(SimdSinks, KeyNormsAreBitIdentical) {
     for (int heads : {1, 3, 8})
       for (int64_t dim : {4, 6, 64, 128})
         for (int64_t tokens : {1, 4, 7, 33}) {
-          auto f = awkwardData(heads * 1000 + dim + tokens, tokens * heads * dim,
-                               3);
+          auto f =
+              awkwardData(heads * 1000 + dim + tokens, tokens * heads * dim, 3);
           auto h = toHalfs(f);
           std::vector<float> n1(static_cast<size_t>(tokens)), n2(n1.size());
           ref.keyNorm(data(dt, f, h), dt, tokens, heads, dim, n1.data());
@@ -441,7 +442,8 @@ TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
         r.halfRowsToFloat(blocks, 3, count, b1.data());
         s.halfRowsToFloat(blocks, 3, count, b2.data());
         for (int64_t i = 0; i < 3 * count; ++i)
-          want[static_cast<size_t>(i)] = halfToFloat(blocks[i / count][i % count]);
+          want[static_cast<size_t>(i)] =
+              halfToFloat(blocks[i / count][i % count]);
         ASSERT_EQ(b1, want);
         ASSERT_EQ(b2, want);
       }

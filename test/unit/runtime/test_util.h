@@ -1,4 +1,5 @@
-//===- test_util.h - Data generators and cache helpers for tests -*- C++ -*-===//
+//===- test_util.h - Data generators and cache helpers for tests -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Seeded, portable test data (own transforms from 64-bit uniform bits, since
@@ -27,7 +28,8 @@ public:
   explicit Rng(uint64_t seed) : gen_(seed) {}
   /// Uniform in (0, 1).
   double uniform() {
-    return (static_cast<double>(gen_() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return (static_cast<double>(gen_() >> 11) + 0.5) *
+           (1.0 / 9007199254740992.0);
   }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   /// Standard normal (Box-Muller).
@@ -144,8 +146,8 @@ struct Cache {
 };
 
 /// Append tokens [from, to) of kv to layer.
-inline kvq_status append(kvq_cache_t *c, const KV &kv, int64_t from,
-                         int64_t to, int32_t layer = 0) {
+inline kvq_status append(kvq_cache_t *c, const KV &kv, int64_t from, int64_t to,
+                         int32_t layer = 0) {
   return kvq_cache_update(c, layer, kv.k.data() + from * kv.channels(),
                           kv.v.data() + from * kv.channels(), to - from,
                           KVQ_DTYPE_F32);
@@ -175,12 +177,12 @@ inline Fetched fetch(const kvq_cache_t *c, int32_t layer = 0) {
   f.kh.resize(f.k.size());
   f.vh.resize(f.k.size());
   if (n > 0) {
-    EXPECT_EQ(kvq_cache_fetch(c, layer, f.k.data(), f.v.data(), n,
-                              KVQ_DTYPE_F32),
-              KVQ_OK);
-    EXPECT_EQ(kvq_cache_fetch(c, layer, f.kh.data(), f.vh.data(), n,
-                              KVQ_DTYPE_F16),
-              KVQ_OK);
+    EXPECT_EQ(
+        kvq_cache_fetch(c, layer, f.k.data(), f.v.data(), n, KVQ_DTYPE_F32),
+        KVQ_OK);
+    EXPECT_EQ(
+        kvq_cache_fetch(c, layer, f.kh.data(), f.vh.data(), n, KVQ_DTYPE_F16),
+        KVQ_OK);
   }
   return f;
 }
