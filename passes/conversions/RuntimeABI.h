@@ -1,6 +1,6 @@
-//===- RuntimeABI.h - the kvq runtime entry points, as seen by MLIR -*- C++
-//-*-===//
+//===- RuntimeABI.h ---------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The kvq runtime entry points, as seen by MLIR.
 //
 // The one table on the compiler side that mirrors runtime/include/kvq/
 // runtime.h: every symbol, per target, and its C signature in MLIR types.

@@ -1,6 +1,6 @@
-//===- CacheConfigOptions.h - pass options that set a #kvq.config -*- C++
-//-*-===//
+//===- CacheConfigOptions.h -------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Pass options that set a #kvq.config.
 //
 // kvq-configure-caches and kvq-quantize-kv-cache take the same options for
 // a cache configuration; both turn them into a CacheConfigAttr here.
@@ -9,7 +9,7 @@
 #ifndef KVQ_PASSES_TRANSFORMS_CACHECONFIGOPTIONS_H
 #define KVQ_PASSES_TRANSFORMS_CACHECONFIGOPTIONS_H
 
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include <string>
 

@@ -1,6 +1,5 @@
-//===- cache_entry.h - What the two KV cache ABIs share ----------*- C++
+//===- cache_entry.h - What the two KV cache ABIs share ---------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-//-*-===//
 //
 // The CPU cache (kvq_cache_*, cache.cpp) and the Metal cache
 // (kvq_metal_cache_*, metal/host/cache.cpp) take the same arguments, check

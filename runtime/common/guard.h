@@ -1,6 +1,5 @@
-//===- guard.h - No exception crosses the C ABI ------------------*- C++
+//===- guard.h - No exception crosses the C ABI -----------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-//-*-===//
 //
 // Every kvq_status entry point of the C ABI (CPU and Metal) runs its body
 // through guarded(), a catch-all at the boundary: an exception escaping a

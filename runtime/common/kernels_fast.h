@@ -1,6 +1,6 @@
-//===- kernels_fast.h - Portable fast paths shared by SIMD tables -*- C++
-//-*-===//
+//===- kernels_fast.h -------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Portable fast paths shared by SIMD tables.
 //
 // Algorithmic speedups that need no intrinsics and are shared by the x86 and
 // NEON tables. Each gives exactly the reference's bytes (differential tests

@@ -1,6 +1,6 @@
-//===- paged.h - Append-only table that never moves its elements -*- C++
-//-*-===//
+//===- paged.h --------------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Append-only table that never moves its elements.
 //
 // The stores keep one small record per token (which payload blocks hold
 // its K and V). In a std::vector, the append that crosses the capacity

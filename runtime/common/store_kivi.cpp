@@ -1,5 +1,4 @@
-//===- store_kivi.cpp - KIVI and KIVI-Sink storage
-//-------------------------===//
+//===- store_kivi.cpp - KIVI and KIVI-Sink storage ------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Keys: per-channel uniform groups of G consecutive tokens, one block per

@@ -1,5 +1,4 @@
-//===- neon_kernels.h - Pieces of the NEON kernel table ----------*- C++
-//-*-===//
+//===- neon_kernels.h - Pieces of the NEON kernel table ---------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each arm64 kernel file fills its part of the table; table_neon.cpp

@@ -1,5 +1,4 @@
-//===- x86_kernels.h - Pieces of the AVX2 kernel table -----------*- C++
-//-*-===//
+//===- x86_kernels.h - Pieces of the AVX2 kernel table ----------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each x86 kernel file fills its part of the table; table_avx2.cpp checks

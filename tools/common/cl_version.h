@@ -1,6 +1,6 @@
-//===- cl_version.h - --version of the kvq tools built on llvm::cl -*- C++
-//-*-===//
+//===- cl_version.h ---------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// --version of the kvq tools built on llvm::cl.
 //
 // kvq-opt, kvq-import and kvq-run print the kvq version (KVQ_VERSION_STRING,
 // set once in the top-level CMakeLists.txt) and the MLIR/LLVM release they

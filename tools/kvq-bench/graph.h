@@ -1,6 +1,6 @@
-//===- graph.h - The generated model graph for the compile benchmark -*- C++
-//-*-===//
+//===- graph.h --------------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The generated model graph for the compile benchmark.
 //
 // A decoder of N layers as a model compiler would hand it to kvq-opt: per
 // layer Q/K/V projections (linalg.matmul on splat weights), the fp16

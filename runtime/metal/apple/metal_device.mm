@@ -1,5 +1,4 @@
-//===- metal_device.mm - host/device.h on Metal.framework
-//------------------===//
+//===- metal_device.mm - host/device.h on Metal.framework -----------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The Apple device under the kvq_metal_* entry points: one MTLDevice and

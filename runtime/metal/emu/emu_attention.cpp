@@ -1,5 +1,4 @@
-//===- emu_attention.cpp - attention.metal compiled through the shim
-//----------===//
+//===- emu_attention.cpp - attention.metal compiled through the shim ------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One translation unit per .metal file: the shim, the unmodified kernel

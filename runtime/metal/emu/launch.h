@@ -1,6 +1,6 @@
-//===- launch.h - Bind device arguments to a shim-compiled kernel -*- C++
-//-*-===//
+//===- launch.h -------------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Bind device arguments to a shim-compiled kernel.
 //
 // A registered kernel is a function compiled from MSL through the shim. Its
 // leading parameters are [[buffer(i)]] arguments (address-space qualified

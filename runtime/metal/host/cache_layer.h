@@ -1,5 +1,4 @@
-//===- cache_layer.h - One layer of a Metal KV cache -------------*- C++
-//-*-===//
+//===- cache_layer.h - One layer of a Metal KV cache ------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The kvq_metal_cache_* entry points (cache.cpp) check their arguments and

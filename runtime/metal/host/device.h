@@ -1,6 +1,6 @@
-//===- device.h - The device interface under the Metal entry points -*- C++
-//-*-===//
+//===- device.h -------------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The device interface under the Metal entry points.
 //
 // The kvq_metal_* entry points are written once, in portable C++, against
 // this small interface: shared-memory buffers and synchronous kernel

@@ -1,5 +1,4 @@
-//===- device_array.h - A growable device buffer -----------------*- C++
-//-*-===//
+//===- device_array.h - A growable device buffer ----------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Metal buffers cannot grow, so cache state lives in DeviceArrays that are

@@ -1,5 +1,4 @@
-//===- dispatch.h - Kernel launches shared by the entry points ---*- C++
-//-*-===//
+//===- dispatch.h - Kernel launches shared by the entry points --*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Small wrappers for launches more than one entry point needs (packing,

@@ -1,5 +1,4 @@
-//===- staging.h - Scoped device buffers for one entry point -----*- C++
-//-*-===//
+//===- staging.h - Scoped device buffers for one entry point ----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The stateless kernels receive host pointers; their data is staged through

@@ -1,6 +1,5 @@
-//===- validate.h - Argument checks of the Metal entry points ----*- C++
+//===- validate.h - Argument checks of the Metal entry points ---*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-//-*-===//
 //
 // The argument checks themselves are the CPU kernels' (common/kernel_args.h),
 // so a graph lowered for Metal fails exactly where its CPU twin fails. This

@@ -1,6 +1,6 @@
-//===- model_e2e_test.cpp - stories260K through kvq-import, kvq and the JIT
-//===//
+//===- model_e2e_test.cpp -------------------------------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// stories260K through kvq-import, kvq and the JIT.
 //
 // End to end on the real model (models/stories260K): CompiledModel imports
 // the checkpoint, optionally runs --kvq-quantize-kv-cache, lowers and JITs

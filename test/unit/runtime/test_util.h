@@ -1,6 +1,6 @@
-//===- test_util.h - Data generators and cache helpers for tests -*- C++
-//-*-===//
+//===- test_util.h ----------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Data generators and cache helpers for tests.
 //
 // Seeded, portable test data (own transforms from 64-bit uniform bits, since
 // std:: distributions differ between standard libraries) and small wrappers
