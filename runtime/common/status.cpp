@@ -50,6 +50,8 @@ extern "C" KVQ_RT_EXPORT const char *kvq_status_string(kvq_status status) {
     return "buffer too small";
   case KVQ_ERR_CORRUPT_DATA:
     return "corrupt data";
+  case KVQ_ERR_NOT_EXACT:
+    return "truncation not exact";
   case KVQ_STATUS_MAX_ENUM:
     break;
   }

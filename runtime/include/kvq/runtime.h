@@ -63,8 +63,9 @@ typedef enum kvq_status {
   KVQ_ERR_SHAPE_MISMATCH = 8,     ///< shapes disagree with the cache/kernel
   KVQ_ERR_NON_FINITE = 9,     ///< NaN/Inf input, or not representable as fp16
   KVQ_ERR_OUT_OF_MEMORY = 10, ///< the allocator returned null
-  KVQ_ERR_BUFFER_TOO_SMALL = 11,   ///< a caller buffer is smaller than needed
-  KVQ_ERR_CORRUPT_DATA = 12,       ///< a serialized cache failed its checks
+  KVQ_ERR_BUFFER_TOO_SMALL = 11, ///< a caller buffer is smaller than needed
+  KVQ_ERR_CORRUPT_DATA = 12,     ///< a serialized cache failed its checks
+  KVQ_ERR_NOT_EXACT = 13, ///< kvq_cache_truncate cannot cut exactly there
   KVQ_STATUS_MAX_ENUM = 0x7fffffff ///< not a status: makes the enum 32-bit
 } kvq_status;
 
@@ -282,6 +283,51 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
                                                   int64_t *positions,
                                                   int64_t capacity,
                                                   int64_t *count);
+
+/*===----------------------------------------------------------------------===*
+ * Cache lifecycle: truncate, fork, save, load (docs/RUNTIME.md, "Cache
+ * lifecycle")
+ *===----------------------------------------------------------------------===*/
+
+/// Keep the first n_tokens tokens of every layer (layers holding fewer are
+/// unchanged); n_tokens >= 0, else KVQ_ERR_INVALID_ARGUMENT.
+/// Exact or refused: on KVQ_OK every layer is, bit for bit (fetch, attend,
+/// stats, sink positions, kvq_cache_save), the layer a fresh cache would
+/// hold after the same update calls restricted to the kept tokens (the call
+/// that straddles the cut shortened to its kept part, later calls dropped).
+/// A cut that only drops tokens still held fp16 in the residual window (the
+/// speculative-decoding rollback) is always exact. A deeper cut is done when
+/// the method can rebuild the earlier state exactly, and otherwise refused
+/// with KVQ_ERR_NOT_EXACT, leaving the cache unchanged; the per-method rule
+/// is in docs/RUNTIME.md.
+KVQ_RT_EXPORT kvq_status kvq_cache_truncate(kvq_cache_t *cache,
+                                            int64_t n_tokens);
+
+/// An independent copy of `cache` (same configuration and allocator), owned
+/// by *out (free it with kvq_cache_destroy). Updating or truncating either
+/// cache never changes the other.
+KVQ_RT_EXPORT kvq_status kvq_cache_fork(const kvq_cache_t *cache,
+                                        kvq_cache_t **out);
+
+/// Serialize `cache` (the format of docs/RUNTIME.md, "Saved cache format":
+/// little-endian, versioned, checksummed; its size is the cache's payload
+/// kvq_stats.total_bytes plus a small header and per-layer bookkeeping).
+/// *size receives the bytes needed. buffer null (capacity ignored) is a
+/// size query and returns KVQ_OK. A non-null buffer with capacity < *size
+/// gives KVQ_ERR_BUFFER_TOO_SMALL, writes nothing to buffer but still sets
+/// *size (the one output written on failure, so a caller can retry).
+KVQ_RT_EXPORT kvq_status kvq_cache_save(const kvq_cache_t *cache, void *buffer,
+                                        int64_t capacity, int64_t *size);
+
+/// Rebuild a cache from the `size` bytes at `data` written by
+/// kvq_cache_save (on any architecture). allocator may be null (malloc/free)
+/// and replaces the saved cache's allocator, which is not serialized. Bytes
+/// that fail any check (magic, version, checksum, configuration, counts,
+/// internal consistency) give KVQ_ERR_CORRUPT_DATA with a one-line message;
+/// no byte outside [data, data + size) is read and nothing leaks.
+KVQ_RT_EXPORT kvq_status kvq_cache_load(const void *data, int64_t size,
+                                        const kvq_allocator *allocator,
+                                        kvq_cache_t **out);
 
 /*===----------------------------------------------------------------------===*
  * Stateless kernels (never allocate)
