@@ -17,10 +17,13 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 jobs="${KVQ_JOBS:-$(nproc)}"
 
+# No Google Benchmark: kvq-bench times cold caches (evicting the last-level
+# cache before each repetition) and reports ratios against bounds measured in
+# the same run, which its own small harness does (tools/kvq-bench).
 packages=(
   cmake ninja-build python3
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libclang-rt-22-dev libgtest-dev libbenchmark-dev gnuplot-nox
+  libclang-rt-22-dev libgtest-dev gnuplot-nox
   nlohmann-json3-dev
   qemu-user-static g++-aarch64-linux-gnu libc6-dev-arm64-cross
 )
