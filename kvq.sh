@@ -17,9 +17,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 jobs="${KVQ_JOBS:-$(nproc)}"
 
-# No Google Benchmark: kvq-bench times cold caches (evicting the last-level
-# cache before each repetition) and reports ratios against bounds measured in
-# the same run, which its own small harness does (tools/kvq-bench).
+# No Google Benchmark: it was installed but never used; kvq-bench has its own
+# small harness (tools/kvq-bench), which reports ratios against bounds it
+# measures in the same run.
 packages=(
   cmake ninja-build python3
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
