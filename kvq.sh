@@ -7,6 +7,10 @@
 #                    build run under qemu, plain, sanitizers), run the whole
 #                    test suite through ctest in each
 #   ./kvq.sh build   install what is missing and build only
+#   ./kvq.sh mutants [ID...]  mutation testing (scripts/mutants.py): each
+#                    mutant of test/mutants/mutants.txt applied to a scratch
+#                    copy under build-mutants/, rebuilt, its tests run;
+#                    killed/survived table, score, build-mutants/report.json
 #
 # Installing uses apt-get (as root, or through sudo) and only when a package
 # is missing, so running it again is cheap. Build trees: build/ (Release),
@@ -119,8 +123,13 @@ case "$cmd" in
     install_packages
     build_release
     ;;
+  mutants)
+    install_packages
+    shift
+    exec python3 "$here/scripts/mutants.py" "$@"
+    ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
