@@ -4,15 +4,17 @@
 # Installs, under the prefix:
 #   include/kvq/runtime.h, runtime_metal.h       the runtime's C ABI
 #   include/kvq/dialect/*.h, *.h.inc, *.td       the dialect (full builds)
-#   include/kvq/passes/Passes.h, Registration.h  passes and the entry point
+#   include/kvq/passes/*.h, *.h.inc, *.td         passes and the entry point
 #   lib/libkvq_runtime_cpu.so*, libMLIRKvq.a, libKvqPasses.a
-#   bin/kvq-opt, kvq-import, kvq-run, kvq-eval, kvq-bench (KVQ_BUILD_TOOLS)
+#   bin/kvq-opt, kvq-lsp-server, kvq-import, kvq-run, kvq-eval, kvq-bench (KVQ_BUILD_TOOLS)
 #   lib/cmake/kvq/kvqConfig.cmake, kvqConfigVersion.cmake, kvqTargets*.cmake
-# exporting kvq::runtime, kvq::MLIRKvq and kvq::KvqPasses.
+#   include/kvq-c/Dialect.h, lib/libKvqCAPI.so*     the MLIR C API of kvq
+#   lib/KvqPlugin.so                              plugin for a stock mlir-opt
+# exporting kvq::runtime, kvq::MLIRKvq, kvq::KvqPasses and kvq::CAPI.
 #
-# The dialect and pass headers keep the source tree's include spelling
-# ("dialect/KvqDialect.h", "passes/Passes.h"), so the exported C++ targets
-# put both <prefix>/include and <prefix>/include/kvq on their include path.
+# The source tree keeps the same layout (include/kvq/dialect,
+# include/kvq/passes, runtime/include/kvq), so every header is included as
+# "kvq/..." in kvq's own sources, in consumers and after install.
 #
 #===----------------------------------------------------------------------===#
 include(GNUInstallDirs)
@@ -40,30 +42,27 @@ if(NOT KVQ_RUNTIME_ONLY)
   foreach(lib MLIRKvq KvqPasses)
     set_target_properties(${lib} PROPERTIES EXPORT_NAME ${lib})
     target_include_directories(${lib} PUBLIC
-      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-      $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/kvq>)
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+      $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
     target_compile_features(${lib} INTERFACE cxx_std_17)
     list(APPEND kvq_export_targets ${lib})
   endforeach()
-  install(FILES
-    ${PROJECT_SOURCE_DIR}/dialect/KvqDialect.h
-    ${PROJECT_SOURCE_DIR}/dialect/KvqBufferization.h
-    ${PROJECT_SOURCE_DIR}/dialect/KvqDialect.td
-    ${PROJECT_SOURCE_DIR}/dialect/KvqAttrs.td
-    ${PROJECT_SOURCE_DIR}/dialect/KvqTypes.td
-    ${PROJECT_SOURCE_DIR}/dialect/KvqOps.td
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/dialect COMPONENT kvq-headers)
-  install(DIRECTORY ${PROJECT_BINARY_DIR}/dialect/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/dialect COMPONENT kvq-headers
-    FILES_MATCHING PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
-  install(FILES
-    ${PROJECT_SOURCE_DIR}/passes/Passes.h
-    ${PROJECT_SOURCE_DIR}/passes/Passes.td
-    ${PROJECT_SOURCE_DIR}/passes/Registration.h
-    ${PROJECT_BINARY_DIR}/passes/Passes.h.inc
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/passes COMPONENT kvq-headers)
+  # The C API (libKvqCAPI.so: kvq-c/Dialect.h and MLIR's core C API).
+  set_target_properties(KvqCAPI PROPERTIES EXPORT_NAME CAPI)
+  list(APPEND kvq_export_targets KvqCAPI)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kvq-c
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kvq-headers)
+  # The plugin for a stock mlir-opt (dlopen'ed by path, not a link target).
+  install(TARGETS KvqPlugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    COMPONENT kvq-libraries)
+  # include/kvq/{dialect,passes}: the headers and .td files as they are in
+  # the source tree, with the generated .inc files beside them.
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kvq ${PROJECT_BINARY_DIR}/include/kvq
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kvq-headers
+    FILES_MATCHING PATTERN "*.h" PATTERN "*.td" PATTERN "*.h.inc"
+    PATTERN "CMakeFiles" EXCLUDE)
 endif()
 
 install(TARGETS ${kvq_export_targets} EXPORT kvqTargets
@@ -77,7 +76,7 @@ install(EXPORT kvqTargets NAMESPACE kvq::
 # The tools find the runtime (and MLIR) through their RUNPATH.
 if(KVQ_BUILD_TOOLS)
   set(kvq_install_tools)
-  foreach(tool kvq-opt kvq-import kvq-run kvq-eval kvq-bench)
+  foreach(tool kvq-opt kvq-lsp-server kvq-import kvq-run kvq-eval kvq-bench)
     if(TARGET ${tool})
       list(APPEND kvq_install_tools ${tool})
       # LLVM's executables already carry $ORIGIN/../lib and MLIR's lib/.

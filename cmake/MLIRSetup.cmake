@@ -50,9 +50,14 @@ macro(kvq_use_mlir)
                    "${CMAKE_MODULE_LINKER_FLAGS}")
   endif()
   include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
-  # kvq/config_limits.h: the runtime's bounds, which the verifiers share.
-  include_directories(${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
-                      ${PROJECT_SOURCE_DIR}/runtime/include)
+  # Public headers as consumers see them ("kvq/dialect/...", generated .inc
+  # files under <build>/include), the runtime's (kvq/config_limits.h: the
+  # bounds the verifiers share), and the project root for private headers
+  # ("passes/conversions/RuntimeABI.h").
+  include_directories(${PROJECT_SOURCE_DIR}/include
+                      ${PROJECT_BINARY_DIR}/include
+                      ${PROJECT_SOURCE_DIR}/runtime/include
+                      ${PROJECT_SOURCE_DIR})
   link_directories(${LLVM_BUILD_LIBRARY_DIR})
   add_definitions(${LLVM_DEFINITIONS})
 endmacro()

@@ -6,7 +6,7 @@
 // head_dim) live on !kvq.cache, which knows the shape.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "kvq/config_limits.h"
 

@@ -7,8 +7,8 @@
 // lowering allocates. No copy is inserted for reads.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqBufferization.h"
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqBufferization.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -5,7 +5,7 @@
 // constants that kvq folders produce as arith.constant.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -14,27 +14,27 @@
 using namespace mlir;
 using namespace mlir::kvq;
 
-#include "dialect/KvqDialect.cpp.inc"
-#include "dialect/KvqEnums.cpp.inc"
+#include "kvq/dialect/KvqDialect.cpp.inc"
+#include "kvq/dialect/KvqEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
-#include "dialect/KvqAttrs.cpp.inc"
+#include "kvq/dialect/KvqAttrs.cpp.inc"
 
 #define GET_TYPEDEF_CLASSES
-#include "dialect/KvqTypes.cpp.inc"
+#include "kvq/dialect/KvqTypes.cpp.inc"
 
 void KvqDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
-#include "dialect/KvqOps.cpp.inc"
+#include "kvq/dialect/KvqOps.cpp.inc"
       >();
   addAttributes<
 #define GET_ATTRDEF_LIST
-#include "dialect/KvqAttrs.cpp.inc"
+#include "kvq/dialect/KvqAttrs.cpp.inc"
       >();
   addTypes<
 #define GET_TYPEDEF_LIST
-#include "dialect/KvqTypes.cpp.inc"
+#include "kvq/dialect/KvqTypes.cpp.inc"
       >();
 }
 

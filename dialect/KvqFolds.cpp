@@ -6,7 +6,7 @@
 // everything.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "llvm/ADT/APFloat.h"
 

@@ -5,7 +5,7 @@
 // value; test/dialect/invalid.mlir asserts each of them.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
@@ -14,7 +14,7 @@ using namespace mlir;
 using namespace mlir::kvq;
 
 #define GET_OP_CLASSES
-#include "dialect/KvqOps.cpp.inc"
+#include "kvq/dialect/KvqOps.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Shared shape rules

@@ -4,7 +4,7 @@
 // Shape rules that tie the configuration to the cache's shape.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "kvq/config_limits.h"
 

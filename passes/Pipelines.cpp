@@ -6,7 +6,7 @@
 // the calls of the Metal backend (func/memref level).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "kvq/passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"

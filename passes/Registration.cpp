@@ -1,11 +1,11 @@
 //===- Registration.cpp - one registration entry point for embedders ------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //===----------------------------------------------------------------------===//
-#include "passes/Registration.h"
+#include "kvq/passes/Registration.h"
 
-#include "dialect/KvqBufferization.h"
-#include "dialect/KvqDialect.h"
-#include "passes/Passes.h"
+#include "kvq/dialect/KvqBufferization.h"
+#include "kvq/dialect/KvqDialect.h"
+#include "kvq/passes/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"

@@ -9,7 +9,7 @@
 // cf.assert: no failure passes silently.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "kvq/passes/Passes.h"
 #include "passes/conversions/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +24,7 @@
 
 namespace mlir::kvq {
 #define GEN_PASS_DEF_CONVERTKVQTORUNTIME
-#include "passes/Passes.h.inc"
+#include "kvq/passes/Passes.h.inc"
 } // namespace mlir::kvq
 
 using namespace mlir;

@@ -5,7 +5,7 @@
 // a module, so one graph compiles for every method.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
@@ -13,7 +13,7 @@
 
 namespace mlir::kvq {
 #define GEN_PASS_DEF_KVQCONFIGURECACHES
-#include "passes/Passes.h.inc"
+#include "kvq/passes/Passes.h.inc"
 } // namespace mlir::kvq
 
 using namespace mlir;

@@ -14,7 +14,7 @@
 //     remark says why.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -32,7 +32,7 @@
 
 namespace mlir::kvq {
 #define GEN_PASS_DEF_KVQQUANTIZEKVCACHE
-#include "passes/Passes.h.inc"
+#include "kvq/passes/Passes.h.inc"
 } // namespace mlir::kvq
 
 using namespace mlir;

@@ -8,12 +8,13 @@
 #         -P RunConsumer.cmake
 #     configure and build the project against PREFIX (find_package(kvq)),
 #     run RUN (relative to BINARY) and check its output matches EXPECT and,
-#     when given, equals the output of REFERENCE.
+#     when given, equals the output of REFERENCE. Optional: ARGS (more
+#     configure arguments), TARGETS (build only these).
 #   cmake -DMODE=configure -DSOURCE=<kvq> -DBINARY=<dir> -DARGS=<a|b|..> -P ..
 #     configure only.
 cmake_minimum_required(VERSION 3.20)
 # List arguments arrive with | between their items.
-foreach(var RUN REFERENCE ARGS)
+foreach(var RUN REFERENCE ARGS TARGETS)
   if(DEFINED ${var})
     string(REPLACE "|" ";" ${var} "${${var}}")
   endif()
@@ -41,8 +42,13 @@ elseif(MODE STREQUAL "consumer")
   file(REMOVE_RECURSE ${BINARY})
   run(${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE} -B ${BINARY}
       -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_BUILD_TYPE=Release
-      -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
-  run(${CMAKE_COMMAND} --build ${BINARY})
+      -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+      ${ARGS})
+  if(DEFINED TARGETS)
+    run(${CMAKE_COMMAND} --build ${BINARY} --target ${TARGETS})
+  else()
+    run(${CMAKE_COMMAND} --build ${BINARY})
+  endif()
   list(POP_FRONT RUN exe)
   run(${BINARY}/${exe} ${RUN})
   set(got "${out}")

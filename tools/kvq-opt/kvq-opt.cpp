@@ -6,7 +6,7 @@
 // point embedders use too (passes/Registration.h).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Registration.h"
+#include "kvq/passes/Registration.h"
 
 #include "cl_version.h"
 

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/kvq-run/CompiledModel.h"
 
-#include "dialect/KvqDialect.h"
-#include "passes/Passes.h"
-#include "passes/Registration.h"
+#include "kvq/dialect/KvqDialect.h"
+#include "kvq/passes/Passes.h"
+#include "kvq/passes/Registration.h"
 
 #include "kvq/runtime.h"
 

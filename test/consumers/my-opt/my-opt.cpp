@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // my-opt: an optimizer driver embedding kvq through its one entry point
 // (test/CMakeLists.txt, kvq-consumer-my-opt, runs --kvq-to-llvm with it).
-#include "passes/Registration.h"
+#include "kvq/passes/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

@@ -5,7 +5,7 @@
 // checks the rewritten function signature.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "kvq/passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

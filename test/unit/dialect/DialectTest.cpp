@@ -5,7 +5,7 @@
 // the verifiers say, the way a compiler embedding kvq would use them.
 //
 //===----------------------------------------------------------------------===//
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

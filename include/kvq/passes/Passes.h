@@ -7,7 +7,7 @@
 #ifndef KVQ_PASSES_PASSES_H
 #define KVQ_PASSES_PASSES_H
 
-#include "dialect/KvqDialect.h"
+#include "kvq/dialect/KvqDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,10 +21,10 @@
 namespace mlir::kvq {
 
 #define GEN_PASS_DECL
-#include "passes/Passes.h.inc"
+#include "kvq/passes/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "passes/Passes.h.inc"
+#include "kvq/passes/Passes.h.inc"
 
 /// Registers the named pipelines --kvq-to-llvm and --kvq-to-metal.
 void registerKvqPipelines();

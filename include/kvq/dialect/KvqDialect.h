@@ -18,16 +18,16 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "dialect/KvqDialect.h.inc"
-#include "dialect/KvqEnums.h.inc"
+#include "kvq/dialect/KvqDialect.h.inc"
+#include "kvq/dialect/KvqEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
-#include "dialect/KvqAttrs.h.inc"
+#include "kvq/dialect/KvqAttrs.h.inc"
 
 #define GET_TYPEDEF_CLASSES
-#include "dialect/KvqTypes.h.inc"
+#include "kvq/dialect/KvqTypes.h.inc"
 
 #define GET_OP_CLASSES
-#include "dialect/KvqOps.h.inc"
+#include "kvq/dialect/KvqOps.h.inc"
 
 #endif // KVQ_DIALECT_KVQDIALECT_H

@@ -1,6 +1,6 @@
-//===- Registration.h - one registration entry point for embedders -*- C++
-//-*-===//
+//===- Registration.h -------------------------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// One registration entry point for embedders.
 //
 // What a tool embedding kvq calls once: the kvq dialect with its
 // bufferization models, the kvq passes and pipelines, and every upstream
