@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "attention.h"
 #include "cache_entry.h"
+#include "cache_handle.h"
 #include "config.h"
 #include "fp16.h"
 #include "guard.h"
@@ -22,17 +23,24 @@
 
 using namespace kvq;
 
-struct kvq_cache {
-  explicit kvq_cache(const kvq_config &c) : cfg(c), payload(c.allocator) {}
-  ~kvq_cache() {
-    for (auto &layer : layers)
-      layer->releaseAll();
+std::unique_ptr<kvq_cache> kvq::newCache(const kvq_config &cfg) {
+  std::unique_ptr<kvq_cache> cache(new kvq_cache(cfg));
+  for (int32_t l = 0; l < cfg.num_layers; ++l) {
+    switch (cfg.method) {
+    case KVQ_METHOD_FP16:
+      cache->layers.push_back(makeFp16Store(cfg, cache->payload));
+      break;
+    case KVQ_METHOD_KIVI:
+    case KVQ_METHOD_KIVI_SINK:
+      cache->layers.push_back(makeKiviStore(cfg, cache->payload));
+      break;
+    default:
+      cache->layers.push_back(makeKvquantStore(cfg, cache->payload));
+      break;
+    }
   }
-  kvq_config cfg;
-  Payload payload;
-  std::vector<std::unique_ptr<LayerStore>> layers;
-  int64_t channels() const { return int64_t{cfg.num_kv_heads} * cfg.head_dim; }
-};
+  return cache;
+}
 
 kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
                             const float *queries, int64_t n_queries,
@@ -67,21 +75,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_create(const kvq_config *cfg,
     if (kvq_status s = validateConfig(*cfg))
       return s;
     try {
-      std::unique_ptr<kvq_cache> cache(new kvq_cache(*cfg));
-      for (int32_t l = 0; l < cfg->num_layers; ++l) {
-        switch (cfg->method) {
-        case KVQ_METHOD_FP16:
-          cache->layers.push_back(makeFp16Store(*cfg, cache->payload));
-          break;
-        case KVQ_METHOD_KIVI:
-        case KVQ_METHOD_KIVI_SINK:
-          cache->layers.push_back(makeKiviStore(*cfg, cache->payload));
-          break;
-        default:
-          cache->layers.push_back(makeKvquantStore(*cfg, cache->payload));
-          break;
-        }
-      }
+      std::unique_ptr<kvq_cache> cache = newCache(*cfg);
       *out = cache.release();
     } catch (const std::bad_alloc &) {
       return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_create: out of memory");

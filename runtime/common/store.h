@@ -19,6 +19,8 @@
 namespace kvq {
 
 struct AttendJob;
+class ByteReader;
+class ByteWriter;
 
 class LayerStore {
 public:
@@ -57,6 +59,23 @@ public:
 
   /// Release every payload block (called once, by the cache destructor).
   virtual void releaseAll() = 0;
+
+  // Lifecycle (lifecycle.cpp; the rules are in docs/RUNTIME.md, "Cache
+  // lifecycle").
+
+  /// KVQ_OK when keeping the first n tokens (0 <= n < length()) gives
+  /// exactly the store that the update calls restricted to those tokens
+  /// would have built; else KVQ_ERR_NOT_EXACT with a message saying why.
+  virtual kvq_status checkTruncate(int64_t n) const = 0;
+  /// Keep the first n tokens; only after checkTruncate(n) returned KVQ_OK.
+  /// Releases blocks only: cannot fail.
+  virtual void truncate(int64_t n) = 0;
+  /// Append the layer's state to w (the format of docs/RUNTIME.md).
+  virtual void save(ByteWriter &w) const = 0;
+  /// Rebuild this (empty) store from what save wrote: KVQ_ERR_CORRUPT_DATA
+  /// when a check fails, KVQ_ERR_OUT_OF_MEMORY; on failure the cache is
+  /// discarded and releaseAll frees what was loaded so far.
+  virtual kvq_status load(ByteReader &r) = 0;
 
 protected:
   kvq_config cfg_;

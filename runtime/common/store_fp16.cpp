@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "attention.h"
 #include "fp16.h"
+#include "serial.h"
 #include "status.h"
 #include "store.h"
+#include "store_io.h"
 
 #include <cstring>
 
@@ -92,6 +94,37 @@ public:
     for (Blk &b : rows_)
       payload_.release(b);
     rows_.clear();
+  }
+
+  /// Every token is stored as received: any cut is exact.
+  kvq_status checkTruncate(int64_t) const override { return KVQ_OK; }
+
+  void truncate(int64_t n) override {
+    for (size_t t = static_cast<size_t>(n); t < rows_.size(); ++t)
+      payload_.release(rows_[t]);
+    rows_.resize(static_cast<size_t>(n));
+  }
+
+  /// Tokens, then each token's K row and V row.
+  void save(ByteWriter &w) const override {
+    w.u64(static_cast<uint64_t>(rows_.size()));
+    for (const Blk &b : rows_)
+      w.bytes(b.p, b.size);
+  }
+
+  kvq_status load(ByteReader &r) override {
+    int64_t n = 0;
+    if (kvq_status s = loadTokenCount(r, "fp16 layer", 4 * channels_, &n))
+      return s;
+    rows_.reserve(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+      Blk b;
+      if (kvq_status s =
+              loadHalfRow(r, payload_, 2 * channels_, "fp16 layer: K/V row", b))
+        return s;
+      rows_.push_back(b);
+    }
+    return KVQ_OK;
   }
 
 private:

@@ -14,8 +14,10 @@
 #include "group_weights.h"
 #include "kernels.h"
 #include "paged.h"
+#include "serial.h"
 #include "status.h"
 #include "store.h"
+#include "store_io.h"
 #include "store_util.h"
 
 #include <algorithm>
@@ -48,6 +50,10 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
+  kvq_status checkTruncate(int64_t n) const override;
+  void truncate(int64_t n) override;
+  void save(ByteWriter &w) const override;
+  kvq_status load(ByteReader &r) override;
 
 private:
   struct Slot {
@@ -525,6 +531,184 @@ void KiviStore::releaseAll() {
     payload_.release(b);
   slots_.clear();
   groups_.clear();
+}
+
+/// Exact when every kept token is held as a layer of n tokens holds it:
+/// keys quantized exactly up to keyTarget(n) among the kept tokens (whole
+/// key groups past the cut are dropped with it), values up to
+/// valueTarget(n) (value rows are quantized one by one), no kept sink past
+/// the tokens such a layer has decided on, and, with sinks, the running
+/// top-k free of dropped positions once full (else the top-k of the kept
+/// positions is unknown; when it is free of them, every sink decision was
+/// taken against the same top-k as without the dropped tokens).
+kvq_status KiviStore::checkTruncate(int64_t n) const {
+  if (n == 0)
+    return KVQ_OK;
+  const int64_t kT = keyTarget(n), vT = valueTarget(n);
+  if (std::min(keyDone(), n) != kT || std::min(vDone_, n) != vT)
+    return fail(KVQ_ERR_NOT_EXACT,
+                "kivi: keeping %lld of %lld tokens needs fp16 rows that are "
+                "already quantized (a layer of %lld tokens quantizes keys "
+                "below %lld and values below %lld; this one below %lld and "
+                "%lld)",
+                static_cast<long long>(n), static_cast<long long>(length()),
+                static_cast<long long>(n), static_cast<long long>(kT),
+                static_cast<long long>(vT), static_cast<long long>(keyDone()),
+                static_cast<long long>(vDone_));
+  for (int64_t p = std::max(kT, vT); p < std::min(decided_, n); ++p)
+    if (slots_[static_cast<size_t>(p)].sink)
+      return fail(KVQ_ERR_NOT_EXACT,
+                  "kivi_sink: token %lld is a sink, but a layer of %lld "
+                  "tokens would still hold it in the window",
+                  static_cast<long long>(p), static_cast<long long>(n));
+  if (static_cast<int64_t>(top_.size()) == k_)
+    for (const auto &e : top_)
+      if (e.second >= n)
+        return fail(KVQ_ERR_NOT_EXACT,
+                    "kivi_sink: dropped token %lld is in the running top-%lld "
+                    "of key norms, which does not keep the earlier top-k",
+                    static_cast<long long>(e.second),
+                    static_cast<long long>(k_));
+  return KVQ_OK;
+}
+
+void KiviStore::truncate(int64_t n) {
+  if (n == 0) {
+    releaseAll();
+    vDone_ = decided_ = nSinks_ = 0;
+    top_.clear();
+    return;
+  }
+  for (size_t p = static_cast<size_t>(n); p < slots_.size(); ++p) {
+    Slot &s = slots_[p];
+    nSinks_ -= s.sink;
+    for (Blk *b : {&s.kf, &s.vf, &s.vq})
+      payload_.release(*b);
+  }
+  slots_.resize(static_cast<size_t>(n));
+  while (keyDone() > n) { // whole groups past the cut (checkTruncate)
+    payload_.release(groups_.back());
+    groups_.pop_back();
+  }
+  vDone_ = std::min(vDone_, n);
+  decided_ = std::max(keyDone(), vDone_);
+  // A top-k not yet full never dropped anyone: the kept entries remain.
+  top_.erase(std::remove_if(top_.begin(), top_.end(),
+                            [&](const auto &e) { return e.second >= n; }),
+             top_.end());
+}
+
+/// Tokens; sink positions; the running top-k (norm, position); then each
+/// token's fp16 K, fp16 V and value block (those it holds, in this order);
+/// then the key groups that hold codes. Which blocks exist follows from
+/// the configuration, the token count and the sinks.
+void KiviStore::save(ByteWriter &w) const {
+  w.u64(static_cast<uint64_t>(length()));
+  w.u32(static_cast<uint32_t>(nSinks_));
+  for (size_t p = 0; p < slots_.size(); ++p)
+    if (slots_[p].sink)
+      w.u64(p);
+  w.u32(static_cast<uint32_t>(top_.size()));
+  for (const auto &e : top_) {
+    w.f32(e.first);
+    w.u64(static_cast<uint64_t>(e.second));
+  }
+  for (const Slot &s : slots_)
+    for (const Blk *b : {&s.kf, &s.vf, &s.vq})
+      w.bytes(b->p, b->size);
+  for (const Blk &b : groups_)
+    w.bytes(b.p, b.size);
+}
+
+kvq_status KiviStore::load(ByteReader &r) {
+  const int64_t C = channels_, groups = C / G_;
+  int64_t L = 0;
+  if (kvq_status s = loadTokenCount(r, "kivi layer",
+                                    std::min(2 * C, valueBlockBytes()), &L))
+    return s;
+  const int64_t kT = keyTarget(L), vT = valueTarget(L);
+  const int64_t decided = std::max(kT, vT);
+  uint32_t nSinks = 0;
+  if (!r.u32(nSinks) || nSinks > static_cast<uint64_t>(k_))
+    return fail(kCorrupt, "kivi layer: %u sinks for a budget of %lld", nSinks,
+                static_cast<long long>(k_));
+  slots_.resize(static_cast<size_t>(L));
+  uint64_t prev = 0;
+  for (uint32_t i = 0; i < nSinks; ++i) {
+    uint64_t p = 0;
+    if (!r.u64(p) || p >= static_cast<uint64_t>(decided) ||
+        (i > 0 && p <= prev))
+      return fail(kCorrupt,
+                  "kivi layer: sink %u is not an ascending position below "
+                  "%lld (the tokens that left the window)",
+                  i, static_cast<long long>(decided));
+    slots_[static_cast<size_t>(p)].sink = true;
+    prev = p;
+  }
+  nSinks_ = nSinks;
+  uint32_t topSize = 0;
+  if (!r.u32(topSize) || topSize != std::min<int64_t>(k_, L))
+    return fail(kCorrupt, "kivi layer: top-k of %u entries, expected %lld",
+                topSize, static_cast<long long>(std::min<int64_t>(k_, L)));
+  TopK top(topSize);
+  for (auto &e : top) {
+    uint64_t p = 0;
+    if (!r.f32(e.first) || !r.u64(p) || !std::isfinite(e.first) ||
+        e.first < 0.0f || p >= static_cast<uint64_t>(L))
+      return fail(kCorrupt, "kivi layer: bad top-k entry");
+    e.second = static_cast<int64_t>(p);
+  }
+  for (int64_t p = 0; p < L; ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    if (s.sink || p >= kT)
+      if (kvq_status st =
+              loadHalfRow(r, payload_, C, "kivi layer: K row", s.kf))
+        return st;
+    if (s.sink || p >= vT) {
+      if (kvq_status st =
+              loadHalfRow(r, payload_, C, "kivi layer: V row", s.vf))
+        return st;
+      continue;
+    }
+    kvq_status st = KVQ_OK;
+    const uint8_t *b =
+        takeBytes(r, valueBlockBytes(), "kivi layer: value block", &st);
+    if (!b)
+      return st;
+    for (int64_t j = 0; j < groups; ++j)
+      if (!uniformGroupOk(read16(b, j), read16(b, groups + j), vb_))
+        return fail(kCorrupt,
+                    "kivi layer: token %lld: value group %lld has "
+                    "a bad scale/zero",
+                    static_cast<long long>(p), static_cast<long long>(j));
+    if (kvq_status st2 = copyBlock(payload_, b, valueBlockBytes(), s.vq))
+      return st2;
+  }
+  groups_.reserve(static_cast<size_t>(kT / G_));
+  for (int64_t g = 0; g < kT / G_; ++g) {
+    groups_.push_back(Blk());
+    const int64_t coded = codedRows(g);
+    if (coded == 0)
+      continue;
+    kvq_status st = KVQ_OK;
+    const uint8_t *b =
+        takeBytes(r, keyGroupBytes(coded), "kivi layer: key group", &st);
+    if (!b)
+      return st;
+    for (int64_t c = 0; c < C; ++c)
+      if (!uniformGroupOk(read16(b, c), read16(b, C + c), kb_))
+        return fail(kCorrupt,
+                    "kivi layer: key group %lld channel %lld has "
+                    "a bad scale/zero",
+                    static_cast<long long>(g), static_cast<long long>(c));
+    if (kvq_status st2 =
+            copyBlock(payload_, b, keyGroupBytes(coded), groups_.back()))
+      return st2;
+  }
+  vDone_ = vT;
+  decided_ = decided;
+  top_ = std::move(top);
+  return KVQ_OK;
 }
 
 } // namespace

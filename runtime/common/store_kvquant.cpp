@@ -12,8 +12,10 @@
 #include "bitpack.h"
 #include "kernels.h"
 #include "paged.h"
+#include "serial.h"
 #include "status.h"
 #include "store.h"
+#include "store_io.h"
 #include "store_util.h"
 
 #include <algorithm>
@@ -52,6 +54,10 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
+  kvq_status checkTruncate(int64_t n) const override;
+  void truncate(int64_t n) override;
+  void save(ByteWriter &w) const override;
+  kvq_status load(ByteReader &r) override;
 
 private:
   struct Slot {
@@ -93,6 +99,23 @@ private:
   PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Segment> segs_;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
+  int64_t seg0End_ = 0; ///< segment 0 was fit on [sinks, seg0End_) (0: none)
+
+  /// The fp16 sinks: the first tokens of the first update.
+  int64_t sinkCount() const {
+    int64_t n = 0;
+    while (n < length() && slots_[static_cast<size_t>(n)].sink)
+      ++n;
+    return n;
+  }
+  /// Bytes of a quantized key / value row with `outliers` outliers.
+  int64_t keyRowBytes(int64_t outliers) const {
+    return packedBytes(channels_, kb_) + kOutlierBytes * outliers;
+  }
+  int64_t valueRowBytes(int64_t outliers) const {
+    return 2 * int64_t{cfg_.num_kv_heads} * vLevels_ +
+           packedBytes(channels_, vb_) + kOutlierBytes * outliers;
+  }
 };
 
 void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
@@ -307,6 +330,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     s.kOut = kOut[static_cast<size_t>(p - first)];
     s.vOut = vOut[static_cast<size_t>(p - first)];
   }
+  if (segs_.empty() && !fits.empty())
+    seg0End_ = fits[0].second;
   for (const Segment &s : newSegs)
     segs_.push_back(s);
   quantizedUpTo_ = quantEnd;
@@ -565,6 +590,192 @@ void KvquantStore::releaseAll() {
     payload_.release(s.table);
   slots_.clear();
   segs_.clear();
+}
+
+/// Exact when every kept quantized token was quantized against levels fit
+/// on kept tokens only: the cut keeps only sinks (no fit yet), or lies at
+/// or after the end of the prefill fit and, when refitting, at or after
+/// the last refit batch or exactly on a batch boundary. Rows are
+/// quantized one by one against their segment, so nothing else depends on
+/// the dropped tokens.
+kvq_status KvquantStore::checkTruncate(int64_t n) const {
+  if (n == 0 || n <= sinkCount())
+    return KVQ_OK;
+  if (n < seg0End_)
+    return fail(KVQ_ERR_NOT_EXACT,
+                "kvquant: the prefill key levels were fit on tokens [%lld, "
+                "%lld); keeping %lld tokens would need them refit",
+                static_cast<long long>(segs_[0].start),
+                static_cast<long long>(seg0End_), static_cast<long long>(n));
+  if (!frozen_ && n < quantizedUpTo_ &&
+      std::none_of(segs_.begin(), segs_.end(),
+                   [&](const Segment &s) { return s.start == n; }))
+    return fail(KVQ_ERR_NOT_EXACT,
+                "kvquant: token %lld was quantized with key levels refit on "
+                "a batch of %d tokens that reaches past the cut",
+                static_cast<long long>(n - 1), cfg_.refit_interval);
+  return KVQ_OK;
+}
+
+void KvquantStore::truncate(int64_t n) {
+  for (size_t p = static_cast<size_t>(n); p < slots_.size(); ++p) {
+    Slot &s = slots_[p];
+    for (Blk *b : {&s.kf, &s.vf, &s.kq, &s.vq})
+      payload_.release(*b);
+  }
+  slots_.resize(static_cast<size_t>(n));
+  if (n <= sinkCount()) { // only sinks (or nothing) left: no fit yet
+    for (Segment &s : segs_)
+      payload_.release(s.table);
+    segs_.clear();
+    seg0End_ = 0;
+  }
+  while (!segs_.empty() && segs_.back().start >= n) {
+    payload_.release(segs_.back().table);
+    segs_.pop_back();
+  }
+  quantizedUpTo_ = std::min(quantizedUpTo_, n);
+}
+
+/// Tokens, sinks, end of the prefill fit, end of the quantized tokens (all
+/// u64); the segments' tables (their starts follow from these); then per
+/// token its fp16 K and V rows (sinks and tokens awaiting a refit), or u16
+/// key outliers, u16 value outliers, the key row and the value row.
+void KvquantStore::save(ByteWriter &w) const {
+  w.u64(static_cast<uint64_t>(length()));
+  w.u64(static_cast<uint64_t>(sinkCount()));
+  w.u64(static_cast<uint64_t>(seg0End_));
+  w.u64(static_cast<uint64_t>(quantizedUpTo_));
+  for (const Segment &s : segs_)
+    w.bytes(s.table.p, s.table.size);
+  for (const Slot &s : slots_) {
+    if (s.kf) {
+      w.bytes(s.kf.p, s.kf.size);
+      w.bytes(s.vf.p, s.vf.size);
+      continue;
+    }
+    w.u16(s.kOut);
+    w.u16(s.vOut);
+    w.bytes(s.kq.p, s.kq.size);
+    w.bytes(s.vq.p, s.vq.size);
+  }
+}
+
+namespace {
+/// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
+/// channels inside the row.
+bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
+  for (int64_t o = 0; o < n; ++o)
+    if (!halfFinite(read16(p, 2 * o)) || read16(p, 2 * o + 1) >= channels)
+      return false;
+  return true;
+}
+} // namespace
+
+kvq_status KvquantStore::load(ByteReader &r) {
+  const int64_t C = channels_, every = cfg_.refit_interval;
+  int64_t L = 0;
+  if (kvq_status s = loadTokenCount(r, "kvquant layer",
+                                    std::min(4 * C, 4 + keyRowBytes(0)), &L))
+    return s;
+  uint64_t sinks = 0, seg0End = 0, q = 0;
+  if (!r.u64(sinks) || !r.u64(seg0End) || !r.u64(q))
+    return fail(kCorrupt, "kvquant layer: header cut short");
+  const uint64_t uL = static_cast<uint64_t>(L);
+  bool ok = sinks <= std::min<uint64_t>(cfg_.kvquant_n_sink, uL);
+  if (seg0End == 0)
+    ok = ok && sinks == uL && q == uL;
+  else if (frozen_)
+    ok = ok && sinks < seg0End && seg0End <= uL && q == uL;
+  else
+    ok = ok && sinks < seg0End && seg0End <= q && q <= uL &&
+         (q - seg0End) % static_cast<uint64_t>(every) == 0 &&
+         uL - q < static_cast<uint64_t>(every);
+  if (!ok)
+    return fail(kCorrupt,
+                "kvquant layer: inconsistent counts (tokens %lld, sinks %llu, "
+                "prefill fit end %llu, quantized end %llu)",
+                static_cast<long long>(L),
+                static_cast<unsigned long long>(sinks),
+                static_cast<unsigned long long>(seg0End),
+                static_cast<unsigned long long>(q));
+  const int64_t nSegs = seg0End == 0 ? 0
+                        : frozen_
+                            ? 1
+                            : 1 + static_cast<int64_t>(q - seg0End) / every;
+  segs_.reserve(static_cast<size_t>(nSegs));
+  for (int64_t j = 0; j < nSegs; ++j) {
+    kvq_status st = KVQ_OK;
+    const uint8_t *t =
+        takeBytes(r, tableBytes(), "kvquant layer: key levels", &st);
+    if (!t)
+      return st;
+    if (!halvesFinite(t, C * kLevels_))
+      return fail(kCorrupt,
+                  "kvquant layer: segment %lld: a level is not "
+                  "finite",
+                  static_cast<long long>(j));
+    for (int64_t c = 0; frozen_ && c < C; ++c)
+      if ((read16(t, C * kLevels_ + c) & 0x7fff) > 0x7c00)
+        return fail(kCorrupt, "kvquant layer: an outlier threshold is NaN");
+    const int64_t start = j == 0
+                              ? static_cast<int64_t>(sinks)
+                              : static_cast<int64_t>(seg0End) + (j - 1) * every;
+    segs_.push_back({start, Blk()});
+    if (kvq_status st2 =
+            copyBlock(payload_, t, tableBytes(), segs_.back().table))
+      return st2;
+  }
+  slots_.resize(static_cast<size_t>(L));
+  for (int64_t p = 0; p < L; ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    s.sink = p < static_cast<int64_t>(sinks);
+    if (s.sink || p >= static_cast<int64_t>(q)) {
+      if (kvq_status st =
+              loadHalfRow(r, payload_, C, "kvquant layer: K row", s.kf))
+        return st;
+      if (kvq_status st =
+              loadHalfRow(r, payload_, C, "kvquant layer: V row", s.vf))
+        return st;
+      continue;
+    }
+    uint16_t kOut = 0, vOut = 0;
+    if (!r.u16(kOut) || !r.u16(vOut) || kOut > C || vOut > C)
+      return fail(kCorrupt, "kvquant layer: token %lld: bad outlier counts",
+                  static_cast<long long>(p));
+    kvq_status st = KVQ_OK;
+    const uint8_t *k = takeBytes(r, keyRowBytes(kOut),
+                                 "kvquant layer: key "
+                                 "row",
+                                 &st);
+    if (!k)
+      return st;
+    if (!outliersOk(k + packedBytes(C, kb_), kOut, C))
+      return fail(kCorrupt, "kvquant layer: token %lld: bad key outlier",
+                  static_cast<long long>(p));
+    if (kvq_status st2 = copyBlock(payload_, k, keyRowBytes(kOut), s.kq))
+      return st2;
+    s.kOut = kOut;
+    const int64_t tables = int64_t{cfg_.num_kv_heads} * vLevels_;
+    const uint8_t *v = takeBytes(r, valueRowBytes(vOut),
+                                 "kvquant layer: "
+                                 "value row",
+                                 &st);
+    if (!v)
+      return st;
+    if (!halvesFinite(v, tables) ||
+        !outliersOk(v + 2 * tables + packedBytes(C, vb_), vOut, C))
+      return fail(kCorrupt,
+                  "kvquant layer: token %lld: bad value levels or "
+                  "outlier",
+                  static_cast<long long>(p));
+    if (kvq_status st2 = copyBlock(payload_, v, valueRowBytes(vOut), s.vq))
+      return st2;
+    s.vOut = vOut;
+  }
+  quantizedUpTo_ = static_cast<int64_t>(q);
+  seg0End_ = static_cast<int64_t>(seg0End);
+  return KVQ_OK;
 }
 
 } // namespace

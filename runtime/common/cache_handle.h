@@ -1,0 +1,38 @@
+//===- cache_handle.h - The CPU cache handle --------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// struct kvq_cache, shared by the entry points of cache.cpp and the
+// lifecycle of lifecycle.cpp: the configuration, the payload allocator and
+// one store per layer.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
+#define KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
+
+#include "kvq/runtime.h"
+#include "payload.h"
+#include "store.h"
+
+#include <memory>
+#include <vector>
+
+struct kvq_cache {
+  explicit kvq_cache(const kvq_config &c) : cfg(c), payload(c.allocator) {}
+  ~kvq_cache() {
+    for (auto &layer : layers)
+      layer->releaseAll();
+  }
+  kvq_config cfg;
+  kvq::Payload payload;
+  std::vector<std::unique_ptr<kvq::LayerStore>> layers;
+  int64_t channels() const { return int64_t{cfg.num_kv_heads} * cfg.head_dim; }
+};
+
+namespace kvq {
+
+/// A cache of empty layers for a validated cfg (may throw std::bad_alloc).
+std::unique_ptr<kvq_cache> newCache(const kvq_config &cfg);
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
