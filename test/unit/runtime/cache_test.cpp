@@ -19,23 +19,6 @@ namespace {
 const kvq_method kMethods[] = {KVQ_METHOD_FP16, KVQ_METHOD_KIVI,
                                KVQ_METHOD_KIVI_SINK, KVQ_METHOD_KVQUANT};
 
-/// Counts live bytes; can be told to fail the Nth allocation.
-struct CountingAllocator {
-  int64_t live = 0, calls = 0, failAt = -1;
-  static void *alloc(void *user, size_t size) {
-    auto *self = static_cast<CountingAllocator *>(user);
-    if (++self->calls == self->failAt)
-      return nullptr;
-    self->live += static_cast<int64_t>(size);
-    return std::malloc(size);
-  }
-  static void release(void *user, void *p, size_t size) {
-    static_cast<CountingAllocator *>(user)->live -= static_cast<int64_t>(size);
-    std::free(p);
-  }
-  kvq_allocator handle() { return {&alloc, &release, this}; }
-};
-
 struct Snapshot {
   Fetched f;
   kvq_stats s;
@@ -344,22 +327,32 @@ TEST(CacheAttend, BadArguments) {
 
 TEST(CacheThreads, SeparateCachesOnSeparateThreads) {
   KV kv = gaussianKV(7, 200, 2, 32);
-  auto work = [&](kvq_method m, Snapshot *out) {
+  // Each run records its first failing status; a run that fails compares
+  // as failed, never as two equal empty snapshots.
+  auto work = [&](kvq_method m, Snapshot *out, kvq_status *status) {
     kvq_config c = small(m);
     Cache cache(c);
-    for (int64_t t = 0; t < kv.tokens; t += 7)
-      if (append(cache.h, kv, t, std::min<int64_t>(t + 7, kv.tokens)) != KVQ_OK)
-        return;
+    *status = KVQ_OK;
+    for (int64_t t = 0; t < kv.tokens && *status == KVQ_OK; t += 7)
+      *status = append(cache.h, kv, t, std::min<int64_t>(t + 7, kv.tokens));
     *out = snapshot(cache.h);
   };
   Snapshot serial[4], parallel[4];
+  kvq_status serialStatus[4], parallelStatus[4];
   for (int i = 0; i < 4; ++i)
-    work(kMethods[i], &serial[i]);
+    work(kMethods[i], &serial[i], &serialStatus[i]);
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i)
-    threads.emplace_back(work, kMethods[i], &parallel[i]);
+    threads.emplace_back(work, kMethods[i], &parallel[i], &parallelStatus[i]);
   for (auto &t : threads)
     t.join();
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(serialStatus[i], KVQ_OK) << "method " << i;
+    EXPECT_EQ(parallelStatus[i], KVQ_OK) << "method " << i;
+    EXPECT_EQ(parallel[i].s.tokens, kv.tokens) << "method " << i;
+    EXPECT_EQ(static_cast<int64_t>(parallel[i].f.k.size()),
+              kv.tokens * kv.channels())
+        << "method " << i;
     EXPECT_TRUE(serial[i] == parallel[i]) << "method " << i;
+  }
 }

@@ -197,3 +197,110 @@ TEST(KiviSink, SinkRowsLeaveTheirKeyGroupCodes) {
   EXPECT_EQ(sb.total_bytes - sa.total_bytes,
             4 * C - (C * 2 / 8) * 2 - 4 * C / 32);
 }
+
+namespace {
+
+/// Small KIVI-Sink geometry for state tests: 1 KV head of 32, G = R = 16.
+kvq_config smallSink(int nSinks) {
+  kvq_config c = sinkConfig(nSinks, 1, 32);
+  c.group_size = 16;
+  c.residual_length = 16;
+  return c;
+}
+
+/// Gaussian K/V at 1/10 scale with key row `from` copied (bit for bit) to
+/// each of `to` and scaled by `gain`: equal norms, far above the rest.
+KV tiedKeys(int64_t tokens, int64_t from, std::vector<int64_t> to,
+            float gain = 20.0f) {
+  KV kv = gaussianKV(93, tokens, 1, 32);
+  for (float &x : kv.k)
+    x = fromHalf(toHalf(0.1f * x));
+  for (int64_t i = 0; i < kv.channels(); ++i)
+    kv.krow(from)[i] = fromHalf(toHalf(gain * kv.krow(from)[i]));
+  for (int64_t p : to)
+    std::copy(kv.krow(from), kv.krow(from) + kv.channels(), kv.krow(p));
+  return kv;
+}
+
+} // namespace
+
+TEST(KiviSinkState, EqualNormsGoToTheEarlierPositionInTheCache) {
+  // Positions 20 and 50 have the same key row (so the same norm), far above
+  // every other; one sink. The documented rule (ties to the earlier
+  // position, as kvq_sink_select) makes 20 the sink, whether both arrive in
+  // one prefill or token by token, and 50 is then quantized like any row.
+  KV kv = tiedKeys(120, 20, {50});
+  for (int64_t prefill : {120, 60, 1}) {
+    Cache cache(smallSink(1));
+    feed(cache.h, kv, prefill);
+    EXPECT_EQ(sinks(cache.h), (std::vector<int64_t>{20})) << prefill;
+    Fetched f = fetch(cache.h);
+    EXPECT_TRUE(rowEqual(f.k, kv.k, 20, kv.channels())) << prefill;
+    EXPECT_FALSE(rowEqual(f.k, kv.k, 50, kv.channels())) << prefill;
+    EXPECT_EQ(stats(cache.h).sink_tokens, 1);
+  }
+}
+
+TEST(KiviSinkState, AStrongerKeyEvictsTheLatestOfTheTiedWeakest) {
+  // Two sinks. 10 and 11 tie (same row); 40 is stronger than both and
+  // arrives later in the same prefill: it evicts the weakest entry, and of
+  // equal weakest entries the later position (11), so the sinks are
+  // {10, 40}. Checked against kvq_sink_select over the same norms, the
+  // stateless rule the cache's running top-k must agree with on a prefill.
+  KV kv = tiedKeys(100, 10, {11});
+  for (int64_t i = 0; i < kv.channels(); ++i)
+    kv.krow(40)[i] = fromHalf(toHalf(2.0f * kv.krow(10)[i]));
+  Cache cache(smallSink(2));
+  ASSERT_EQ(append(cache.h, kv, 0, 100), KVQ_OK);
+  EXPECT_EQ(sinks(cache.h), (std::vector<int64_t>{10, 40}));
+  std::vector<int64_t> stateless = dynamicSinks(kv, 2);
+  std::sort(stateless.begin(), stateless.end());
+  EXPECT_EQ(stateless, (std::vector<int64_t>{10, 40}));
+}
+
+TEST(KiviSinkState, FailedUpdateLeavesTheRunningTopKAndRetryDecodesOn) {
+  // Two sinks; keys at 30 (x20), 25 (x5) and 40 (x25 + 0.5). The prefill
+  // [0, 32) decides only [0, 16) (none in its top-2 {30, 25}); the update
+  // [32, 52) carrying 40 fails at its Nth allocation, for every N, and is
+  // retried. Correctly, 40 evicts 25 and the sinks become {30, 40}. Had the
+  // failed update kept its norms in the running top-k, the retry would
+  // fold 40 again over the weaker 30 ({40, 40}) and 30 would never be
+  // protected. After the retry the cache decodes on to 140 tokens and must
+  // equal, at every step, a cache given the same calls that never failed.
+  KV kv = tiedKeys(140, 30, {});
+  for (int64_t i = 0; i < kv.channels(); ++i) {
+    kv.krow(25)[i] = fromHalf(toHalf(0.25f * kv.krow(30)[i] + 0.01f));
+    kv.krow(40)[i] = fromHalf(toHalf(1.25f * kv.krow(30)[i] + 0.5f));
+  }
+  CountingAllocator counter;
+  kvq_config c = smallSink(2);
+  c.allocator = counter.handle();
+  int failures = 0;
+  for (int64_t n = 1;; ++n) {
+    Cache cache(c);
+    ASSERT_EQ(append(cache.h, kv, 0, 32), KVQ_OK);
+    counter.calls = 0;
+    counter.failAt = n;
+    kvq_status s = append(cache.h, kv, 32, 52);
+    counter.failAt = -1;
+    if (s == KVQ_OK)
+      break;
+    ++failures;
+    ASSERT_EQ(s, KVQ_ERR_OUT_OF_MEMORY) << kvq_last_error();
+    ASSERT_EQ(append(cache.h, kv, 32, 52), KVQ_OK) << "retry after n " << n;
+    Cache ref(smallSink(2)); // the same calls, none failing
+    ASSERT_EQ(append(ref.h, kv, 0, 32), KVQ_OK);
+    ASSERT_EQ(append(ref.h, kv, 32, 52), KVQ_OK);
+    for (int64_t t = 52; t < kv.tokens; ++t) {
+      ASSERT_EQ(append(cache.h, kv, t, t + 1), KVQ_OK);
+      ASSERT_EQ(append(ref.h, kv, t, t + 1), KVQ_OK);
+      ASSERT_EQ(sinks(cache.h), sinks(ref.h)) << "n " << n << " t " << t;
+    }
+    EXPECT_EQ(sinks(cache.h), (std::vector<int64_t>{30, 40})) << "n " << n;
+    Fetched a = fetch(cache.h), b = fetch(ref.h);
+    EXPECT_EQ(a.kh, b.kh) << "n " << n;
+    EXPECT_EQ(a.vh, b.vh) << "n " << n;
+    EXPECT_TRUE(sameStats(stats(cache.h), stats(ref.h))) << "n " << n;
+  }
+  EXPECT_GT(failures, 1);
+}

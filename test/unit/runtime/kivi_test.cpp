@@ -83,60 +83,78 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(KVQ_RESIDUAL_SLIDING,
                                          KVQ_RESIDUAL_BLOCK)));
 
-TEST(KiviResidual, SlidingKeysLeaveInWholeGroupsValuesTokenByToken) {
-  kvq_config c = kiviConfig(2, KVQ_RESIDUAL_SLIDING, 1, 32);
-  KV kv = gaussianKV(3, 140, 1, 32);
-  Cache cache(c);
-  for (int64_t L = 1; L <= kv.tokens; ++L) {
-    ASSERT_EQ(append(cache.h, kv, L - 1, L), KVQ_OK);
-    const int64_t kT = keyTarget(c, L), vT = valueTarget(c, L);
-    if (L >= c.residual_length) { // the key residual holds R .. R+G-1 tokens
-      EXPECT_GE(L - kT, c.residual_length);
-      EXPECT_LE(L - kT, c.residual_length + c.group_size - 1);
-    }
-    kvq_stats s = stats(cache.h);
-    EXPECT_EQ(s.compressed_tokens, std::min(kT, vT)) << "L " << L;
-    EXPECT_EQ(s.residual_tokens, L - std::min(kT, vT)) << "L " << L;
-  }
-  // Which rows are fp16: keys from kT on, values from vT on.
-  Fetched f = fetch(cache.h);
-  const int64_t L = kv.tokens, C = kv.channels();
+namespace {
+
+/// The cache's own state after L tokens against the window model above:
+/// key rows from keyTarget(L) on and value rows from valueTarget(L) on are
+/// the input bit for bit (fp16), earlier rows are quantized (a 2-bit row
+/// of 32 Gaussian channels is never exact), and the stats count the same.
+void expectWindows(const kvq_cache_t *h, const kvq_config &c, const KV &kv,
+                   int64_t L) {
   const int64_t kT = keyTarget(c, L), vT = valueTarget(c, L);
+  const int64_t C = kv.channels();
+  Fetched f = fetch(h);
+  ASSERT_EQ(static_cast<int64_t>(f.k.size()), L * C);
   for (int64_t t = 0; t < L; ++t) {
     bool kExact = std::equal(f.k.begin() + t * C, f.k.begin() + (t + 1) * C,
                              kv.k.begin() + t * C);
     bool vExact = std::equal(f.v.begin() + t * C, f.v.begin() + (t + 1) * C,
                              kv.v.begin() + t * C);
-    EXPECT_EQ(kExact, t >= kT) << "token " << t;
-    EXPECT_EQ(vExact, t >= vT) << "token " << t;
+    EXPECT_EQ(kExact, t >= kT) << "L " << L << " key " << t;
+    EXPECT_EQ(vExact, t >= vT) << "L " << L << " value " << t;
   }
+  kvq_stats s = stats(h);
+  EXPECT_EQ(s.compressed_tokens, std::min(kT, vT)) << "L " << L;
+  EXPECT_EQ(s.residual_bytes, ((L - kT) + (L - vT)) * C * 2) << "L " << L;
+}
+
+} // namespace
+
+TEST(KiviResidual, SlidingKeysLeaveInWholeGroupsValuesTokenByToken) {
+  // R = G = 32: at every length the cache holds R .. R+G-1 fp16 keys once
+  // R tokens arrived, and exactly R fp16 values.
+  kvq_config c = kiviConfig(2, KVQ_RESIDUAL_SLIDING, 1, 32);
+  KV kv = gaussianKV(3, 140, 1, 32);
+  Cache cache(c);
+  for (int64_t L = 1; L <= kv.tokens; ++L) {
+    ASSERT_EQ(append(cache.h, kv, L - 1, L), KVQ_OK);
+    expectWindows(cache.h, c, kv, L);
+  }
+  // Hand-computed: at 140 tokens keys [0, 96) and values [0, 108) are coded.
+  EXPECT_EQ(keyTarget(c, 140), 96);
+  EXPECT_EQ(valueTarget(c, 140), 108);
 }
 
 TEST(KiviResidual, BlockModeFlushesRKeysAtATime) {
+  // R = 64, G = 32: keys stay fp16 until R accumulate, then all R leave at
+  // once, at every length (a flush one token late shows at L = 64k).
   kvq_config c = kiviConfig(2, KVQ_RESIDUAL_BLOCK, 1, 32);
   c.residual_length = 64; // a multiple of G = 32
   KV kv = gaussianKV(4, 200, 1, 32);
   Cache cache(c);
   for (int64_t L = 1; L <= kv.tokens; ++L) {
     ASSERT_EQ(append(cache.h, kv, L - 1, L), KVQ_OK);
-    const int64_t kT = keyTarget(c, L), vT = valueTarget(c, L);
-    EXPECT_LT(L - kT, c.residual_length); // 0 .. R-1 fp16 keys
-    kvq_stats s = stats(cache.h);
-    EXPECT_EQ(s.compressed_tokens, std::min(kT, vT)) << "L " << L;
+    expectWindows(cache.h, c, kv, L);
   }
-  Fetched f = fetch(cache.h);
-  const int64_t C = kv.channels(), kT = keyTarget(c, 200);
-  EXPECT_EQ(kT, 192);
-  for (int64_t t : {191, 192, 199})
-    EXPECT_EQ(std::equal(f.k.begin() + t * C, f.k.begin() + (t + 1) * C,
-                         kv.k.begin() + t * C),
-              t >= kT)
-        << "token " << t;
+  EXPECT_EQ(keyTarget(c, 63), 0);
+  EXPECT_EQ(keyTarget(c, 64), 64);
+  EXPECT_EQ(keyTarget(c, 200), 192);
   // Block mode needs R to be a positive multiple of G.
   c.residual_length = 48;
   kvq_cache_t *bad = nullptr;
   EXPECT_EQ(kvq_cache_create(&c, &bad), KVQ_ERR_BAD_GROUP_SIZE);
   EXPECT_EQ(bad, nullptr);
+}
+
+TEST(KiviResidual, BlockModeWindowsForEveryPrefillLength) {
+  // The same rule when the tokens arrive in one prefill of each length.
+  kvq_config c = kiviConfig(2, KVQ_RESIDUAL_BLOCK, 1, 32);
+  KV kv = gaussianKV(8, 100, 1, 32);
+  for (int64_t L = 1; L <= kv.tokens; ++L) {
+    Cache cache(c);
+    ASSERT_EQ(append(cache.h, kv, 0, L), KVQ_OK);
+    expectWindows(cache.h, c, kv, L);
+  }
 }
 
 TEST(KiviAxes, KeysPerChannelValuesPerTokenMatchTheKernels) {
@@ -224,8 +242,9 @@ TEST(KiviBytes, LayoutOfAPrefill) {
   EXPECT_EQ(s.residual_bytes, 32 * 2 * C * 2);
   EXPECT_EQ(s.level_table_bytes, 0);
   EXPECT_EQ(s.outlier_bytes, 0);
-  EXPECT_EQ(s.total_bytes,
-            s.code_bytes + s.scale_zero_bytes + s.residual_bytes);
+  // By hand: 6144 code + 3072 scale/zero + 16384 fp16 bytes, over 128
+  // tokens of 2 x 128 elements: 8 * 25600 / 32768 = 6.25 bits.
+  EXPECT_EQ(s.total_bytes, 25600);
   EXPECT_EQ(s.fp16_bytes, 128 * C * 2 * 2);
-  EXPECT_DOUBLE_EQ(s.effective_bits, 8.0 * s.total_bytes / (128.0 * C * 2));
+  EXPECT_DOUBLE_EQ(s.effective_bits, 6.25);
 }

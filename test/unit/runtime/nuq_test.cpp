@@ -257,7 +257,17 @@ TEST(Outliers, FractionZeroIsPureNuq) {
   EXPECT_EQ(std::count(mask.begin(), mask.end(), 0), 1024);
   for (float t : thr)
     EXPECT_TRUE(std::isinf(t));
-  EXPECT_EQ(nuqMse(x, 4, 256, 3, 8, 0.0f), nuqMse(x, 4, 256, 3, 8, 0.0f));
+  // Fitting with that (all-clear) mask as the exclusion gives the levels of
+  // a fit without any exclusion, bit for bit.
+  std::vector<float> scratch(kvq_nuq_fit_scratch_size(256, 3));
+  std::vector<uint16_t> masked(4 * 8), pure(4 * 8, 1);
+  for (auto [exclude, levels] :
+       {std::pair{mask.data(), &masked}, std::pair{(uint8_t *)nullptr, &pure}})
+    ASSERT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 4, 256, KVQ_AXIS_PER_TOKEN,
+                          256, 3, 8, exclude, scratch.data(),
+                          static_cast<int64_t>(scratch.size()), levels->data()),
+              KVQ_OK);
+  EXPECT_EQ(masked, pure);
 }
 
 TEST(Outliers, IsolationLowersMseOnHeavyTails) {

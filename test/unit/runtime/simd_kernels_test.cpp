@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -116,15 +117,40 @@ std::string label(const Case &c, int bits, int dt, int layout, int pattern) {
 
 } // namespace
 
-TEST(SimdTable, IsSelectedAndNamed) {
+TEST(SimdTable, MatchesTheCpuFeatures) {
+  // The CPU's features as the compiler's runtime reports them (not the
+  // runtime's own cpuid code) decide which tables must exist.
   const KernelTable *simd = simdKernels();
-#if defined(__x86_64__) || defined(__aarch64__)
-  if (!simd)
-    GTEST_SKIP() << "CPU without the SIMD features";
-  EXPECT_STRNE(simd->name, "reference");
+  const KernelTable *fallback = simdFallbackKernelTable();
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") &&
+                    __builtin_cpu_supports("f16c") &&
+                    __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  if (!avx2) {
+    EXPECT_EQ(simd, nullptr);
+  } else {
+    ASSERT_NE(simd, nullptr);
+    EXPECT_STREQ(simd->name, avx512 ? "avx512" : "avx2");
+  }
+  if (avx512) {
+    ASSERT_NE(fallback, nullptr);
+    EXPECT_STREQ(fallback->name, "avx2");
+  } else {
+    EXPECT_EQ(fallback, nullptr);
+  }
+#elif defined(__aarch64__)
+  ASSERT_NE(simd, nullptr); // Advanced SIMD is part of the AArch64 baseline
+  EXPECT_STREQ(simd->name, "neon");
+  EXPECT_EQ(fallback, nullptr);
 #else
   EXPECT_EQ(simd, nullptr);
+  EXPECT_EQ(fallback, nullptr);
 #endif
+  // Without an override the runtime runs the best table there is.
+  if (!std::getenv("KVQ_KERNELS"))
+    EXPECT_EQ(&kernels(), simd ? simd : &referenceKernels());
 }
 
 TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {

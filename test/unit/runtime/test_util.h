@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -133,6 +134,23 @@ inline kvq_config config(kvq_method method, int heads, int dim) {
   c.head_dim = dim;
   return c;
 }
+
+/// Counts live payload bytes; can be told to fail the Nth allocation.
+struct CountingAllocator {
+  int64_t live = 0, calls = 0, failAt = -1;
+  static void *alloc(void *user, size_t size) {
+    auto *self = static_cast<CountingAllocator *>(user);
+    if (++self->calls == self->failAt)
+      return nullptr;
+    self->live += static_cast<int64_t>(size);
+    return std::malloc(size);
+  }
+  static void release(void *user, void *p, size_t size) {
+    static_cast<CountingAllocator *>(user)->live -= static_cast<int64_t>(size);
+    std::free(p);
+  }
+  kvq_allocator handle() { return {&alloc, &release, this}; }
+};
 
 /// Owning cache handle.
 struct Cache {
