@@ -122,7 +122,12 @@ kvq_status readCache(const char *entry, const uint8_t *data, int64_t size,
     return fail(KVQ_ERR_CORRUPT_DATA,
                 "%s: format version %u; this runtime reads version %u", entry,
                 version, kFormatVersion);
-  r.bytes(8); // the kvq version that wrote it: informational
+  r.bytes(6); // the writer's kvq version (major, minor, patch): provenance
+  uint16_t reserved = 0;
+  r.u16(reserved);
+  if (reserved != 0)
+    return fail(KVQ_ERR_CORRUPT_DATA, "%s: reserved header field %u is not 0",
+                entry, reserved);
   kvq_config cfg = {};
   readConfig(r, cfg);
   uint64_t body = 0;

@@ -564,6 +564,10 @@ TEST(LifecycleBadFile, HeaderFields) {
   reseal(b);
   expectCorrupt(b, "format version 2");
   b = file;
+  put(b, 18, 1, 2); // the reserved field after the kvq version
+  reseal(b);
+  expectCorrupt(b, "reserved");
+  b = file;
   b.push_back(0); // one byte more than the header announces
   expectCorrupt(b, "truncated or extended");
   b = file;
@@ -702,6 +706,72 @@ TEST(LifecycleCrossArch, CheckedInFilesLoadToTheSameBits) {
     ASSERT_EQ(load(file, &loaded.h), KVQ_OK) << kvq_last_error();
     expectSame(loaded.h, fresh.h);
     EXPECT_EQ(saveBytes(fresh.h), file);
+  }
+}
+#endif
+
+#ifdef KVQ_FUZZ_CORPUS
+// The seeds of the loader fuzzer (test/fuzz/cache_load): small saved caches
+// of every method, and damaged copies. They must stay valid (or invalid) as
+// the format evolves; KVQ_WRITE_GOLDEN=1 rewrites them.
+TEST(LifecycleFuzzCorpus, SeedsLoadOrFailAsNamed) {
+  struct Seed {
+    const char *name;
+    kvq_method method;
+    int32_t refit;
+  } seeds[] = {{"fp16", KVQ_METHOD_FP16, 0},
+               {"kivi", KVQ_METHOD_KIVI, 0},
+               {"kivi_sink", KVQ_METHOD_KIVI_SINK, 0},
+               {"kvquant_frozen", KVQ_METHOD_KVQUANT, 0},
+               {"kvquant_refit", KVQ_METHOD_KVQUANT, 4}};
+  const bool write = std::getenv("KVQ_WRITE_GOLDEN") != nullptr;
+  auto path = [](const std::string &name) {
+    return std::string(KVQ_FUZZ_CORPUS) + "/" + name + ".kvqc";
+  };
+  auto writeFile = [](const std::string &p, const std::vector<uint8_t> &b) {
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char *>(b.data()),
+               static_cast<std::streamsize>(b.size()));
+  };
+  auto readFile = [](const std::string &p) {
+    std::ifstream in(p, std::ios::binary);
+    EXPECT_TRUE(in.good()) << p;
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  };
+  for (const Seed &s : seeds) {
+    SCOPED_TRACE(s.name);
+    kvq_config cfg = config(s.method, 1, 16);
+    cfg.num_layers = 2;
+    cfg.group_size = 8;
+    cfg.residual_length = 4;
+    cfg.refit_interval = s.refit;
+    if (s.method == KVQ_METHOD_KIVI_SINK)
+      cfg.n_sink_tokens = 2;
+    Cache c(cfg);
+    KV kv = laplaceKV(30, 14, 1, 16);
+    for (int32_t l = 0; l < 2; ++l) {
+      ASSERT_EQ(append(c.h, kv, 0, 6, l), KVQ_OK);
+      for (int64_t t = 6; t < 14 - l; ++t)
+        ASSERT_EQ(append(c.h, kv, t, t + 1, l), KVQ_OK);
+    }
+    const std::vector<uint8_t> bytes = saveBytes(c.h);
+    if (write) {
+      writeFile(path(s.name), bytes);
+      std::vector<uint8_t> cut(
+          bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2));
+      writeFile(path(std::string("bad_truncated_") + s.name), cut);
+      std::vector<uint8_t> flip = bytes;
+      flip[bytes.size() / 2] ^= 0x10;
+      writeFile(path(std::string("bad_flipped_") + s.name), flip);
+    }
+    EXPECT_EQ(readFile(path(s.name)), bytes);
+    for (const char *bad : {"bad_truncated_", "bad_flipped_"}) {
+      kvq_cache_t *out = nullptr;
+      EXPECT_EQ(load(readFile(path(std::string(bad) + s.name)), &out),
+                KVQ_ERR_CORRUPT_DATA);
+      kvq_cache_destroy(out);
+    }
   }
 }
 #endif
