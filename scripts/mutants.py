@@ -4,7 +4,7 @@
 
 Reads the curated mutant list (test/mutants/mutants.txt), and for each mutant
 applies its one-text replacement to a scratch copy of the tree
-(build-mutants/src; the real tree is never touched), rebuilds the scratch
+(build-mutants/src-BUILD; the real tree is never touched), rebuilds the scratch
 build the mutant needs incrementally, runs the mutant's test subset and
 reports it killed (with the first failing test), survived, or invalid (the
 mutant does not build, or its anchor is missing or ambiguous).
@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tarfile
@@ -32,23 +33,29 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIST = os.path.join(ROOT, "test", "mutants", "mutants.txt")
 WORK = os.path.join(ROOT, "build-mutants")
-SRC = os.path.join(WORK, "src")
 JOBS = os.environ.get("KVQ_JOBS", str(os.cpu_count() or 2))
 
 COMMON = ["-G", "Ninja", "-DCMAKE_C_COMPILER=clang-22",
           "-DCMAKE_CXX_COMPILER=clang++-22"]
-# name -> (cmake arguments, ninja targets built before every run)
+# The runtime's CPU test executables: rebuilt for every runtime mutant (the
+# others, e.g. the Metal shim's and the tools', are built once unmutated).
+RUNTIME_TESTS = ["kvq_runtime_tests", "kvq_runtime_internal_tests",
+                 "kvq_attend_property_tests", "kvq_real_kv_tests",
+                 "kvq_lifecycle_tests"]
+# name -> (cmake arguments, targets of the unmutated build, targets rebuilt
+# for each mutant). A ctest subset must only select tests of the latter.
 BUILDS = {
     "rt": (COMMON + ["-DCMAKE_BUILD_TYPE=Release", "-DKVQ_RUNTIME_ONLY=ON"],
-           ["all"]),
+           ["all"], RUNTIME_TESTS),
     "arm64": (["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                "-DKVQ_RUNTIME_ONLY=ON",
                "-DCMAKE_TOOLCHAIN_FILE=" + os.path.join(
-                   SRC, "cmake", "aarch64-linux-gnu.cmake")], ["all"]),
+                   WORK, "src-arm64", "cmake", "aarch64-linux-gnu.cmake")],
+              ["all"], RUNTIME_TESTS),
     "full": (COMMON + ["-DCMAKE_BUILD_TYPE=Release",
                        "-DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir",
                        "-DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit"],
-             ["kvq-opt", "kvq_runtime_cpu"]),
+             ["kvq-opt", "kvq_runtime_cpu"], ["kvq-opt", "kvq_runtime_cpu"]),
 }
 LIT = "/usr/lib/llvm-22/bin/lit"
 FIELDS = {"id", "file", "anchor", "replace", "desc", "build", "ctest", "lit",
@@ -160,12 +167,18 @@ def tree_files(worktree):
                 yield info.name, tar.extractfile(info).read(), info.mode
 
 
-def sync_scratch(worktree=False):
-    """Copy the tree into build-mutants/src, writing only files whose content
-    differs so incremental builds stay incremental."""
+def src_dir(build):
+    """Each build has its own scratch copy (build-mutants/src-BUILD), so runs
+    for different builds can go on at the same time."""
+    return os.path.join(WORK, "src-" + build)
+
+
+def sync_scratch(src, worktree=False):
+    """Copy the tree into `src`, writing only files whose content differs so
+    incremental builds stay incremental."""
     changed = 0
     for rel, data, mode in tree_files(worktree):
-        dst = os.path.join(SRC, rel)
+        dst = os.path.join(src, rel)
         try:
             with open(dst, "rb") as f:
                 if f.read() == data:
@@ -187,14 +200,14 @@ def configure(name):
     d = build_dir(name)
     if os.path.exists(os.path.join(d, "build.ninja")):
         return
-    args, _ = BUILDS[name]
-    rc, out = run(["cmake", "-S", SRC, "-B", d] + args)
+    args = BUILDS[name][0]
+    rc, out = run(["cmake", "-S", src_dir(name), "-B", d] + args)
     if rc:
         sys.exit("configuring build-mutants/%s failed:\n%s" % (name, out))
 
 
-def build(name):
-    _, targets = BUILDS[name]
+def build(name, baseline=False):
+    targets = BUILDS[name][1 if baseline else 2]
     return run(["ninja", "-C", build_dir(name), "-j", JOBS] + targets)
 
 
@@ -270,11 +283,17 @@ def main():
     if a.build:
         mutants = [m for m in mutants if m["build"] == a.build]
 
-    os.makedirs(SRC, exist_ok=True)
-    print("scratch copy of %s: %d file(s) updated in %s" % (
-        "the working tree" if a.worktree else "HEAD",
-        sync_scratch(a.worktree), os.path.relpath(SRC, ROOT)), flush=True)
-    check(SRC)
+    # An interrupted run still restores the file it mutated (and the next
+    # run's sync would revert it anyway).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for b in sorted({m["build"] for m in mutants}):
+        src = src_dir(b)
+        os.makedirs(src, exist_ok=True)
+        print("scratch copy of %s: %d file(s) updated in %s" % (
+            "the working tree" if a.worktree else "HEAD",
+            sync_scratch(src, a.worktree), os.path.relpath(src, ROOT)),
+            flush=True)
+        check(src)
     order = list(BUILDS)
     mutants.sort(key=lambda m: order.index(m["build"]))
     results, baseline = [], {}
@@ -284,7 +303,7 @@ def main():
         subset = ("ctest", m["ctest"]) if "ctest" in m else ("lit", m["lit"])
         if (b, subset) not in baseline:
             configure(b)
-            rc, out = build(b)
+            rc, out = build(b, baseline=True)
             if rc:
                 sys.exit("build-mutants/%s does not build unmutated:\n%s" %
                          (b, out[-4000:]))
@@ -293,7 +312,7 @@ def main():
                 sys.exit("unmutated tree fails %s %s (%s):\n%s" %
                          (subset[0], subset[1], first, out))
             baseline[(b, subset)] = True
-        path = os.path.join(SRC, m["file"])
+        path = os.path.join(src_dir(b), m["file"])
         with open(path) as f:
             original = f.read()
         t0 = time.time()
@@ -342,10 +361,10 @@ def main():
         "survived": sum(r["status"] == "SURVIVED" for r in results),
         "invalid": len(results) - valid, "score_percent": round(score, 1),
         "mutants": results}
-    with open(os.path.join(WORK, "report.json"), "w") as f:
+    name = "report-%s.json" % a.build if a.build else "report.json"
+    with open(os.path.join(WORK, name), "w") as f:
         json.dump(report, f, indent=1)
-    print("report: %s" % os.path.relpath(os.path.join(WORK, "report.json"),
-                                          ROOT))
+    print("report: %s" % os.path.relpath(os.path.join(WORK, name), ROOT))
     for r in bad:
         print("\n== %s %s (%s)\n%s" % (r["status"], r["id"], r["desc"],
                                        r["output"]), file=sys.stderr)
