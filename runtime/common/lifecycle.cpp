@@ -6,7 +6,8 @@
 // write/read their own state; this file frames the saved cache (header,
 // configuration, layer sections, checksum) and makes every call
 // all-or-nothing. A fork is a save into memory loaded back with the same
-// allocator, so the two share no block.
+// allocator (so the two share no block), plus the stores' rollback history,
+// which the saved format leaves out.
 //
 //===----------------------------------------------------------------------===//
 #include "cache_handle.h"
@@ -19,6 +20,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -194,7 +196,18 @@ KVQ_RT_EXPORT kvq_status kvq_cache_truncate(kvq_cache_t *cache,
       if (cache->layers[l]->length() > n_tokens)
         if (kvq_status s = cache->layers[l]->checkTruncate(n_tokens))
           return inLayer(s, "kvq_cache_truncate", static_cast<int32_t>(l));
-    for (auto &layer : cache->layers)
+    auto &layers = cache->layers;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      if (layers[l]->length() <= n_tokens)
+        continue;
+      if (kvq_status s = layers[l]->prepareTruncate(n_tokens)) {
+        for (size_t m = 0; m < l; ++m)
+          if (layers[m]->length() > n_tokens)
+            layers[m]->cancelTruncate();
+        return inLayer(s, "kvq_cache_truncate", static_cast<int32_t>(l));
+      }
+    }
+    for (auto &layer : layers)
       if (layer->length() > n_tokens)
         layer->truncate(n_tokens);
     return KVQ_OK;
@@ -211,8 +224,16 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fork(const kvq_cache_t *cache,
         static_cast<size_t>(writeCache(*cache, nullptr)));
     writeCache(*cache, bytes.data());
     kvq_config cfg = cache->cfg;
-    return readCache("kvq_cache_fork", bytes.data(),
-                     static_cast<int64_t>(bytes.size()), &cfg.allocator, out);
+    kvq_cache_t *raw = nullptr;
+    if (kvq_status s =
+            readCache("kvq_cache_fork", bytes.data(),
+                      static_cast<int64_t>(bytes.size()), &cfg.allocator, &raw))
+      return s;
+    std::unique_ptr<kvq_cache> fork(raw); // freed if a copy below throws
+    for (size_t l = 0; l < fork->layers.size(); ++l)
+      fork->layers[l]->copyHistory(*cache->layers[l]);
+    *out = fork.release();
+    return KVQ_OK;
   });
 }
 

@@ -67,9 +67,17 @@ public:
   /// exactly the store that the update calls restricted to those tokens
   /// would have built; else KVQ_ERR_NOT_EXACT with a message saying why.
   virtual kvq_status checkTruncate(int64_t n) const = 0;
-  /// Keep the first n tokens; only after checkTruncate(n) returned KVQ_OK.
-  /// Releases blocks only: cannot fail.
+  /// Allocate what truncate(n) will need (fp16 rows restored from the
+  /// rollback history), after checkTruncate(n) returned KVQ_OK:
+  /// KVQ_ERR_OUT_OF_MEMORY leaves the store unchanged. Then exactly one of
+  /// truncate(n) or cancelTruncate() follows.
+  virtual kvq_status prepareTruncate(int64_t) { return KVQ_OK; }
+  virtual void cancelTruncate() {}
+  /// Keep the first n tokens (after prepareTruncate): cannot fail.
   virtual void truncate(int64_t n) = 0;
+  /// Take a copy of `from`'s rollback history (a fork; `from` is a store of
+  /// the same method holding the same tokens). May throw std::bad_alloc.
+  virtual void copyHistory(const LayerStore &) {}
   /// Append the layer's state to w (the format of docs/RUNTIME.md).
   virtual void save(ByteWriter &w) const = 0;
   /// Rebuild this (empty) store from what save wrote: KVQ_ERR_CORRUPT_DATA

@@ -21,6 +21,8 @@
 #include "store_util.h"
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 #include <utility>
 
 using namespace kvq;
@@ -34,7 +36,8 @@ public:
         kb_(cfg.key_bits), vb_(cfg.value_bits),
         block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
         nibbleKeys_(nibbleMajorFits(cfg.head_dim, cfg.key_bits)),
-        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0) {
+        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
+        hk_(R_ + (block_ ? R_ : G_)), hv_(R_) {
     top_.reserve(static_cast<size_t>(k_));
   }
 
@@ -51,7 +54,10 @@ public:
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
   kvq_status checkTruncate(int64_t n) const override;
+  kvq_status prepareTruncate(int64_t n) override;
+  void cancelTruncate() override;
   void truncate(int64_t n) override;
+  void copyHistory(const LayerStore &from) override;
   void save(ByteWriter &w) const override;
   kvq_status load(ByteReader &r) override;
 
@@ -98,6 +104,21 @@ private:
   int64_t decided_ = 0;     ///< protection of [0, decided_) is decided
   int64_t nSinks_ = 0;
   TopK top_; ///< running top-k (norm, position) over all positions seen
+
+  /// Rollback history (bookkeeping memory, not payload): the fp16 rows of
+  /// the last hk_ keys and hv_ values that left fp16 for codes, position p
+  /// at ring row p % h; keys of [histK0_, keyDone()) and values of
+  /// [histV0_, vDone_) are there. hk_ = R + G (sliding) or 2R (block) and
+  /// hv_ = R cover every cut that drops at most R tokens (docs/RUNTIME.md).
+  void remember(std::vector<uint16_t> &ring, int64_t h, int64_t &start,
+                int64_t from, int64_t to,
+                const uint16_t *(*row)(const void *, int64_t),
+                const void *rows);
+  const int64_t hk_, hv_;
+  std::vector<uint16_t> histK_, histV_;
+  int64_t histK0_ = 0, histV0_ = 0;
+  /// Blocks prepareTruncate allocated for the rows truncate restores.
+  std::vector<std::pair<int64_t, Blk>> pendingK_, pendingV_;
 };
 
 void KiviStore::fold(TopK &top, float norm, int64_t pos) const {
@@ -274,8 +295,26 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   }
   reserveGeometric(slots_, static_cast<size_t>(L1));
   reserveGeometric(groups_, groups_.size() + newGroups.size());
+  if (kT > keyDone() && histK_.empty())
+    histK_.resize(static_cast<size_t>(hk_ * C));
+  if (vT > vDone_ && histV_.empty())
+    histV_.resize(static_cast<size_t>(hv_ * C));
 
-  // 4. Commit: nothing below allocates or fails.
+  // 4. Commit: nothing below allocates or fails. The rows leaving fp16
+  // enter the rollback history first, while their blocks are still held.
+  using Rows = UpdateRows<decltype(slots_)>;
+  remember(
+      histK_, hk_, histK0_, keyDone(), kT,
+      [](const void *r, int64_t p) {
+        return static_cast<const Rows *>(r)->key(p);
+      },
+      &in);
+  remember(
+      histV_, hv_, histV0_, vDone_, vT,
+      [](const void *r, int64_t p) {
+        return static_cast<const Rows *>(r)->value(p);
+      },
+      &in);
   slots_.resize(static_cast<size_t>(L1));
   for (int64_t p = L0; p < L1; ++p)
     slots_[static_cast<size_t>(p)] = added[static_cast<size_t>(p - L0)];
@@ -522,6 +561,7 @@ void KiviStore::addStats(kvq_stats &st) const {
 }
 
 void KiviStore::releaseAll() {
+  cancelTruncate();
   for (Slot &s : slots_) {
     payload_.release(s.kf);
     payload_.release(s.vf);
@@ -533,34 +573,41 @@ void KiviStore::releaseAll() {
   groups_.clear();
 }
 
-/// Exact when every kept token is held as a layer of n tokens holds it:
-/// keys quantized exactly up to keyTarget(n) among the kept tokens (whole
-/// key groups past the cut are dropped with it), values up to
-/// valueTarget(n) (value rows are quantized one by one), no kept sink past
-/// the tokens such a layer has decided on, and, with sinks, the running
-/// top-k free of dropped positions once full (else the top-k of the kept
+void KiviStore::remember(std::vector<uint16_t> &ring, int64_t h, int64_t &start,
+                         int64_t from, int64_t to,
+                         const uint16_t *(*row)(const void *, int64_t),
+                         const void *rows) {
+  if (h == 0 || to <= from)
+    return;
+  for (int64_t p = std::max(from, to - h); p < to; ++p)
+    std::memcpy(ring.data() + (p % h) * channels_, row(rows, p),
+                static_cast<size_t>(2 * channels_));
+  start = std::max(start, to - h);
+}
+
+/// Exact when every kept token can be held as a layer of n tokens holds
+/// it: kept rows quantized here but fp16 there (keys from keyTarget(n),
+/// values from valueTarget(n)) come back from the rollback history, key
+/// groups past keyTarget(n) are dropped, sinks a layer of n tokens has not
+/// decided on return to the window; and, with sinks, the running top-k is
+/// free of dropped positions once full (else the top-k of the kept
 /// positions is unknown; when it is free of them, every sink decision was
 /// taken against the same top-k as without the dropped tokens).
 kvq_status KiviStore::checkTruncate(int64_t n) const {
   if (n == 0)
     return KVQ_OK;
   const int64_t kT = keyTarget(n), vT = valueTarget(n);
-  if (std::min(keyDone(), n) != kT || std::min(vDone_, n) != vT)
+  const bool keysOk = kT >= std::min(keyDone(), n) || kT >= histK0_;
+  const bool valuesOk = vT >= std::min(vDone_, n) || vT >= histV0_;
+  if (!keysOk || !valuesOk)
     return fail(KVQ_ERR_NOT_EXACT,
-                "kivi: keeping %lld of %lld tokens needs fp16 rows that are "
-                "already quantized (a layer of %lld tokens quantizes keys "
-                "below %lld and values below %lld; this one below %lld and "
-                "%lld)",
+                "kivi: keeping %lld of %lld tokens needs the fp16 %s of token "
+                "%lld, but the rollback history reaches back to token %lld "
+                "only",
                 static_cast<long long>(n), static_cast<long long>(length()),
-                static_cast<long long>(n), static_cast<long long>(kT),
-                static_cast<long long>(vT), static_cast<long long>(keyDone()),
-                static_cast<long long>(vDone_));
-  for (int64_t p = std::max(kT, vT); p < std::min(decided_, n); ++p)
-    if (slots_[static_cast<size_t>(p)].sink)
-      return fail(KVQ_ERR_NOT_EXACT,
-                  "kivi_sink: token %lld is a sink, but a layer of %lld "
-                  "tokens would still hold it in the window",
-                  static_cast<long long>(p), static_cast<long long>(n));
+                keysOk ? "values" : "keys",
+                static_cast<long long>(keysOk ? vT : kT),
+                static_cast<long long>(keysOk ? histV0_ : histK0_));
   if (static_cast<int64_t>(top_.size()) == k_)
     for (const auto &e : top_)
       if (e.second >= n)
@@ -572,10 +619,53 @@ kvq_status KiviStore::checkTruncate(int64_t n) const {
   return KVQ_OK;
 }
 
+kvq_status KiviStore::prepareTruncate(int64_t n) {
+  cancelTruncate();
+  if (n == 0)
+    return KVQ_OK;
+  const int64_t C = channels_, kT = keyTarget(n), vT = valueTarget(n);
+  const int64_t kEnd = std::min(keyDone(), n), vEnd = std::min(vDone_, n);
+  try {
+    pendingK_.reserve(static_cast<size_t>(std::max<int64_t>(kEnd - kT, 0)));
+    pendingV_.reserve(static_cast<size_t>(std::max<int64_t>(vEnd - vT, 0)));
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kivi cache: out of memory");
+  }
+  auto restore = [&](int64_t from, int64_t to,
+                     const std::vector<uint16_t> &ring, int64_t h,
+                     std::vector<std::pair<int64_t, Blk>> &out) {
+    for (int64_t p = from; p < to; ++p) {
+      if (slots_[static_cast<size_t>(p)].sink) // a sink kept its fp16 rows
+        continue;
+      Blk b = payload_.allocate(2 * C);
+      if (!b)
+        return false;
+      std::memcpy(b.p, ring.data() + (p % h) * C, static_cast<size_t>(2 * C));
+      out.emplace_back(p, b);
+    }
+    return true;
+  };
+  if (!restore(kT, kEnd, histK_, hk_, pendingK_) ||
+      !restore(vT, vEnd, histV_, hv_, pendingV_)) {
+    cancelTruncate();
+    return allocationFailed("kivi", 2 * C);
+  }
+  return KVQ_OK;
+}
+
+void KiviStore::cancelTruncate() {
+  for (auto &e : pendingK_)
+    payload_.release(e.second);
+  for (auto &e : pendingV_)
+    payload_.release(e.second);
+  pendingK_.clear();
+  pendingV_.clear();
+}
+
 void KiviStore::truncate(int64_t n) {
   if (n == 0) {
     releaseAll();
-    vDone_ = decided_ = nSinks_ = 0;
+    vDone_ = decided_ = nSinks_ = histK0_ = histV0_ = 0;
     top_.clear();
     return;
   }
@@ -586,16 +676,43 @@ void KiviStore::truncate(int64_t n) {
       payload_.release(*b);
   }
   slots_.resize(static_cast<size_t>(n));
-  while (keyDone() > n) { // whole groups past the cut (checkTruncate)
+  const int64_t kT = keyTarget(n), vT = valueTarget(n);
+  while (keyDone() > kT) {
     payload_.release(groups_.back());
     groups_.pop_back();
   }
-  vDone_ = std::min(vDone_, n);
-  decided_ = std::max(keyDone(), vDone_);
+  for (auto &e : pendingK_)
+    slots_[static_cast<size_t>(e.first)].kf = e.second;
+  for (auto &e : pendingV_) {
+    Slot &s = slots_[static_cast<size_t>(e.first)];
+    payload_.release(s.vq);
+    s.vf = e.second;
+  }
+  pendingK_.clear();
+  pendingV_.clear();
+  // Sinks chosen among tokens a layer of n tokens still holds in the window.
+  const int64_t decided = std::max(kT, vT);
+  for (int64_t p = decided; p < std::min(decided_, n); ++p) {
+    Slot &s = slots_[static_cast<size_t>(p)];
+    nSinks_ -= s.sink;
+    s.sink = false;
+  }
+  vDone_ = vT;
+  decided_ = decided;
+  histK0_ = std::min(histK0_, keyDone());
+  histV0_ = std::min(histV0_, vDone_);
   // A top-k not yet full never dropped anyone: the kept entries remain.
   top_.erase(std::remove_if(top_.begin(), top_.end(),
                             [&](const auto &e) { return e.second >= n; }),
              top_.end());
+}
+
+void KiviStore::copyHistory(const LayerStore &from) {
+  const auto &o = static_cast<const KiviStore &>(from);
+  histK_ = o.histK_;
+  histV_ = o.histV_;
+  histK0_ = o.histK0_;
+  histV0_ = o.histV0_;
 }
 
 /// Tokens; sink positions; the running top-k (norm, position); then each
@@ -708,6 +825,8 @@ kvq_status KiviStore::load(ByteReader &r) {
   vDone_ = vT;
   decided_ = decided;
   top_ = std::move(top);
+  histK0_ = keyDone(); // no rollback history in a saved cache
+  histV0_ = vDone_;
   return KVQ_OK;
 }
 

@@ -140,11 +140,12 @@ typedef enum kvq_backend {
 /// Optional allocator for the cache's payload: every block of codes, scales,
 /// level tables, outliers and fp16 rows is one exact-size alloc call, so the
 /// bytes live in this allocator always equal kvq_stats.total_bytes of the
-/// whole cache. Bookkeeping (the handle, per-token index arrays) uses
-/// malloc. alloc(user, size) returns size bytes aligned like malloc, or null
-/// on failure (the update then fails with KVQ_ERR_OUT_OF_MEMORY and changes
-/// nothing); release(user, ptr, size) frees a block alloc returned. Both
-/// null means malloc/free; setting only one is KVQ_ERR_INVALID_ARGUMENT.
+/// whole cache. Bookkeeping (the handle, per-token index arrays, kivi's
+/// rollback history of recent fp16 rows) uses malloc. alloc(user, size) returns
+/// size bytes aligned like malloc, or null on failure (the update then fails
+/// with KVQ_ERR_OUT_OF_MEMORY and changes nothing); release(user, ptr, size)
+/// frees a block alloc returned. Both null means malloc/free; setting only one
+/// is KVQ_ERR_INVALID_ARGUMENT.
 typedef struct kvq_allocator {
   void *(*alloc)(void *user, size_t size);
   void (*release)(void *user, void *ptr, size_t size);
@@ -295,11 +296,15 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
 /// stats, sink positions, kvq_cache_save), the layer a fresh cache would
 /// hold after the same update calls restricted to the kept tokens (the call
 /// that straddles the cut shortened to its kept part, later calls dropped).
-/// A cut that only drops tokens still held fp16 in the residual window (the
-/// speculative-decoding rollback) is always exact. A deeper cut is done when
-/// the method can rebuild the earlier state exactly, and otherwise refused
-/// with KVQ_ERR_NOT_EXACT, leaving the cache unchanged; the per-method rule
-/// is in docs/RUNTIME.md.
+/// A cut that cannot be exact is KVQ_ERR_NOT_EXACT and changes nothing
+/// (nor does KVQ_ERR_OUT_OF_MEMORY). In short (docs/RUNTIME.md, "Cache
+/// lifecycle"): fp16 always; kivi whenever the cut drops at most
+/// residual_length tokens (the speculative-decoding rollback: rows that
+/// left fp16 come back from a rollback history, which a loaded cache starts
+/// without), deeper as far as that history goes; kivi_sink the same unless
+/// a dropped token is among the top-k key norms; kvquant at or after the
+/// end of the prefill fit, and when refitting not inside a completed refit
+/// batch.
 KVQ_RT_EXPORT kvq_status kvq_cache_truncate(kvq_cache_t *cache,
                                             int64_t n_tokens);
 

@@ -218,56 +218,175 @@ TEST(LifecycleTruncate, KvquantRefitExactOnBatchBoundaries) {
   EXPECT_EQ(truncations(s), want);
 }
 
-TEST(LifecycleTruncate, KiviExactWhileNothingKeptChangesRepresentation) {
+namespace {
+/// The cuts docs/RUNTIME.md promises for a plain KIVI layer of L tokens:
+/// n = 0, n >= L, or every kept row that is quantized here but fp16 in a
+/// layer of n tokens lies in the rollback history (the last R + G keys, or
+/// 2R in block mode, and the last R values that left fp16).
+std::set<int64_t> kiviCuts(const kvq_config &c, int64_t L) {
+  const int64_t R = c.residual_length, G = c.group_size;
+  const bool block = c.residual_mode == KVQ_RESIDUAL_BLOCK;
+  auto kT = [&](int64_t n) -> int64_t {
+    return block ? R * (n / R) : n > R ? G * ((n - R) / G) : 0;
+  };
+  auto vT = [&](int64_t n) { return std::max<int64_t>(0, n - R); };
+  const int64_t kDone = kT(L), vDone = vT(L);
+  const int64_t k0 = std::max<int64_t>(0, kDone - (R + (block ? R : G)));
+  const int64_t v0 = std::max<int64_t>(0, vDone - R);
+  std::set<int64_t> cuts;
+  for (int64_t n = 0; n <= L + 1; ++n) {
+    const bool keys = kT(n) >= std::min(kDone, n) || kT(n) >= k0;
+    const bool values = vT(n) >= std::min(vDone, n) || vT(n) >= v0;
+    if (n == 0 || n >= L || (keys && values))
+      cuts.insert(n);
+  }
+  return cuts;
+}
+} // namespace
+
+TEST(LifecycleTruncate, KiviExactWithinTheRollbackHistory) {
   // Everything still fp16 (L <= R): every cut is exact.
   Scenario s{cfgFor(KVQ_METHOD_KIVI), mixedCalls(5, 30), 30};
   s.cfg.num_layers = 2;
   EXPECT_EQ(truncations(s), range(0, 32));
-  // R = 0: values are quantized on arrival and keys in groups of G = 32, so
-  // cuts inside the open key group [64, 70) and on group boundaries are
-  // exact; others would return quantized keys to fp16.
+  // R = 0: values are quantized on arrival (no history needed), keys in
+  // groups of G = 32 with the last G in the history.
   Scenario r{cfgFor(KVQ_METHOD_KIVI), mixedCalls(20, 70), 70};
   r.cfg.num_layers = 2;
   r.cfg.residual_length = 0;
-  std::set<int64_t> want = range(64, 72);
-  want.insert({0, 32});
+  std::set<int64_t> want = range(32, 72);
+  want.insert(0);
   EXPECT_EQ(truncations(r), want);
-  // In steady decode (L > R) a cut would return a quantized value row to
-  // the window: refused.
-  Scenario d{cfgFor(KVQ_METHOD_KIVI), mixedCalls(40, 60), 60};
-  d.cfg.num_layers = 2;
-  std::set<int64_t> none = {0, 60, 61};
-  EXPECT_EQ(truncations(d), none);
+  EXPECT_EQ(kiviCuts(r.cfg, 70), want);
+  // Steady decode, sliding and block: the speculative-decoding rollback of
+  // up to R tokens is always exact; deeper cuts as far as the history goes.
+  for (int32_t mode : {KVQ_RESIDUAL_SLIDING, KVQ_RESIDUAL_BLOCK}) {
+    SCOPED_TRACE(testing::Message() << "residual_mode " << mode);
+    Scenario d{cfgFor(KVQ_METHOD_KIVI), mixedCalls(40, 150), 150};
+    d.cfg.num_layers = 2;
+    d.cfg.residual_length = 16;
+    d.cfg.group_size = 16;
+    d.cfg.residual_mode = mode;
+    const std::set<int64_t> got = truncations(d);
+    EXPECT_EQ(got, kiviCuts(d.cfg, 150));
+    for (int64_t n = 150 - 16; n <= 150; ++n)
+      EXPECT_TRUE(got.count(n)) << n;
+    EXPECT_FALSE(got.count(100)); // deeper than the history
+  }
 }
 
-TEST(LifecycleTruncate, KiviSinkExactWhenTheTopKStaysBelowTheCut) {
-  // L = 30 <= R: only the top-5 of key norms matters. Its positions are
-  // computed here from the K rows (mean over heads of the L2 norm).
-  Scenario s{cfgFor(KVQ_METHOD_KIVI_SINK), mixedCalls(6, 30), 30};
-  s.cfg.num_layers = 2;
-  KV kv0 = gaussianKV(1, 30, kHeads, kDim),
-     kv1 = laplaceKV(2, 30, kHeads, kDim);
-  int64_t lowest = 0; // every layer's top-5 lies below this cut
-  for (const KV *kv : {&kv0, &kv1}) {
-    std::vector<std::pair<double, int64_t>> norms;
-    for (int64_t t = 0; t < 30; ++t) {
-      double n = 0;
-      for (int h = 0; h < kHeads; ++h) {
-        double q = 0;
-        for (int d = 0; d < kDim; ++d)
-          q += double{kv->k[static_cast<size_t>((t * kHeads + h) * kDim + d)]} *
-               kv->k[static_cast<size_t>((t * kHeads + h) * kDim + d)];
-        n += std::sqrt(q);
+TEST(LifecycleTruncate, SpeculativeRollbackAfterEveryDraft) {
+  // Decode in drafts of 4 tokens; after each draft, reject its last k
+  // tokens (k = 1..4) on a fork and compare with a cache that only ever
+  // saw the accepted tokens. fp16, KIVI and frozen KVQuant always accept.
+  for (kvq_method m : {KVQ_METHOD_FP16, KVQ_METHOD_KIVI, KVQ_METHOD_KVQUANT}) {
+    SCOPED_TRACE(testing::Message() << "method " << m);
+    kvq_config cfg = cfgFor(m);
+    cfg.num_layers = 2;
+    cfg.residual_length = 8;
+    cfg.group_size = 8;
+    cfg.refit_interval = 0;
+    Calls calls = {24};
+    for (int i = 0; i < 12; ++i)
+      calls.push_back(4);
+    KV kv0 = gaussianKV(40, 72, kHeads, kDim),
+       kv1 = laplaceKV(41, 72, kHeads, kDim);
+    for (int64_t end = 28; end <= 72; end += 4)
+      for (int64_t k = 1; k <= 4; ++k) {
+        // The rollback runs on a fork (which carries the history along).
+        Built src, a;
+        build(src, cfg, kv0, kv1, calls, end);
+        ASSERT_EQ(kvq_cache_fork(src.h, &a.h), KVQ_OK);
+        ASSERT_EQ(kvq_cache_truncate(a.h, end - k), KVQ_OK)
+            << end << " " << k << ": " << kvq_last_error();
+        Built ref;
+        build(ref, cfg, kv0, kv1, calls, end - k);
+        expectSame(a.h, ref.h);
       }
-      norms.emplace_back(-n / kHeads, t);
-    }
-    std::sort(norms.begin(), norms.end());
-    for (int i = 0; i < 5; ++i)
-      lowest = std::max(lowest, norms[static_cast<size_t>(i)].second + 1);
   }
-  std::set<int64_t> want = range(lowest, 32);
-  want.insert(0);
-  EXPECT_EQ(truncations(s), want);
+}
+
+namespace {
+/// The latest position in the top-k of key norms (mean over heads of the L2
+/// norm of the K rows; ties to the earlier position) of [0, L), plus one.
+int64_t topKEnd(const KV &kv, int64_t L, int k) {
+  std::vector<std::pair<double, int64_t>> norms;
+  for (int64_t t = 0; t < L; ++t) {
+    double n = 0;
+    for (int h = 0; h < kHeads; ++h) {
+      double q = 0;
+      for (int d = 0; d < kDim; ++d) {
+        const double x = kv.k[static_cast<size_t>((t * kHeads + h) * kDim + d)];
+        q += x * x;
+      }
+      n += std::sqrt(q);
+    }
+    norms.emplace_back(-n / kHeads, t);
+  }
+  std::sort(norms.begin(), norms.end());
+  int64_t end = 0;
+  for (int i = 0; i < k && i < L; ++i)
+    end = std::max(end, norms[static_cast<size_t>(i)].second + 1);
+  return end;
+}
+} // namespace
+
+TEST(LifecycleTruncate, KiviSinkExactWhenTheTopKStaysBelowTheCut) {
+  // kivi_sink adds one condition to kivi's: the running top-5 of key norms
+  // must not hold a dropped token (its positions computed here).
+  for (int64_t L : {30, 150}) {
+    SCOPED_TRACE(testing::Message() << "tokens " << L);
+    Scenario s{cfgFor(KVQ_METHOD_KIVI_SINK), mixedCalls(L / 3, L), L};
+    s.cfg.num_layers = 2;
+    s.cfg.residual_length = 16;
+    s.cfg.group_size = 16;
+    KV kv0 = gaussianKV(1, L, kHeads, kDim),
+       kv1 = laplaceKV(2, L, kHeads, kDim);
+    const int64_t top = std::max(topKEnd(kv0, L, 5), topKEnd(kv1, L, 5));
+    std::set<int64_t> want;
+    for (int64_t n : kiviCuts(s.cfg, L))
+      if (n == 0 || n >= L || n >= top)
+        want.insert(n);
+    EXPECT_EQ(truncations(s), want);
+  }
+}
+
+TEST(LifecycleTruncate, AllocationFailureLeavesTheCacheUnchanged) {
+  // Restoring rows from the history allocates (both layers): fail each
+  // allocation in turn, then succeed.
+  CountingAllocator counter;
+  kvq_config cfg = cfgFor(KVQ_METHOD_KIVI);
+  cfg.num_layers = 2;
+  cfg.residual_length = 8;
+  cfg.group_size = 8;
+  cfg.allocator = counter.handle();
+  Cache c(cfg);
+  KV kv = gaussianKV(42, 60, kHeads, kDim);
+  for (int32_t l = 0; l < 2; ++l)
+    for (int64_t t = 0; t < 60; ++t)
+      ASSERT_EQ(append(c.h, kv, t, t + 1, l), KVQ_OK);
+  const std::vector<uint8_t> before = saveBytes(c.h);
+  const int64_t live = counter.live;
+  int64_t failures = 0;
+  for (int64_t n = 1;; ++n) {
+    counter.failAt = counter.calls + n;
+    kvq_status s = kvq_cache_truncate(c.h, 53);
+    if (s == KVQ_OK)
+      break;
+    ++failures;
+    ASSERT_EQ(s, KVQ_ERR_OUT_OF_MEMORY) << kvq_last_error();
+    EXPECT_EQ(saveBytes(c.h), before);
+    EXPECT_EQ(counter.live, live);
+    ASSERT_LT(n, 1000);
+  }
+  counter.failAt = -1;
+  EXPECT_GT(failures, 2); // K and V rows of two layers were restored
+  EXPECT_EQ(counter.live, stats(c.h, -1).total_bytes);
+  Cache ref(cfg);
+  for (int32_t l = 0; l < 2; ++l)
+    for (int64_t t = 0; t < 53; ++t)
+      ASSERT_EQ(append(ref.h, kv, t, t + 1, l), KVQ_OK);
+  EXPECT_EQ(saveBytes(c.h), saveBytes(ref.h));
 }
 
 TEST(LifecycleTruncate, ArgumentsAndNoOps) {
@@ -287,9 +406,9 @@ TEST(LifecycleTruncate, RefusalLeavesEveryLayerUnchanged) {
   kvq_config cfg = cfgFor(KVQ_METHOD_KIVI);
   cfg.num_layers = 2;
   Cache c(cfg);
-  KV kv = gaussianKV(4, 60, kHeads, kDim);
+  KV kv = gaussianKV(4, 200, kHeads, kDim);
   ASSERT_EQ(append(c.h, kv, 0, 10, 0), KVQ_OK);
-  ASSERT_EQ(append(c.h, kv, 0, 60, 1), KVQ_OK);
+  ASSERT_EQ(append(c.h, kv, 0, 200, 1), KVQ_OK); // beyond the history
   const std::vector<uint8_t> before = saveBytes(c.h);
   EXPECT_EQ(kvq_cache_truncate(c.h, 5), KVQ_ERR_NOT_EXACT);
   EXPECT_NE(std::string(kvq_last_error()).find("layer 1"), std::string::npos)
