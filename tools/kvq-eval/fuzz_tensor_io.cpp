@@ -7,7 +7,7 @@
 // sanitizer report, a leak or an error message with a raw control byte is a
 // finding. Seed corpus: test/fuzz/tensor_io, written by
 // test/fuzz/make_tensor_io_corpus.py; how it runs:
-// tools/kvq-eval/CMakeLists.txt.
+// test/fuzz/CMakeLists.txt.
 //
 //===----------------------------------------------------------------------===//
 #include "tensor_io.h"

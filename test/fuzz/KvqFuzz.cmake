@@ -1,0 +1,83 @@
+#===- test/fuzz/KvqFuzz.cmake - a libFuzzer target with its ctest run ----===#
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# kvq_add_fuzzer(<target> SOURCES <file>... CORPUS <dir>...
+#                [LINK <lib>...] [INCLUDES <dir>...]
+#                [INSTRUMENT <object library>...] [TEST <name>]
+#                [SECONDS <n>] [MAX_LEN <bytes>])
+#
+# Only in the sanitizer build with clang, native (libFuzzer needs
+# -fsanitize=fuzzer and runs on the host): builds <target> from SOURCES
+# (instrumented for coverage) and registers the ctest test <name> (default
+# <target>, label "fuzz") that runs it for SECONDS (default 10) over the
+# checked-in CORPUS directories through run_fuzzer.sh, which also takes the
+# longer runs (`./kvq.sh fuzz [SECONDS]`, docs/RUNTIME.md "Fuzzing").
+# INSTRUMENT links a copy of each object library compiled with the same
+# flags plus coverage instrumentation, so libFuzzer sees the branches of the
+# code under test and not only the harness's (the original objects stay as
+# they are for everything else).
+#
+#===----------------------------------------------------------------------===#
+include_guard(GLOBAL)
+
+set(KVQ_FUZZ_ENABLED OFF)
+if(KVQ_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND
+   NOT CMAKE_CROSSCOMPILING)
+  set(KVQ_FUZZ_ENABLED ON)
+endif()
+
+function(kvq_add_fuzzer target)
+  if(NOT KVQ_FUZZ_ENABLED)
+    return()
+  endif()
+  cmake_parse_arguments(PARSE_ARGV 1 F "" "TEST;SECONDS;MAX_LEN"
+                        "SOURCES;CORPUS;LINK;INCLUDES;INSTRUMENT")
+  if(NOT F_SOURCES OR NOT F_CORPUS)
+    message(FATAL_ERROR "kvq_add_fuzzer(${target}): SOURCES and CORPUS needed")
+  endif()
+  if(NOT F_TEST)
+    set(F_TEST ${target})
+  endif()
+  if(NOT F_SECONDS)
+    set(F_SECONDS 10)
+  endif()
+
+  add_executable(${target} ${F_SOURCES})
+  target_compile_options(${target} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+  target_include_directories(${target} PRIVATE ${F_INCLUDES})
+  target_link_libraries(${target} PRIVATE ${F_LINK})
+  foreach(lib IN LISTS F_INSTRUMENT)
+    get_target_property(srcs ${lib} SOURCES)
+    get_target_property(dir ${lib} SOURCE_DIR)
+    list(TRANSFORM srcs PREPEND ${dir}/ REGEX "^[^/$]")
+    # Per-source settings live in the library's directory: copy them here.
+    foreach(src IN LISTS srcs)
+      foreach(prop COMPILE_DEFINITIONS COMPILE_OPTIONS INCLUDE_DIRECTORIES)
+        get_source_file_property(value ${src} DIRECTORY ${dir} ${prop})
+        if(value)
+          set_source_files_properties(${src} PROPERTIES ${prop} "${value}")
+        endif()
+      endforeach()
+    endforeach()
+    set(copy ${target}_${lib})
+    add_library(${copy} OBJECT ${srcs})
+    target_include_directories(${copy} PUBLIC
+      $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
+    target_compile_definitions(${copy} PRIVATE
+      $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
+    target_compile_options(${copy} PRIVATE
+      $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS> -fsanitize=fuzzer-no-link)
+    target_link_libraries(${target} PRIVATE ${copy})
+  endforeach()
+
+  set(extra)
+  if(F_MAX_LEN)
+    set(extra -max_len=${F_MAX_LEN})
+  endif()
+  add_test(NAME ${F_TEST}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/test/fuzz/run_fuzzer.sh ${F_SECONDS}
+            $<TARGET_FILE:${target}> ${PROJECT_BINARY_DIR}/fuzz/${target}
+            ${F_CORPUS} ${extra})
+  set_tests_properties(${F_TEST} PROPERTIES LABELS fuzz)
+endfunction()
