@@ -10,7 +10,7 @@ from lit.llvm import llvm_config
 config.name = "KVQ"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.local.cfg", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvq_obj_root, "test")
 
@@ -28,6 +28,19 @@ config.substitutions.append(("%models", os.path.join(config.kvq_src_root, "model
 llvm_config.add_tool_substitutions(
     ["not", "split-file", "mlir-runner", "mlir-translate", "llc"],
     [config.llvm_tools_dir])
+
+# kvq as plugins of the stock mlir-opt. Not in the sanitizer build: an
+# instrumented module cannot be loaded into the uninstrumented mlir-opt.
+kvq_plugin = os.path.join(config.kvq_lib_dir, "KvqPlugin.so")
+config.substitutions.append(
+    ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append((
+    "%kvq_plugin_args",
+    "--load-dialect-plugin=%s --load-pass-plugin=%s" % (kvq_plugin, kvq_plugin)))
+if not config.kvq_sanitize:
+    config.available_features.add("plugins")
+llvm_config.add_tool_substitutions(["kvq-lsp-server", "kvq-capi-test"],
+                                   [config.kvq_tools_dir])
 
 if config.host_arch in ("aarch64", "arm64"):
     config.available_features.add("aarch64")

@@ -13,7 +13,8 @@ configure_lit_site_cfg(
   ${CMAKE_CURRENT_BINARY_DIR}/lit.site.cfg.py
   MAIN_CONFIG ${CMAKE_CURRENT_SOURCE_DIR}/lit.cfg.py)
 
-set(KVQ_TEST_DEPENDS kvq-opt kvq_runtime_cpu)
+set(KVQ_TEST_DEPENDS kvq-opt kvq-import kvq-lsp-server kvq-capi-test KvqPlugin
+  kvq_runtime_cpu)
 if(TARGET kvq_runtime_metal_emu)
   list(APPEND KVQ_TEST_DEPENDS kvq_runtime_metal_emu)
 endif()
