@@ -2,9 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The numerical primitives behind both the stateless C kernels and the cache
-// stores, on float vectors with strides. The cache reaches them through
-// kernels(), a table of function pointers, so a SIMD implementation can later
-// replace the scalar reference without touching the stores.
+// stores, on float vectors with strides. Callers reach them through
+// kernels(), a table of function pointers chosen once (kernel_table.cpp):
+// the scalar reference here, or the AVX2 / NEON table of runtime/x86 and
+// runtime/neon, which must give the reference's bits (their differential
+// tests check it).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_COMMON_KERNELS_H
