@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/dialect/KvqDialect.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -377,6 +378,14 @@ LogicalResult CacheAttendOp::verify() {
                          << cache.getKvHeads() << " KV heads";
   return verifyShapeIs(*this, "output", getOutput().getType(),
                        queries.getShape());
+}
+
+LogicalResult CacheTruncateOp::verify() {
+  APInt n;
+  if (matchPattern(getNTokens(), m_ConstantInt(&n)) && n.isNegative())
+    return emitOpError() << "keeps a negative number of tokens ("
+                         << n.getSExtValue() << ")";
+  return success();
 }
 
 LogicalResult CacheStatsOp::verify() {

@@ -589,6 +589,20 @@ struct CacheStatsLowering : KvqLowering<CacheStatsOp> {
   }
 };
 
+/// kvq.cache_truncate -> kvq_cache_truncate (CPU only for now).
+struct CacheTruncateLowering : KvqLowering<CacheTruncateOp> {
+  using KvqLowering::KvqLowering;
+  LogicalResult lower(CacheTruncateOp op, OpAdaptor adaptor, CallBuilder &b,
+                      ConversionPatternRewriter &rewriter) const override {
+    if (!hasRuntimeSymbol(RuntimeFn::CacheTruncate, options.target))
+      return rewriter.notifyMatchFailure(op, "no entry point on this target");
+    b.call(RuntimeFn::CacheTruncate,
+           {adaptor.getCache(), adaptor.getNTokens()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -638,6 +652,19 @@ struct ConvertKvqToRuntimePass
     if (tensors.wasInterrupted())
       return signalPassFailure();
 
+    // An entry point the target's runtime lacks: say so rather than
+    // "failed to legalize".
+    WalkResult missing = module.walk([&](CacheTruncateOp op) {
+      if (hasRuntimeSymbol(RuntimeFn::CacheTruncate, options.target))
+        return WalkResult::advance();
+      op.emitOpError() << "has no runtime entry point on the " << target
+                       << " target (the Metal runtime cannot truncate a "
+                          "cache yet)";
+      return WalkResult::interrupt();
+    });
+    if (missing.wasInterrupted())
+      return signalPassFailure();
+
     TypeConverter converter;
     converter.addConversion([](Type type) { return type; });
     converter.addConversion([context](CacheType) -> Type {
@@ -672,12 +699,13 @@ struct ConvertKvqToRuntimePass
                                            RewritePatternSet &patterns,
                                            const LoweringOptions &options) {
     // The options outlive the patterns: both die with runOnOperation.
-    patterns.add<GroupQuantLowering, GroupDequantLowering, NuqFitLowering,
-                 NuqQuantLowering, NuqDequantLowering, OutlierSplitLowering,
-                 OutlierScreenLowering, KeyNormLowering, SinkSelectLowering,
-                 CacheCreateLowering, CacheDestroyLowering, CacheUpdateLowering,
-                 CacheAttendLowering, CacheStatsLowering>(
-        converter, patterns.getContext(), options);
+    patterns
+        .add<GroupQuantLowering, GroupDequantLowering, NuqFitLowering,
+             NuqQuantLowering, NuqDequantLowering, OutlierSplitLowering,
+             OutlierScreenLowering, KeyNormLowering, SinkSelectLowering,
+             CacheCreateLowering, CacheDestroyLowering, CacheUpdateLowering,
+             CacheAttendLowering, CacheStatsLowering, CacheTruncateLowering>(
+            converter, patterns.getContext(), options);
   }
 };
 

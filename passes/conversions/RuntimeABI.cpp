@@ -98,6 +98,9 @@ const Entry kEntries[] = {
   // kvq_cache_stats(cache, layer, stats*)
   {RuntimeFn::CacheStats, "kvq_cache_stats", "kvq_metal_cache_stats", C::I32,
    {C::Ptr, C::I32, C::Ptr}},
+  // kvq_cache_truncate(cache, n_tokens) (no Metal entry point: null)
+  {RuntimeFn::CacheTruncate, "kvq_cache_truncate", nullptr, C::I32,
+   {C::Ptr, C::I64}},
   // kvq_check_status(status, site) -> status
   {RuntimeFn::CheckStatus, "kvq_check_status", "kvq_check_status", C::I32,
    {C::I32, C::Ptr}},
@@ -151,7 +154,14 @@ bool mlir::kvq::takesMetalContext(RuntimeFn fn, RuntimeTarget target) {
   }
 }
 
+bool mlir::kvq::hasRuntimeSymbol(RuntimeFn fn, RuntimeTarget target) {
+  const Entry &entry = lookup(fn);
+  return (target == RuntimeTarget::CPU ? entry.cpuSymbol : entry.metalSymbol) !=
+         nullptr;
+}
+
 StringRef mlir::kvq::getRuntimeSymbol(RuntimeFn fn, RuntimeTarget target) {
+  assert(hasRuntimeSymbol(fn, target) && "no entry point on this target");
   const Entry &entry = lookup(fn);
   return target == RuntimeTarget::CPU ? entry.cpuSymbol : entry.metalSymbol;
 }

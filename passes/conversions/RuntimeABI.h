@@ -37,6 +37,7 @@ enum class RuntimeFn {
   CacheFetch,
   CacheAttend,
   CacheStats,
+  CacheTruncate,
   CheckStatus,
   MetalContext,
 };
@@ -53,8 +54,12 @@ constexpr int64_t kStatsSlots = 14, kStatsTokens = 0, kStatsTotalBytes = 11,
                   kStatsFp16Bytes = 12, kStatsEffectiveBits = 13;
 } // namespace abi
 
+/// Whether `target`'s runtime has an entry point for `fn` (the Metal
+/// runtime has no kvq_cache_truncate yet).
+bool hasRuntimeSymbol(RuntimeFn fn, RuntimeTarget target);
+
 /// The symbol of `fn` for `target` (e.g. kvq_group_quant,
-/// kvq_metal_group_quant).
+/// kvq_metal_group_quant); `fn` must exist there (hasRuntimeSymbol).
 StringRef getRuntimeSymbol(RuntimeFn fn, RuntimeTarget target);
 
 /// The C signature of `fn` for `target` in MLIR types: pointers are

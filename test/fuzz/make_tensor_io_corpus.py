@@ -6,8 +6,10 @@
 # .npy (f32, f16 with a version 2.0 header, f64, empty, a repeated key), .npz
 # as np.savez writes it (stored members, ZIP64 local headers), .safetensors
 # (F16/BF16/F32), and the malformed inputs of issue 15 (shape without
-# commas, overflowing shape, control bytes, fortran order, a deflate flag,
-# bad offsets, an unsupported dtype). Run it again after changing a seed.
+# commas, overflowing shape, control bytes, fortran order, a deflate flag
+# on stored bytes, bad offsets, an unsupported dtype), and deflated .npz
+# members as np.savez_compressed writes them (dynamic and fixed codes,
+# stored blocks). Run it again after changing a seed.
 #
 # ===--------------------------------------------------------------------=== #
 import json
@@ -39,18 +41,25 @@ def f64(n):
     return b"".join(struct.pack("<d", i * 0.25) for i in range(n))
 
 
-def zipfile(members, method=0):
+def deflate(data, level=6, strategy=zlib.Z_DEFAULT_STRATEGY):
+    c = zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)  # raw deflate
+    return c.compress(data) + c.flush()
+
+
+def zipfile(members, method=0, pack=None):
+    """method 8 with pack=None: the deflate flag on stored bytes (malformed)."""
     z = b""
     cd = b""
     for name, data in members:
         name = (name + ".npy").encode()
         crc = zlib.crc32(data)
+        packed = pack(data) if pack else data
         off = len(z)
         z += struct.pack("<IHHHHHIIIHH", 0x04034b50, 45, 0, method, 0, 0x21, crc,
                          0xffffffff, 0xffffffff, len(name), 20) + name
-        z += struct.pack("<HHQQ", 1, 16, len(data), len(data)) + data
+        z += struct.pack("<HHQQ", 1, 16, len(data), len(packed)) + packed
         cd += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 45, 45, 0, method, 0,
-                          0x21, crc, len(data), len(data), len(name), 0, 0, 0, 0,
+                          0x21, crc, len(packed), len(data), len(name), 0, 0, 0, 0,
                           0x01800000, off) + name
     return z + cd + struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, len(members),
                                 len(members), len(cd), len(z), 0)
@@ -83,6 +92,15 @@ files = {
                         ("values", npy((4, 1, 4), "<f2", f16(16))),
                         ("queries", npy((4, 2, 4), "<f4", f32(32)))]),
     "npz_deflated_flag": zipfile([("k", npy((2, 1, 2), "<f4", f32(4)))], method=8),
+    # np.savez_compressed's members: dynamic codes (zlib's default), fixed
+    # codes and stored blocks inside a deflate stream.
+    "npz_deflated": zipfile([("keys", npy((4, 1, 4), "<f4", f32(16))),
+                             ("values", npy((4, 1, 4), "<f2", f16(16)))],
+                            method=8, pack=deflate),
+    "npz_deflated_fixed": zipfile([("k", npy((3, 1, 4), "<f4", f32(12)))], method=8,
+                                  pack=lambda d: deflate(d, 6, zlib.Z_FIXED)),
+    "npz_deflated_stored": zipfile([("k", npy((3, 1, 4), "<f4", f32(12)))], method=8,
+                                   pack=lambda d: deflate(d, 0)),
     "st_f16_bf16": safetensors([("keys", "F16", [2, 1, 4], f16(8)),
                                 ("values", "BF16", [2, 1, 4], b"\x80\x3f" * 8),
                                 ("queries", "F32", [2, 1, 4], f32(8))]),

@@ -3,13 +3,15 @@
 //
 // Any byte string goes through format detection, the container listing
 // (.npy header dict, zip central directory, safetensors JSON) and the data
-// reads of every entry small enough to convert, from memory. A crash, a
+// reads of every entry small enough to convert, from memory, and the raw
+// DEFLATE decoder on the bytes themselves. A crash, a
 // sanitizer report, a leak or an error message with a raw control byte is a
 // finding. Seed corpus: test/fuzz/tensor_io, written by
 // test/fuzz/make_tensor_io_corpus.py; how it runs:
 // test/fuzz/CMakeLists.txt.
 //
 //===----------------------------------------------------------------------===//
+#include "inflate.h"
 #include "tensor_io.h"
 
 #include <cstdlib>
@@ -50,6 +52,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   err.clear();
   if (!kvq::tio::detect(src, f, err))
     checkOneLine(err);
+  // The inflater (np.savez_compressed members) on the raw bytes: whole,
+  // under a limit, and as a prefix; the limit must hold.
+  std::vector<uint8_t> inflated;
+  err.clear();
+  if (!kvq::tio::inflate(data, size, 1 << 20, false, inflated, err))
+    checkOneLine(err);
+  if (inflated.size() > (1u << 20))
+    std::abort();
+  err.clear();
+  if (!kvq::tio::inflate(data, size, 64, true, inflated, err))
+    checkOneLine(err);
+  if (inflated.size() > 64)
+    std::abort();
   // The header dict parser on the raw bytes as text.
   std::string descr;
   bool fortran;

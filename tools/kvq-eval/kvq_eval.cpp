@@ -76,14 +76,98 @@ constexpr long long kMaxLloydIters = 100;
 
 [[noreturn]] void die(const std::string &msg) { kvq::cli::fail(kTool, msg); }
 
+/// A numeric method flag that takes a list: its range, the methods that
+/// use it and where it goes in kvq_config.
+struct Sweep {
+  const char *flag;
+  bool integer;
+  double lo, hi; ///< integers [lo, hi]; fractions [lo, hi)
+  std::vector<std::string> methods;
+  void (*set)(kvq_config &, double);
+  const char *shortName; ///< in configuration labels
+};
+
+const std::vector<Sweep> &sweeps() {
+  static const std::vector<Sweep> table = {
+      {"--group-size",
+       true,
+       1,
+       1 << 16,
+       {"kivi", "kivi_sink"},
+       [](kvq_config &c, double x) { c.group_size = static_cast<int32_t>(x); },
+       "G"},
+      {"--residual",
+       true,
+       0,
+       1 << 30,
+       {"kivi", "kivi_sink"},
+       [](kvq_config &c, double x) {
+         c.residual_length = static_cast<int32_t>(x);
+       },
+       "R"},
+      {"--sinks",
+       true,
+       0,
+       1 << 16,
+       {"kivi_sink"},
+       [](kvq_config &c, double x) {
+         c.n_sink_tokens = static_cast<int32_t>(x);
+       },
+       "sinks"},
+      {"--outlier-fraction",
+       false,
+       0,
+       1,
+       {"kvquant"},
+       [](kvq_config &c, double x) {
+         c.outlier_fraction = static_cast<float>(x);
+       },
+       "outliers"},
+      {"--lloyd-iters",
+       true,
+       0,
+       kMaxLloydIters,
+       {"kvquant"},
+       [](kvq_config &c, double x) { c.lloyd_iters = static_cast<int32_t>(x); },
+       "lloyd"},
+      {"--kvquant-sinks",
+       true,
+       0,
+       1 << 16,
+       {"kvquant"},
+       [](kvq_config &c, double x) {
+         c.kvquant_n_sink = static_cast<int32_t>(x);
+       },
+       "ksinks"},
+      {"--refit-interval",
+       true,
+       0,
+       1 << 30,
+       {"kvquant"},
+       [](kvq_config &c, double x) {
+         c.refit_interval = static_cast<int32_t>(x);
+       },
+       "refit"}};
+  return table;
+}
+
+const Sweep *sweepFor(const std::string &flag) {
+  for (const Sweep &sw : sweeps())
+    if (flag == sw.flag)
+      return &sw;
+  return nullptr;
+}
+
 struct Options {
   std::string keys, values, queries, layout, plot, queryPositions = "all";
   std::vector<std::string> methods;
   std::vector<int> bits; ///< empty: each method's default
-  long long groupSize = -1, residual = -1, sinks = -1, lloydIters = -1,
-            kvquantSinks = -1, refitInterval = -1, prefill = -1;
+  /// Values of each numeric method flag (--group-size 32,64 ...; one
+  /// value is a list of one); absent: the runtime's default.
+  std::map<std::string, std::vector<double>> lists;
+  long long prefill = -1;
   int residualMode = -1;
-  double outlierFraction = -1, budget = -1;
+  double budget = -1;
   long long threads = 0;
   unsigned long long seed = 0;
   bool fitAll = false, json = false;
@@ -117,11 +201,21 @@ Options parseArgs(int argc, char **argv) {
         if (std::find(o.bits.begin(), o.bits.end(), v) == o.bits.end())
           o.bits.push_back(v);
       }
-    } else if (p.is("--group-size"))
-      o.groupSize = p.intValue(1, 1 << 16);
-    else if (p.is("--residual"))
-      o.residual = p.intValue(0, 1 << 30);
-    else if (p.is("--residual-mode")) {
+    } else if (const Sweep *sw = sweepFor(p.name())) {
+      // Range-checked per item as 64-bit values before any narrowing.
+      std::vector<double> &vals = o.lists[sw->flag];
+      for (const std::string &x : p.listValue()) {
+        const double val =
+            sw->integer
+                ? static_cast<double>(kvq::cli::parseInt(
+                      kTool, sw->flag, x, static_cast<long long>(sw->lo),
+                      static_cast<long long>(sw->hi)))
+                : kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo, sw->hi,
+                                        true);
+        if (std::find(vals.begin(), vals.end(), val) == vals.end())
+          vals.push_back(val);
+      }
+    } else if (p.is("--residual-mode")) {
       std::string m = p.value();
       if (m == "sliding")
         o.residualMode = KVQ_RESIDUAL_SLIDING;
@@ -130,17 +224,7 @@ Options parseArgs(int argc, char **argv) {
       else
         die("--residual-mode expects sliding or block, got '" +
             printable(m, 40) + "'");
-    } else if (p.is("--sinks"))
-      o.sinks = p.intValue(0, 1 << 16);
-    else if (p.is("--outlier-fraction"))
-      o.outlierFraction = p.doubleValue(0, 1, true);
-    else if (p.is("--lloyd-iters"))
-      o.lloydIters = p.intValue(0, kMaxLloydIters);
-    else if (p.is("--kvquant-sinks"))
-      o.kvquantSinks = p.intValue(0, 1 << 16);
-    else if (p.is("--refit-interval"))
-      o.refitInterval = p.intValue(0, 1 << 30);
-    else if (p.is("--prefill"))
+    } else if (p.is("--prefill"))
       o.prefill = p.intValue(0, 1ll << 40);
     else if (p.is("--fit-all"))
       o.fitAll = p.flag();
@@ -298,17 +382,33 @@ std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
 }
 
 //===----------------------------------------------------------------------===//
-// Reference attention: vectorizable inner loops, threaded over (position,
-// head); every output row is computed by one thread in a fixed order, so
-// the numbers do not depend on --threads.
+// Reference attention. Work items are tiles of up to kTile queries that
+// share a KV head, so each K and V row is read once per tile instead of
+// once per query (the loop is memory-bound otherwise). Per query, every
+// score, the maximum, the softmax sum and every output element are
+// computed with the same operations in the same token order whatever the
+// tile, the thread or the CPU (x86_64 picks an AVX2 clone at load time;
+// the file is compiled without FP contraction, so the clones agree bit for
+// bit), so the numbers do not depend on --threads.
 //===----------------------------------------------------------------------===//
 
+#pragma STDC FP_CONTRACT OFF
+
+/// Eight float lanes (a GCC/Clang vector: one AVX register, two NEON or
+/// SSE ones); lane l sums the products of elements j == l (mod 8).
+typedef float Lanes8 __attribute__((vector_size(32)));
+
+inline Lanes8 load8(const float *p) {
+  Lanes8 x;
+  std::memcpy(&x, p, sizeof(x));
+  return x;
+}
+
 inline float dot(const float *a, const float *b, int64_t d) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  Lanes8 acc = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t j = 0;
   for (; j + 8 <= d; j += 8)
-    for (int l = 0; l < 8; ++l)
-      acc[l] += a[j + l] * b[j + l];
+    acc += load8(a + j) * load8(b + j);
   float tail = 0;
   for (; j < d; ++j)
     tail += a[j] * b[j];
@@ -316,65 +416,159 @@ inline float dot(const float *a, const float *b, int64_t d) {
          ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
-/// [H, T, D] copy of a [T, H, D] array (contiguous rows per head).
-std::vector<float> headMajor(const std::vector<float> &x, int64_t T, int64_t H,
-                             int64_t D) {
-  std::vector<float> out(x.size());
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h)
-      std::memcpy(&out[static_cast<size_t>((h * T + t) * D)],
-                  &x[static_cast<size_t>((t * H + h) * D)],
-                  static_cast<size_t>(D) * sizeof(float));
-  return out;
+/// dot() of four queries with one key row, interleaved so that the four
+/// dependency chains overlap; each result equals its dot() bit for bit.
+inline void dot4(const float *const *a, const float *b, int64_t d, float *out) {
+  Lanes8 acc[4] = {};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    const Lanes8 bj = load8(b + j);
+    for (int i = 0; i < 4; ++i)
+      acc[i] += load8(a[i] + j) * bj;
+  }
+  for (int i = 0; i < 4; ++i) {
+    float tail = 0;
+    for (int64_t jj = j; jj < d; ++jj)
+      tail += a[i][jj] * b[jj];
+    out[i] = ((acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3])) +
+             ((acc[i][4] + acc[i][5]) + (acc[i][6] + acc[i][7])) + tail;
+  }
 }
 
-/// Causal GQA attention, scale 1/sqrt(D), at the query positions `pos`:
-/// out is [pos.size(), qHeads, D].
+typedef double Doubles2 __attribute__((vector_size(16)));
+
+constexpr int64_t kTile = 32, kRows = 32;
+
+/// One tile: queries qs[0..n) (rows of D floats) at positions ps[0..n)
+/// (ascending), keys/values rows `stride` floats apart; w is scratch of
+/// n * (ps[n-1] + 1) doubles and vd of kRows * D; outs[i] (D doubles,
+/// zeroed) receive the outputs.
+#if defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void attendTile(const float *const *qs, const int64_t *ps, int64_t n,
+                const float *kb, const float *vb, int64_t stride, int64_t D,
+                double scale, double *w, double *vd, double *const *outs) {
+  const int64_t span = ps[n - 1] + 1;
+  double mx[kTile], sum[kTile];
+  for (int64_t i = 0; i < n; ++i)
+    mx[i] = -INFINITY, sum[i] = 0;
+  // Queries [first, n) see token t: positions ascend, so first only grows.
+  int64_t first = 0;
+  for (int64_t t = 0; t < span; ++t) {
+    while (ps[first] < t)
+      ++first;
+    const float *kt = kb + t * stride;
+    int64_t i = first;
+    for (; i + 4 <= n; i += 4) {
+      float d4[4];
+      dot4(qs + i, kt, D, d4);
+      for (int64_t r = 0; r < 4; ++r) {
+        const double s = d4[r] * scale;
+        w[(i + r) * span + t] = s;
+        mx[i + r] = std::max(mx[i + r], s);
+      }
+    }
+    for (; i < n; ++i) {
+      const double s = dot(qs[i], kt, D) * scale;
+      w[i * span + t] = s;
+      mx[i] = std::max(mx[i], s);
+    }
+  }
+  // w becomes the probabilities (weight / sum, each divided once).
+  for (int64_t i = 0; i < n; ++i) {
+    double *wi = w + i * span;
+    for (int64_t t = 0; t <= ps[i]; ++t)
+      sum[i] += (wi[t] = std::exp(wi[t] - mx[i]));
+    for (int64_t t = 0; t <= ps[i]; ++t)
+      wi[t] /= sum[i];
+  }
+  // Outputs: V rows in blocks of kRows, converted to double once per
+  // block; each query keeps 16 outputs in registers over a block's rows.
+  // Every o[j] still gets o[j] + p * v[t][j] for t = 0, 1, ... in order.
+  for (int64_t t0 = 0; t0 < span; t0 += kRows) {
+    const int64_t t1 = std::min(span, t0 + kRows);
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t j = 0; j < D; ++j)
+        vd[(t - t0) * D + j] = vb[t * stride + j];
+    for (int64_t i = 0; i < n; ++i) {
+      if (ps[i] < t0)
+        continue;
+      const int64_t tEnd = std::min(t1, ps[i] + 1);
+      const double *wi = w + i * span;
+      double *o = outs[i];
+      int64_t j = 0;
+      for (; j + 16 <= D; j += 16) {
+        Doubles2 a[8];
+        std::memcpy(a, o + j, sizeof(a));
+        for (int64_t t = t0; t < tEnd; ++t) {
+          const double p = wi[t];
+          Doubles2 r[8];
+          std::memcpy(r, vd + (t - t0) * D + j, sizeof(r));
+          for (int x = 0; x < 8; ++x)
+            a[x] += p * r[x];
+        }
+        std::memcpy(o + j, a, sizeof(a));
+      }
+      for (; j < D; ++j)
+        for (int64_t t = t0; t < tEnd; ++t)
+          o[j] += wi[t] * vd[(t - t0) * D + j];
+    }
+  }
+}
+
+/// Causal GQA attention, scale 1/sqrt(D), at the query positions `pos`
+/// (ascending): q is [T, qHeads, D], k and v [T, kvHeads, D]; out is
+/// [pos.size(), qHeads, D].
 std::vector<double> attention(const std::vector<float> &q, int64_t T,
                               int64_t qHeads, const std::vector<float> &k,
                               const std::vector<float> &v, int64_t kvHeads,
                               int64_t D, const std::vector<int64_t> &pos,
                               int threads, const std::string &label) {
-  const std::vector<float> kh = headMajor(k, T, kvHeads, D),
-                           vh = headMajor(v, T, kvHeads, D);
-  const int64_t n = static_cast<int64_t>(pos.size()) * qHeads;
-  std::vector<double> out(static_cast<size_t>(n * D), 0.0);
+  (void)T;
+  const int64_t np = static_cast<int64_t>(pos.size());
+  std::vector<double> out(static_cast<size_t>(np * qHeads * D), 0.0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const int64_t group = qHeads / kvHeads;
+  // Tiles: per KV head, its group's queries ordered by position.
+  struct Tile {
+    int64_t kvh, begin, end; ///< items [begin, end) of the head's list
+  };
+  std::vector<Tile> tiles;
+  const int64_t perHead = np * group;
+  for (int64_t kvh = 0; kvh < kvHeads; ++kvh)
+    for (int64_t b = 0; b < perHead; b += kTile)
+      tiles.push_back({kvh, b, std::min(perHead, b + kTile)});
+  // Longest first (the last positions) balances the threads.
+  std::reverse(tiles.begin(), tiles.end());
+  const int64_t n = static_cast<int64_t>(tiles.size());
   std::atomic<int64_t> next{0}, done{0};
-  const int64_t chunk = 8;
   auto work = [&](bool reporter) {
-    std::vector<double> w(static_cast<size_t>(T));
+    std::vector<double> w, vd(static_cast<size_t>(kRows * D));
+    const float *qs[kTile];
+    int64_t ps[kTile];
+    double *outs[kTile];
     while (true) {
-      const int64_t begin = next.fetch_add(chunk);
-      if (begin >= n)
+      const int64_t ti = next.fetch_add(1);
+      if (ti >= n)
         break;
-      const int64_t end = std::min(n, begin + chunk);
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t i = pos[static_cast<size_t>(item / qHeads)],
-                      h = item % qHeads, kvh = h / group;
-        const float *qi = &q[static_cast<size_t>((i * qHeads + h) * D)];
-        const float *kb = &kh[static_cast<size_t>(kvh * T * D)];
-        const float *vb = &vh[static_cast<size_t>(kvh * T * D)];
-        double mx = -INFINITY;
-        for (int64_t t = 0; t <= i; ++t) {
-          const double s = dot(qi, kb + t * D, D) * scale;
-          w[static_cast<size_t>(t)] = s;
-          mx = std::max(mx, s);
-        }
-        double sum = 0;
-        for (int64_t t = 0; t <= i; ++t)
-          sum += (w[static_cast<size_t>(t)] =
-                      std::exp(w[static_cast<size_t>(t)] - mx));
-        double *o = &out[static_cast<size_t>(item * D)];
-        for (int64_t t = 0; t <= i; ++t) {
-          const double p = w[static_cast<size_t>(t)] / sum;
-          const float *vt = vb + t * D;
-          for (int64_t j = 0; j < D; ++j)
-            o[j] += p * vt[j];
-        }
+      const Tile &tile = tiles[static_cast<size_t>(ti)];
+      const int64_t cnt = tile.end - tile.begin;
+      for (int64_t i = 0; i < cnt; ++i) {
+        // Item x of head kvh: position index x / group, q head within the
+        // group x % group.
+        const int64_t x = tile.begin + i, pi = x / group,
+                      h = tile.kvh * group + x % group;
+        const int64_t p = pos[static_cast<size_t>(pi)];
+        qs[i] = &q[static_cast<size_t>((p * qHeads + h) * D)];
+        ps[i] = p;
+        outs[i] = &out[static_cast<size_t>((pi * qHeads + h) * D)];
       }
-      const int64_t d = done.fetch_add(end - begin) + (end - begin);
+      w.resize(static_cast<size_t>(cnt * (ps[cnt - 1] + 1)));
+      attendTile(qs, ps, cnt, &k[static_cast<size_t>(tile.kvh * D)],
+                 &v[static_cast<size_t>(tile.kvh * D)], kvHeads * D, D, scale,
+                 w.data(), vd.data(), outs);
+      const int64_t d = done.fetch_add(1) + 1;
       if (reporter)
         gProgress.report(label + ": attention " + std::to_string(100 * d / n) +
                          "%");
@@ -459,9 +653,12 @@ struct Config {
   std::string method;
   kvq_config cfg;
   int keyBits = 16, valueBits = 16;
+  std::string swept; ///< values of the listed flags, e.g. " G=32 R=128"
   std::string label() const {
-    return method == "fp16" ? method
-                            : method + " " + std::to_string(keyBits) + "-bit";
+    return (method == "fp16"
+                ? method
+                : method + " " + std::to_string(keyBits) + "-bit") +
+           swept;
   }
 };
 
@@ -483,10 +680,6 @@ struct Summary {
                      : NAN;
   }
 };
-
-[[noreturn]] void runtimeFailure(const std::string &what, kvq_status s) {
-  die(what + ": " + kvq_status_string(s) + ": " + kvq_last_error());
-}
 
 json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
@@ -686,16 +879,11 @@ int main(int argc, char **argv) {
   // --- Configurations -----------------------------------------------------
   // Which flags each method uses; a flag given for a method that ignores
   // it is a warning (fp16 is exempt when it is only the baseline).
-  static const std::map<std::string, std::vector<std::string>> applies = {
+  std::map<std::string, std::vector<std::string>> applies = {
       {"--bits", {"kivi", "kivi_sink", "kvquant"}},
-      {"--group-size", {"kivi", "kivi_sink"}},
-      {"--residual", {"kivi", "kivi_sink"}},
-      {"--residual-mode", {"kivi", "kivi_sink"}},
-      {"--sinks", {"kivi_sink"}},
-      {"--outlier-fraction", {"kvquant"}},
-      {"--lloyd-iters", {"kvquant"}},
-      {"--kvquant-sinks", {"kvquant"}},
-      {"--refit-interval", {"kvquant"}}};
+      {"--residual-mode", {"kivi", "kivi_sink"}}};
+  for (const Sweep &sw : sweeps())
+    applies[sw.flag] = sw.methods;
   const bool onlyFp16 = opt.methods.size() == 1 && opt.methods[0] == "fp16";
   for (const auto &[flag, users] : applies) {
     if (!given(opt, flag.c_str()))
@@ -726,39 +914,55 @@ int main(int argc, char **argv) {
     std::vector<int> widths = opt.bits;
     if (widths.empty() || method == KVQ_METHOD_FP16)
       widths = {-1};
+    // The flags with values for this method; a flag the method does not
+    // use does not multiply its configurations.
+    std::vector<std::pair<const Sweep *, const std::vector<double> *>> axes;
+    for (const Sweep &sw : sweeps()) {
+      auto it = opt.lists.find(sw.flag);
+      if (it != opt.lists.end() &&
+          std::find(sw.methods.begin(), sw.methods.end(), m) !=
+              sw.methods.end())
+        axes.push_back({&sw, &it->second});
+    }
     for (int bits : widths) {
-      Config c;
-      c.method = m;
-      kvq_config &cfg = c.cfg;
-      kvq_config_init(&cfg, method);
-      cfg.num_layers = 1;
-      cfg.num_kv_heads = static_cast<int32_t>(H);
-      cfg.head_dim = static_cast<int32_t>(D);
-      if (bits > 0)
-        cfg.key_bits = cfg.value_bits = bits;
-      if (opt.groupSize > 0)
-        cfg.group_size = static_cast<int32_t>(opt.groupSize);
-      else if (cfg.head_dim % cfg.group_size != 0)
-        cfg.group_size = cfg.head_dim < 32 ? cfg.head_dim : cfg.group_size;
-      if (opt.residual >= 0)
-        cfg.residual_length = static_cast<int32_t>(opt.residual);
-      if (opt.residualMode >= 0)
-        cfg.residual_mode = opt.residualMode;
-      if (opt.sinks >= 0 && method == KVQ_METHOD_KIVI_SINK)
-        cfg.n_sink_tokens = static_cast<int32_t>(opt.sinks);
-      if (opt.outlierFraction >= 0)
-        cfg.outlier_fraction = static_cast<float>(opt.outlierFraction);
-      if (opt.lloydIters >= 0)
-        cfg.lloyd_iters = static_cast<int32_t>(opt.lloydIters);
-      if (opt.kvquantSinks >= 0)
-        cfg.kvquant_n_sink = static_cast<int32_t>(opt.kvquantSinks);
-      if (opt.refitInterval >= 0)
-        cfg.refit_interval = static_cast<int32_t>(opt.refitInterval);
-      if (method != KVQ_METHOD_FP16) {
-        c.keyBits = cfg.key_bits;
-        c.valueBits = cfg.value_bits;
+      // Every combination of the axes' values (an odometer, last axis
+      // fastest).
+      std::vector<size_t> at(axes.size(), 0);
+      while (true) {
+        Config c;
+        c.method = m;
+        kvq_config &cfg = c.cfg;
+        kvq_config_init(&cfg, method);
+        cfg.num_layers = 1;
+        cfg.num_kv_heads = static_cast<int32_t>(H);
+        cfg.head_dim = static_cast<int32_t>(D);
+        if (bits > 0)
+          cfg.key_bits = cfg.value_bits = bits;
+        if (cfg.head_dim % cfg.group_size != 0)
+          cfg.group_size = cfg.head_dim < 32 ? cfg.head_dim : cfg.group_size;
+        if (opt.residualMode >= 0)
+          cfg.residual_mode = opt.residualMode;
+        for (size_t i = 0; i < axes.size(); ++i) {
+          const double x = (*axes[i].second)[at[i]];
+          axes[i].first->set(cfg, x);
+          if (axes[i].second->size() > 1) {
+            char buf[64];
+            std::snprintf(buf, sizeof(buf), " %s=%g", axes[i].first->shortName,
+                          x);
+            c.swept += buf;
+          }
+        }
+        if (method != KVQ_METHOD_FP16) {
+          c.keyBits = cfg.key_bits;
+          c.valueBits = cfg.value_bits;
+        }
+        configs.push_back(c);
+        size_t i = axes.size();
+        while (i > 0 && ++at[i - 1] == axes[i - 1].second->size())
+          at[--i] = 0;
+        if (i == 0)
+          break;
       }
-      configs.push_back(c);
     }
   }
 
@@ -778,40 +982,61 @@ int main(int argc, char **argv) {
       const std::vector<float> k = slice(K.t, ka, l, b),
                                v = slice(V.t, ka, l, b);
       std::vector<float> q;
-      std::vector<double> reference;
-      if (haveQ) {
+      if (haveQ)
         q = slice(Q.t, qa, l, b);
-        reference = attention(q, T, Hq, k, v, H, D, positions, threads,
-                              where + " reference");
+      // Tasks: the reference attention and one per configuration (its
+      // cache run, fetch and attention). They are independent, so they run
+      // side by side over --threads (a task's attention gets the threads
+      // left over); each result is computed by one task in a fixed order,
+      // so nothing depends on --threads or on the schedule. kvquant's
+      // refits are the longest cache runs: they start first.
+      std::vector<double> reference;
+      std::vector<Row> unitRows(configs.size());
+      std::vector<std::vector<double>> approx(configs.size());
+      std::vector<long> order; // -1: the reference
+      for (int heavy = 1; heavy >= 0; --heavy) {
+        if (!heavy && haveQ)
+          order.push_back(-1);
+        for (size_t ci = 0; ci < configs.size(); ++ci)
+          if ((configs[ci].method == "kvquant") == (heavy == 1))
+            order.push_back(static_cast<long>(ci));
       }
-      for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const int outer =
+          std::max(1, std::min(threads, static_cast<int>(order.size())));
+      const int inner = std::max(1, threads / outer);
+      std::mutex failMu;
+      std::string failure;
+      auto runConfig = [&](size_t ci) {
         const Config &c = configs[ci];
         const std::string label = where + " " + c.label();
         gProgress.report(label + ": running the cache");
+        auto failed = [&](kvq_status s) {
+          std::lock_guard<std::mutex> lock(failMu);
+          if (failure.empty())
+            failure = c.label() + ": " + kvq_status_string(s) + ": " +
+                      kvq_last_error();
+        };
         kvq_cache_t *cache = nullptr;
         if (kvq_status s = kvq_cache_create(&c.cfg, &cache))
-          runtimeFailure(c.label(), s);
-        auto update = [&](int64_t from, int64_t to) {
-          kvq_status s = kvq_cache_update(cache, 0, &k[from * C], &v[from * C],
-                                          to - from, KVQ_DTYPE_F32);
-          if (s != KVQ_OK) {
-            kvq_cache_destroy(cache);
-            runtimeFailure(c.label(), s);
-          }
-        };
-        update(0, prefill);
-        for (int64_t t = prefill; t < T; ++t) {
-          update(t, t + 1);
+          return failed(s);
+        kvq_status s = kvq_cache_update(cache, 0, k.data(), v.data(), prefill,
+                                        KVQ_DTYPE_F32);
+        for (int64_t t = prefill; s == KVQ_OK && t < T; ++t) {
+          s = kvq_cache_update(cache, 0, &k[t * C], &v[t * C], 1,
+                               KVQ_DTYPE_F32);
           if ((t & 255) == 0)
             gProgress.report(label + ": decode step " +
                              std::to_string(t - prefill) + "/" +
                              std::to_string(T - prefill));
         }
         std::vector<float> kf(static_cast<size_t>(T * C)), vf(kf.size());
-        if (kvq_status s = kvq_cache_fetch(cache, 0, kf.data(), vf.data(), T,
-                                           KVQ_DTYPE_F32))
-          runtimeFailure(c.label(), s);
-        Row r;
+        if (s == KVQ_OK)
+          s = kvq_cache_fetch(cache, 0, kf.data(), vf.data(), T, KVQ_DTYPE_F32);
+        if (s != KVQ_OK) {
+          kvq_cache_destroy(cache);
+          return failed(s);
+        }
+        Row &r = unitRows[ci];
         r.config = ci;
         r.layer = l;
         r.batch = b;
@@ -829,13 +1054,36 @@ int main(int argc, char **argv) {
                                      &count);
         }
         kvq_cache_destroy(cache);
+        if (haveQ)
+          approx[ci] =
+              attention(q, T, Hq, kf, vf, H, D, positions, inner, label);
+      };
+      std::atomic<size_t> nextTask{0};
+      auto worker = [&]() {
+        for (size_t i; (i = nextTask.fetch_add(1)) < order.size();) {
+          if (order[i] < 0)
+            reference = attention(q, T, Hq, k, v, H, D, positions, inner,
+                                  where + " reference");
+          else
+            runConfig(static_cast<size_t>(order[i]));
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int i = 1; i < outer; ++i)
+        pool.emplace_back(worker);
+      worker();
+      for (std::thread &t : pool)
+        t.join();
+      if (!failure.empty())
+        die(failure);
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        Row &r = unitRows[ci];
         if (haveQ) {
-          std::vector<double> approx =
-              attention(q, T, Hq, kf, vf, H, D, positions, threads, label);
           const int64_t row = Hq * D;
-          r.attn = {attnSums(approx, reference, positions, 0, T, row),
-                    attnSums(approx, reference, positions, 0, prefill, row),
-                    attnSums(approx, reference, positions, prefill, T, row)};
+          r.attn = {
+              attnSums(approx[ci], reference, positions, 0, T, row),
+              attnSums(approx[ci], reference, positions, 0, prefill, row),
+              attnSums(approx[ci], reference, positions, prefill, T, row)};
         }
         Summary &s = summary[ci];
         s.key.add(r.key);
@@ -1140,11 +1388,15 @@ int main(int argc, char **argv) {
   if (haveQ && qpMode != "all")
     std::printf("attention error at %zu query positions (%s)\n",
                 positions.size(), opt.queryPositions.c_str());
+  // The first column: the method and the values of listed flags.
+  int width = 10;
+  for (const Config &c : configs)
+    width = std::max(width, static_cast<int>((c.method + c.swept).size()));
   auto header = [&]() {
-    std::printf("%-10s %5s %5s %-8s %12s %12s %8s %8s %12s %8s %12s %12s  %s\n",
-                "method", "kbits", "vbits", "part", "key_mse", "value_mse",
-                "key_rel", "val_rel", "attn_rel_err", "eff_bits", "total_bytes",
-                "fp16_bytes", "sinks");
+    std::printf("%-*s %5s %5s %-8s %12s %12s %8s %8s %12s %8s %12s %12s  %s\n",
+                width, "method", "kbits", "vbits", "part", "key_mse",
+                "value_mse", "key_rel", "val_rel", "attn_rel_err", "eff_bits",
+                "total_bytes", "fp16_bytes", "sinks");
   };
   auto cell = [&](double x) {
     return haveQ ? fmt("%.9g", x) : std::string("-");
@@ -1152,20 +1404,20 @@ int main(int argc, char **argv) {
   auto printParts = [&](const Config &c, const Parts &k, const Parts &v,
                         const Parts &a, double eff, long long total,
                         long long fp16, const std::string &sinks) {
-    std::printf("%-10s %5d %5d %-8s %12.6g %12.6g %8.4f %8.4f %12s %8.3f "
+    std::printf("%-*s %5d %5d %-8s %12.6g %12.6g %8.4f %8.4f %12s %8.3f "
                 "%12lld %12lld  %s\n",
-                c.method.c_str(), c.keyBits, c.valueBits, "all", k.all.mse(),
-                v.all.mse(), k.all.rel(), v.all.rel(),
+                width, (c.method + c.swept).c_str(), c.keyBits, c.valueBits,
+                "all", k.all.mse(), v.all.mse(), k.all.rel(), v.all.rel(),
                 cell(a.all.rel()).c_str(), eff, total, fp16, sinks.c_str());
     if (prefill == T)
       return;
-    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", "", "",
-                "", "prefill", k.prefill.mse(), v.prefill.mse(),
+    std::printf("%-*s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", width, "",
+                "", "", "prefill", k.prefill.mse(), v.prefill.mse(),
                 k.prefill.rel(), v.prefill.rel(),
                 cell(a.prefill.rel()).c_str());
-    std::printf("%-10s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", "", "",
-                "", "decode", k.decode.mse(), v.decode.mse(), k.decode.rel(),
-                v.decode.rel(), cell(a.decode.rel()).c_str());
+    std::printf("%-*s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", width, "",
+                "", "", "decode", k.decode.mse(), v.decode.mse(),
+                k.decode.rel(), v.decode.rel(), cell(a.decode.rel()).c_str());
   };
   int64_t lastUnit = -1;
   for (const Row &r : rows) {

@@ -8,6 +8,7 @@
 #include "tensor_io.h"
 
 #include "flags.h"
+#include "inflate.h"
 #include "npy.h"
 
 #include <nlohmann/json.hpp>
@@ -544,7 +545,7 @@ bool parseNpy(Source &src, uint64_t base, uint64_t limit, Entry &e,
 }
 
 //===----------------------------------------------------------------------===//
-// .npz (zip, stored members)
+// .npz (zip: stored members, or deflated ones inflated in memory)
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -658,22 +659,28 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
       out.push_back(en);
       continue;
     }
-    if (method != 0) {
-      en.problem = "member '" + printable(name, 80) + "' is " +
-                   (method == 8 ? std::string("deflate-compressed") +
-                                      " (np.savez_compressed); kvq-eval "
-                                      "reads stored members: re-save with "
-                                      "np.savez"
-                                : "compressed with zip method " +
-                                      std::to_string(method) +
-                                      "; re-save with np.savez");
+    if (method != 0 && method != 8) {
+      en.problem = "member '" + printable(name, 80) +
+                   "' is compressed with zip method " + std::to_string(method) +
+                   " (kvq-eval reads stored and deflated members: np.savez "
+                   "or np.savez_compressed)";
       out.push_back(en);
       continue;
     }
     uint8_t lh[30];
-    if (csize != usize) {
+    if (method == 0 && csize != usize) {
       en.problem =
           "member '" + printable(name, 80) + "' is stored with differing sizes";
+      out.push_back(en);
+      continue;
+    }
+    // Deflate expands at most 1032:1 (a 258-byte match per 2 bits).
+    if (method == 8 &&
+        (csize > (uint64_t{1} << 50) || usize > csize * 1032 + 64)) {
+      en.problem = "member '" + printable(name, 80) + "' claims " +
+                   std::to_string(usize) + " bytes from " +
+                   std::to_string(csize) +
+                   " deflated ones, more than deflate can produce";
       out.push_back(en);
       continue;
     }
@@ -686,6 +693,31 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
       err = "corrupt zip: member '" + printable(name, 80) +
             "' lies outside the file";
       return false;
+    }
+    if (method == 8) {
+      // Inflate only as much as a .npy header can take to list the
+      // member; readData inflates all of it.
+      en.memberOffset = dataOff;
+      en.memberBytes = csize;
+      en.crc = crc;
+      en.checkCrc = true;
+      en.deflated = true;
+      en.inflatedBytes = usize;
+      std::vector<uint8_t> packed(static_cast<size_t>(csize)), head;
+      std::string perr;
+      if (!src.read(dataOff, packed.data(), packed.size(), err))
+        return false;
+      const uint64_t headMax = std::min<uint64_t>(usize, 12 + kMaxNpyHeader);
+      if (!inflate(packed.data(), packed.size(), static_cast<size_t>(headMax),
+                   true, head, perr)) {
+        en.problem = "deflated member '" + printable(name, 80) + "': " + perr;
+      } else {
+        MemorySource hs(head.data(), head.size());
+        if (!parseNpy(hs, 0, usize, en, perr))
+          en.problem = "deflated member '" + printable(name, 80) + "': " + perr;
+      }
+      out.push_back(en);
+      continue;
     }
     en.memberOffset = dataOff;
     en.memberBytes = csize;
@@ -855,6 +887,33 @@ bool readData(Source &src, const Entry &e, std::vector<float> &out,
   if (!e.problem.empty()) {
     err = e.problem;
     return false;
+  }
+  if (e.deflated) {
+    std::vector<uint8_t> packed(static_cast<size_t>(e.memberBytes)), member;
+    if (!src.read(e.memberOffset, packed.data(), packed.size(), err))
+      return false;
+    std::string ierr;
+    if (!inflate(packed.data(), packed.size(),
+                 static_cast<size_t>(e.inflatedBytes), false, member, ierr)) {
+      err = "deflated member '" + printable(e.name, 80) + ".npy': " + ierr;
+      return false;
+    }
+    if (member.size() != e.inflatedBytes) {
+      err = "member '" + printable(e.name, 80) + ".npy' inflates to " +
+            std::to_string(member.size()) + " bytes, its directory says " +
+            std::to_string(e.inflatedBytes);
+      return false;
+    }
+    if (crc32(member.data(), member.size()) != e.crc) {
+      err = "member '" + printable(e.name, 80) +
+            ".npy' fails its CRC-32 check (corrupt archive)";
+      return false;
+    }
+    MemorySource ms(member.data(), member.size());
+    Entry plain = e;
+    plain.deflated = false;
+    plain.checkCrc = false;
+    return readData(ms, plain, out, err);
   }
   if (e.checkCrc) {
     uint32_t crc = 0;

@@ -1,8 +1,9 @@
 //===- tensor_io.h - K/V dump readers for untrusted files -------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Reads float tensors from NumPy .npy, NumPy .npz (stored entries, as
-// np.savez writes them) and .safetensors, treating every file as untrusted:
+// Reads float tensors from NumPy .npy, NumPy .npz (stored members as
+// np.savez writes them, deflated ones as np.savez_compressed does; see
+// inflate.h) and .safetensors, treating every file as untrusted:
 //  - only regular files are opened (a directory, /dev/zero or a FIFO is a
 //    one-line error, never a blocking or unbounded read);
 //  - every header is size-checked against a fixed limit and against the
@@ -90,6 +91,11 @@ struct Entry {
   uint64_t memberOffset = 0, memberBytes = 0;
   uint32_t crc = 0;
   bool checkCrc = false;
+  /// .npz deflated member (np.savez_compressed): memberBytes compressed
+  /// bytes inflate to inflatedBytes; offset is then within the inflated
+  /// member.
+  bool deflated = false;
+  uint64_t inflatedBytes = 0;
   std::string problem; ///< non-empty: this entry cannot be read
 };
 

@@ -417,6 +417,35 @@ def Kvq_CacheAttendOp : Kvq_Op<"cache_attend", [Kvq_BufferEffects]> {
   let hasVerifier = 1;
 }
 
+def Kvq_CacheTruncateOp : Kvq_Op<"cache_truncate"> {
+  let summary = "keep only the first n_tokens tokens of every layer";
+  let description = [{
+    Afterwards every layer holds exactly its first `n_tokens` tokens
+    (layers holding fewer are unchanged): bit for bit what a fresh cache
+    would hold after the same updates restricted to those tokens, e.g. to
+    roll back rejected speculative tokens or to rewind a shared prompt.
+    `n_tokens` is an `i64` value; a negative one is an error (a constant
+    one is rejected by the verifier). A cut that drops only tokens still
+    held fp16 in the residual window is always exact; a deeper cut the
+    method cannot make exactly is refused by the runtime
+    (`kvq_cache_truncate`, `KVQ_ERR_NOT_EXACT`, docs/RUNTIME.md) and, like
+    every runtime error, caught by the status check of the lowering.
+
+    Example:
+
+    ```mlir
+    %n = arith.constant 12 : i64
+    kvq.cache_truncate %cache, %n : !cache
+    ```
+  }];
+  let arguments = (ins
+    Arg<Kvq_CacheType, "", [MemRead, MemWrite]>:$cache,
+    I64:$n_tokens
+  );
+  let assemblyFormat = "$cache `,` $n_tokens attr-dict `:` type($cache)";
+  let hasVerifier = 1;
+}
+
 def Kvq_CacheStatsOp : Kvq_Op<"cache_stats"> {
   let summary = "byte accounting of a cache or one of its layers";
   let description = [{

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <sys/wait.h>
@@ -36,6 +37,14 @@ std::string tmp(const std::string &name) {
       test ? std::string(test->test_suite_name()) + "." + test->name()
            : "global";
   return std::string(KVQ_EVAL_TMP) + "/kvq_eval_test_" + owner + "_" + name;
+}
+
+/// A file of test/data/kvq-eval, made by NumPy itself (np.save,
+/// np.savez_compressed: make_npz_compressed.py there), found next to this
+/// source file.
+std::string numpyFile(const std::string &name) {
+  const std::string here = __FILE__;
+  return here.substr(0, here.rfind('/')) + "/../../data/kvq-eval/" + name;
 }
 
 using json = nlohmann::json;
@@ -704,6 +713,44 @@ TEST_F(KvqEvalFormats, NpzAndSafetensorsMatchNpy) {
   }
 }
 
+TEST(KvqEvalNumpy, CompressedNpzMatchesNpy) {
+  // np.savez_compressed (deflate) archives against np.save files of the
+  // same arrays: f32 [tokens, heads, dim] with long names, and f16
+  // [batch, heads, tokens, dim] with the short names k/v/q.
+  const std::string flags = " --method fp16,kivi,kivi_sink,kvquant "
+                            "--bits 2,4 --prefill 24 --json";
+  for (const char *dt : {"", "_f16"}) {
+    const std::string d = dt;
+    RunResult plain =
+        runTool("--keys " + numpyFile("k" + d + ".npy") + " --values " +
+                numpyFile("v" + d + ".npy") + " --queries " +
+                numpyFile("q" + d + ".npy") + flags);
+    ASSERT_EQ(plain.status, 0) << plain.out;
+    const std::string npz = numpyFile(
+        d.empty() ? "kvq_compressed.npz" : "kvq_compressed_f16_bhtd.npz");
+    RunResult packed = runTool("--keys " + npz + " --queries " + npz +
+                               (d.empty() ? "" : " --layout bhtd") + flags);
+    ASSERT_EQ(packed.status, 0) << packed.out;
+    const json a = parse(plain), b = parse(packed);
+    const json &in = b["inputs"]["keys"];
+    EXPECT_EQ(in["format"], "npz");
+    EXPECT_EQ(in["tensor"], d.empty() ? "keys" : "k");
+    EXPECT_EQ(in["dtype"], d.empty() ? "float32" : "float16");
+    EXPECT_EQ(in["shape"],
+              d.empty() ? json({96, 2, 32}) : json({1, 2, 96, 32}));
+    EXPECT_EQ(b["inputs"]["values"]["tensor"], d.empty() ? "values" : "v");
+    EXPECT_EQ(b["inputs"]["queries"]["tensor"], d.empty() ? "queries" : "q");
+    ASSERT_EQ(a["rows"].size(), 7u);
+    ASSERT_EQ(b["rows"].size(), 7u);
+    for (size_t i = 0; i < 7; ++i) {
+      // (fp16 stores float16 input exactly)
+      if (!(d == "_f16" && a["rows"][i]["method"] == "fp16"))
+        EXPECT_GT(field(a["rows"][i], "attn_rel_err"), 0) << d << " row " << i;
+      EXPECT_EQ(a["rows"][i], b["rows"][i]) << d << " row " << i;
+    }
+  }
+}
+
 TEST_F(KvqEvalFormats, ThreadsAndQueryPositions) {
   std::vector<int64_t> s;
   std::vector<float> ak = arrange(k, kH, "thd", 0, s);
@@ -908,6 +955,67 @@ TEST_F(KvqEval, FlagsAreRangeCheckedBeforeNarrowing) {
   EXPECT_EQ(field(object(eq, "kivi"), "key_bits"), 3);
 }
 
+TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
+  // Every combination of the listed values of the flags a method uses; a
+  // flag a method ignores does not multiply its rows.
+  RunResult r = runTool(inputs() +
+                        " --method fp16,kivi,kvquant --bits 2,3 "
+                        "--group-size 16,32 --residual 16 "
+                        "--refit-interval 0,32 --outlier-fraction 0.01 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json doc = parse(r);
+  ASSERT_EQ(doc["rows"].size(), 9u) << r.out; // fp16 + 2x2 kivi + 2x2 kvquant
+  std::map<std::string, int> seen;
+  for (const json &row : doc["rows"]) {
+    const json &c = row["config"];
+    const std::string m = row["method"];
+    std::string single = inputs() + " --json --method " + m;
+    std::string key = m;
+    if (m == "kivi") {
+      EXPECT_EQ(c["residual_length"], 16);
+      single += " --bits " + std::to_string(int(row["key_bits"])) +
+                " --residual 16 --group-size " +
+                std::to_string(int(c["group_size"]));
+      key += std::to_string(int(row["key_bits"])) + "g" +
+             std::to_string(int(c["group_size"]));
+    } else if (m == "kvquant") {
+      EXPECT_FLOAT_EQ(double(c["outlier_fraction"]), 0.01);
+      single += " --bits " + std::to_string(int(row["key_bits"])) +
+                " --outlier-fraction 0.01 --refit-interval " +
+                std::to_string(int(c["refit_interval"]));
+      key += std::to_string(int(row["key_bits"])) + "r" +
+             std::to_string(int(c["refit_interval"]));
+    }
+    ++seen[key];
+    // The row equals a run with those single values.
+    RunResult one = runTool(single);
+    ASSERT_EQ(one.status, 0) << one.out;
+    const json oneDoc = parse(one);
+    ASSERT_EQ(oneDoc["rows"].size(), 1u) << one.out;
+    const json &alone = oneDoc["rows"][0];
+    EXPECT_EQ(field(alone, "key_mse"), field(row, "key_mse")) << single;
+    EXPECT_EQ(field(alone, "value_mse"), field(row, "value_mse")) << single;
+    EXPECT_EQ(field(alone, "bytes.total"), field(row, "bytes.total")) << single;
+  }
+  const std::map<std::string, int> want = {
+      {"fp16", 1},        {"kivi2g16", 1},   {"kivi2g32", 1},
+      {"kivi3g16", 1},    {"kivi3g32", 1},   {"kvquant2r0", 1},
+      {"kvquant2r32", 1}, {"kvquant3r0", 1}, {"kvquant3r32", 1}};
+  EXPECT_EQ(seen, want);
+  // The table names each swept value.
+  RunResult t = runTool(inputs() + " --method kivi --group-size 16,32");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.stdOut.find("kivi G=16 "), std::string::npos) << t.stdOut;
+  EXPECT_NE(t.stdOut.find("kivi G=32 "), std::string::npos) << t.stdOut;
+  // Every value is range-checked.
+  const std::string in = inputs() + " --method kivi,kvquant";
+  expectTwo(in + " --group-size 32,4294967328", "--group-size expects");
+  expectTwo(in + " --residual 16,-1", "--residual expects");
+  expectTwo(in + " --lloyd-iters 5,101", "[0, 100]");
+  expectTwo(in + " --outlier-fraction 0.01,1", "--outlier-fraction expects");
+  expectTwo(in + " --refit-interval 0,,32", "empty item");
+}
+
 TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   const std::string v = " --values " + tmp("v.npy") + " --method kivi";
   // A directory and a device: clean errors, no exception, no endless read.
@@ -997,7 +1105,27 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
         kvq::tio::npyImage({96, 2, 32}, randomData(34, 96 * 64), DType::F32)}},
       err, /*deflatedFlag=*/true))
       << err;
-  expectTwo("--keys " + tmp("defl.npz") + v, "np.savez_compressed");
+  // (the deflate flag on stored bytes: they do not inflate to a .npy)
+  expectTwo("--keys " + tmp("defl.npz") + v, "deflated member 'keys.npy'");
+  // np.savez_compressed's archive, damaged: a flipped byte in a member's
+  // deflate stream, and the archive cut short.
+  std::vector<uint8_t> packed;
+  {
+    std::ifstream f(numpyFile("kvq_compressed.npz"), std::ios::binary);
+    packed.assign(std::istreambuf_iterator<char>(f),
+                  std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(packed.size(), 20000u);
+  for (size_t at : {size_t{100}, size_t{5000}, size_t{20000}}) {
+    std::vector<uint8_t> flipped = packed;
+    flipped[at] ^= 0x5a;
+    writeBytes(tmp("flip.npz"), flipped);
+    // (a bad code, a bad distance or bytes that fail the CRC-32)
+    expectTwo("--keys " + tmp("flip.npz") + v, "member 'keys.npy'");
+  }
+  std::vector<uint8_t> cut(packed.begin(), packed.begin() + 30000);
+  writeBytes(tmp("cut.npz"), cut);
+  expectTwo("--keys " + tmp("cut.npz") + v, "zip");
   ASSERT_TRUE(kvq::tio::writeNpz(
       tmp("other.npz"),
       {{"x",
