@@ -159,6 +159,19 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_sink_positions(
     const kvq_metal_cache_t *cache, int32_t layer, int64_t *positions,
     int64_t capacity, int64_t *count);
 
+/// kvq_cache_truncate. Every cut taken is exact and equals the CPU cache's,
+/// but the Metal cache keeps no rollback history: it takes only cuts that
+/// drop tokens still held fp16 and change no kept token (always for fp16;
+/// kivi/kivi_sink while no kept row would return to fp16; kvquant among
+/// the tokens awaiting a refit), and 0. Others are KVQ_ERR_NOT_EXACT.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
+                                                  int64_t n_tokens);
+
+/// kvq_cache_fork: an independent copy with its own device buffers.
+/// (Save/load exist for the CPU cache only.)
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fork(const kvq_metal_cache_t *cache,
+                                              kvq_metal_cache_t **out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

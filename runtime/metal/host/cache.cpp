@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <utility>
@@ -68,6 +69,9 @@ public:
   void sinkPositions(std::vector<int64_t> &out) const override {
     flaggedPositions(sink_, out);
   }
+  kvq_status checkTruncate(int64_t n) const override;
+  void truncate(int64_t n) override;
+  std::unique_ptr<CacheLayer> clone() const override;
 
 private:
   using TopK = std::vector<std::pair<float, int64_t>>;
@@ -439,6 +443,70 @@ void Layer::addStats(kvq_stats &s) const {
   s.code_bytes += keyCodeBytes_;
 }
 
+/// fp16: every cut. kivi(_sink): the store_kivi.cpp rule without its
+/// rollback history: keys and values quantized exactly as far as a layer
+/// of n tokens quantizes them, and a full top-k free of dropped positions.
+kvq_status Layer::checkTruncate(int64_t n) const {
+  if (fp16_)
+    return KVQ_OK;
+  if (keyDone() != keyTarget(n) || vDone_ != valueTarget(n))
+    return fail(KVQ_ERR_NOT_EXACT,
+                "metal cache: keeping %lld of %lld tokens would return "
+                "quantized rows to fp16 (the Metal cache keeps no rollback "
+                "history)",
+                static_cast<long long>(n), static_cast<long long>(length()));
+  if (static_cast<int64_t>(top_.size()) == k_)
+    for (const auto &e : top_)
+      if (e.second >= n)
+        return fail(KVQ_ERR_NOT_EXACT,
+                    "metal cache: dropped token %lld is in the running "
+                    "top-%lld of key norms",
+                    static_cast<long long>(e.second),
+                    static_cast<long long>(k_));
+  return KVQ_OK;
+}
+
+void Layer::truncate(int64_t n) {
+  // The dropped tokens hold fp16 pool rows only (checkTruncate), no sink
+  // (sinks lie below decided_ <= n) and no key group or value block.
+  if (fp16_) {
+    poolRows_ = 2 * n; // updateFp16 appends K, V rows in token order
+  } else {
+    for (int64_t p = n; p < length(); ++p)
+      for (int32_t r : {kref_[p], vref_[p]})
+        if (r >= 0)
+          freeRows_.push_back(r);
+  }
+  kref_.resize(n);
+  vref_.resize(n);
+  sink_.resize(n);
+  top_.erase(std::remove_if(top_.begin(), top_.end(),
+                            [&](const auto &e) { return e.second >= n; }),
+             top_.end());
+}
+
+std::unique_ptr<CacheLayer> Layer::clone() const {
+  auto c = std::make_unique<Layer>(cfg_, dev_);
+  c->kref_ = kref_;
+  c->vref_ = vref_;
+  c->sink_ = sink_;
+  c->kgoff_ = kgoff_;
+  c->freeRows_ = freeRows_;
+  c->poolRows_ = poolRows_;
+  c->arenaBytes_ = arenaBytes_;
+  c->vDone_ = vDone_;
+  c->decided_ = decided_;
+  c->nSinks_ = nSinks_;
+  c->keyCodeBytes_ = keyCodeBytes_;
+  c->keyScaleBytes_ = keyScaleBytes_;
+  c->top_ = top_;
+  if (!c->dkref_.copyFrom(dkref_) || !c->dvref_.copyFrom(dvref_) ||
+      !c->dpool_.copyFrom(dpool_) || !c->dkarena_.copyFrom(dkarena_) ||
+      !c->dkgoff_.copyFrom(dkgoff_) || !c->dvq_.copyFrom(dvq_))
+    return nullptr;
+  return c;
+}
+
 } // namespace
 
 struct kvq_metal_cache {
@@ -574,6 +642,63 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_stats(const kvq_metal_cache_t *cache,
                                                int32_t layer, kvq_stats *out) {
   return kvq::guarded("kvq_metal_cache_stats", [&]() -> kvq_status {
     return cacheStats("kvq_metal_cache_stats", cache, layer, out);
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
+                                                  int64_t n_tokens) {
+  return kvq::guarded("kvq_metal_cache_truncate", [&]() -> kvq_status {
+    if (!cache)
+      return fail(KVQ_ERR_NULL_POINTER,
+                  "kvq_metal_cache_truncate: cache is null");
+    if (n_tokens < 0)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "kvq_metal_cache_truncate: n_tokens %lld < 0",
+                  static_cast<long long>(n_tokens));
+    auto &layers = cache->layers;
+    if (n_tokens == 0) { // fresh layers, built before any is replaced
+      Device *dev = defaultDevice();
+      std::vector<std::unique_ptr<CacheLayer>> fresh;
+      for (size_t l = 0; l < layers.size(); ++l)
+        fresh.push_back(layers[l]->length() == 0 ? nullptr
+                        : cache->cfg.method == KVQ_METHOD_KVQUANT
+                            ? makeKvquantLayer(cache->cfg, *dev)
+                            : std::make_unique<Layer>(cache->cfg, *dev));
+      for (size_t l = 0; l < layers.size(); ++l)
+        if (fresh[l])
+          layers[l] = std::move(fresh[l]);
+      return KVQ_OK;
+    }
+    for (size_t l = 0; l < layers.size(); ++l)
+      if (layers[l]->length() > n_tokens)
+        if (kvq_status s = layers[l]->checkTruncate(n_tokens)) {
+          char msg[400];
+          std::snprintf(msg, sizeof(msg), "%s", kvq_last_error());
+          return fail(s, "kvq_metal_cache_truncate: layer %zu: %s", l, msg);
+        }
+    for (auto &layer : layers)
+      if (layer->length() > n_tokens)
+        layer->truncate(n_tokens);
+    return KVQ_OK;
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_fork(const kvq_metal_cache_t *cache,
+                                              kvq_metal_cache_t **out) {
+  return kvq::guarded("kvq_metal_cache_fork", [&]() -> kvq_status {
+    if (!cache || !out)
+      return fail(KVQ_ERR_NULL_POINTER,
+                  "kvq_metal_cache_fork: cache and out must be non-null");
+    std::unique_ptr<kvq_metal_cache> copy(new kvq_metal_cache{cache->cfg, {}});
+    for (const auto &layer : cache->layers) {
+      std::unique_ptr<CacheLayer> c = layer->clone();
+      if (!c)
+        return fail(KVQ_ERR_OUT_OF_MEMORY,
+                    "kvq_metal_cache_fork: device allocation failed");
+      copy->layers.push_back(std::move(c));
+    }
+    *out = copy.release();
+    return KVQ_OK;
   });
 }
 

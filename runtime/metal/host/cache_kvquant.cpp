@@ -86,6 +86,46 @@ public:
     flaggedPositions(sink_, out);
   }
 
+  /// Only sinks (no fit yet), or a cut at/after the tokens awaiting a refit:
+  /// the dropped tokens hold fp16 pool rows only.
+  kvq_status checkTruncate(int64_t n) const override {
+    if (segments_ == 0 || n >= quantizedUpTo_)
+      return KVQ_OK;
+    return fail(KVQ_ERR_NOT_EXACT,
+                "metal cache: keeping %lld of %lld tokens would drop "
+                "quantized kvquant rows (the Metal cache takes only cuts "
+                "among tokens awaiting a refit)",
+                static_cast<long long>(n), static_cast<long long>(length()));
+  }
+
+  void truncate(int64_t n) override {
+    for (int64_t p = n; p < length(); ++p)
+      for (int32_t r : {tok_[p].kref, tok_[p].vref})
+        if (r >= 0)
+          freeRows_.push_back(r);
+    tok_.resize(n);
+    sink_.resize(n);
+    quantizedUpTo_ = std::min(quantizedUpTo_, n);
+  }
+
+  std::unique_ptr<CacheLayer> clone() const override {
+    auto c = std::make_unique<KvquantLayer>(cfg_, dev_);
+    c->tok_ = tok_;
+    c->sink_ = sink_;
+    c->freeRows_ = freeRows_;
+    c->thresholds_ = thresholds_;
+    c->segments_ = segments_;
+    c->poolRows_ = poolRows_;
+    c->karena_ = karena_;
+    c->varena_ = varena_;
+    c->quantizedUpTo_ = quantizedUpTo_;
+    if (!c->dtok_.copyFrom(dtok_) || !c->dpool_.copyFrom(dpool_) ||
+        !c->dkarena_.copyFrom(dkarena_) || !c->dvarena_.copyFrom(dvarena_) ||
+        !c->dtables_.copyFrom(dtables_))
+      return nullptr;
+    return c;
+  }
+
 private:
   /// [a, b) positions quantized together: a fresh key fit (segment
   /// `segment`), or decode keys screened against the frozen segment 0.

@@ -36,6 +36,20 @@ public:
   /// Add this layer's counts and bytes (not the derived fields).
   virtual void addStats(kvq_stats &s) const = 0;
   virtual void sinkPositions(std::vector<int64_t> &out) const = 0;
+
+  // Lifecycle (kvq_metal_cache_truncate / _fork). A cut to 0 tokens is a
+  // fresh layer (cache.cpp); the layers themselves take only cuts that
+  // drop tokens held fp16 and change no kept token (no rollback history),
+  // a subset of the CPU stores' exact cuts, with the same result.
+
+  /// KVQ_OK when keeping the first n tokens (0 < n < length()) is such a
+  /// cut, else KVQ_ERR_NOT_EXACT with a message.
+  virtual kvq_status checkTruncate(int64_t n) const = 0;
+  /// Keep the first n tokens, after checkTruncate(n): cannot fail.
+  virtual void truncate(int64_t n) = 0;
+  /// A deep copy with its own device buffers; null when the device is out
+  /// of memory. May throw std::bad_alloc.
+  virtual std::unique_ptr<CacheLayer> clone() const = 0;
 };
 
 /// out = the positions p with flags[p] != 0, ascending (sinkPositions of

@@ -39,6 +39,20 @@ public:
     capacity_ = grown;
     return true;
   }
+  /// Become a copy of `o` (its capacity and contents). False when the
+  /// device is out of memory (the array is then unchanged).
+  bool copyFrom(const DeviceArray &o) {
+    if (!o.buffer_.data)
+      return true;
+    Buffer fresh;
+    if (!device_.allocate(o.capacity_, fresh))
+      return false;
+    std::memcpy(fresh.data, o.buffer_.data, o.capacity_);
+    device_.release(buffer_);
+    buffer_ = fresh;
+    capacity_ = o.capacity_;
+    return true;
+  }
   uint8_t *bytes() { return static_cast<uint8_t *>(buffer_.data); }
   const uint8_t *bytes() const {
     return static_cast<const uint8_t *>(buffer_.data);
