@@ -65,8 +65,8 @@ int main(int argc, char **argv) {
       "context", cl::desc("Cache capacity in tokens (default: seq_len)"),
       cl::init(0), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  kvq::cli::parseCommandLine(
+      "kvq-import", argc, argv,
       "kvq-import: a llama2.c checkpoint as an MLIR module (func, arith, "
       "math, tensor, linalg) with an explicit KV cache\n");
 

@@ -258,8 +258,8 @@ int main(int argc, char **argv) {
       "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
       cl::init(5), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  kvq::cli::parseCommandLine(
+      "kvq-run", argc, argv,
       "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
       "generate text or measure perplexity\n");
 
