@@ -52,7 +52,7 @@ const char *kUsage =
     "                [--prefill N | --fit-all]\n"
     "                [--query-positions all|last:N|sample:N] [--seed S]\n"
     "                [--threads N] [--budget BITS] [--plot FILE.png]\n"
-    "                [--json] [--version]\n"
+    "                [--json] [--save FILE] [--version]\n"
     "Files: .npy, .npz (np.savez) or .safetensors, float16/bfloat16/float32/\n"
     "float64. FILE:NAME picks a tensor of an archive; without NAME the\n"
     "tensors named keys/values/queries (or k/v/q) are used, and --values\n"
@@ -69,12 +69,38 @@ const char *kUsage =
     "errors are reported for all tokens, the prefill part and the decoded "
     "part.\n"
     "--fit-all sends every token as one update (no decode steps).\n"
+    "--save FILE writes the cache of the first configuration and (layer,\n"
+    "batch) with kvq_cache_save and prints its size.\n"
     "Flags take --flag value or --flag=value.\n";
 
 constexpr long long kDefaultPrefill = 128;
 constexpr long long kMaxLloydIters = 100;
 
 [[noreturn]] void die(const std::string &msg) { kvq::cli::fail(kTool, msg); }
+
+/// --save: the cache as kvq_cache_save writes it (docs/RUNTIME.md, "Saved
+/// cache format"), and its size next to the payload's.
+void saveCache(const kvq_cache_t *cache, const std::string &path,
+               const std::string &label) {
+  int64_t size = 0;
+  kvq_stats st;
+  if (kvq_cache_save(cache, nullptr, 0, &size) != KVQ_OK ||
+      kvq_cache_stats(cache, -1, &st) != KVQ_OK)
+    die(std::string("--save: ") + kvq_last_error());
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  if (kvq_cache_save(cache, bytes.data(), size, &size) != KVQ_OK)
+    die(std::string("--save: ") + kvq_last_error());
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
+      std::fclose(f) != 0)
+    die("--save: cannot write '" + path + "'");
+  std::fprintf(stderr,
+               "kvq-eval: saved the %s cache to %s: %lld bytes (payload "
+               "%lld + %lld of header and bookkeeping)\n",
+               label.c_str(), path.c_str(), static_cast<long long>(size),
+               static_cast<long long>(st.total_bytes),
+               static_cast<long long>(size - st.total_bytes));
+}
 
 /// A numeric method flag that takes a list: its range, the methods that
 /// use it and where it goes in kvq_config.
@@ -160,6 +186,7 @@ const Sweep *sweepFor(const std::string &flag) {
 
 struct Options {
   std::string keys, values, queries, layout, plot, queryPositions = "all";
+  std::string save; ///< --save FILE
   std::vector<std::string> methods;
   std::vector<int> bits; ///< empty: each method's default
   /// Values of each numeric method flag (--group-size 32,64 ...; one
@@ -241,6 +268,8 @@ Options parseArgs(int argc, char **argv) {
       o.plot = p.value();
     else if (p.is("--json"))
       o.json = p.flag();
+    else if (p.is("--save"))
+      o.save = p.value();
     else if (p.is("--version")) {
       std::printf("kvq-eval %s\n", KVQ_VERSION_STRING);
       std::exit(0);
@@ -1045,6 +1074,8 @@ int main(int argc, char **argv) {
         r.value = {sums(vf, v, 0, T, C), sums(vf, v, 0, prefill, C),
                    sums(vf, v, prefill, T, C)};
         kvq_cache_stats(cache, 0, &r.stats);
+        if (!opt.save.empty() && ci == 0 && unitIndex == 0)
+          saveCache(cache, opt.save, c.label());
         if (c.method == "kivi_sink") {
           int64_t count = 0;
           kvq_cache_sink_positions(cache, 0, nullptr, 0, &count);

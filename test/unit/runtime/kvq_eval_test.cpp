@@ -1154,3 +1154,32 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   expectTwo("--keys " + tmp("big.safetensors") + v, "100 MB limit");
   expectTwo("--keys " + tmp("k.npy") + ":keys" + v, "names nothing");
 }
+
+// --save writes the first configuration's cache with kvq_cache_save: for
+// fp16 its size is known without the runtime (docs/RUNTIME.md, "Saved cache
+// format"): the K and V payload, 100 bytes of header and checksum, and 16
+// bytes of layer section size and token count.
+TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
+  writeOrDie(tmp("k.npy"), {40, 2, 32}, randomData(16, 40 * 64), false);
+  RunResult r = runTool("--keys " + tmp("k.npy") + " --values " +
+                        tmp("k.npy") + " --method fp16,kivi --prefill 20" +
+                        " --save " + tmp("cache.kvqc"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const long long expected = 40LL * 64 * 2 * 2 + 100 + 16;
+  std::ifstream in(tmp("cache.kvqc"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  EXPECT_EQ(static_cast<long long>(bytes.size()), expected);
+  EXPECT_EQ(bytes.substr(0, 8), "KVQCACHE");
+  EXPECT_NE(r.stdErr.find("saved the fp16 cache"), std::string::npos)
+      << r.stdErr;
+  EXPECT_NE(r.stdErr.find(std::to_string(expected) + " bytes"),
+            std::string::npos)
+      << r.stdErr;
+  RunResult bad = runTool("--keys " + tmp("k.npy") + " --values " +
+                          tmp("k.npy") + " --method fp16 --save " +
+                          tmp("no/such/dir/cache.kvqc"));
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--save: cannot write"), std::string::npos)
+      << bad.out;
+}
