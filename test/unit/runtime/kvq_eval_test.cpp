@@ -1016,6 +1016,28 @@ TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
   expectTwo(in + " --refit-interval 0,,32", "empty item");
 }
 
+TEST(KvqEvalReadme, TheReadmeRecommendationIsWhatTheToolPrints) {
+  // README.md shows a sweep on stories260K layer 0 and its --budget
+  // answer; that line must be the current tool's.
+  const std::string here = __FILE__;
+  const std::string root = here.substr(0, here.rfind('/')) + "/../../../";
+  std::ifstream readme(root + "README.md");
+  std::string line, shown;
+  while (std::getline(readme, line))
+    if (line.rfind("recommendation for 8 bits: ", 0) == 0)
+      shown = line;
+  ASSERT_FALSE(shown.empty()) << "no recommendation line in README.md";
+  const std::string data = root + "test/data/stories260K/";
+  RunResult r = runTool("--keys " + data + "k0.npy --values " + data +
+                        "v0.npy --queries " + data +
+                        "q0.npy --method kivi,kivi_sink,kvquant --bits 2,3,4 "
+                        "--budget 8");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.stdOut.find(shown + "\n"), std::string::npos)
+      << "README: " << shown << "\ntool:\n"
+      << r.stdOut;
+}
+
 TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   const std::string v = " --values " + tmp("v.npy") + " --method kivi";
   // A directory and a device: clean errors, no exception, no endless read.
