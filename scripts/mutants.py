@@ -241,6 +241,38 @@ def run_tests(m):
     return rc != 0, first or ("(exit %d)" % rc if rc else ""), out[-3000:]
 
 
+def write_report(results, build, start, final):
+    """Writes the JSON report (after every mutant, so an interrupted run
+    keeps what it measured); the final call also prints the table."""
+    killed = sum(r["status"] == "killed" for r in results)
+    equiv = sum(r["status"] == "equivalent" for r in results)
+    invalid = sum(r["status"] == "invalid" for r in results)
+    valid = len(results) - invalid
+    score = 100.0 * killed / max(1, valid - equiv)
+    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"), "complete": final, "killed": killed,
+        "equivalent": equiv,
+        "survived": sum(r["status"] == "SURVIVED" for r in results),
+        "invalid": invalid, "score_percent": round(score, 1),
+        "mutants": results}
+    name = "report-%s.json" % build if build else "report.json"
+    with open(os.path.join(WORK, name), "w") as f:
+        json.dump(report, f, indent=1)
+    if not final:
+        return report
+    print("\n%-28s %-6s %-10s %s" % ("mutant", "build", "status",
+                                     "killed by / reason"))
+    for r in results:
+        print("%-28s %-6s %-10s %s" % (
+            r["id"], r["build"], r["status"],
+            r["killed_by"] or r.get("equivalent", "") or r["desc"]))
+    print("\nscore: %d killed of %d non-equivalent (%.1f %%), %d equivalent, "
+          "%d invalid, %.0f min" % (killed, valid - equiv, score, equiv,
+                                    invalid, (time.time() - start) / 60))
+    print("report: %s" % os.path.relpath(os.path.join(WORK, name), ROOT))
+    return report
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ids", nargs="*", help="run only these mutants")
@@ -249,6 +281,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the mutants")
     ap.add_argument("--worktree", action="store_true",
                     help="mutate a copy of the working tree, not of HEAD")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="mutate the scratch copies as they are (no copy of "
+                    "HEAD first): a partial run against an older snapshot")
     ap.add_argument("--build", choices=list(BUILDS),
                     help="run only the mutants of this build")
     ap.add_argument("--tree", default=ROOT,
@@ -289,10 +324,14 @@ def main():
     for b in sorted({m["build"] for m in mutants}):
         src = src_dir(b)
         os.makedirs(src, exist_ok=True)
-        print("scratch copy of %s: %d file(s) updated in %s" % (
-            "the working tree" if a.worktree else "HEAD",
-            sync_scratch(src, a.worktree), os.path.relpath(src, ROOT)),
-            flush=True)
+        if a.no_sync:
+            print("scratch copy %s used as it is (--no-sync)" %
+                  os.path.relpath(src, ROOT), flush=True)
+        else:
+            print("scratch copy of %s: %d file(s) updated in %s" % (
+                "the working tree" if a.worktree else "HEAD",
+                sync_scratch(src, a.worktree), os.path.relpath(src, ROOT)),
+                flush=True)
         check(src)
     order = list(BUILDS)
     mutants.sort(key=lambda m: order.index(m["build"]))
@@ -337,34 +376,13 @@ def main():
         if status in ("SURVIVED", "invalid"):
             r["output"] = tail
         results.append(r)
+        write_report(results, a.build, start, final=False)
         print("[%2d/%d] %-28s %-10s %s" % (i, len(mutants), m["id"], status,
                                            r["killed_by"] or m["desc"]),
               flush=True)
 
-    killed = sum(r["status"] == "killed" for r in results)
-    equiv = sum(r["status"] == "equivalent" for r in results)
+    report = write_report(results, a.build, start, final=True)
     bad = [r for r in results if r["status"] in ("SURVIVED", "invalid")]
-    print("\n%-28s %-6s %-10s %s" % ("mutant", "build", "status",
-                                     "killed by / reason"))
-    for r in results:
-        print("%-28s %-6s %-10s %s" % (
-            r["id"], r["build"], r["status"],
-            r["killed_by"] or r.get("equivalent", "") or r["desc"]))
-    valid = len(results) - sum(r["status"] == "invalid" for r in results)
-    score = 100.0 * killed / max(1, valid - equiv)
-    print("\nscore: %d killed of %d non-equivalent (%.1f %%), %d equivalent, "
-          "%d invalid, %.0f min" % (killed, valid - equiv, score, equiv,
-                                    len(results) - valid,
-                                    (time.time() - start) / 60))
-    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec="seconds"), "killed": killed, "equivalent": equiv,
-        "survived": sum(r["status"] == "SURVIVED" for r in results),
-        "invalid": len(results) - valid, "score_percent": round(score, 1),
-        "mutants": results}
-    name = "report-%s.json" % a.build if a.build else "report.json"
-    with open(os.path.join(WORK, name), "w") as f:
-        json.dump(report, f, indent=1)
-    print("report: %s" % os.path.relpath(os.path.join(WORK, name), ROOT))
     for r in bad:
         print("\n== %s %s (%s)\n%s" % (r["status"], r["id"], r["desc"],
                                        r["output"]), file=sys.stderr)
