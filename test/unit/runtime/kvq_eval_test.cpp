@@ -751,6 +751,43 @@ TEST(KvqEvalNumpy, CompressedNpzMatchesNpy) {
   }
 }
 
+TEST(KvqEvalNumpy, LayoutsAndLayersMatchNpy) {
+  // NumPy-made htd files and a two-layer lbhtd np.savez archive against
+  // np.save's [tokens, heads, dim] files of each layer.
+  const std::string flags = " --method fp16,kivi,kivi_sink,kvquant "
+                            "--bits 2,4 --prefill 24 --json";
+  auto run = [&](const std::string &k, const std::string &v,
+                 const std::string &q, const std::string &extra) {
+    RunResult r =
+        runTool("--keys " + numpyFile(k) + " --values " + numpyFile(v) +
+                " --queries " + numpyFile(q) + extra + flags);
+    EXPECT_EQ(r.status, 0) << r.out;
+    return parse(r);
+  };
+  const json l0 = run("k.npy", "v.npy", "q.npy", ""),
+             l1 = run("k1.npy", "v1.npy", "q1.npy", ""),
+             htd = run("k_htd.npy", "v_htd.npy", "q_htd.npy", " --layout htd"),
+             stacked = run("kvq_layers_lbhtd.npz", "kvq_layers_lbhtd.npz",
+                           "kvq_layers_lbhtd.npz", " --layout lbhtd");
+  ASSERT_EQ(l0["rows"].size(), 7u);
+  ASSERT_EQ(l1["rows"].size(), 7u);
+  ASSERT_EQ(htd["rows"].size(), 7u);
+  ASSERT_EQ(stacked["rows"].size(), 14u);
+  EXPECT_EQ(stacked["layers"], 2);
+  EXPECT_EQ(stacked["inputs"]["keys"]["shape"], json({2, 1, 2, 96, 32}));
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(htd["rows"][i], l0["rows"][i]) << "htd row " << i;
+    EXPECT_EQ(stacked["rows"][i], l0["rows"][i]) << "layer 0 row " << i;
+    json second = stacked["rows"][7 + i];
+    EXPECT_EQ(second["layer"], 1);
+    second["layer"] = 0;
+    EXPECT_EQ(second, l1["rows"][i]) << "layer 1 row " << i;
+    // The layers differ, so the comparison can tell them apart.
+    EXPECT_NE(field(l0["rows"][i], "value_mse"),
+              field(l1["rows"][i], "value_mse"));
+  }
+}
+
 TEST_F(KvqEvalFormats, ThreadsAndQueryPositions) {
   std::vector<int64_t> s;
   std::vector<float> ak = arrange(k, kH, "thd", 0, s);
@@ -1183,9 +1220,9 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
 // bytes of layer section size and token count.
 TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
   writeOrDie(tmp("k.npy"), {40, 2, 32}, randomData(16, 40 * 64), false);
-  RunResult r = runTool("--keys " + tmp("k.npy") + " --values " +
-                        tmp("k.npy") + " --method fp16,kivi --prefill 20" +
-                        " --save " + tmp("cache.kvqc"));
+  RunResult r = runTool("--keys " + tmp("k.npy") + " --values " + tmp("k.npy") +
+                        " --method fp16,kivi --prefill 20" + " --save " +
+                        tmp("cache.kvqc"));
   ASSERT_EQ(r.status, 0) << r.out;
   const long long expected = 40LL * 64 * 2 * 2 + 100 + 16;
   std::ifstream in(tmp("cache.kvqc"), std::ios::binary);
@@ -1198,10 +1235,9 @@ TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
   EXPECT_NE(r.stdErr.find(std::to_string(expected) + " bytes"),
             std::string::npos)
       << r.stdErr;
-  RunResult bad = runTool("--keys " + tmp("k.npy") + " --values " +
-                          tmp("k.npy") + " --method fp16 --save " +
-                          tmp("no/such/dir/cache.kvqc"));
+  RunResult bad =
+      runTool("--keys " + tmp("k.npy") + " --values " + tmp("k.npy") +
+              " --method fp16 --save " + tmp("no/such/dir/cache.kvqc"));
   EXPECT_EQ(bad.status, 2) << bad.out;
-  EXPECT_NE(bad.out.find("--save: cannot write"), std::string::npos)
-      << bad.out;
+  EXPECT_NE(bad.out.find("--save: cannot write"), std::string::npos) << bad.out;
 }
