@@ -11,6 +11,8 @@
 #                    mutant of test/mutants/mutants.txt applied to a scratch
 #                    copy under build-mutants/, rebuilt, its tests run;
 #                    killed/survived table, score, build-mutants/report.json
+#   ./kvq.sh fuzz [SECONDS]  build build-asan/, run every libFuzzer target
+#                    SECONDS (default 600) from its seeds (docs/RUNTIME.md)
 #
 # Installing uses apt-get (as root, or through sudo) and only when a package
 # is missing, so running it again is cheap. Build trees: build/ (Release),
@@ -90,6 +92,7 @@ build_sanitized() {
 
 run_ctest() {
   local dir="$1"
+  shift
   log "ctest in ${dir}"
   # halt_on_error: any sanitizer report fails the test that produced it.
   # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs by hand
@@ -99,7 +102,7 @@ run_ctest() {
   # leak checks are unaffected.
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:allow_user_poisoning=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    ctest --test-dir "$here/$dir" --output-on-failure -j "$jobs"
+    ctest --test-dir "$here/$dir" --output-on-failure -j "$jobs" "$@"
 }
 
 cmd="${1:-}"
@@ -128,8 +131,18 @@ case "$cmd" in
     shift
     exec python3 "$here/scripts/mutants.py" "$@"
     ;;
+  fuzz)
+    seconds="${2:-600}"
+    [[ "$seconds" =~ ^[1-9][0-9]*$ ]] \
+      || { echo "kvq.sh fuzz: SECONDS must be a positive whole number" >&2; exit 2; }
+    install_packages
+    build_sanitized
+    log "Fuzzing ${seconds} s per fuzzer (inputs and findings: build-asan/fuzz/)"
+    KVQ_FUZZ_SECONDS="$seconds" run_ctest build-asan -L fuzz \
+      --timeout "$((seconds + 600))"
+    ;;
   *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -26,6 +26,54 @@ if(KVQ_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND
   set(KVQ_FUZZ_ENABLED ON)
 endif()
 
+# Links into `target` a copy of object library `lib` compiled with coverage
+# instrumentation (same sources, include directories, definitions, options
+# and per-source settings, and the same dependencies).
+function(_kvq_fuzz_instrument target lib)
+  get_target_property(srcs ${lib} SOURCES)
+  get_target_property(dir ${lib} SOURCE_DIR)
+  list(TRANSFORM srcs PREPEND ${dir}/ REGEX "^[^/$]")
+  # Per-source settings live in the library's directory: copy them here.
+  foreach(src IN LISTS srcs)
+    foreach(prop COMPILE_DEFINITIONS COMPILE_OPTIONS INCLUDE_DIRECTORIES)
+      get_source_file_property(value ${src} DIRECTORY ${dir} ${prop})
+      if(value)
+        set_source_files_properties(${src} PROPERTIES ${prop} "${value}")
+      endif()
+    endforeach()
+  endforeach()
+  string(MAKE_C_IDENTIFIER "${target}_${lib}" copy)
+  add_library(${copy} OBJECT ${srcs})
+  target_include_directories(${copy} PUBLIC
+    $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
+  target_compile_definitions(${copy} PRIVATE
+    $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
+  target_compile_options(${copy} PRIVATE
+    $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS> -fsanitize=fuzzer-no-link)
+  get_target_property(deps ${lib} MANUALLY_ADDED_DEPENDENCIES)
+  if(deps)
+    add_dependencies(${copy} ${deps})
+  endif()
+  # What the library's users link. add_mlir_library's obj.X holds the
+  # objects of archive X, whose interface has the right MLIR libraries
+  # (libMLIR.so, not the component archives obj.X lists); the archives of
+  # libraries copied here too are left out.
+  set(archive ${lib})
+  if(lib MATCHES "^obj\\.(.*)$")
+    if(TARGET ${CMAKE_MATCH_1})
+      set(archive ${CMAKE_MATCH_1})
+    endif()
+  endif()
+  get_target_property(libs ${archive} INTERFACE_LINK_LIBRARIES)
+  get_target_property(copied ${target} KVQ_FUZZ_INSTRUMENT)
+  list(TRANSFORM copied REPLACE "^obj\\." "")
+  if(libs)
+    list(REMOVE_ITEM libs ${copied})
+    target_link_libraries(${copy} PUBLIC ${libs})
+  endif()
+  target_link_libraries(${target} PRIVATE ${copy})
+endfunction()
+
 function(kvq_add_fuzzer target)
   if(NOT KVQ_FUZZ_ENABLED)
     return()
@@ -47,28 +95,14 @@ function(kvq_add_fuzzer target)
   target_link_options(${target} PRIVATE -fsanitize=fuzzer)
   target_include_directories(${target} PRIVATE ${F_INCLUDES})
   target_link_libraries(${target} PRIVATE ${F_LINK})
+  # The libraries may be defined after this call (dialect/ and passes/ come
+  # after test/): copy them once the top-level directory is complete.
+  set_property(TARGET ${target} PROPERTY KVQ_FUZZ_INSTRUMENT ${F_INSTRUMENT})
   foreach(lib IN LISTS F_INSTRUMENT)
-    get_target_property(srcs ${lib} SOURCES)
-    get_target_property(dir ${lib} SOURCE_DIR)
-    list(TRANSFORM srcs PREPEND ${dir}/ REGEX "^[^/$]")
-    # Per-source settings live in the library's directory: copy them here.
-    foreach(src IN LISTS srcs)
-      foreach(prop COMPILE_DEFINITIONS COMPILE_OPTIONS INCLUDE_DIRECTORIES)
-        get_source_file_property(value ${src} DIRECTORY ${dir} ${prop})
-        if(value)
-          set_source_files_properties(${src} PROPERTIES ${prop} "${value}")
-        endif()
-      endforeach()
-    endforeach()
-    set(copy ${target}_${lib})
-    add_library(${copy} OBJECT ${srcs})
-    target_include_directories(${copy} PUBLIC
-      $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
-    target_compile_definitions(${copy} PRIVATE
-      $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
-    target_compile_options(${copy} PRIVATE
-      $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS> -fsanitize=fuzzer-no-link)
-    target_link_libraries(${target} PRIVATE ${copy})
+    # (EVAL: a deferred call's arguments are otherwise read when it runs.)
+    cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY
+      [[${PROJECT_SOURCE_DIR}]] CALL _kvq_fuzz_instrument [[${target}]]
+      [[${lib}]])")
   endforeach()
 
   set(extra)

@@ -393,8 +393,8 @@ struct Harness {
         continue;
       const kvq_status st =
           kvq_cache_update(fresh, u.layer, u.k.data(), u.v.data(), n, u.dtype);
-      // A shortened call may fail where the whole one succeeded only if
-      // its kept part is itself refused; the original accepted the data.
+      // The kept part of data the cache accepted is accepted too: a refusal
+      // means the truncated state is not one a fresh cache can reach.
       CHECK(st == KVQ_OK, st, n);
       h += n;
     }
@@ -440,7 +440,7 @@ void fill(Rng &rng, uint8_t kind, std::vector<float> &x) {
   if (x.empty())
     return;
   switch (kind / 8 % 8) {
-  case 1: // constant groups
+  case 1: // constant: zero-width quantization groups
     std::fill(x.begin(), x.end(), static_cast<float>(rng.normal()));
     break;
   case 2: // one non-finite element
@@ -462,8 +462,8 @@ void fill(Rng &rng, uint8_t kind, std::vector<float> &x) {
   }
 }
 
-/// Round-to-nearest-even f32 -> fp16 bits (values already checked finite
-/// or not, the runtime decides; this only builds f16 inputs).
+/// Round-to-nearest-even f32 -> fp16 bits, written here (not the
+/// runtime's): f16 inputs, and what an f16 fetch must return.
 uint16_t toHalf(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
