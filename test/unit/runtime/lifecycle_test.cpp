@@ -392,6 +392,8 @@ TEST(LifecycleTruncate, AllocationFailureLeavesTheCacheUnchanged) {
 TEST(LifecycleTruncate, ArgumentsAndNoOps) {
   kvq_config cfg = cfgFor(KVQ_METHOD_FP16);
   EXPECT_EQ(kvq_cache_truncate(nullptr, 0), KVQ_ERR_NULL_POINTER);
+  EXPECT_EQ(KVQ_ERR_NOT_EXACT, 13); // appended after the existing statuses
+  EXPECT_STREQ(kvq_status_string(KVQ_ERR_NOT_EXACT), "truncation not exact");
   Cache c(cfg);
   EXPECT_EQ(kvq_cache_truncate(c.h, -1), KVQ_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(kvq_cache_truncate(c.h, 0), KVQ_OK); // empty stays empty
