@@ -33,6 +33,11 @@
 #include <tuple>
 #include <vector>
 
+// No a * b + c fused into one rounding anywhere in this file (clang fuses
+// by default where the target has FMA, e.g. on arm64): the errors are the
+// same bits on every architecture and in every ISA clone.
+#pragma STDC FP_CONTRACT OFF
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -421,10 +426,9 @@ std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
 // computed with the same operations in the same token order whatever the
 // tile, the thread or the CPU (x86_64 picks an AVX2 clone at load time;
 // the file is compiled without FP contraction, so the clones agree bit for
-// bit), so the numbers do not depend on --threads.
+// bit; see the FP_CONTRACT pragma above), so the numbers do not depend on
+// --threads.
 //===----------------------------------------------------------------------===//
-
-#pragma STDC FP_CONTRACT OFF
 
 /// Eight float lanes (a GCC/Clang vector: one AVX register, two NEON or
 /// SSE ones); lane l sums the products of elements j == l (mod 8).
