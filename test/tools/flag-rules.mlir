@@ -37,6 +37,18 @@
 // IMPV: kvq-import: for the --context option: 'x' value invalid
 // IMPV-NEXT: status 2
 //
+// RUN: sh -c 'kvq-demo --steps=x; echo "status $?"' > %t.eq 2>&1
+// RUN: sh -c 'kvq-demo --steps x; echo "status $?"' > %t.sp 2>&1
+// RUN: FileCheck %s --check-prefix=DEMO --input-file=%t.eq
+// RUN: FileCheck %s --check-prefix=DEMO --input-file=%t.sp
+// DEMO-NOT: {{.}}
+// DEMO: kvq-demo: --steps expects an integer in [1, 1048576], got 'x'
+// DEMO-NEXT: status 2
+// RUN: sh -c 'kvq-demo --bogus; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=UNK-DEMO
+// UNK-DEMO-NOT: {{.}}
+// UNK-DEMO: kvq-demo: unknown option '--bogus'
+// UNK-DEMO-NEXT: status 2
+//
 // RUN: kvq-opt %s -o %t.a
 // RUN: kvq-opt %s -o=%t.b
 // RUN: diff %t.a %t.b

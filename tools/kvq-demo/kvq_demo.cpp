@@ -8,6 +8,7 @@
 // each method stores and how far its attention output is from the fp16 run.
 //
 //===----------------------------------------------------------------------===//
+#include "flags.h"
 #include "npy.h"
 
 #include <dlfcn.h>
@@ -218,24 +219,13 @@ double relativeError(const std::vector<float> &reference,
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: kvq-demo [--graphs DIR] [--seed N] [--prefill N] "
-               "[--steps N] [--check] [--version]\n"
-               "  --graphs DIR  where decoder_layer_<method>.so are "
-               "(default: the build's)\n"
-               "  --check       exit 1 unless the table shows what the "
-               "README claims\n");
-}
-
-bool parseInt(const char *text, int64_t &out) {
-  char *end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  if (!end || *end || value < 0)
-    return false;
-  out = value;
-  return true;
-}
+const char *kUsage =
+    "usage: kvq-demo [--graphs DIR] [--seed N] [--prefill N] [--steps N] "
+    "[--check] [--version]\n"
+    "  --graphs DIR  where decoder_layer_<method>.so are (default: the "
+    "build's)\n"
+    "  --check       exit 1 unless the table shows what the README claims\n"
+    "  (every flag also takes --flag=value)\n";
 
 } // namespace
 
@@ -243,28 +233,27 @@ int main(int argc, char **argv) {
   std::string dir = KVQ_DEMO_GRAPH_DIR;
   int64_t seed = 2026, prefill = 512, steps = 128;
   bool check = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    bool hasValue = i + 1 < argc;
-    if (arg == "--graphs" && hasValue) {
-      dir = argv[++i];
-    } else if (arg == "--seed" && hasValue && parseInt(argv[i + 1], seed)) {
-      ++i;
-    } else if (arg == "--prefill" && hasValue &&
-               parseInt(argv[i + 1], prefill) && prefill > 0) {
-      ++i;
-    } else if (arg == "--steps" && hasValue && parseInt(argv[i + 1], steps) &&
-               steps > 0) {
-      ++i;
-    } else if (arg == "--check") {
-      check = true;
-    } else if (arg == "--version") {
+  // The flag rules of every kvq tool (tools/common/flags.h).
+  kvq::cli::Parser p("kvq-demo", argc, argv);
+  while (p.next()) {
+    if (p.is("--graphs"))
+      dir = p.value();
+    else if (p.is("--seed"))
+      seed = p.intValue(0, INT64_MAX);
+    else if (p.is("--prefill"))
+      prefill = p.intValue(1, 1 << 20);
+    else if (p.is("--steps"))
+      steps = p.intValue(1, 1 << 20);
+    else if (p.is("--check"))
+      check = p.flag();
+    else if (p.is("--version")) {
       std::printf("kvq-demo %s\n", KVQ_VERSION_STRING);
       return 0;
-    } else {
-      usage();
-      return 2;
-    }
+    } else if (p.is("--help")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else
+      p.unknown();
   }
 
   Stream stream = makeStream(uint64_t(seed), prefill + steps);
