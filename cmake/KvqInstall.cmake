@@ -46,6 +46,12 @@ if(NOT KVQ_RUNTIME_ONLY)
       $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+    # MLIR's targets carry no include directories: a project using these
+    # targets from the build tree (add_subdirectory) gets MLIR's and LLVM's
+    # here; an installed kvqConfig.cmake adds them after find_dependency.
+    foreach(dir ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+      target_include_directories(${lib} SYSTEM PUBLIC $<BUILD_INTERFACE:${dir}>)
+    endforeach()
     target_compile_features(${lib} INTERFACE cxx_std_17)
     list(APPEND kvq_export_targets ${lib})
   endforeach()
