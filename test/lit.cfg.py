@@ -41,6 +41,10 @@ if not config.kvq_sanitize:
     config.available_features.add("plugins")
 llvm_config.add_tool_substitutions(["kvq-lsp-server", "kvq-capi-test"],
                                    [config.kvq_tools_dir])
+# The release from CMake's project(VERSION) and the MLIR it builds against,
+# for the --version checks (independent of what the tools print).
+config.substitutions.append(("%kvq_release", config.kvq_release))
+config.substitutions.append(("%llvm_release", config.llvm_release))
 
 if config.host_arch in ("aarch64", "arm64"):
     config.available_features.add("aarch64")
