@@ -556,12 +556,11 @@ void attendTile(const float *const *qs, const int64_t *ps, int64_t n,
 /// Causal GQA attention, scale 1/sqrt(D), at the query positions `pos`
 /// (ascending): q is [T, qHeads, D], k and v [T, kvHeads, D]; out is
 /// [pos.size(), qHeads, D].
-std::vector<double> attention(const std::vector<float> &q, int64_t T,
-                              int64_t qHeads, const std::vector<float> &k,
+std::vector<double> attention(const std::vector<float> &q, int64_t qHeads,
+                              const std::vector<float> &k,
                               const std::vector<float> &v, int64_t kvHeads,
                               int64_t D, const std::vector<int64_t> &pos,
                               int threads, const std::string &label) {
-  (void)T;
   const int64_t np = static_cast<int64_t>(pos.size());
   std::vector<double> out(static_cast<size_t>(np * qHeads * D), 0.0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -1093,14 +1092,13 @@ int main(int argc, char **argv) {
         }
         kvq_cache_destroy(cache);
         if (haveQ)
-          approx[ci] =
-              attention(q, T, Hq, kf, vf, H, D, positions, inner, label);
+          approx[ci] = attention(q, Hq, kf, vf, H, D, positions, inner, label);
       };
       std::atomic<size_t> nextTask{0};
       auto worker = [&]() {
         for (size_t i; (i = nextTask.fetch_add(1)) < order.size();) {
           if (order[i] < 0)
-            reference = attention(q, T, Hq, k, v, H, D, positions, inner,
+            reference = attention(q, Hq, k, v, H, D, positions, inner,
                                   where + " reference");
           else
             runConfig(static_cast<size_t>(order[i]));
