@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 using namespace kvq;
 
@@ -55,7 +56,10 @@ public:
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
   kvq_status checkTruncate(int64_t n) const override;
+  kvq_status prepareTruncate(int64_t n) override;
+  void cancelTruncate() override;
   void truncate(int64_t n) override;
+  void copyHistory(const LayerStore &from) override;
   void save(ByteWriter &w) const override;
   kvq_status load(ByteReader &r) override;
 
@@ -100,6 +104,19 @@ private:
   std::vector<Segment> segs_;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
   int64_t seg0End_ = 0; ///< segment 0 was fit on [sinks, seg0End_) (0: none)
+
+  /// Rollback history (refit mode; malloc'd bookkeeping, not payload): the
+  /// fp16 K and V rows of the last refit batch, [lastStart_,
+  /// quantizedUpTo_) (lastStart_ = -1: none), so that a cut inside it can
+  /// drop its segment and return its kept rows to fp16.
+  std::vector<uint16_t> lastK_, lastV_;
+  int64_t lastStart_ = -1;
+  /// fp16 K and V blocks prepareTruncate allocated for those rows.
+  std::vector<std::pair<Blk, Blk>> pending_;
+  /// A cut inside the last refit batch, which the history can undo.
+  bool insideLastBatch(int64_t n) const {
+    return lastStart_ >= 0 && lastStart_ < n && n < quantizedUpTo_;
+  }
 
   /// The fp16 sinks: the first tokens of the first update.
   int64_t sinkCount() const {
@@ -316,8 +333,24 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
   }
   reserveGeometric(slots_, static_cast<size_t>(L1));
   reserveGeometric(segs_, segs_.size() + newSegs.size());
+  // The last refit batch of this call (not the prefill fit) enters the
+  // rollback history.
+  const bool refit = fits.size() > (segs_.empty() ? 1u : 0u);
+  if (refit && lastK_.empty()) {
+    lastK_.resize(static_cast<size_t>(cfg_.refit_interval * C));
+    lastV_.resize(lastK_.size());
+  }
 
   // Commit: nothing below allocates or fails.
+  if (refit) {
+    lastStart_ = fits.back().first;
+    for (int64_t p = lastStart_; p < fits.back().second; ++p) {
+      const size_t at = static_cast<size_t>((p - lastStart_) * C);
+      std::memcpy(lastK_.data() + at, in.key(p), static_cast<size_t>(rowBytes));
+      std::memcpy(lastV_.data() + at, in.value(p),
+                  static_cast<size_t>(rowBytes));
+    }
+  }
   slots_.resize(static_cast<size_t>(L1));
   for (int64_t p = L0; p < L1; ++p)
     slots_[static_cast<size_t>(p)] = added[static_cast<size_t>(p - L0)];
@@ -580,6 +613,7 @@ void KvquantStore::addStats(kvq_stats &st) const {
 }
 
 void KvquantStore::releaseAll() {
+  cancelTruncate();
   for (Slot &s : slots_) {
     payload_.release(s.kf);
     payload_.release(s.vf);
@@ -607,7 +641,7 @@ kvq_status KvquantStore::checkTruncate(int64_t n) const {
                 "%lld); keeping %lld tokens would need them refit",
                 static_cast<long long>(segs_[0].start),
                 static_cast<long long>(seg0End_), static_cast<long long>(n));
-  if (!frozen_ && n < quantizedUpTo_ &&
+  if (!frozen_ && n < quantizedUpTo_ && !insideLastBatch(n) &&
       std::none_of(segs_.begin(), segs_.end(),
                    [&](const Segment &s) { return s.start == n; }))
     return fail(KVQ_ERR_NOT_EXACT,
@@ -617,6 +651,47 @@ kvq_status KvquantStore::checkTruncate(int64_t n) const {
   return KVQ_OK;
 }
 
+kvq_status KvquantStore::prepareTruncate(int64_t n) {
+  cancelTruncate();
+  if (!insideLastBatch(n))
+    return KVQ_OK;
+  const int64_t C = channels_, rowBytes = 2 * C;
+  try {
+    pending_.reserve(static_cast<size_t>(n - lastStart_));
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "kvquant cache: out of memory");
+  }
+  for (int64_t p = lastStart_; p < n; ++p) {
+    const size_t at = static_cast<size_t>((p - lastStart_) * C);
+    Blk k = payload_.allocate(rowBytes), v = payload_.allocate(rowBytes);
+    if (!k || !v) {
+      payload_.release(k);
+      payload_.release(v);
+      cancelTruncate();
+      return allocationFailed("kvquant", rowBytes);
+    }
+    std::memcpy(k.p, lastK_.data() + at, static_cast<size_t>(rowBytes));
+    std::memcpy(v.p, lastV_.data() + at, static_cast<size_t>(rowBytes));
+    pending_.emplace_back(k, v);
+  }
+  return KVQ_OK;
+}
+
+void KvquantStore::cancelTruncate() {
+  for (auto &e : pending_) {
+    payload_.release(e.first);
+    payload_.release(e.second);
+  }
+  pending_.clear();
+}
+
+void KvquantStore::copyHistory(const LayerStore &from) {
+  const auto &o = static_cast<const KvquantStore &>(from);
+  lastK_ = o.lastK_;
+  lastV_ = o.lastV_;
+  lastStart_ = o.lastStart_;
+}
+
 void KvquantStore::truncate(int64_t n) {
   for (size_t p = static_cast<size_t>(n); p < slots_.size(); ++p) {
     Slot &s = slots_[p];
@@ -624,6 +699,20 @@ void KvquantStore::truncate(int64_t n) {
       payload_.release(*b);
   }
   slots_.resize(static_cast<size_t>(n));
+  if (!pending_.empty()) { // undo the last refit batch (prepareTruncate)
+    for (int64_t p = lastStart_; p < n; ++p) {
+      Slot &s = slots_[static_cast<size_t>(p)];
+      payload_.release(s.kq);
+      payload_.release(s.vq);
+      s.kOut = s.vOut = 0;
+      s.kf = pending_[static_cast<size_t>(p - lastStart_)].first;
+      s.vf = pending_[static_cast<size_t>(p - lastStart_)].second;
+    }
+    pending_.clear();
+    payload_.release(segs_.back().table); // the batch's refit levels
+    segs_.pop_back();
+    quantizedUpTo_ = lastStart_;
+  }
   if (n <= sinkCount()) { // only sinks (or nothing) left: no fit yet
     for (Segment &s : segs_)
       payload_.release(s.table);
@@ -635,6 +724,8 @@ void KvquantStore::truncate(int64_t n) {
     segs_.pop_back();
   }
   quantizedUpTo_ = std::min(quantizedUpTo_, n);
+  if (lastStart_ >= 0 && lastStart_ + cfg_.refit_interval != quantizedUpTo_)
+    lastStart_ = -1; // that batch is gone (or undone)
 }
 
 /// Tokens, sinks, end of the prefill fit, end of the quantized tokens (all
@@ -775,6 +866,7 @@ kvq_status KvquantStore::load(ByteReader &r) {
   }
   quantizedUpTo_ = static_cast<int64_t>(q);
   seg0End_ = static_cast<int64_t>(seg0End);
+  lastStart_ = -1; // no rollback history in a saved cache
   return KVQ_OK;
 }
 

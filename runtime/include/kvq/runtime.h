@@ -140,7 +140,7 @@ typedef enum kvq_backend {
 /// Optional allocator for the cache's payload: every block of codes, scales,
 /// level tables, outliers and fp16 rows is one exact-size alloc call, so the
 /// bytes live in this allocator always equal kvq_stats.total_bytes of the
-/// whole cache. Bookkeeping (the handle, per-token index arrays, kivi's
+/// whole cache. Bookkeeping (the handle, per-token index arrays, the
 /// rollback history of recent fp16 rows) uses malloc. alloc(user, size) returns
 /// size bytes aligned like malloc, or null on failure (the update then fails
 /// with KVQ_ERR_OUT_OF_MEMORY and changes nothing); release(user, ptr, size)
@@ -304,7 +304,8 @@ KVQ_RT_EXPORT kvq_status kvq_cache_sink_positions(const kvq_cache_t *cache,
 /// without), deeper as far as that history goes; kivi_sink the same unless
 /// a dropped token is among the top-k key norms; kvquant at or after the
 /// end of the prefill fit, and when refitting not inside a completed refit
-/// batch.
+/// batch before the last (dropping at most refit_interval tokens after the
+/// prefill is exact).
 KVQ_RT_EXPORT kvq_status kvq_cache_truncate(kvq_cache_t *cache,
                                             int64_t n_tokens);
 

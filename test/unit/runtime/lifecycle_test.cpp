@@ -210,10 +210,12 @@ TEST(LifecycleTruncate, KvquantRefitExactOnBatchBoundaries) {
   Scenario s{cfgFor(KVQ_METHOD_KVQUANT), mixedCalls(20, 63), 63};
   s.cfg.num_layers = 2;
   s.cfg.refit_interval = 8;
-  // Refit batches [20, 28), ..., [52, 60); [60, 63) waits fp16.
-  std::set<int64_t> want = range(0, 2), tail = range(60, 65);
+  // Refit batches [20, 28), ..., [52, 60); [60, 63) waits fp16. Cuts on a
+  // boundary, among the waiting tokens, or inside the last batch (its fp16
+  // rows are the rollback history) are exact.
+  std::set<int64_t> want = range(0, 2), tail = range(52, 65);
   want.insert(tail.begin(), tail.end());
-  for (int64_t b = 20; b < 60; b += 8)
+  for (int64_t b = 20; b < 52; b += 8)
     want.insert(b);
   EXPECT_EQ(truncations(s), want);
 }
@@ -278,14 +280,19 @@ TEST(LifecycleTruncate, KiviExactWithinTheRollbackHistory) {
 TEST(LifecycleTruncate, SpeculativeRollbackAfterEveryDraft) {
   // Decode in drafts of 4 tokens; after each draft, reject its last k
   // tokens (k = 1..4) on a fork and compare with a cache that only ever
-  // saw the accepted tokens. fp16, KIVI and frozen KVQuant always accept.
-  for (kvq_method m : {KVQ_METHOD_FP16, KVQ_METHOD_KIVI, KVQ_METHOD_KVQUANT}) {
-    SCOPED_TRACE(testing::Message() << "method " << m);
+  // saw the accepted tokens. fp16, KIVI and KVQuant (frozen, or refitting
+  // every 8 tokens so that drafts complete batches) always accept.
+  const std::pair<kvq_method, int32_t> setups[] = {{KVQ_METHOD_FP16, 0},
+                                                   {KVQ_METHOD_KIVI, 0},
+                                                   {KVQ_METHOD_KVQUANT, 0},
+                                                   {KVQ_METHOD_KVQUANT, 8}};
+  for (const auto &[m, refit] : setups) {
+    SCOPED_TRACE(testing::Message() << "method " << m << " refit " << refit);
     kvq_config cfg = cfgFor(m);
     cfg.num_layers = 2;
     cfg.residual_length = 8;
     cfg.group_size = 8;
-    cfg.refit_interval = 0;
+    cfg.refit_interval = refit;
     Calls calls = {24};
     for (int i = 0; i < 12; ++i)
       calls.push_back(4);
@@ -353,40 +360,49 @@ TEST(LifecycleTruncate, KiviSinkExactWhenTheTopKStaysBelowTheCut) {
 
 TEST(LifecycleTruncate, AllocationFailureLeavesTheCacheUnchanged) {
   // Restoring rows from the history allocates (both layers): fail each
-  // allocation in turn, then succeed.
-  CountingAllocator counter;
-  kvq_config cfg = cfgFor(KVQ_METHOD_KIVI);
-  cfg.num_layers = 2;
-  cfg.residual_length = 8;
-  cfg.group_size = 8;
-  cfg.allocator = counter.handle();
-  Cache c(cfg);
-  KV kv = gaussianKV(42, 60, kHeads, kDim);
-  for (int32_t l = 0; l < 2; ++l)
-    for (int64_t t = 0; t < 60; ++t)
-      ASSERT_EQ(append(c.h, kv, t, t + 1, l), KVQ_OK);
-  const std::vector<uint8_t> before = saveBytes(c.h);
-  const int64_t live = counter.live;
-  int64_t failures = 0;
-  for (int64_t n = 1;; ++n) {
-    counter.failAt = counter.calls + n;
-    kvq_status s = kvq_cache_truncate(c.h, 53);
-    if (s == KVQ_OK)
-      break;
-    ++failures;
-    ASSERT_EQ(s, KVQ_ERR_OUT_OF_MEMORY) << kvq_last_error();
-    EXPECT_EQ(saveBytes(c.h), before);
-    EXPECT_EQ(counter.live, live);
-    ASSERT_LT(n, 1000);
+  // allocation in turn, then succeed. kivi cuts back into quantized values
+  // and keys; kvquant (refit every 8) into its last refit batch [48, 56).
+  for (kvq_method m : {KVQ_METHOD_KIVI, KVQ_METHOD_KVQUANT}) {
+    SCOPED_TRACE(testing::Message() << "method " << m);
+    CountingAllocator counter;
+    kvq_config cfg = cfgFor(m);
+    cfg.num_layers = 2;
+    cfg.residual_length = 8;
+    cfg.group_size = 8;
+    cfg.refit_interval = 8;
+    cfg.allocator = counter.handle();
+    Cache c(cfg);
+    KV kv = gaussianKV(42, 60, kHeads, kDim);
+    for (int32_t l = 0; l < 2; ++l) {
+      ASSERT_EQ(append(c.h, kv, 0, 40, l), KVQ_OK);
+      for (int64_t t = 40; t < 60; ++t)
+        ASSERT_EQ(append(c.h, kv, t, t + 1, l), KVQ_OK);
+    }
+    const std::vector<uint8_t> before = saveBytes(c.h);
+    const int64_t live = counter.live;
+    int64_t failures = 0;
+    for (int64_t n = 1;; ++n) {
+      counter.failAt = counter.calls + n;
+      kvq_status s = kvq_cache_truncate(c.h, 53);
+      if (s == KVQ_OK)
+        break;
+      ++failures;
+      ASSERT_EQ(s, KVQ_ERR_OUT_OF_MEMORY) << kvq_last_error();
+      EXPECT_EQ(saveBytes(c.h), before);
+      EXPECT_EQ(counter.live, live);
+      ASSERT_LT(n, 1000);
+    }
+    counter.failAt = -1;
+    EXPECT_GT(failures, 2); // rows of two layers were restored
+    EXPECT_EQ(counter.live, stats(c.h, -1).total_bytes);
+    Cache ref(cfg);
+    for (int32_t l = 0; l < 2; ++l) {
+      ASSERT_EQ(append(ref.h, kv, 0, 40, l), KVQ_OK);
+      for (int64_t t = 40; t < 53; ++t)
+        ASSERT_EQ(append(ref.h, kv, t, t + 1, l), KVQ_OK);
+    }
+    EXPECT_EQ(saveBytes(c.h), saveBytes(ref.h));
   }
-  counter.failAt = -1;
-  EXPECT_GT(failures, 2); // K and V rows of two layers were restored
-  EXPECT_EQ(counter.live, stats(c.h, -1).total_bytes);
-  Cache ref(cfg);
-  for (int32_t l = 0; l < 2; ++l)
-    for (int64_t t = 0; t < 53; ++t)
-      ASSERT_EQ(append(ref.h, kv, t, t + 1, l), KVQ_OK);
-  EXPECT_EQ(saveBytes(c.h), saveBytes(ref.h));
 }
 
 TEST(LifecycleTruncate, ArgumentsAndNoOps) {
