@@ -23,6 +23,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -48,7 +50,13 @@ void runOne(llvm::StringRef text) {
   ScopedDiagnosticHandler swallow(&context,
                                   [](Diagnostic &) { return success(); });
   ParserConfig config(&context);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
+  // A null-terminated copy, as kvq-opt's file buffers are: MLIR's lexer
+  // reads up to the terminator (parseSourceString on the fuzzer's bare
+  // bytes reads past their end).
+  llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text),
+                             llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, config);
   if (!module || failed(verify(*module)))
     return;
   PassManager pm(&context);
