@@ -43,6 +43,21 @@ def main():
     for k in ("memcpy_gbps", "read_gbps"):
         if need(base, k, num) <= 0:
             fail(k + " is not positive")
+    # The bound is the fastest of the read loops, and headline timings are
+    # cold (the last-level cache evicted before each repetition).
+    loops = need(base, "read_loops", dict)
+    if need(base, "read_loop", str) not in loops:
+        fail("read_loop is not one of read_loops")
+    if abs(max(loops.values()) - base["read_gbps"]) > 1e-3 * base["read_gbps"]:
+        fail("read_gbps is not the best of read_loops")
+    if need(base, "timing", str) != "cold":
+        fail("timing is not cold")
+    need(base, "llc_bytes", int)
+    if need(base, "evict_bytes", int) < 2 * base["llc_bytes"]:
+        fail("the evicted buffer is smaller than twice the LLC")
+    machine = need(doc, "machine", dict)
+    need(machine, "cpu", str)
+    need(machine, "date", str)
     for section in ("quantize", "dequantize"):
         rows = need(doc, section, list)
         if not rows:
@@ -51,6 +66,7 @@ def main():
             need(row, "method", str)
             need(row, "bits", int)
             need(row, "gbps", num)
+            need(row, "warm_gbps", num)
     rows = need(doc, "attention", list)
     caches = set()
     for row in rows:
@@ -60,7 +76,9 @@ def main():
         need(row, "ms", num)
         need(row, "bytes_read", int)
         need(row, "bound_ms", num)
-    for c in ("fp16", "kivi2", "kivi4"):
+        need(row, "warm_ms", num)
+    for c in ("fp16", "kivi2", "kivi3", "kivi4", "kivi_sink2", "kvquant2",
+              "kvquant3", "kvquant4"):
         if c not in caches:
             fail("no attention rows for " + c)
     app = need(doc, "append", dict)

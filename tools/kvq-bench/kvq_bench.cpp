@@ -1,14 +1,17 @@
 //===- kvq_bench.cpp - Throughput and latency of kvq against this machine ===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// One run, one thread: the machine's memcpy and read bandwidth, then
-// quantize/dequantize throughput per method and width (GB/s of fp16 input),
-// fused decode attention per cache type and context length with the bytes
-// it reads and the bandwidth bound they imply, the cost of appending one
-// token at 1K and 64K cached tokens, and the kvq-opt pipeline time on a
-// generated 32-layer graph. Ratios (vs memcpy, vs the bound, vs fp16) are
-// printed next to the absolute numbers; --json emits one object with the
-// keys docs/PERFORMANCE.md documents.
+// One run, one thread: the machine's memcpy bandwidth and the best read
+// bandwidth of several tuned loops (the bound), then quantize/dequantize
+// throughput per method and width (GB/s of fp16 input), fused decode
+// attention per cache type and context length with the bytes it reads and
+// the bandwidth bound they imply, the cost of appending one token at 1K and
+// 64K cached tokens, and the kvq-opt pipeline time on a generated 32-layer
+// graph. Attention and quantize are timed cold (the last-level cache
+// evicted before each repetition) as the headline, warm beside it. Ratios
+// (vs memcpy, vs the bound, vs fp16) are printed next to the absolute
+// numbers; --json emits one object with the keys docs/PERFORMANCE.md
+// documents.
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <sys/stat.h>
@@ -54,12 +58,14 @@ struct Options {
   }
 };
 
+/// gbps: cold (the headline); warmGbps: the same work with warm caches.
 struct QuantRow {
   std::string method;
   int bits;
-  double gbps, refGbps;
+  double gbps, refGbps, warmGbps;
 };
 
+/// ms: cold (the headline); warmMs: the same call with warm caches.
 struct AttnRow {
   std::string cache;
   int64_t tokens;
@@ -67,10 +73,16 @@ struct AttnRow {
   double ms;
   int64_t bytesRead;
   double boundMs;
+  double warmMs;
 };
 
 struct Report {
   double memcpyGbps = 0, readGbps = 0;
+  /// The loop that read fastest (readGbps is its figure), and each loop's.
+  std::string readLoop;
+  std::vector<std::pair<std::string, double>> readLoops;
+  int64_t llcBytes = 0, evictBytes = 0;
+  std::string cpu, date;
   std::vector<QuantRow> quant, dequant;
   std::vector<AttnRow> attention;
   double appendNs1k = 0, appendNs64k = 0;
@@ -82,6 +94,37 @@ struct Report {
   /// how busy it was.
   double loadStart = -1, loadEnd = -1;
 };
+
+/// The CPU's model name (/proc/cpuinfo), or "unknown".
+std::string cpuModel() {
+  FILE *f = std::fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return "unknown";
+  char line[512];
+  std::string model = "unknown";
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, "model name", 10) == 0 ||
+        std::strncmp(line, "Model", 5) == 0) {
+      const char *colon = std::strchr(line, ':');
+      if (colon) {
+        model = colon + 1;
+        model.erase(0, model.find_first_not_of(" \t"));
+        model.erase(model.find_last_not_of(" \t\n") + 1);
+        break;
+      }
+    }
+  }
+  std::fclose(f);
+  return model;
+}
+
+/// The current UTC time, ISO 8601.
+std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
 
 double loadAverage() {
   double l[1];
@@ -163,6 +206,40 @@ template <int N> uint64_t sumWords(const uint64_t *p, size_t n) {
 }
 
 #if defined(__x86_64__)
+/// AVX2 with eight independent accumulators (two loads in flight per
+/// accumulator chain are not enough to saturate one core's memory
+/// pipeline on every CPU).
+__attribute__((target("avx2"))) uint64_t sumWordsAvx2x8(const uint64_t *p,
+                                                        size_t n) {
+  __m256i a[8];
+  for (__m256i &x : a)
+    x = _mm256_setzero_si256();
+  const __m256i *v = reinterpret_cast<const __m256i *>(p);
+  for (size_t i = 0; i + 32 <= n; i += 32, v += 8)
+    for (int j = 0; j < 8; ++j)
+      a[j] = _mm256_add_epi64(a[j], _mm256_loadu_si256(v + j));
+  for (int j = 1; j < 8; ++j)
+    a[0] = _mm256_add_epi64(a[0], a[j]);
+  return static_cast<uint64_t>(
+      _mm256_extract_epi64(a[0], 0) + _mm256_extract_epi64(a[0], 1) +
+      _mm256_extract_epi64(a[0], 2) + _mm256_extract_epi64(a[0], 3));
+}
+
+/// AVX-512 (the widest vectors), eight accumulators.
+__attribute__((target("avx512f"))) uint64_t sumWordsAvx512(const uint64_t *p,
+                                                           size_t n) {
+  __m512i a[8];
+  for (__m512i &x : a)
+    x = _mm512_setzero_si512();
+  const __m512i *v = reinterpret_cast<const __m512i *>(p);
+  for (size_t i = 0; i + 64 <= n; i += 64, v += 8)
+    for (int j = 0; j < 8; ++j)
+      a[j] = _mm512_add_epi64(a[j], _mm512_loadu_si512(v + j));
+  for (int j = 1; j < 8; ++j)
+    a[0] = _mm512_add_epi64(a[0], a[j]);
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(a[0]));
+}
+
 __attribute__((target("avx2"))) uint64_t sumWordsAvx2(const uint64_t *p,
                                                       size_t n) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
@@ -180,16 +257,29 @@ __attribute__((target("avx2"))) uint64_t sumWordsAvx2(const uint64_t *p,
 }
 #endif
 
-uint64_t readAll(const uint64_t *p, size_t n) {
+/// The read loops this CPU runs, named; the bound is the fastest of them.
+struct ReadLoop {
+  const char *name;
+  uint64_t (*fn)(const uint64_t *, size_t);
+};
+
+std::vector<ReadLoop> readLoops() {
+  std::vector<ReadLoop> loops = {{"scalar-x8", sumWords<8>},
+                                 {"scalar-x16", sumWords<16>}};
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2"))
-    return sumWordsAvx2(p, n);
+  if (__builtin_cpu_supports("avx2")) {
+    loops.push_back({"avx2-x4", sumWordsAvx2});
+    loops.push_back({"avx2-x8", sumWordsAvx2x8});
+  }
+  if (__builtin_cpu_supports("avx512f"))
+    loops.push_back({"avx512-x8", sumWordsAvx512});
 #endif
-  return sumWords<8>(p, n);
+  return loops;
 }
 
 void measureBaseline(const Options &o, Report &r) {
-  const size_t bytes = o.smoke ? (16u << 20) : (256u << 20);
+  // Far larger than any last-level cache, so every loop reads DRAM.
+  const size_t bytes = o.smoke ? (16u << 20) : (512u << 20);
   std::vector<uint64_t> src(bytes / 8, 1), dst(bytes / 8, 0);
   Effort e = effort(o);
   double t = medianSeconds(e, [&] {
@@ -197,8 +287,21 @@ void measureBaseline(const Options &o, Report &r) {
     sink(dst[bytes / 16]);
   });
   r.memcpyGbps = static_cast<double>(bytes) / t / 1e9;
-  t = medianSeconds(e, [&] { sink(readAll(src.data(), src.size())); });
-  r.readGbps = static_cast<double>(bytes) / t / 1e9;
+  for (const ReadLoop &loop : readLoops()) {
+    t = medianSeconds(e, [&] { sink(loop.fn(src.data(), src.size())); });
+    double gbps = static_cast<double>(bytes) / t / 1e9;
+    r.readLoops.push_back({loop.name, gbps});
+    if (gbps > r.readGbps) {
+      r.readGbps = gbps;
+      r.readLoop = loop.name;
+    }
+  }
+}
+
+/// The one evictor of the run (its buffer is allocated once).
+CacheEvictor &evictor() {
+  static CacheEvictor e;
+  return e;
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,11 +338,12 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                             KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data()),
             "group_quant");
     };
-    double t = medianSeconds(e, quant);
+    double t = medianSecondsAfter(e, evictor(), quant);
+    const double tWarm = medianSeconds(e, quant);
     Effort re = e;
     re.reps = 3;
     re.minSeconds = 0;
-    double tr = medianSeconds(re, [&] {
+    double tr = medianSecondsAfter(re, evictor(), [&] {
       ref.groupQuant(
           k.data(), KVQ_DTYPE_F16, grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL),
           bits, nullptr, KVQ_CODES_PACKED, ck.data(), sk.data(), zk.data());
@@ -247,10 +351,10 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN), bits, nullptr,
                      KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data());
     });
-    r.quant.push_back({"kivi", bits, gb / t, gb / tr});
+    r.quant.push_back({"kivi", bits, gb / t, gb / tr, gb / tWarm});
     quant();
     std::vector<uint16_t> out(n);
-    t = medianSeconds(e, [&] {
+    auto dequant = [&] {
       check(kvq_group_dequant(ck.data(), KVQ_CODES_PACKED, sk.data(), zk.data(),
                               T, kChannels, KVQ_AXIS_PER_CHANNEL, 32, bits,
                               out.data(), KVQ_DTYPE_F16),
@@ -259,8 +363,10 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                               T, kChannels, KVQ_AXIS_PER_TOKEN, 32, bits,
                               out.data(), KVQ_DTYPE_F16),
             "group_dequant");
-    });
-    tr = medianSeconds(re, [&] {
+    };
+    t = medianSecondsAfter(e, evictor(), dequant);
+    const double tDequantWarm = medianSeconds(e, dequant);
+    tr = medianSecondsAfter(re, evictor(), [&] {
       ref.groupDequant(ck.data(), KVQ_CODES_PACKED, sk.data(), zk.data(),
                        grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
                        out.data(), KVQ_DTYPE_F16);
@@ -268,7 +374,7 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                        grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN), bits,
                        out.data(), KVQ_DTYPE_F16);
     });
-    r.dequant.push_back({"kivi", bits, gb / t, gb / tr});
+    r.dequant.push_back({"kivi", bits, gb / t, gb / tr, gb / tDequantWarm});
   }
 }
 
@@ -304,11 +410,12 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                           KVQ_CODES_PACKED, cv.data()),
             "nuq_quant");
     };
-    double t = medianSeconds(e, quant);
+    double t = medianSecondsAfter(e, evictor(), quant);
+    const double tWarm = medianSeconds(e, quant);
     Effort re = e;
     re.reps = 3;
     re.minSeconds = 0;
-    double tr = medianSeconds(re, [&] {
+    double tr = medianSecondsAfter(re, evictor(), [&] {
       ref.nuqQuant(k.data(), KVQ_DTYPE_F16,
                    grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
                    lk.data(), KVQ_CODES_PACKED, ck.data());
@@ -316,9 +423,9 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                    grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN), bits,
                    lv.data(), KVQ_CODES_PACKED, cv.data());
     });
-    r.quant.push_back({"kvquant", bits, gb / t, gb / tr});
+    r.quant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tWarm});
     std::vector<uint16_t> out(n);
-    t = medianSeconds(e, [&] {
+    auto dequant = [&] {
       check(kvq_nuq_dequant(ck.data(), KVQ_CODES_PACKED, lk.data(), T,
                             kChannels, KVQ_AXIS_PER_CHANNEL, 32, bits,
                             out.data(), KVQ_DTYPE_F16),
@@ -327,8 +434,10 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                             kChannels, KVQ_AXIS_PER_TOKEN, kDim, bits,
                             out.data(), KVQ_DTYPE_F16),
             "nuq_dequant");
-    });
-    tr = medianSeconds(re, [&] {
+    };
+    t = medianSecondsAfter(e, evictor(), dequant);
+    const double tDequantWarm = medianSeconds(e, dequant);
+    tr = medianSecondsAfter(re, evictor(), [&] {
       ref.nuqDequant(ck.data(), KVQ_CODES_PACKED, lk.data(),
                      grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
                      out.data(), KVQ_DTYPE_F16);
@@ -336,7 +445,7 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN), bits,
                      out.data(), KVQ_DTYPE_F16);
     });
-    r.dequant.push_back({"kvquant", bits, gb / t, gb / tr});
+    r.dequant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tDequantWarm});
   }
 }
 
@@ -349,6 +458,21 @@ struct CacheKind {
   kvq_method method;
   int bits;
 };
+
+/// Every method and width the runtime supports (kivi_sink at the seed's 2
+/// bits); --caches picks among these names.
+const std::vector<CacheKind> &cacheKinds() {
+  static const std::vector<CacheKind> kinds = {
+      {"fp16", KVQ_METHOD_FP16, 16},
+      {"kivi2", KVQ_METHOD_KIVI, 2},
+      {"kivi3", KVQ_METHOD_KIVI, 3},
+      {"kivi4", KVQ_METHOD_KIVI, 4},
+      {"kivi_sink2", KVQ_METHOD_KIVI_SINK, 2},
+      {"kvquant2", KVQ_METHOD_KVQUANT, 2},
+      {"kvquant3", KVQ_METHOD_KVQUANT, 3},
+      {"kvquant4", KVQ_METHOD_KVQUANT, 4}};
+  return kinds;
+}
 
 kvq_config cacheConfig(const CacheKind &c) {
   kvq_config cfg;
@@ -377,15 +501,14 @@ void fill(kvq_cache_t *cache, const std::vector<uint16_t> &pool,
 
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
-  std::vector<CacheKind> kinds = {{"fp16", KVQ_METHOD_FP16, 16},
-                                  {"kivi2", KVQ_METHOD_KIVI, 2},
-                                  {"kivi4", KVQ_METHOD_KIVI, 4},
-                                  {"kvquant3", KVQ_METHOD_KVQUANT, 3}};
-  std::vector<int64_t> lengths = {1024, 8192, 32768};
+  // 128K only in a full run: filling its caches takes minutes.
+  std::vector<int64_t> lengths = {1024, 8192, 32768, 131072};
+  if (o.quick)
+    lengths = {1024, 8192, 32768};
   if (o.smoke)
     lengths = {256, 1024};
   const Effort e = effort(o);
-  for (const CacheKind &kind : kinds)
+  for (const CacheKind &kind : cacheKinds())
     for (int64_t T : lengths) {
       if (!o.times(kind.name))
         continue;
@@ -401,12 +524,15 @@ void measureAttention(const Options &o, Report &r,
         for (size_t i = 0; i < q.size(); ++i)
           q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
         std::vector<float> out(q.size());
-        double t = medianSeconds(e, [&] {
+        auto attend = [&] {
           check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
                 "cache_attend");
-        });
+        };
+        const double t = medianSecondsAfter(e, evictor(), attend);
+        const double tWarm = medianSeconds(e, attend);
         r.attention.push_back({kind.name, T, qPerKv, t * 1e3, st.total_bytes,
-                               st.total_bytes / (r.readGbps * 1e9) * 1e3});
+                               st.total_bytes / (r.readGbps * 1e9) * 1e3,
+                               tWarm * 1e3});
       }
       kvq_cache_destroy(cache);
     }
@@ -484,30 +610,40 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                o.smoke ? ", smoke sizes" : (o.quick ? ", quick" : ""));
   std::fprintf(f, "load average (1 min): %.2f at start, %.2f at end\n",
                r.loadStart, r.loadEnd);
-  std::fprintf(f, "baseline: memcpy %.1f GB/s, sequential read %.1f GB/s\n\n",
-               r.memcpyGbps, r.readGbps);
+  std::fprintf(f, "machine: %s, %s\n", r.cpu.c_str(), r.date.c_str());
+  std::fprintf(f, "baseline: memcpy %.1f GB/s, read %.1f GB/s (best loop: %s;",
+               r.memcpyGbps, r.readGbps, r.readLoop.c_str());
+  for (const auto &[name, gbps] : r.readLoops)
+    std::fprintf(f, " %s %.1f", name.c_str(), gbps);
+  std::fprintf(f, ")\n");
+  std::fprintf(f,
+               "cold timings: last-level cache %lld KiB evicted before each "
+               "repetition (%lld KiB written and read)\n\n",
+               static_cast<long long>(r.llcBytes >> 10),
+               static_cast<long long>(r.evictBytes >> 10));
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
-    std::fprintf(f, "%-10s %-8s %4s %9s %9s %8s %9s\n",
+    std::fprintf(f, "%-10s %-8s %4s %9s %9s %8s %9s %9s\n",
                  pass ? "dequantize" : "quantize", "method", "bits", "GB/s",
-                 "vs memcpy", "ref GB/s", "vs ref");
+                 "vs memcpy", "ref GB/s", "vs ref", "warm GB/s");
     for (const QuantRow &q : rows)
-      std::fprintf(f, "%-10s %-8s %4d %9.2f %9.2f %8.2f %8.1fx\n", "",
+      std::fprintf(f, "%-10s %-8s %4d %9.2f %9.2f %8.2f %8.1fx %9.2f\n", "",
                    q.method.c_str(), q.bits, q.gbps, q.gbps / r.memcpyGbps,
-                   q.refGbps, q.gbps / q.refGbps);
+                   q.refGbps, q.gbps / q.refGbps, q.warmGbps);
     std::fprintf(f, "\n");
   }
-  std::fprintf(f, "%-9s %7s %4s %9s %11s %9s %8s %8s\n", "attention", "tokens",
-               "q/kv", "ms", "bytes read", "bound ms", "vs bound", "vs fp16");
+  std::fprintf(f, "%-10s %7s %4s %9s %11s %9s %8s %8s %9s\n", "attention",
+               "tokens", "q/kv", "cold ms", "bytes read", "bound ms",
+               "vs bound", "vs fp16", "warm ms");
   for (const AttnRow &a : r.attention) {
     double fp16 = 0;
     for (const AttnRow &b : r.attention)
       if (b.cache == "fp16" && b.tokens == a.tokens && b.qPerKv == a.qPerKv)
         fp16 = b.ms;
-    std::fprintf(f, "%-9s %7lld %4d %9.3f %11lld %9.3f %7.2fx %7.2fx\n",
+    std::fprintf(f, "%-10s %7lld %4d %9.3f %11lld %9.3f %7.2fx %7.2fx %9.3f\n",
                  a.cache.c_str(), static_cast<long long>(a.tokens), a.qPerKv,
                  a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 a.ms / a.boundMs, fp16 > 0 ? fp16 / a.ms : 0.0);
+                 a.ms / a.boundMs, fp16 > 0 ? fp16 / a.ms : 0.0, a.warmMs);
   }
   if (r.appendNs1k > 0)
     std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
@@ -532,18 +668,30 @@ void printJson(FILE *f, const Report &r, const Options &o) {
                js(o.smoke ? "smoke" : (o.quick ? "quick" : "full")).c_str());
   std::fprintf(f, "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
                r.loadStart, r.loadEnd);
-  std::fprintf(
-      f, "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f},\n",
-      r.memcpyGbps, r.readGbps);
+  std::fprintf(f, "  \"machine\": {\"cpu\": %s, \"date\": %s},\n",
+               js(r.cpu).c_str(), js(r.date).c_str());
+  std::fprintf(f,
+               "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f, "
+               "\"read_loop\": %s, \"read_loops\": {",
+               r.memcpyGbps, r.readGbps, js(r.readLoop).c_str());
+  for (size_t i = 0; i < r.readLoops.size(); ++i)
+    std::fprintf(f, "%s%s: %.3f", i ? ", " : "",
+                 js(r.readLoops[i].first).c_str(), r.readLoops[i].second);
+  std::fprintf(f,
+               "}, \"timing\": \"cold\", \"llc_bytes\": %lld, "
+               "\"evict_bytes\": %lld},\n",
+               static_cast<long long>(r.llcBytes),
+               static_cast<long long>(r.evictBytes));
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
     std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(f,
                    "    {\"method\": %s, \"bits\": %d, \"gbps\": %.3f, "
-                   "\"ref_gbps\": %.3f}%s\n",
+                   "\"ref_gbps\": %.3f, \"warm_gbps\": %.3f}%s\n",
                    js(rows[i].method).c_str(), rows[i].bits, rows[i].gbps,
-                   rows[i].refGbps, i + 1 < rows.size() ? "," : "");
+                   rows[i].refGbps, rows[i].warmGbps,
+                   i + 1 < rows.size() ? "," : "");
     std::fprintf(f, "  ],\n");
   }
   std::fprintf(f, "  \"attention\": [\n");
@@ -551,10 +699,11 @@ void printJson(FILE *f, const Report &r, const Options &o) {
     const AttnRow &a = r.attention[i];
     std::fprintf(f,
                  "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
-                 "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f}%s\n",
+                 "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f, "
+                 "\"warm_ms\": %.4f}%s\n",
                  js(a.cache).c_str(), static_cast<long long>(a.tokens),
                  a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 i + 1 < r.attention.size() ? "," : "");
+                 a.warmMs, i + 1 < r.attention.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n");
   std::fprintf(f, "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f},\n",
@@ -584,8 +733,9 @@ void usage() {
                "  --only=LIST    sections to run, of quantize,attention,append,"
                "compile\n"
                "                 (default all; the baseline always runs)\n"
-               "  --caches=LIST  attention caches to time, of fp16,kivi2,"
-               "kivi4,kvquant3\n");
+               "  --caches=LIST  attention caches to time, of fp16,kivi2,kivi3,"
+               "kivi4,\n"
+               "                 kivi_sink2,kvquant2,kvquant3,kvquant4\n");
 }
 
 } // namespace
@@ -629,11 +779,24 @@ int main(int argc, char **argv) {
       }
     return true;
   };
+  auto allCaches = [&] {
+    for (const std::string &c : o.caches)
+      if (std::none_of(cacheKinds().begin(), cacheKinds().end(),
+                       [&](const CacheKind &k) { return c == k.name; })) {
+        std::fprintf(stderr, "kvq-bench: unknown cache '%s'\n", c.c_str());
+        return false;
+      }
+    return true;
+  };
   if (!allKnown(o.only, {"quantize", "attention", "append", "compile"}) ||
-      !allKnown(o.caches, {"fp16", "kivi2", "kivi4", "kvquant3"}))
+      !allCaches())
     return 2;
   Report r;
   r.loadStart = loadAverage();
+  r.cpu = cpuModel();
+  r.date = utcNow();
+  r.llcBytes = evictor().llcBytes();
+  r.evictBytes = evictor().bufferBytes();
   measureBaseline(o, r);
   const int64_t T = o.smoke ? 256 : (o.quick ? 4096 : 8192);
   const std::vector<uint16_t> k = gaussianHalfs(T * kChannels, 1);
