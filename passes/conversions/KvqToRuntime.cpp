@@ -22,6 +22,8 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/xxhash.h"
 
+#include <limits>
+
 namespace mlir::kvq {
 #define GEN_PASS_DEF_CONVERTKVQTORUNTIME
 #include "kvq/passes/Passes.h.inc"
@@ -109,6 +111,32 @@ public:
     if (!type.isDynamicDim(dim))
       return i64(type.getDimSize(dim));
     return indexToI64(memref::DimOp::create(rewriter, loc, memref, dim));
+  }
+
+  /// Size of dimension `dim` of `memref` as the i32 a runtime parameter
+  /// takes. A dynamic size is checked at run time (cf.assert: it must fit
+  /// in i32, the runtime then applies its own bounds) before it is
+  /// truncated; a static size that does not fit is an error here. Either
+  /// way no size is truncated in silence.
+  FailureOr<Value> dimI32(Value memref, int64_t dim) {
+    auto type = cast<MemRefType>(memref.getType());
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    if (!type.isDynamicDim(dim)) {
+      if (type.getDimSize(dim) > kMax)
+        return op->emitOpError()
+               << "dimension " << dim << " of size " << type.getDimSize(dim)
+               << " does not fit the runtime's 32-bit parameter";
+      return i32(type.getDimSize(dim));
+    }
+    Value size = dimI64(memref, dim);
+    Value fits = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ule,
+                                       size, i64(kMax));
+    cf::AssertOp::create(rewriter, loc, fits,
+                         "kvq: dimension " + std::to_string(dim) + " of " +
+                             op->getName().getStringRef().str() +
+                             " does not fit the runtime's 32-bit parameter");
+    return arith::TruncIOp::create(rewriter, loc, rewriter.getI32Type(), size)
+        .getResult();
   }
 
   /// [rows, cols] of the runtime's matrix view: dim 0 by the product of the
@@ -423,11 +451,15 @@ struct KeyNormLowering : KvqLowering<KeyNormOp> {
   LogicalResult lower(KeyNormOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value keys = adaptor.getKeys();
-    auto type = cast<MemRefType>(keys.getType());
+    // kv_heads and head_dim may be dynamic: read them from the buffer (a
+    // static constant from getDimSize would be -1 here).
+    FailureOr<Value> heads = b.dimI32(keys, 1), dim = b.dimI32(keys, 2);
+    if (failed(heads) || failed(dim))
+      return failure();
     Value norms = b.allocLike(op.getNorms().getType(), keys);
-    b.call(RuntimeFn::KeyNorm, {b.pointerTo(keys), b.dtypeOf(keys),
-                                b.dimI64(keys, 0), b.i32(type.getDimSize(1)),
-                                b.i32(type.getDimSize(2)), b.pointerTo(norms)});
+    b.call(RuntimeFn::KeyNorm,
+           {b.pointerTo(keys), b.dtypeOf(keys), b.dimI64(keys, 0), *heads, *dim,
+            b.pointerTo(norms)});
     rewriter.replaceOp(op, norms);
     return success();
   }
@@ -555,13 +587,13 @@ struct CacheAttendLowering : KvqLowering<CacheAttendOp> {
   LogicalResult lower(CacheAttendOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value queries = adaptor.getQueries();
-    auto type = cast<MemRefType>(queries.getType());
-    if (type.isDynamicDim(1) || type.isDynamicDim(2))
-      return rewriter.notifyMatchFailure(op, "needs static q_heads/head_dim");
+    FailureOr<Value> qHeads = b.dimI32(queries, 1);
+    if (failed(qHeads))
+      return failure();
     Value out = b.allocLike(op.getOutput().getType(), queries);
     b.call(RuntimeFn::CacheAttend,
            {adaptor.getCache(), b.i32(op.getLayer()), b.pointerTo(queries),
-            b.dimI64(queries, 0), b.i32(type.getDimSize(1)), b.pointerTo(out)});
+            b.dimI64(queries, 0), *qHeads, b.pointerTo(out)});
     rewriter.replaceOp(op, out);
     return success();
   }
