@@ -62,10 +62,10 @@
 // UNK-BENCH-NOT: {{.}}
 // UNK-BENCH: kvq-bench: unknown option '--bogus'
 // UNK-BENCH-NEXT: status 2
-// RUN: sh -c 'kvq-run --bogus x; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=UNK-RUN
-// UNK-RUN-NOT: {{.}}
-// UNK-RUN: kvq-run: Unknown command line argument '--bogus'.
-// UNK-RUN-NEXT: status 2
+// RUN: sh -c 'kvq-run --bogus x; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=UNK-RUNNER
+// UNK-RUNNER-NOT: {{.}}
+// UNK-RUNNER: kvq-run: Unknown command line argument '--bogus'.
+// UNK-RUNNER-NEXT: status 2
 // RUN: sh -c 'kvq-import --bogus x; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=UNK-IMP
 // UNK-IMP-NOT: {{.}}
 // UNK-IMP: kvq-import: Unknown command line argument '--bogus'.
