@@ -32,7 +32,7 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
     bits = 16;
   return CacheConfigAttr::get(context, method, bits, bits, /*group_size=*/32,
                               /*residual_length=*/32, ResidualMode::Sliding,
-                              /*n_sink_tokens=*/5,
+                              /*n_sink_tokens=*/std::nullopt,
                               /*outlier_fraction=*/llvm::APFloat(0.01),
                               /*lloyd_iters=*/8,
                               /*refit_interval=*/kDefaultRefitInterval,
@@ -40,12 +40,19 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
                               /*kvquant_group_size=*/32);
 }
 
+int64_t CacheConfigAttr::getSinkTokens() const {
+  if (std::optional<int64_t> given = getNSinkTokens())
+    return *given;
+  return getMethod() == Method::KiviSink ? ::kvq::kDefaultKiviSinkTokens : 0;
+}
+
 LogicalResult CacheConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, Method method,
     int64_t keyBits, int64_t valueBits, int64_t groupSize,
-    int64_t residualLength, ResidualMode residualMode, int64_t nSinkTokens,
-    llvm::APFloat outlierFractionValue, int64_t lloydIters,
-    int64_t refitInterval, int64_t kvquantNSink, int64_t kvquantGroupSize) {
+    int64_t residualLength, ResidualMode residualMode,
+    std::optional<int64_t> nSinkTokensGiven, llvm::APFloat outlierFractionValue,
+    int64_t lloydIters, int64_t refitInterval, int64_t kvquantNSink,
+    int64_t kvquantGroupSize) {
   if (method != Method::Fp16) {
     for (auto [name, bits] :
          {std::pair<StringRef, int64_t>{"key_bits", keyBits},
@@ -74,6 +81,7 @@ LogicalResult CacheConfigAttr::verify(
                        << "limit of " << bound;
   };
   namespace limits = ::kvq::limits;
+  const int64_t nSinkTokens = nSinkTokensGiven.value_or(0);
   if (failed(atMost("group_size", groupSize, limits::kHeadDim)) ||
       failed(atMost("residual_length", residualLength, limits::kWaitTokens)) ||
       failed(atMost("n_sink_tokens", nSinkTokens, limits::kSinkTokens)) ||
@@ -100,6 +108,10 @@ LogicalResult CacheConfigAttr::verify(
                        << ") keys at a time, which must be a positive "
                           "multiple of group_size ("
                        << groupSize << ")";
+  // The runtime's rule, with its message (kvq/config_limits.h).
+  if (method == Method::Kivi)
+    if (const char *why = ::kvq::plainKiviSinkTokensRule(nSinkTokens))
+      return emitError() << "n_sink_tokens = " << nSinkTokens << " " << why;
   // The runtime fits key levels per channel over the whole prefill and
   // value levels per token over head_dim, so a group size would change
   // nothing; accepting other values would suggest otherwise.

@@ -506,10 +506,9 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
     CacheType type = op.getCache().getType();
     CacheConfigAttr c = type.getConfig();
     Value slot = allocaSlot(rewriter, loc);
-    // n_sink_tokens defaults to the seed's 5 for every method, but only
-    // kivi_sink reads it and the runtime rejects it elsewhere.
-    int64_t sinkTokens =
-        c.getMethod() == Method::KiviSink ? c.getNSinkTokens() : 0;
+    // The value given, or the method's default (5 for kivi_sink, else 0):
+    // the verifier has applied the runtime's rule for plain kivi already.
+    int64_t sinkTokens = c.getSinkTokens();
     int32_t backend = options.target == RuntimeTarget::Metal
                           ? abi::kBackendMetal
                           : abi::kBackendCPU;

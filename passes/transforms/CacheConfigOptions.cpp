@@ -41,7 +41,7 @@ mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
       pick(o.valueBits, pick(o.bits, base.getValueBits())),
       pick(o.groupSize, base.getGroupSize()),
       pick(o.residualLength, base.getResidualLength()), mode,
-      pick(o.sinks, base.getNSinkTokens()),
+      o.sinks >= 0 ? std::optional<int64_t>(o.sinks) : base.getNSinkTokens(),
       o.outlierFraction >= 0.0 ? llvm::APFloat(o.outlierFraction)
                                : base.getOutlierFraction(),
       pick(o.lloydIters, base.getLloydIters()),

@@ -26,7 +26,8 @@ extern "C" KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg,
   cfg->group_size = 32;
   cfg->residual_length = 32;
   cfg->residual_mode = KVQ_RESIDUAL_SLIDING;
-  cfg->n_sink_tokens = method == KVQ_METHOD_KIVI_SINK ? 5 : 0;
+  cfg->n_sink_tokens =
+      method == KVQ_METHOD_KIVI_SINK ? kvq::kDefaultKiviSinkTokens : 0;
   cfg->outlier_fraction = 0.01f;
   cfg->lloyd_iters = 8;
   // Not the seeds' 0: frozen prefill levels do not cover post-RoPE decode
@@ -131,9 +132,10 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
   if (c.n_sink_tokens > limits::kSinkTokens)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "n_sink_tokens %d exceeds %d",
                 c.n_sink_tokens, limits::kSinkTokens);
-  if (c.method == KVQ_METHOD_KIVI && c.n_sink_tokens != 0)
-    return fail(KVQ_ERR_INVALID_ARGUMENT,
-                "n_sink_tokens = %d needs method kivi_sink", c.n_sink_tokens);
+  if (c.method == KVQ_METHOD_KIVI)
+    if (const char *why = plainKiviSinkTokensRule(c.n_sink_tokens))
+      return fail(KVQ_ERR_INVALID_ARGUMENT, "n_sink_tokens = %d %s",
+                  c.n_sink_tokens, why);
   return KVQ_OK;
 }
 

@@ -26,6 +26,13 @@ func.func @config_residual_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, hea
 
 // -----
 
+// Plain KIVI keeps no sinks: the runtime's rule and message.
+// expected-error @below {{n_sink_tokens = 5 needs method kivi_sink}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_kivi_with_sinks(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, n_sink_tokens = 5>>)
+
+// -----
+
 // expected-error @below {{n_sink_tokens must be non-negative, got -5}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_sinks_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = -5>>)

@@ -5,10 +5,12 @@
 // RUN: not kvq-opt %s --kvq-configure-caches="method=kivi group-size=48" 2>&1 | FileCheck %s --check-prefix=BADGROUP
 // RUN: not kvq-opt %s --kvq-configure-caches="bits=5" 2>&1 | FileCheck %s --check-prefix=BADBITS
 // RUN: not kvq-opt %s --kvq-configure-caches="residual-mode=ring" 2>&1 | FileCheck %s --check-prefix=BADMODE
+// RUN: not kvq-opt %s --kvq-configure-caches="sinks=5" 2>&1 | FileCheck %s --check-prefix=KIVISINKS
+// RUN: kvq-opt %s --kvq-configure-caches="method=kivi_sink" | FileCheck %s --check-prefix=SINKDEFAULT
 
 // The pass rewrites the cache type everywhere: alias, signatures, results.
 
-// SINK: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2>>
+// SINK: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 5>>
 // SINK-NOT: method = fp16
 // NUQ: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 2.000000e-02, kvquant_n_sink = 2>>
 // KEEP: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 4, value_bits = 2, residual_length = 64, residual_mode = block>>
@@ -16,6 +18,10 @@
 // BADGROUP: error: kvq-configure-caches: group_size 48 does not divide head_dim 64
 // BADBITS: error: kvq-configure-caches: unsupported key_bits 5; supported bit widths are 2, 3, 4 and 8
 // BADMODE: error: kvq-configure-caches: unknown residual-mode 'ring'; expected sliding or block
+// Plain KIVI keeps no sinks (the runtime's rule, kvq/config_limits.h); an
+// unset n_sink_tokens is the method's default (5 for kivi_sink).
+// KIVISINKS: error: kvq-configure-caches: n_sink_tokens = 5 needs method kivi_sink
+// SINKDEFAULT: !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2>>
 !cache = !kvq.cache<layers = 2, kv_heads = 2, head_dim = 64, element_type = f16,
     config = <method = kivi, key_bits = 2, value_bits = 2>>
 

@@ -86,7 +86,7 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     | `group_size` | `kivi_group_size` | 32 | kivi, kivi_sink |
     | `residual_length` | `residual_length` | 32 | kivi, kivi_sink |
     | `residual_mode` | — (`sliding`: seed rule; `block`: KIVI code) | sliding | kivi, kivi_sink |
-    | `n_sink_tokens` | `n_sink_tokens` | 5 | kivi_sink |
+    | `n_sink_tokens` | `n_sink_tokens` | 5 for kivi_sink, else 0 (plain kivi: must be 0) | kivi_sink |
     | `outlier_fraction` | `kvquant_outlier_fraction` | 0.01 | kvquant |
     | `lloyd_iters` | `kvquant_lloyd_iters` | 8 | kvquant |
     | `refit_interval` | `kvquant_refit_interval` | 128 (seed: 0, frozen) | kvquant |
@@ -109,7 +109,9 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     DefaultValuedParameter<"::mlir::kvq::ResidualMode",
         "::mlir::kvq::ResidualMode::Sliding",
         "how keys leave the residual window">:$residual_mode,
-    Kvq_IntParam<"5", "kivi_sink: top-k key-norm tokens kept fp16">:$n_sink_tokens,
+    OptionalParameter<"std::optional<int64_t>",
+        "kivi_sink: top-k key-norm tokens kept fp16 (unset: 5 for kivi_sink, "
+        "0 otherwise)">:$n_sink_tokens,
     Kvq_FractionParam:$outlier_fraction,
     Kvq_IntParam<"8", "Lloyd-Max sweeps">:$lloyd_iters,
     Kvq_IntParam<"128", "refit key levels every N decode steps (0 = frozen)">:$refit_interval,
@@ -123,6 +125,10 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     /// seed's, but refit_interval 128 (= KVQ_DEFAULT_REFIT_INTERVAL).
     static CacheConfigAttr getDefault(::mlir::MLIRContext *context,
                                       ::mlir::kvq::Method method);
+    /// n_sink_tokens as the runtime receives it: the value given, else
+    /// kivi_sink's default (kvq::kDefaultKiviSinkTokens) and 0 for the
+    /// other methods, as kvq_config_init sets it.
+    int64_t getSinkTokens() const;
     /// The outlier fraction as a double.
     double getOutlierFractionValue() const {
       return getOutlierFraction().convertToDouble();

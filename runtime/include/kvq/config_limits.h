@@ -15,6 +15,19 @@
 
 namespace kvq {
 
+/// kivi_sink's n_sink_tokens unless set (the seed's 5); the other methods
+/// default to 0 (kvq_config_init, and the dialect's #kvq.config).
+constexpr int32_t kDefaultKiviSinkTokens = 5;
+
+/// The one rule for n_sink_tokens on plain KIVI, which keeps no sinks: a
+/// value other than 0 is refused (kvq_config_validate and the dialect's
+/// verifier both call this and print its message), where silently keeping
+/// no sinks would hide a wrong method. fp16 and kvquant ignore the field.
+/// Returns the reason, or null when the value is allowed.
+inline const char *plainKiviSinkTokensRule(long long nSinkTokens) {
+  return nSinkTokens != 0 ? "needs method kivi_sink" : nullptr;
+}
+
 /// The only accepted kvquant_group_size (see docs/RUNTIME.md).
 constexpr int32_t kKvquantGroupSize = 32;
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kvq/dialect/KvqDialect.h"
+#include "kvq/runtime.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -57,7 +58,17 @@ TEST_F(KvqDialectTest, DefaultConfigFollowsSeedDefaults) {
   EXPECT_EQ(kivi.getGroupSize(), 32);
   EXPECT_EQ(kivi.getResidualLength(), 32);
   EXPECT_EQ(kivi.getResidualMode(), ResidualMode::Sliding);
-  EXPECT_EQ(kivi.getNSinkTokens(), 5);
+  // No sinks on plain KIVI (the runtime refuses any), 5 on kivi_sink: the
+  // seed's values, as kvq_config_init sets them.
+  EXPECT_FALSE(kivi.getNSinkTokens().has_value());
+  EXPECT_EQ(kivi.getSinkTokens(), 0);
+  auto sink = CacheConfigAttr::getDefault(&context, Method::KiviSink);
+  EXPECT_EQ(sink.getSinkTokens(), 5);
+  kvq_config runtimeKivi, runtimeSink;
+  kvq_config_init(&runtimeKivi, KVQ_METHOD_KIVI);
+  kvq_config_init(&runtimeSink, KVQ_METHOD_KIVI_SINK);
+  EXPECT_EQ(kivi.getSinkTokens(), runtimeKivi.n_sink_tokens);
+  EXPECT_EQ(sink.getSinkTokens(), runtimeSink.n_sink_tokens);
 
   auto kvquant = CacheConfigAttr::getDefault(&context, Method::KVQuant);
   EXPECT_EQ(kvquant.getKeyBits(), 3);
@@ -74,8 +85,9 @@ TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
         [&] { return emitError(loc); }, &context, Method::Kivi, int64_t{5},
-        int64_t{2}, int64_t{32}, int64_t{32}, ResidualMode::Sliding, int64_t{0},
-        llvm::APFloat(0.01), int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
+        int64_t{2}, int64_t{32}, int64_t{32}, ResidualMode::Sliding,
+        std::optional<int64_t>{}, llvm::APFloat(0.01), int64_t{8}, int64_t{0},
+        int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("unsupported key_bits 5"), std::string::npos) << diags;
@@ -85,8 +97,9 @@ TEST_F(KvqDialectTest, ConfigRejectsOutlierFractionOutOfRange) {
   std::string diags = diagnosticsOf([&] {
     auto attr = CacheConfigAttr::getChecked(
         [&] { return emitError(loc); }, &context, Method::KVQuant, int64_t{3},
-        int64_t{3}, int64_t{32}, int64_t{32}, ResidualMode::Sliding, int64_t{0},
-        llvm::APFloat(1.0), int64_t{8}, int64_t{0}, int64_t{1}, int64_t{32});
+        int64_t{3}, int64_t{32}, int64_t{32}, ResidualMode::Sliding,
+        std::optional<int64_t>{}, llvm::APFloat(1.0), int64_t{8}, int64_t{0},
+        int64_t{1}, int64_t{32});
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("outlier_fraction 1.000000e+00 is outside [0, 1)"),
