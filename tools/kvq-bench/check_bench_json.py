@@ -77,8 +77,15 @@ def main():
         need(row, "bytes_read", int)
         need(row, "bound_ms", num)
         need(row, "warm_ms", num)
-    for c in ("fp16", "kivi2", "kivi3", "kivi4", "kivi_sink2", "kvquant2",
-              "kvquant3", "kvquant4"):
+    # Every method and width, or the ones --caches asked for.
+    wanted = ["fp16", "kivi2", "kivi3", "kivi4", "kivi_sink2", "kvquant2",
+              "kvquant3", "kvquant4"]
+    for i, a in enumerate(args):
+        if a.startswith("--caches="):
+            wanted = a.split("=", 1)[1].split(",")
+        elif a == "--caches" and i + 1 < len(args):
+            wanted = args[i + 1].split(",")
+    for c in wanted:
         if c not in caches:
             fail("no attention rows for " + c)
     app = need(doc, "append", dict)
