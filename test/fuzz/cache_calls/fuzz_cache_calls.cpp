@@ -19,7 +19,8 @@
 //  - stats partition their tokens and bytes, sinks are ascending positions
 //    of cached tokens;
 //  - attend's output equals float64 attention over fetch's f32 K/V
-//    (attention64, tolerance in attendTolerance);
+//    (attention64 of test/unit/runtime/reference_attention.h, shared with
+//    the property test; tolerance in attendTolerance);
 //  - truncate, fork and load give caches equal (fetch, stats, sinks, saved
 //    bytes) to the one rebuilt from the update log: truncate to a fresh
 //    cache fed the kept part of every update (runtime.h's contract), fork
@@ -31,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/config_limits.h"
 #include "kvq/runtime.h"
+#include "reference_attention.h" // test/unit/runtime
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +46,8 @@
 #include <vector>
 
 namespace {
+
+using kvqtest::attention64;
 
 constexpr int kMaxCalls = 48;
 constexpr int64_t kMaxElems = int64_t{1} << 14; // tokens * channels per layer
@@ -274,44 +278,6 @@ std::vector<uint8_t> saved(const kvq_cache_t *c) {
   CHECK(kvq_cache_save(c, b.data(), size, &again) == KVQ_OK && again == size,
         again, size);
   return b;
-}
-
-/// Float64 causal attention over fetched K/V ([tokens][heads][d]), written
-/// independently of the runtime (as in test/unit/runtime's
-/// attend_fetch_property_test.cpp).
-std::vector<double> attention64(const std::vector<float> &K,
-                                const std::vector<float> &V, int64_t length,
-                                int heads, int d, const std::vector<float> &q,
-                                int64_t nQueries, int qHeads) {
-  std::vector<double> out(static_cast<size_t>(nQueries * qHeads * d), 0.0);
-  const int group = qHeads / heads;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  for (int64_t i = 0; i < nQueries; ++i) {
-    const int64_t last = length - nQueries + i;
-    for (int h = 0; h < qHeads; ++h) {
-      const int kvh = h / group;
-      const float *qv = q.data() + (i * qHeads + h) * d;
-      std::vector<double> s(static_cast<size_t>(last + 1));
-      double m = -INFINITY;
-      for (int64_t t = 0; t <= last; ++t) {
-        double dot = 0.0;
-        for (int c = 0; c < d; ++c)
-          dot += static_cast<double>(qv[c]) *
-                 K[static_cast<size_t>((t * heads + kvh) * d + c)];
-        s[static_cast<size_t>(t)] = dot * scale;
-        m = std::max(m, dot * scale);
-      }
-      double sum = 0.0;
-      for (double &e : s)
-        sum += (e = std::exp(e - m));
-      double *o = out.data() + (i * qHeads + h) * d;
-      for (int64_t t = 0; t <= last; ++t)
-        for (int c = 0; c < d; ++c)
-          o[c] += s[static_cast<size_t>(t)] / sum *
-                  V[static_cast<size_t>((t * heads + kvh) * d + c)];
-    }
-  }
-  return out;
 }
 
 /// Allowed |attend - attention64| for one query head. The property test's

@@ -22,6 +22,7 @@
 // and with KVQ_KERNELS=reference.
 //
 //===----------------------------------------------------------------------===//
+#include "reference_attention.h"
 #include "test_util.h"
 
 #include <algorithm>
@@ -31,42 +32,6 @@
 using namespace kvqtest;
 
 namespace {
-
-/// Causal attention in float64 over fetched K/V ([tokens][heads][d]).
-std::vector<double> attention64(const std::vector<float> &K,
-                                const std::vector<float> &V, int64_t length,
-                                int heads, int d, const std::vector<float> &q,
-                                int64_t nQueries, int qHeads) {
-  std::vector<double> out(static_cast<size_t>(nQueries * qHeads * d), 0.0);
-  const int group = qHeads / heads;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  for (int64_t i = 0; i < nQueries; ++i) {
-    const int64_t last = length - nQueries + i;
-    for (int h = 0; h < qHeads; ++h) {
-      const int kvh = h / group;
-      const float *qv = q.data() + (i * qHeads + h) * d;
-      std::vector<double> s(static_cast<size_t>(last + 1));
-      double m = -INFINITY;
-      for (int64_t t = 0; t <= last; ++t) {
-        double dot = 0.0;
-        for (int c = 0; c < d; ++c)
-          dot += static_cast<double>(qv[c]) *
-                 K[static_cast<size_t>((t * heads + kvh) * d + c)];
-        s[static_cast<size_t>(t)] = dot * scale;
-        m = std::max(m, dot * scale);
-      }
-      double sum = 0.0;
-      for (double &e : s)
-        sum += (e = std::exp(e - m));
-      double *o = out.data() + (i * qHeads + h) * d;
-      for (int64_t t = 0; t <= last; ++t)
-        for (int c = 0; c < d; ++c)
-          o[c] += s[static_cast<size_t>(t)] / sum *
-                  V[static_cast<size_t>((t * heads + kvh) * d + c)];
-    }
-  }
-  return out;
-}
 
 struct Shape {
   kvq_method method;
