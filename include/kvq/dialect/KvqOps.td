@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Primitive quantization ops on ranked tensors and the KV-cache ops.
-// Shape rules shared by several ops live in KvqOps.cpp (verifyGroupedShape).
+// Shape rules shared by several ops live in KvqOps.cpp (verifyOneKind,
+// verifyBits, verifyShapeIs, verifyLayer, verifyKVTensor, ...).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_OPS_TD
