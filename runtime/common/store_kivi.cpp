@@ -13,6 +13,7 @@
 #include "bitpack.h"
 #include "group_weights.h"
 #include "kernels.h"
+#include "method_rules.h"
 #include "paged.h"
 #include "serial.h"
 #include "status.h"
@@ -608,14 +609,11 @@ kvq_status KiviStore::checkTruncate(int64_t n) const {
                 keysOk ? "values" : "keys",
                 static_cast<long long>(keysOk ? vT : kT),
                 static_cast<long long>(keysOk ? histV0_ : histK0_));
-  if (static_cast<int64_t>(top_.size()) == k_)
-    for (const auto &e : top_)
-      if (e.second >= n)
-        return fail(KVQ_ERR_NOT_EXACT,
-                    "kivi_sink: dropped token %lld is in the running top-%lld "
-                    "of key norms, which does not keep the earlier top-k",
-                    static_cast<long long>(e.second),
-                    static_cast<long long>(k_));
+  if (int64_t p = droppedTopKPosition(top_, k_, n); p >= 0)
+    return fail(KVQ_ERR_NOT_EXACT,
+                "kivi_sink: dropped token %lld is in the running top-%lld "
+                "of key norms, which does not keep the earlier top-k",
+                static_cast<long long>(p), static_cast<long long>(k_));
   return KVQ_OK;
 }
 

@@ -25,6 +25,7 @@
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
+#include "method_rules.h"
 #include "status.h"
 
 #include <algorithm>
@@ -455,14 +456,11 @@ kvq_status Layer::checkTruncate(int64_t n) const {
                 "quantized rows to fp16 (the Metal cache keeps no rollback "
                 "history)",
                 static_cast<long long>(n), static_cast<long long>(length()));
-  if (static_cast<int64_t>(top_.size()) == k_)
-    for (const auto &e : top_)
-      if (e.second >= n)
-        return fail(KVQ_ERR_NOT_EXACT,
-                    "metal cache: dropped token %lld is in the running "
-                    "top-%lld of key norms",
-                    static_cast<long long>(e.second),
-                    static_cast<long long>(k_));
+  if (int64_t p = droppedTopKPosition(top_, k_, n); p >= 0)
+    return fail(KVQ_ERR_NOT_EXACT,
+                "metal cache: dropped token %lld is in the running "
+                "top-%lld of key norms",
+                static_cast<long long>(p), static_cast<long long>(k_));
   return KVQ_OK;
 }
 
