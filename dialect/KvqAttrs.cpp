@@ -37,7 +37,15 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
                               /*lloyd_iters=*/8,
                               /*refit_interval=*/kDefaultRefitInterval,
                               /*kvquant_n_sink=*/1,
-                              /*kvquant_group_size=*/32);
+                              /*kvquant_group_size=*/32, /*rope=*/RopeAttr());
+}
+
+LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               llvm::APFloat theta, RopeStyle) {
+  // The runtime's rule and message; head_dim is checked on !kvq.cache.
+  if (const char *why = ::kvq::ropeRule(theta.convertToDouble(), 2))
+    return emitError() << why << ", got " << theta.convertToDouble();
+  return success();
 }
 
 int64_t CacheConfigAttr::getSinkTokens() const {
@@ -52,7 +60,7 @@ LogicalResult CacheConfigAttr::verify(
     int64_t residualLength, ResidualMode residualMode,
     std::optional<int64_t> nSinkTokensGiven, llvm::APFloat outlierFractionValue,
     int64_t lloydIters, int64_t refitInterval, int64_t kvquantNSink,
-    int64_t kvquantGroupSize) {
+    int64_t kvquantGroupSize, RopeAttr) {
   if (method != Method::Fp16) {
     for (auto [name, bits] :
          {std::pair<StringRef, int64_t>{"key_bits", keyBits},

@@ -49,5 +49,8 @@ LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (uniform && headDim % config.getGroupSize() != 0)
     return emitError() << "group_size " << config.getGroupSize()
                        << " does not divide head_dim " << headDim;
+  if (RopeAttr rope = config.getRope())
+    if (const char *why = ::kvq::ropeRule(rope.getThetaValue(), headDim))
+      return emitError() << why << ", got head_dim " << headDim;
   return success();
 }

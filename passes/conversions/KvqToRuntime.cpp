@@ -12,6 +12,9 @@
 #include "kvq/passes/Passes.h"
 #include "passes/conversions/RuntimeABI.h"
 
+#include "kvq/config_limits.h"
+#include "kvq/runtime.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -497,6 +500,13 @@ Value loadSlot(ConversionPatternRewriter &rewriter, Location loc, Value slot,
   return memref::LoadOp::create(rewriter, loc, slot, ValueRange{i});
 }
 
+// The dialect's RoPE styles are the runtime's kvq_rope_style values.
+static_assert(static_cast<int32_t>(RopeStyle::Interleaved) ==
+                      KVQ_ROPE_INTERLEAVED &&
+                  static_cast<int32_t>(RopeStyle::Half) == KVQ_ROPE_HALF &&
+                  abi::kRopeNone == KVQ_ROPE_NONE,
+              "RopeStyle (KvqAttrs.td) and kvq_rope_style (runtime.h) differ");
+
 /// kvq.cache_create -> kvq_cache_create_flat with the type's configuration.
 struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
   using KvqLowering::KvqLowering;
@@ -512,6 +522,11 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
     int32_t backend = options.target == RuntimeTarget::Metal
                           ? abi::kBackendMetal
                           : abi::kBackendCPU;
+    // No RoPE: style 0 (the theta is then not read; pass the default).
+    RopeAttr rope = c.getRope();
+    int32_t ropeStyle =
+        rope ? static_cast<int32_t>(rope.getStyle()) : abi::kRopeNone;
+    double ropeTheta = rope ? rope.getThetaValue() : ::kvq::kDefaultRopeTheta;
     b.call(RuntimeFn::CacheCreate,
            {b.i32(static_cast<int32_t>(c.getMethod())), b.i32(c.getKeyBits()),
             b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
@@ -521,7 +536,7 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
             b.i32(c.getRefitInterval()), b.i32(c.getKvquantNSink()),
             b.i32(c.getKvquantGroupSize()), b.i32(type.getLayers()),
             b.i32(type.getKvHeads()), b.i32(type.getHeadDim()), b.i32(backend),
-            b.pointerTo(slot)});
+            b.i32(ropeStyle), b.f32(ropeTheta), b.pointerTo(slot)});
     Value handle = LLVM::IntToPtrOp::create(
         rewriter, loc, LLVM::LLVMPointerType::get(op.getContext()),
         loadSlot(rewriter, loc, slot, 0));
@@ -639,7 +654,7 @@ struct CacheTruncateLowering : KvqLowering<CacheTruncateOp> {
 //===----------------------------------------------------------------------===//
 
 struct ConvertKvqToRuntimePass
-    : public kvq::impl::ConvertKvqToRuntimeBase<ConvertKvqToRuntimePass> {
+    : public mlir::kvq::impl::ConvertKvqToRuntimeBase<ConvertKvqToRuntimePass> {
   using ConvertKvqToRuntimeBase::ConvertKvqToRuntimeBase;
 
   void runOnOperation() override {

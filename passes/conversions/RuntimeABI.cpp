@@ -75,11 +75,13 @@ const Entry kEntries[] = {
   // kvq_cache_create_flat(method, key_bits, value_bits, group_size,
   //   residual_length, residual_mode, n_sink_tokens, outlier_fraction,
   //   lloyd_iters, refit_interval, kvquant_n_sink, kvquant_group_size,
-  //   num_layers, num_kv_heads, head_dim, backend, out)
+  //   num_layers, num_kv_heads, head_dim, backend, rope_style, rope_theta,
+  //   out)
   {RuntimeFn::CacheCreate, "kvq_cache_create_flat",
    "kvq_metal_cache_create_flat", C::I32,
    {C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::F32, C::I32,
-    C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::Ptr}},
+    C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::F32,
+    C::Ptr}},
   // kvq_cache_destroy(cache)
   {RuntimeFn::CacheDestroy, "kvq_cache_destroy", "kvq_metal_cache_destroy",
    C::Void, {C::Ptr}},

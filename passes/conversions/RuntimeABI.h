@@ -48,6 +48,7 @@ constexpr int32_t kDtypeF16 = 0, kDtypeF32 = 1;
 constexpr int32_t kAxisPerToken = 0, kAxisPerChannel = 1;
 constexpr int32_t kCodesUnpacked = 0;
 constexpr int32_t kBackendCPU = 0, kBackendMetal = 1;
+constexpr int32_t kRopeNone = 0; ///< a cache without `rope`
 constexpr int32_t kStatusOk = 0;
 /// kvq_stats is read as 8-byte slots (static_assert'ed in the runtime).
 constexpr int64_t kStatsSlots = 14, kStatsTokens = 0, kStatsTotalBytes = 11,

@@ -15,6 +15,10 @@ mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
                                    const CacheConfigOptions &o, Location loc,
                                    StringRef passName) {
   MLIRContext *ctx = loc.getContext();
+  // The RoPE says what the keys arriving at the cache are (pre- or
+  // post-rotation), a fact of the graph, not a quantization choice: it
+  // survives a change of method.
+  RopeAttr rope = base.getRope();
   if (!o.method.empty()) {
     std::optional<Method> parsed = symbolizeMethod(o.method);
     if (!parsed) {
@@ -47,8 +51,16 @@ mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
       pick(o.lloydIters, base.getLloydIters()),
       pick(o.refitInterval, base.getRefitInterval()),
       pick(o.kvquantSinks, base.getKvquantNSink()),
-      pick(o.kvquantGroupSize, base.getKvquantGroupSize()));
+      pick(o.kvquantGroupSize, base.getKvquantGroupSize()), rope);
   if (!config)
     return failure();
   return config;
+}
+
+CacheConfigAttr mlir::kvq::withRope(CacheConfigAttr c, RopeAttr rope) {
+  return CacheConfigAttr::get(
+      c.getContext(), c.getMethod(), c.getKeyBits(), c.getValueBits(),
+      c.getGroupSize(), c.getResidualLength(), c.getResidualMode(),
+      c.getNSinkTokens(), c.getOutlierFraction(), c.getLloydIters(),
+      c.getRefitInterval(), c.getKvquantNSink(), c.getKvquantGroupSize(), rope);
 }

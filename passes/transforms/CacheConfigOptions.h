@@ -52,6 +52,9 @@ FailureOr<CacheConfigAttr> applyCacheConfigOptions(CacheConfigAttr base,
                                                    Location loc,
                                                    StringRef passName);
 
+/// `config` with its `rope` parameter replaced.
+CacheConfigAttr withRope(CacheConfigAttr config, RopeAttr rope);
+
 } // namespace mlir::kvq
 
 #endif // KVQ_PASSES_TRANSFORMS_CACHECONFIGOPTIONS_H

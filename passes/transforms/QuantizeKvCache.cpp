@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
+#include "passes/transforms/RopeMatcher.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -985,8 +986,10 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<unsigned> have,
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
-/// Runs the rewrite on `f` (already matched by `m`).
-void rewriteFunction(FunctionMatcher &m, CacheType cacheType) {
+/// Runs the rewrite on `f` (already matched by `m`). preRopeKeys, when not
+/// empty, holds each attention's key before its RoPE, written instead.
+void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
+                     ArrayRef<Value> preRopeKeys) {
   func::FuncOp f = m.func;
   MLIRContext *ctx = f.getContext();
   Block &entry = f.getBody().front();
@@ -1018,8 +1021,20 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType) {
         b, aloc, inOrder,
         "kvq: cache layer " + std::to_string(layer) +
             " does not hold exactly pos tokens (write positions in order)");
-    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr,
-                          a.k.op.getSource(), a.v.op.getSource());
+    Value keys = a.k.op.getSource();
+    if (!preRopeKeys.empty()) {
+      keys = preRopeKeys[&a - m.attentions.data()];
+      auto from = cast<RankedTensorType>(keys.getType());
+      Type el = cacheType.getElementType();
+      if (from.getElementType() != el) {
+        auto to = from.clone(el);
+        keys = el.getIntOrFloatBitWidth() < from.getElementTypeBitWidth()
+                   ? arith::TruncFOp::create(b, aloc, to, keys).getResult()
+                   : arith::ExtFOp::create(b, aloc, to, keys).getResult();
+      }
+    }
+    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr, keys,
+                          a.v.op.getSource());
     // Queries as [steps, q_heads, head_dim].
     auto qDims = *dimsOf(a.queryMap);
     SmallVector<unsigned> qWant = {a.qN, a.qHead};
@@ -1180,6 +1195,39 @@ struct QuantizeKvCachePass
         anyFailed = true;
         continue;
       }
+      // pre-rope: every layer's RoPE proven, all the same, or none used.
+      SmallVector<Value> preRopeKeys;
+      if (preRope) {
+        std::optional<RopeMatch> first;
+        for (Attention &a : m.attentions) {
+          std::string why;
+          Location where = a.k.op.getLoc();
+          int64_t layer =
+              a.k.chain->stacked ? a.k.layer : a.k.chain->perLayerIndex;
+          auto chainType = cast<RankedTensorType>(a.k.chain->arg.getType());
+          int64_t context = chainType.getDimSize(a.k.chain->stacked ? 1 : 0);
+          FailureOr<RopeMatch> r =
+              matchRope(a.k.op.getSource(), a.k.pos, context, why, where);
+          if (succeeded(r) && first &&
+              (r->theta != first->theta || r->style != first->style)) {
+            why = "its RoPE differs from layer 0's";
+            r = failure();
+          }
+          if (failed(r)) {
+            emitRemark(where) << kPass << ": @" << f.getSymName() << ": layer "
+                              << layer << ": keys stay post-RoPE: " << why;
+            preRopeKeys.clear();
+            first.reset();
+            break;
+          }
+          first = *r;
+          preRopeKeys.push_back(r->preRope);
+        }
+        if (first)
+          *fitted =
+              withRope(*fitted, RopeAttr::get(ctx, llvm::APFloat(first->theta),
+                                              first->style));
+      }
       CacheType type = CacheType::getChecked(emit, ctx, m.layers, m.kvHeads,
                                              m.headDim, m.elementType, *fitted);
       if (!type) {
@@ -1195,7 +1243,7 @@ struct QuantizeKvCachePass
         continue;
       }
       cacheType = type;
-      rewriteFunction(m, type);
+      rewriteFunction(m, type, preRopeKeys);
     }
     if (anyFailed)
       return signalPassFailure();

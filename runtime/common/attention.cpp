@@ -11,6 +11,7 @@
 #include "attention.h"
 
 #include "fp16.h"
+#include "rope.h"
 #include "store.h"
 
 #include <algorithm>
@@ -75,8 +76,8 @@ void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
 } // namespace
 
 void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
-                      const float *queries, int64_t nQueries, int32_t qHeads,
-                      float *out) {
+                      const Rope &rope, const float *queries, int64_t nQueries,
+                      int32_t qHeads, float *out) {
   AttendJob job(kernels().attend);
   const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
   job.d = d;
@@ -112,7 +113,10 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
     job.t0 = t0;
     job.t1 = t1;
     job.scores.resize(static_cast<size_t>(n * K));
-    store.attendKeys(job);
+    if (rope.enabled())
+      attendKeysRotated(store, rope, job);
+    else
+      store.attendKeys(job);
     float *s = job.scores.data();
     // Causal mask: only the last nQueries - 1 positions hide anything.
     for (int64_t t = std::max(t0, first + 1); t < t1; ++t)
@@ -172,6 +176,28 @@ void kvq::attendKeysByRows(const LayerStore &store, AttendJob &job) {
   }
 }
 
+void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
+                            AttendJob &job) {
+  const int64_t C = job.heads * job.d, d = job.d, nq = job.nq;
+  job.scratch.resize(static_cast<size_t>(2 * C));
+  float *k = job.scratch.data(), *v = k + C;
+  Rope::Cursor cursor;
+  for (int64_t t = job.t0; t < job.t1; ++t) {
+    store.loadRow(t, k, v);
+    rope.rotateAt(k, job.heads, t, cursor);
+    for (int64_t h = 0; h < job.heads; ++h) {
+      float *o = job.scoreRow(t, h);
+      for (int64_t j = 0; j < nq; ++j) {
+        const float *q = job.query(h) + j * d;
+        float dot = 0.0f;
+        for (int64_t c = 0; c < d; ++c)
+          dot += q[c] * k[h * d + c];
+        o[j] = dot;
+      }
+    }
+  }
+}
+
 void kvq::attendValuesByRows(const LayerStore &store, AttendJob &job) {
   const int64_t C = job.heads * job.d, d = job.d, nq = job.nq;
   job.scratch.resize(static_cast<size_t>(2 * C));
@@ -197,8 +223,8 @@ void LayerStore::attendValues(AttendJob &job) const {
 }
 
 void kvq::attendReference(const LayerStore &store, const kvq_config &cfg,
-                          const float *queries, int64_t n_queries,
-                          int32_t q_heads, float *out) {
+                          const Rope &rope, const float *queries,
+                          int64_t n_queries, int32_t q_heads, float *out) {
   // One pass over the tokens with an online softmax per query head; each
   // token's K/V row is dequantized once into a small buffer.
   const int32_t kvHeads = cfg.num_kv_heads;
@@ -213,8 +239,11 @@ void kvq::attendReference(const LayerStore &store, const kvq_config &cfg,
                              -INFINITY);
   std::vector<double> runSum(static_cast<size_t>(n_queries * q_heads), 0.0);
   const int64_t first = length - n_queries;
+  Rope::Cursor cursor;
   for (int64_t t = 0; t < length; ++t) {
     store.loadRow(t, k.data(), v.data());
+    if (rope.enabled())
+      rope.rotateAt(k.data(), kvHeads, t, cursor);
     // Query i (position first + i) sees tokens t <= first + i.
     for (int64_t i = t > first ? t - first : 0; i < n_queries; ++i) {
       for (int32_t h = 0; h < q_heads; ++h) {

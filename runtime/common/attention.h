@@ -20,6 +20,7 @@
 namespace kvq {
 
 class LayerStore;
+class Rope;
 
 /// State of one fused attention call, shared by the driver and a store.
 /// Query vector j of KV head h (j < nq) is query step j / qPerKv of query
@@ -54,16 +55,17 @@ struct AttendJob {
 enum class AttendImpl { Fused, Reference };
 
 /// Fused attention over one layer (arguments already validated by the
-/// caller, as in kvq_cache_attend).
+/// caller, as in kvq_cache_attend). With an enabled rope, the keys are
+/// rotated at their positions (attendKeysRotated) before the scores.
 void attendFused(const LayerStore &store, const kvq_config &cfg,
-                 const float *queries, int64_t nQueries, int32_t qHeads,
-                 float *out);
+                 const Rope &rope, const float *queries, int64_t nQueries,
+                 int32_t qHeads, float *out);
 
 /// The reference: row-by-row dequantization, double accumulators, exact
-/// exp (the oracle of the attention tests).
+/// exp (the oracle of the attention tests); keys rotated as above.
 void attendReference(const LayerStore &store, const kvq_config &cfg,
-                     const float *queries, int64_t nQueries, int32_t qHeads,
-                     float *out);
+                     const Rope &rope, const float *queries,
+                     int64_t nQueries, int32_t qHeads, float *out);
 
 /// kvq_cache_attend with a chosen implementation (defined in cache.cpp, so
 /// tests can run both on the same cache).
@@ -75,6 +77,12 @@ kvq_status cacheAttend(const kvq_cache_t *cache, int32_t layer,
 /// axpy (for stores without a packed walk of their own).
 void attendKeysByRows(const LayerStore &store, AttendJob &job);
 void attendValuesByRows(const LayerStore &store, AttendJob &job);
+
+/// The key pass of a pre-RoPE cache: each dequantized key row is rotated at
+/// its position, then dotted with the queries (same order as
+/// attendKeysByRows, so every kernel table gives the same bits).
+void attendKeysRotated(const LayerStore &store, const Rope &rope,
+                       AttendJob &job);
 
 } // namespace kvq
 

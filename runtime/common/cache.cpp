@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fp16.h"
 #include "guard.h"
+#include "rope.h"
 #include "status.h"
 #include "store.h"
 
@@ -55,9 +56,11 @@ kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
     return s;
   try {
     if (impl == AttendImpl::Fused)
-      attendFused(store, cache->cfg, queries, n_queries, q_heads, out);
+      attendFused(store, cache->cfg, cache->rope, queries, n_queries, q_heads,
+                  out);
     else
-      attendReference(store, cache->cfg, queries, n_queries, q_heads, out);
+      attendReference(store, cache->cfg, cache->rope, queries, n_queries,
+                      q_heads, out);
   } catch (const std::bad_alloc &) {
     return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_cache_attend: out of memory");
   }
@@ -117,14 +120,23 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
     if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, length))
       return s;
     const int64_t c = cache->channels();
+    const Rope &rope = cache->rope;
     try {
       std::vector<float> k(static_cast<size_t>(c)), v(static_cast<size_t>(c));
+      Rope::Cursor cursor;
+      // A pre-RoPE cache returns its keys rotated (as the model uses them).
+      auto load = [&](int64_t t) {
+        store.loadRow(t, k.data(), v.data());
+        if (rope.enabled())
+          rope.rotateAt(k.data(), cache->cfg.num_kv_heads, t, cursor);
+      };
       // fp16 output: a KIVI code * scale + zero can round past 65504 (a
       // group spanning [-65504, 65504]); checked before the first write so
       // that no Inf is returned with KVQ_OK and a failure writes nothing.
-      if (dtype == KVQ_DTYPE_F16 && cache->cfg.method != KVQ_METHOD_FP16)
+      if (dtype == KVQ_DTYPE_F16 &&
+          (cache->cfg.method != KVQ_METHOD_FP16 || rope.enabled()))
         for (int64_t t = 0; t < length; ++t) {
-          store.loadRow(t, k.data(), v.data());
+          load(t);
           for (int64_t i = 0; i < c; ++i)
             if (!(std::fabs(k[i]) < 65520.0f && std::fabs(v[i]) < 65520.0f))
               return fail(KVQ_ERR_NON_FINITE,
@@ -133,7 +145,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
                           static_cast<long long>(t), static_cast<long long>(i));
         }
       for (int64_t t = 0; t < length; ++t) {
-        store.loadRow(t, k.data(), v.data());
+        load(t);
         for (int64_t i = 0; i < c; ++i) {
           storeElement(keys_out, dtype, t * c + i, k[i]);
           storeElement(values_out, dtype, t * c + i, v[i]);

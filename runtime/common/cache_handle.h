@@ -3,7 +3,7 @@
 //
 // struct kvq_cache, shared by the entry points of cache.cpp and the
 // lifecycle of lifecycle.cpp: the configuration, the payload allocator and
-// one store per layer.
+// one store per layer, and the RoPE of a pre-RoPE key cache.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
@@ -11,19 +11,22 @@
 
 #include "kvq/runtime.h"
 #include "payload.h"
+#include "rope.h"
 #include "store.h"
 
 #include <memory>
 #include <vector>
 
 struct kvq_cache {
-  explicit kvq_cache(const kvq_config &c) : cfg(c), payload(c.allocator) {}
+  explicit kvq_cache(const kvq_config &c)
+      : cfg(c), payload(c.allocator), rope(c) {}
   ~kvq_cache() {
     for (auto &layer : layers)
       layer->releaseAll();
   }
   kvq_config cfg;
   kvq::Payload payload;
+  kvq::Rope rope; ///< rotates keys of a pre-RoPE cache (disabled otherwise)
   std::vector<std::unique_ptr<kvq::LayerStore>> layers;
   int64_t channels() const { return int64_t{cfg.num_kv_heads} * cfg.head_dim; }
 };

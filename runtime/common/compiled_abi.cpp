@@ -33,13 +33,13 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
     int32_t num_kv_heads, int32_t head_dim, int32_t backend,
-    kvq_cache_t **out) {
+    int32_t rope_style, float rope_theta, kvq_cache_t **out) {
   return kvq::guarded("kvq_cache_create_flat", [&]() -> kvq_status {
     kvq_config cfg = kvq::flatConfig(
         method, key_bits, value_bits, group_size, residual_length,
         residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
         refit_interval, kvquant_n_sink, kvquant_group_size, num_layers,
-        num_kv_heads, head_dim, backend);
+        num_kv_heads, head_dim, backend, rope_style, rope_theta);
     return kvq_cache_create(&cfg, out);
   });
 }

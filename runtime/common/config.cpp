@@ -39,6 +39,8 @@ extern "C" KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg,
   cfg->num_kv_heads = 1;
   cfg->head_dim = 128;
   cfg->backend = KVQ_BACKEND_CPU;
+  cfg->rope_style = KVQ_ROPE_NONE;
+  cfg->rope_theta = kvq::kDefaultRopeTheta;
 }
 
 kvq_status kvq::validateConfig(const kvq_config &c) {
@@ -67,6 +69,13 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "backend %d is not built into this runtime (cpu only)",
                 c.backend);
+  if (c.rope_style < KVQ_ROPE_NONE || c.rope_style > KVQ_ROPE_HALF)
+    return fail(KVQ_ERR_INVALID_ARGUMENT, "unknown rope_style %d",
+                c.rope_style);
+  if (c.rope_style != KVQ_ROPE_NONE)
+    if (const char *why = ropeRule(c.rope_theta, c.head_dim))
+      return fail(KVQ_ERR_INVALID_ARGUMENT, "%s (rope_theta %g, head_dim %d)",
+                  why, static_cast<double>(c.rope_theta), c.head_dim);
   if ((c.allocator.alloc == nullptr) != (c.allocator.release == nullptr))
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "allocator: set both alloc and release, or neither");
@@ -154,8 +163,8 @@ kvq_config kvq::flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
                            float outlierFraction, int32_t lloydIters,
                            int32_t refitInterval, int32_t kvquantNSink,
                            int32_t kvquantGroupSize, int32_t numLayers,
-                           int32_t numKvHeads, int32_t headDim,
-                           int32_t backend) {
+                           int32_t numKvHeads, int32_t headDim, int32_t backend,
+                           int32_t ropeStyle, float ropeTheta) {
   kvq_config cfg;
   // Every field but the allocator is set below: init only zeroes that one.
   kvq_config_init(&cfg, KVQ_METHOD_FP16);
@@ -175,5 +184,7 @@ kvq_config kvq::flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
   cfg.num_kv_heads = numKvHeads;
   cfg.head_dim = headDim;
   cfg.backend = backend;
+  cfg.rope_style = ropeStyle;
+  cfg.rope_theta = ropeTheta;
   return cfg;
 }

@@ -31,7 +31,8 @@ kvq_config flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
                       float outlierFraction, int32_t lloydIters,
                       int32_t refitInterval, int32_t kvquantNSink,
                       int32_t kvquantGroupSize, int32_t numLayers,
-                      int32_t numKvHeads, int32_t headDim, int32_t backend);
+                      int32_t numKvHeads, int32_t headDim, int32_t backend,
+                      int32_t ropeStyle, float ropeTheta);
 
 } // namespace kvq
 

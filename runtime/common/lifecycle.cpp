@@ -29,9 +29,10 @@ using namespace kvq;
 namespace {
 
 constexpr uint8_t kMagic[8] = {'K', 'V', 'Q', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormatVersion = 1;
-/// magic, format version, kvq version (4 x u16), 16 config fields, body size.
-constexpr int64_t kHeaderBytes = 8 + 4 + 8 + 16 * 4 + 8;
+/// 2: the RoPE fields joined the configuration.
+constexpr uint32_t kFormatVersion = 2;
+/// magic, format version, kvq version (4 x u16), 18 config fields, body size.
+constexpr int64_t kHeaderBytes = 8 + 4 + 8 + 18 * 4 + 8;
 constexpr int64_t kChecksumBytes = 8;
 
 /// Re-issue the last error of a failed step with the entry point and layer.
@@ -49,28 +50,32 @@ void writeConfig(ByteWriter &w, const kvq_config &c) {
   w.f32(c.outlier_fraction);
   for (int32_t v :
        {c.lloyd_iters, c.refit_interval, c.kvquant_n_sink, c.kvquant_group_size,
-        c.num_layers, c.num_kv_heads, c.head_dim, c.backend})
+        c.num_layers, c.num_kv_heads, c.head_dim, c.backend, c.rope_style})
     w.u32(static_cast<uint32_t>(v));
+  w.f32(c.rope_theta);
 }
 
 bool readConfig(ByteReader &r, kvq_config &c) {
-  uint32_t v[15];
-  float fraction = 0;
+  uint32_t v[16];
+  float fraction = 0, theta = 0;
   bool ok = true;
   for (int i = 0; i < 7; ++i)
     ok = ok && r.u32(v[i]);
   ok = ok && r.f32(fraction);
-  for (int i = 7; i < 15; ++i)
+  for (int i = 7; i < 16; ++i)
     ok = ok && r.u32(v[i]);
-  int32_t *fields[15] = {
+  ok = ok && r.f32(theta);
+  int32_t *fields[16] = {
       &c.method,         &c.key_bits,           &c.value_bits,
       &c.group_size,     &c.residual_length,    &c.residual_mode,
       &c.n_sink_tokens,  &c.lloyd_iters,        &c.refit_interval,
       &c.kvquant_n_sink, &c.kvquant_group_size, &c.num_layers,
-      &c.num_kv_heads,   &c.head_dim,           &c.backend};
-  for (int i = 0; i < 15; ++i)
+      &c.num_kv_heads,   &c.head_dim,           &c.backend,
+      &c.rope_style};
+  for (int i = 0; i < 16; ++i)
     *fields[i] = static_cast<int32_t>(v[i]);
   c.outlier_fraction = fraction;
+  c.rope_theta = theta;
   return ok;
 }
 

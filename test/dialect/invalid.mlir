@@ -642,3 +642,25 @@ func.func @config_lloyd_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, he
 // expected-error @below {{refit_interval 1048577 exceeds the runtime's limit of 1048576}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_refit_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, refit_interval = 1048577>>)
+
+// -----
+
+// A RoPE base must be in (1, 1e9]: the runtime's rule and message.
+// expected-error @below {{rope theta must be in (1, 1e9], got 1.000000e+00}}
+// expected-error @below {{failed to parse Kvq_CacheConfigAttr parameter 'rope'}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @rope_theta_one(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, rope = <theta = 1.0, style = half>>>)
+
+// -----
+
+// RoPE rotates channel pairs: head_dim must be even.
+// expected-error @below {{rope needs an even head_dim, got head_dim 5}}
+func.func @rope_odd_head_dim(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 5, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16, rope = <theta = 10000.0, style = interleaved>>>)
+
+// -----
+
+// expected-error @below {{expected ::mlir::kvq::RopeStyle to be one of: interleaved, half}}
+// expected-error @below {{failed to parse Kvq_RopeAttr parameter 'style'}}
+// expected-error @below {{failed to parse Kvq_CacheConfigAttr parameter 'rope'}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @rope_style_unknown(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, rope = <theta = 10000.0, style = neox>>>)

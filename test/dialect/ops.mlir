@@ -3,6 +3,10 @@
 
 // CHECK: !cache = !kvq.cache<layers = 2, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4>>
 // CHECK: !cache1 = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f32, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 2.000000e-02, lloyd_iters = 4, refit_interval = 16, kvquant_n_sink = 2>>
+// CHECK: !cache2 = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, rope = <theta = 5.000000e+05, style = half>>>
+!rope = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f16,
+    config = <method = kivi, key_bits = 2, value_bits = 2,
+              rope = <theta = 500000.0, style = half>>>
 !sink = !kvq.cache<layers = 2, kv_heads = 8, head_dim = 64, element_type = f16,
     config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4>>
 !nuq = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 64, element_type = f32,
@@ -132,4 +136,12 @@ func.func @memref_forms(%v: memref<16x2x64xf16>, %c: !sink, %q: memref<1x8x64xf3
   // CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, memref<1x8x64xf32> -> memref<1x8x64xf32>
   %o = kvq.cache_attend %c[0], %q : !sink, memref<1x8x64xf32> -> memref<1x8x64xf32>
   return %o : memref<1x8x64xf32>
+}
+
+// A pre-RoPE key cache (the configuration records the keys' RoPE).
+// CHECK-LABEL: func.func @pre_rope_cache
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache2
+func.func @pre_rope_cache(%c: !rope, %k: tensor<1x2x64xf16>, %v: tensor<1x2x64xf16>) {
+  kvq.cache_update %c[0], %k, %v : !rope, tensor<1x2x64xf16>, tensor<1x2x64xf16>
+  return
 }

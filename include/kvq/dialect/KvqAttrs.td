@@ -44,6 +44,21 @@ def Kvq_ResidualMode : I32EnumAttr<"ResidualMode",
   let genSpecializedAttr = 0;
 }
 
+// Values are the runtime's kvq_rope_style (0 is "no RoPE": an absent
+// `rope` parameter); the lowering static_asserts that they agree.
+def Kvq_RopeStyle : I32EnumAttr<"RopeStyle",
+    "which channels of a head RoPE rotates together", [
+      I32EnumAttrCase<"Interleaved", 1, "interleaved">,
+      I32EnumAttrCase<"Half", 2, "half">]> {
+  let cppNamespace = "::mlir::kvq";
+  let genSpecializedAttr = 0;
+  let description = [{
+    `interleaved`: channel pairs (2i, 2i+1), as llama2.c and Meta's Llama
+    code. `half`: channel i with channel i + head_dim/2, as Hugging Face's
+    Llama (`rotate_half`).
+  }];
+}
+
 def Kvq_MethodAttr : EnumAttr<Kvq_Dialect, Kvq_Method, "method"> {
   let assemblyFormat = "`<` $value `>`";
 }
@@ -56,10 +71,9 @@ class Kvq_IntParam<string value, string desc>
     : DefaultValuedParameter<"int64_t", value, desc>;
 
 // A double would be simpler, but parameters must be hashable: APFloat is.
-def Kvq_FractionParam : AttrOrTypeParameter<"::llvm::APFloat",
-    "kvquant_outlier_fraction, in [0, 1)"> {
+class Kvq_FloatParam<string desc> : AttrOrTypeParameter<"::llvm::APFloat",
+    desc> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
-  let defaultValue = "::llvm::APFloat(0.01)";
   let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
     double value;
     if (::mlir::failed($_parser.parseFloat(value)))
@@ -67,6 +81,38 @@ def Kvq_FractionParam : AttrOrTypeParameter<"::llvm::APFloat",
     return ::llvm::APFloat(value);
   }() }];
   let printer = "$_printer.printFloat($_self)";
+}
+
+def Kvq_FractionParam : Kvq_FloatParam<"kvquant_outlier_fraction, in [0, 1)"> {
+  let defaultValue = "::llvm::APFloat(0.01)";
+}
+
+def Kvq_RopeAttr : Kvq_Attr<"Rope", "rope"> {
+  let summary = "the rotary position embedding of the keys a cache receives";
+  let description = [{
+    Set as the `rope` parameter of `#kvq.config`, it makes the cache one of
+    pre-RoPE keys (KVQuant, Sec. 3.2): `kvq.cache_update` receives keys
+    before the rotation, the cache quantizes them, and `kvq.cache_attend`
+    and the fetched keys use them rotated at their positions 0, 1, 2, ...:
+    pair i turns by position * theta^(-2i/head_dim). `theta` must be in
+    (1, 1e9] and `head_dim` even (the runtime's rule, kvq/config_limits.h).
+    `--kvq-quantize-kv-cache="pre-rope=true"` sets it when it finds a RoPE
+    feeding a cached key.
+
+    ```mlir
+    #kvq.config<method = kivi, key_bits = 2, value_bits = 2,
+                rope = <theta = 10000.0, style = interleaved>>
+    ```
+  }];
+  let parameters = (ins
+    Kvq_FloatParam<"RoPE base">:$theta,
+    EnumParameter<Kvq_RopeStyle>:$style
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    double getThetaValue() const { return getTheta().convertToDouble(); }
+  }];
 }
 
 def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
@@ -92,6 +138,7 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     | `refit_interval` | `kvquant_refit_interval` | 128 (seed: 0, frozen) | kvquant |
     | `kvquant_n_sink` | `kvquant_n_sink` | 1 | kvquant |
     | `kvquant_group_size` | `kvquant_group_size` | 32 | kvquant (storage only) |
+    | `rope` | — (KVQuant's pre-RoPE keys) | none: keys arrive post-RoPE | all |
 
     Example:
 
@@ -116,7 +163,9 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     Kvq_IntParam<"8", "Lloyd-Max sweeps">:$lloyd_iters,
     Kvq_IntParam<"128", "refit key levels every N decode steps (0 = frozen)">:$refit_interval,
     Kvq_IntParam<"1", "leading prefill tokens kept fp16">:$kvquant_n_sink,
-    Kvq_IntParam<"32", "kvquant storage block size">:$kvquant_group_size
+    Kvq_IntParam<"32", "kvquant storage block size">:$kvquant_group_size,
+    OptionalParameter<"::mlir::kvq::RopeAttr",
+        "the keys' RoPE: set, the cache stores pre-RoPE keys">:$rope
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

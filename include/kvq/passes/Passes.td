@@ -99,13 +99,30 @@ def KvqQuantizeKvCache : Pass<"kvq-quantize-kv-cache", "mlir::ModuleOp"> {
     The cache configuration comes from the options, as in
     `--kvq-configure-caches` (method default `kivi`).
 
+    With `pre-rope=true` the pass also looks for the RoPE of each cached
+    key (KVQuant's pre-RoPE key quantization): the cache then receives the
+    key *before* the rotation and the configuration records the rotation
+    (`rope = <theta = ..., style = interleaved | half>`), so the runtime
+    quantizes pre-RoPE keys and rotates them at their positions inside
+    attention; queries keep their RoPE. The RoPE is proven, not guessed:
+    the ops between a candidate pre-rotation tensor and the key are
+    evaluated on probe inputs at several write positions (reshapes, slices
+    of constant cos/sin tables, elementwise `linalg.generic` bodies), theta
+    and the pairing are inferred, and every probe must agree with RoPE at
+    positions `pos + t`. Where that fails for any layer, all keys stay
+    post-RoPE and a remark says why.
+
     Example:
 
     ```
     kvq-import stories260K.bin | kvq-opt --kvq-quantize-kv-cache="method=kivi bits=2" --kvq-to-llvm
     ```
   }];
-  let options = KvqCacheConfigOptions;
+  let options = !listconcat(KvqCacheConfigOptions, [
+    Option<"preRope", "pre-rope", "bool", /*default=*/"false",
+           "store keys before their RoPE (proven in the graph) and rotate "
+           "them inside attention">
+  ]);
   let dependentDialects = ["::mlir::kvq::KvqDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::linalg::LinalgDialect",

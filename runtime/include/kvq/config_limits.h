@@ -28,6 +28,23 @@ inline const char *plainKiviSinkTokensRule(long long nSinkTokens) {
   return nSinkTokens != 0 ? "needs method kivi_sink" : nullptr;
 }
 
+/// RoPE base of a cache that stores pre-RoPE keys, unless set (llama2.c's
+/// and Llama 2's).
+constexpr float kDefaultRopeTheta = 10000.0f;
+
+/// The one rule for a RoPE cache's theta and head_dim (kvq_config_validate
+/// and the dialect's verifier print its message). theta must be finite and
+/// in (1, 1e9]: frequencies theta^(-2i/d) must decrease with i, and the
+/// largest base in use is 5e5 (Llama 3). Pairs need an even head_dim.
+/// Returns the reason, or null when allowed.
+inline const char *ropeRule(double theta, long long headDim) {
+  if (!(theta > 1.0 && theta <= 1e9))
+    return "rope theta must be in (1, 1e9]";
+  if (headDim % 2 != 0)
+    return "rope needs an even head_dim";
+  return nullptr;
+}
+
 /// The only accepted kvquant_group_size (see docs/RUNTIME.md).
 constexpr int32_t kKvquantGroupSize = 32;
 

@@ -126,6 +126,21 @@ typedef enum kvq_code_layout {
   KVQ_CODES_MAX_ENUM = 0x7fffffff
 } kvq_code_layout;
 
+/// The rotary position embedding of the keys a cache receives
+/// (kvq_config.rope_style). NONE: keys are stored and returned as given.
+/// Otherwise kvq_cache_update receives keys *before* RoPE (KVQuant's
+/// pre-RoPE key quantization), which the cache quantizes, and attention and
+/// kvq_cache_fetch use the keys rotated at their positions 0, 1, 2, ...
+/// (docs/RUNTIME.md, "Pre-RoPE keys"). INTERLEAVED rotates channel pairs
+/// (2i, 2i+1) of a head, as llama2.c and Meta's Llama code; HALF rotates
+/// channel i with channel i + head_dim/2, as Hugging Face's Llama.
+typedef enum kvq_rope_style {
+  KVQ_ROPE_NONE = 0,
+  KVQ_ROPE_INTERLEAVED = 1,
+  KVQ_ROPE_HALF = 2,
+  KVQ_ROPE_MAX_ENUM = 0x7fffffff
+} kvq_rope_style;
+
 /// Compute backend of a cache.
 typedef enum kvq_backend {
   KVQ_BACKEND_CPU = 0,
@@ -179,6 +194,11 @@ typedef struct kvq_config {
   int32_t head_dim;           ///< channels per head; kv_heads * head_dim
                               ///< <= 65535 (16-bit outlier positions)
   int32_t backend;            ///< kvq_backend
+  int32_t rope_style;         ///< kvq_rope_style (NONE: post-RoPE keys)
+  float rope_theta;           ///< RoPE base: pair i turns by
+                              ///< theta^(-2i/head_dim) per position; in
+                              ///< (1, 1e9], read when rope_style != NONE
+                              ///< (head_dim must then be even)
   kvq_allocator allocator;    ///< zeroed = malloc/free
 } kvq_config;
 
@@ -194,7 +214,8 @@ typedef struct kvq_config {
 /// sliding, 5 sinks (kivi_sink; 0 otherwise), outlier fraction 0.01, 8
 /// Lloyd iterations, kvquant_n_sink 1, kvquant_group_size 32 -- except
 /// refit_interval = KVQ_DEFAULT_REFIT_INTERVAL (the seeds': 0); 1 layer,
-/// 1 KV head, head_dim 128, CPU, malloc. No-op when cfg is null.
+/// 1 KV head, head_dim 128, CPU, no RoPE (rope_theta 10000), malloc. No-op
+/// when cfg is null.
 KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg, kvq_method method);
 
 /// Check a configuration without creating a cache.
@@ -445,7 +466,8 @@ KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
     float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend, kvq_cache_t **out);
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
+    float rope_theta, kvq_cache_t **out);
 
 /// The check generated after every runtime call. A non-zero status is
 /// printed to stderr as "kvq: error: <site>: <status>: <message>" and kept

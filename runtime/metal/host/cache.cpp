@@ -519,8 +519,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
     float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
-    kvq_metal_cache_t **out) {
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
+    float rope_theta, kvq_metal_cache_t **out) {
   return kvq::guarded("kvq_metal_cache_create_flat", [&]() -> kvq_status {
     if (!out)
       return fail(KVQ_ERR_NULL_POINTER,
@@ -531,13 +531,18 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
                   "KVQ_BACKEND_METAL",
                   backend);
     // Validated by the CPU rules (which reject METAL), then marked Metal.
-    kvq_config cfg =
-        flatConfig(method, key_bits, value_bits, group_size, residual_length,
-                   residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
-                   refit_interval, kvquant_n_sink, kvquant_group_size,
-                   num_layers, num_kv_heads, head_dim, KVQ_BACKEND_CPU);
+    kvq_config cfg = flatConfig(
+        method, key_bits, value_bits, group_size, residual_length,
+        residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
+        refit_interval, kvquant_n_sink, kvquant_group_size, num_layers,
+        num_kv_heads, head_dim, KVQ_BACKEND_CPU, rope_style, rope_theta);
     if (kvq_status s = kvq_config_validate(&cfg))
       return s;
+    if (rope_style != KVQ_ROPE_NONE)
+      return fail(KVQ_ERR_INVALID_ARGUMENT,
+                  "kvq_metal_cache_create_flat: pre-RoPE keys (rope_style "
+                  "%d) run on the CPU backend only (docs/METAL.md)",
+                  rope_style);
     cfg.backend = KVQ_BACKEND_METAL;
     if (head_dim > kMaxHeadDim)
       return fail(KVQ_ERR_INVALID_ARGUMENT,

@@ -19,7 +19,7 @@
 // CHECK-DAG: func.func private @kvq_outlier_screen(!llvm.ptr, i32, i64, i64, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @kvq_key_norm(!llvm.ptr, i32, i64, i32, i32, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @kvq_sink_select(!llvm.ptr, i64, i32, !llvm.ptr) -> i32
-// CHECK-DAG: func.func private @kvq_cache_create_flat(i32, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
+// CHECK-DAG: func.func private @kvq_cache_create_flat(i32, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @kvq_cache_destroy(!llvm.ptr){{$}}
 // CHECK-DAG: func.func private @kvq_cache_update(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64, i32) -> i32
 // CHECK-DAG: func.func private @kvq_cache_length(!llvm.ptr, i32, !llvm.ptr) -> i32
@@ -128,7 +128,7 @@ func.func @sinks(%k: memref<128x2x64xf16>) -> memref<5xi64> {
 // CHECK-LABEL: func.func @cache_lifecycle
 // CHECK-SAME: (%[[K:.*]]: memref<1x2x64xf16>, %[[Q:.*]]: memref<1x4x64xf32>) -> !llvm.ptr
 // CHECK: %[[SLOT:.*]] = memref.alloca() : memref<1xi64>
-// CHECK: call @kvq_cache_create_flat(%c2_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c3_i32{{[_0-9]*}}, %{{.*}}, %c8_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %{{.*}})
+// CHECK: call @kvq_cache_create_flat(%c2_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c3_i32{{[_0-9]*}}, %{{.*}}, %c8_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %{{.*}}, %{{.*}})
 // CHECK: %[[RAW:.*]] = memref.load %[[SLOT]]
 // CHECK: %[[CACHE:.*]] = llvm.inttoptr %[[RAW]] : i64 to !llvm.ptr
 // CHECK: call @kvq_cache_update(%[[CACHE]], %c1_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c1_i64{{[_0-9]*}}, %c0_i32{{[_0-9]*}})

@@ -10,7 +10,7 @@
 // CHECK-DAG: func.func private @kvq_metal_default_context() -> !llvm.ptr
 // CHECK-DAG: func.func private @kvq_metal_group_quant(!llvm.ptr, !llvm.ptr, i32, i64, i64, i32, i32, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @kvq_metal_key_norm(!llvm.ptr, !llvm.ptr, i32, i64, i32, i32, !llvm.ptr) -> i32
-// CHECK-DAG: func.func private @kvq_metal_cache_create_flat(i32, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
+// CHECK-DAG: func.func private @kvq_metal_cache_create_flat(i32, i32, i32, i32, i32, i32, i32, f32, i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @kvq_metal_cache_update(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64, i32) -> i32
 // CHECK-DAG: func.func private @kvq_metal_cache_attend(!llvm.ptr, i32, !llvm.ptr, i64, i32, !llvm.ptr) -> i32
 // CHECK-NOT: func.func private @kvq_group_quant
@@ -29,7 +29,7 @@ func.func @kernels(%v: memref<16x2x64xf16>) -> (memref<16x2x64xi8>, memref<16xf3
 }
 
 // CHECK-LABEL: func.func @cache
-// CHECK: call @kvq_metal_cache_create_flat(%c3_i32{{.*}}, %c3_i32{{.*}}, %c3_i32{{.*}}, {{.*}}, %c1_i32{{[_0-9]*}}, %{{.*}}) :
+// CHECK: call @kvq_metal_cache_create_flat(%c3_i32{{.*}}, %c3_i32{{.*}}, %c3_i32{{.*}}, {{.*}}, %c1_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}) :
 // CHECK: call @kvq_metal_cache_update(
 // CHECK: call @kvq_metal_cache_attend(
 // CHECK: call @kvq_metal_cache_destroy(

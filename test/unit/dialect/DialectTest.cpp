@@ -87,7 +87,7 @@ TEST_F(KvqDialectTest, ConfigRejectsUnsupportedBits) {
         [&] { return emitError(loc); }, &context, Method::Kivi, int64_t{5},
         int64_t{2}, int64_t{32}, int64_t{32}, ResidualMode::Sliding,
         std::optional<int64_t>{}, llvm::APFloat(0.01), int64_t{8}, int64_t{0},
-        int64_t{1}, int64_t{32});
+        int64_t{1}, int64_t{32}, RopeAttr());
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("unsupported key_bits 5"), std::string::npos) << diags;
@@ -99,7 +99,7 @@ TEST_F(KvqDialectTest, ConfigRejectsOutlierFractionOutOfRange) {
         [&] { return emitError(loc); }, &context, Method::KVQuant, int64_t{3},
         int64_t{3}, int64_t{32}, int64_t{32}, ResidualMode::Sliding,
         std::optional<int64_t>{}, llvm::APFloat(1.0), int64_t{8}, int64_t{0},
-        int64_t{1}, int64_t{32});
+        int64_t{1}, int64_t{32}, RopeAttr());
     EXPECT_FALSE(attr);
   });
   EXPECT_NE(diags.find("outlier_fraction 1.000000e+00 is outside [0, 1)"),

@@ -47,7 +47,8 @@ public:
                   cfg.residual_length, cfg.residual_mode, cfg.n_sink_tokens,
                   cfg.outlier_fraction, cfg.lloyd_iters, cfg.refit_interval,
                   cfg.kvquant_n_sink, cfg.kvquant_group_size, cfg.num_layers,
-                  cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL, &gpu_))
+                  cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL,
+                  KVQ_ROPE_NONE, 10000.0f, &gpu_))
         << kvq_last_error();
   }
   ~Twin() {
@@ -133,7 +134,8 @@ TEST(MetalCacheErrors, CreateRules) {
   kvq_metal_cache_t *c = nullptr;
   auto create = [&](int method, int headDim, int backend) {
     return kvq_metal_cache_create_flat(method, 2, 2, 8, 8, 0, 0, 0.01f, 8, 0, 1,
-                                       32, 1, 1, headDim, backend, &c);
+                                       32, 1, 1, headDim, backend,
+                                       KVQ_ROPE_NONE, 10000.0f, &c);
   };
   EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,
             create(KVQ_METHOD_KIVI, 32, KVQ_BACKEND_CPU));
@@ -183,7 +185,8 @@ TEST(MetalCacheErrors, Fp16FetchBeyondTheFp16RangeIsAStatus) {
   kvq_metal_cache_t *gpu = nullptr;
   ASSERT_EQ(KVQ_OK, kvq_metal_cache_create_flat(KVQ_METHOD_KIVI, 2, 2, 8, 0, 0,
                                                 0, 0.01f, 8, 0, 1, 32, 1, 1, 16,
-                                                KVQ_BACKEND_METAL, &gpu));
+                                                KVQ_BACKEND_METAL, KVQ_ROPE_NONE,
+                                                10000.0f, &gpu));
   std::vector<float> k(8 * 16, 0.5f), v(8 * 16, 0.5f);
   k[0] = 65504.0f;
   k[16] = -65504.0f;

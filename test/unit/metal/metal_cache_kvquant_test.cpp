@@ -56,7 +56,8 @@ kvq_status createMetal(const kvq_config &cfg, kvq_metal_cache_t **out) {
       cfg.residual_length, cfg.residual_mode, cfg.n_sink_tokens,
       cfg.outlier_fraction, cfg.lloyd_iters, cfg.refit_interval,
       cfg.kvquant_n_sink, cfg.kvquant_group_size, cfg.num_layers,
-      cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL, out);
+      cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL, cfg.rope_style,
+      cfg.rope_theta, out);
 }
 
 /// A CPU and a Metal KVQuant cache fed the same data.

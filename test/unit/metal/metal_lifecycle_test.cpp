@@ -40,7 +40,8 @@ kvq_metal_cache_t *metalCache(const kvq_config &c) {
                         c.residual_length, c.residual_mode, c.n_sink_tokens,
                         c.outlier_fraction, c.lloyd_iters, c.refit_interval,
                         c.kvquant_n_sink, c.kvquant_group_size, c.num_layers,
-                        c.num_kv_heads, c.head_dim, KVQ_BACKEND_METAL, &m))
+                        c.num_kv_heads, c.head_dim, KVQ_BACKEND_METAL,
+                        c.rope_style, c.rope_theta, &m))
       << kvq_last_error();
   return m;
 }

@@ -7,7 +7,9 @@
 // corner cases: odd head_dim (3, 5, 6, 10, where a head's codes start inside
 // a byte for some bit widths) next to 16 (the SIMD row kernels), every bit
 // width, 1..3 KV heads, 1 or 2 query heads per KV head, prefill/decode
-// splits, decode (1 query) and prefill-like (several queries) calls.
+// splits, decode (1 query) and prefill-like (several queries) calls, and
+// pre-RoPE key caches of both RoPE styles (issue 17: fetch returns the
+// rotated keys, attend must rotate the same way).
 //
 // Tolerance: fetch returns exactly the fp16 values attend reads (levels,
 // codes, outliers, fp16 rows), so the only difference is arithmetic: attend
@@ -37,6 +39,7 @@ struct Shape {
   kvq_method method;
   int bits, d, heads, qPerKv;
   int64_t prefill;
+  int32_t rope = KVQ_ROPE_NONE;
 };
 
 /// Max |attend - attention64(fetch)| / (1 + max|v|) over the checks of one
@@ -48,6 +51,8 @@ double worstError(const Shape &s) {
   cfg.key_bits = cfg.value_bits = s.bits;
   cfg.group_size = s.d % 2 == 0 && s.d > 8 ? s.d / 2 : s.d;
   cfg.residual_length = 4;
+  cfg.rope_style = s.rope;
+  cfg.rope_theta = s.rope == KVQ_ROPE_HALF ? 500.0f : 10000.0f;
   if (s.method == KVQ_METHOD_KIVI_SINK)
     cfg.n_sink_tokens = 2;
   if (s.method == KVQ_METHOD_KVQUANT) {
@@ -103,22 +108,27 @@ TEST(AttendFetchProperty, AttendEqualsFloat64AttentionOverFetch) {
         continue; // bits are unused
       for (int d : {3, 5, 6, 10, 16})
         for (int heads = 1; heads <= 3; ++heads)
-          for (int qPerKv : {1, 2}) {
-            // Prefill splits vary with the shape so that every split meets
-            // every width: 1 token, one below / above the residual, most.
-            const int64_t splits[] = {1, 7, 13, 33};
-            const int64_t prefill = splits[(d + heads + qPerKv + bits) % 4];
-            const Shape s{m, bits, d, heads, qPerKv, prefill};
-            const double e = worstError(s);
-            ++configs;
-            worstSeen = std::max(worstSeen, e);
-            if (!(e <= kTolerance)) {
-              ++failures;
-              ADD_FAILURE() << "method " << m << " bits " << bits << " d " << d
-                            << " kv_heads " << heads << " q/kv " << qPerKv
-                            << " prefill " << prefill << ": error " << e;
+          for (int qPerKv : {1, 2})
+            for (int32_t rope :
+                 {KVQ_ROPE_NONE, KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+              if (rope != KVQ_ROPE_NONE && d % 2 != 0)
+                continue; // RoPE pairs channels
+              // Prefill splits vary with the shape so that every split meets
+              // every width: 1 token, one below / above the residual, most.
+              const int64_t splits[] = {1, 7, 13, 33};
+              const int64_t prefill = splits[(d + heads + qPerKv + bits) % 4];
+              const Shape s{m, bits, d, heads, qPerKv, prefill, rope};
+              const double e = worstError(s);
+              ++configs;
+              worstSeen = std::max(worstSeen, e);
+              if (!(e <= kTolerance)) {
+                ++failures;
+                ADD_FAILURE() << "method " << m << " bits " << bits << " d "
+                              << d << " kv_heads " << heads << " q/kv "
+                              << qPerKv << " prefill " << prefill << " rope "
+                              << rope << ": error " << e;
+              }
             }
-          }
     }
   std::printf("attend vs float64 attention over fetch: %d configurations, "
               "%d over %g, worst %.3g\n",

@@ -1216,7 +1216,7 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
 
 // --save writes the first configuration's cache with kvq_cache_save: for
 // fp16 its size is known without the runtime (docs/RUNTIME.md, "Saved cache
-// format"): the K and V payload, 100 bytes of header and checksum, and 16
+// format"): the K and V payload, 108 bytes of header and checksum, and 16
 // bytes of layer section size and token count.
 TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
   writeOrDie(tmp("k.npy"), {40, 2, 32}, randomData(16, 40 * 64), false);
@@ -1224,7 +1224,7 @@ TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
                         " --method fp16,kivi --prefill 20" + " --save " +
                         tmp("cache.kvqc"));
   ASSERT_EQ(r.status, 0) << r.out;
-  const long long expected = 40LL * 64 * 2 * 2 + 100 + 16;
+  const long long expected = 40LL * 64 * 2 * 2 + 108 + 16;
   std::ifstream in(tmp("cache.kvqc"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());

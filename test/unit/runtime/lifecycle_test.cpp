@@ -24,7 +24,7 @@ using namespace kvqtest;
 namespace {
 
 constexpr int kHeads = 2, kDim = 32;
-constexpr int64_t kHeader = 92; ///< bytes before the first layer section
+constexpr int64_t kHeader = 100; ///< bytes before the first layer section
 
 std::vector<uint8_t> saveBytes(const kvq_cache_t *c) {
   int64_t size = 0;
@@ -544,7 +544,7 @@ TEST(LifecycleSave, RoundTripThenBothEvolveAlike) {
 }
 
 TEST(LifecycleSave, SizeIsPayloadPlusStatedOverhead) {
-  // docs/RUNTIME.md: 100 bytes of header and checksum, 8 per layer section,
+  // docs/RUNTIME.md: 108 bytes of header and checksum, 8 per layer section,
   // and per layer fp16 8, kivi 16 + 8 per sink + 12 per top-k entry,
   // kvquant 32 + 4 per quantized token.
   for (kvq_method m : {KVQ_METHOD_FP16, KVQ_METHOD_KIVI, KVQ_METHOD_KIVI_SINK,
@@ -562,7 +562,7 @@ TEST(LifecycleSave, SizeIsPayloadPlusStatedOverhead) {
       perLayer = 16 + 12 * std::min<int64_t>(cfg.n_sink_tokens, 100);
     if (m == KVQ_METHOD_KVQUANT)
       perLayer = 32;
-    int64_t expected = s.total_bytes + 100 + 2 * (8 + perLayer) +
+    int64_t expected = s.total_bytes + 108 + 2 * (8 + perLayer) +
                        8 * s.sink_tokens * (m == KVQ_METHOD_KIVI_SINK);
     if (m == KVQ_METHOD_KVQUANT)
       expected += 4 * s.compressed_tokens;
@@ -697,9 +697,13 @@ TEST(LifecycleBadFile, HeaderFields) {
   b[0] = 'X';
   expectCorrupt(b, "magic");
   b = file;
-  put(b, 8, 2, 4); // format version 2
+  put(b, 8, 1, 4); // format version 1 (before the RoPE fields)
   reseal(b);
-  expectCorrupt(b, "format version 2");
+  expectCorrupt(b, "format version 1");
+  b = file;
+  put(b, 8, 3, 4);
+  reseal(b);
+  expectCorrupt(b, "format version 3");
   b = file;
   put(b, 18, 1, 2); // the reserved field after the kvq version
   reseal(b);
@@ -721,16 +725,17 @@ TEST(LifecycleBadFile, TamperedConfigurationWithValidChecksum) {
     uint32_t value;
     const char *needle;
   } cases[] = {
-      {0, 9, "configuration"},           // unknown method
-      {1, 5, "configuration"},           // key_bits 5
-      {3, 7, "configuration"},           // group_size does not divide
-      {12, 0, "configuration"},          // num_layers 0
-      {12, 3, "layer 1"},                // layers the file does not hold
-      {14, 64, "layer 0"},               // head_dim: rows no longer fit
-      {15, 7, "backend"},                // unknown backend
-      {1, 4, "layer 0"},                 // key_bits 4: block sizes change
-      {4, 8, "layer 0"},                 // residual_length 8: fp16 rows move
-      {13, 0x80000000u, "configuration"} // num_kv_heads negative
+      {0, 9, "configuration"},            // unknown method
+      {1, 5, "configuration"},            // key_bits 5
+      {3, 7, "configuration"},            // group_size does not divide
+      {12, 0, "configuration"},           // num_layers 0
+      {12, 3, "layer 1"},                 // layers the file does not hold
+      {14, 64, "layer 0"},                // head_dim: rows no longer fit
+      {15, 7, "backend"},                 // unknown backend
+      {1, 4, "layer 0"},                  // key_bits 4: block sizes change
+      {4, 8, "layer 0"},                  // residual_length 8: fp16 rows move
+      {13, 0x80000000u, "configuration"}, // num_kv_heads negative
+      {16, 3, "configuration"},           // unknown rope_style
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(testing::Message() << "field " << c.field);
@@ -738,6 +743,14 @@ TEST(LifecycleBadFile, TamperedConfigurationWithValidChecksum) {
     put(b, field(c.field), c.value, 4);
     reseal(b);
     expectCorrupt(b, c.needle);
+  }
+  // A RoPE cache's theta is checked (rope_style 1 = interleaved).
+  for (uint32_t theta : {0x7fc00000u /* NaN */, 0x3f800000u /* 1.0 */}) {
+    std::vector<uint8_t> b = file;
+    put(b, field(16), 1, 4);
+    put(b, field(17), theta, 4);
+    reseal(b);
+    expectCorrupt(b, "rope theta");
   }
 }
 

@@ -276,7 +276,7 @@ TEST(Limits, ConfigurationFieldsHaveUpperBounds) {
   kvq_cache_t *h = nullptr;
   EXPECT_EQ(kvq_cache_create_flat(KVQ_METHOD_KVQUANT, 3, 3, 32, 32, 0, 0, 0.01f,
                                   INT32_MAX, 128, 1, 32, 1, 1, 128,
-                                  KVQ_BACKEND_CPU, &h),
+                                  KVQ_BACKEND_CPU, KVQ_ROPE_NONE, 10000.0f, &h),
             KVQ_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("lloyd_iters")) << kvq_last_error();
 }

@@ -1,0 +1,151 @@
+//===- rope.cpp - Deterministic RoPE angles and the key rotation ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The series below are plain Taylor / atanh expansions, evaluated far past
+// double precision for the reduced arguments they see; the accuracy goal is
+// a few double ulps (the angles end up as floats), the hard requirement is
+// that every architecture computes the same bits, which holds because only
+// +, -, *, / and rounding to an integer are used (the runtime is compiled
+// with -ffp-contract=off, so no multiply-add is fused on any ISA).
+//
+//===----------------------------------------------------------------------===//
+#include "rope.h"
+
+#include <cmath>
+
+using namespace kvq;
+
+namespace {
+
+constexpr double kLn2 = 0.6931471805599453;
+/// ln 2 in two parts; the first has 32 significant bits, so k times it is
+/// exact for every |k| < 2^21 (the exponent range of a double).
+constexpr double kLn2Hi = 0x1.62e42feep-1;
+constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
+constexpr double kSqrtHalf = 0.7071067811865476;
+/// pi/2 in three parts; the first two have 33 significant bits, so k times
+/// them is exact for every quadrant count k < 2^20 (angles below 1.6e6).
+constexpr double kPio2Hi = 0x1.921fb544p+0;
+constexpr double kPio2Mid = 0x1.0b4611a6p-34;
+constexpr double kPio2Lo = 0x1.3198a2e037073p-69;
+
+/// Tokens per row of the low table: a chunk of the fused attention (128
+/// tokens, aligned) never spans two blocks.
+constexpr int64_t kBlock = 256;
+
+} // namespace
+
+double detmath::log(double x) {
+  int e = 0;
+  double m = std::frexp(x, &e); // exact: m in [0.5, 1)
+  if (m < kSqrtHalf) {
+    m *= 2.0;
+    --e;
+  }
+  // ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172.
+  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+  double sum = 0.0;
+  for (int k = 41; k >= 1; k -= 2)
+    sum = sum * s2 + 1.0 / k;
+  return 2.0 * s * sum + (e * kLn2Lo + e * kLn2Hi);
+}
+
+double detmath::exp(double x) {
+  const double k = std::nearbyint(x / kLn2);
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo; // |r| <= 0.35
+  double p = 1.0;
+  for (int n = 22; n >= 1; --n)
+    p = 1.0 + p * r / n;
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+void detmath::sincos(double x, double *s, double *c) {
+  const double k = std::nearbyint(x / kPio2Hi);
+  const double r = ((x - k * kPio2Hi) - k * kPio2Mid) - k * kPio2Lo;
+  const double r2 = r * r;
+  // sin r = r (1 - r^2/(2*3) (1 - r^2/(4*5) (...))), cos likewise.
+  double ps = 1.0, pc = 1.0;
+  for (int n = 24; n >= 2; n -= 2) {
+    ps = 1.0 - ps * r2 / (n * (n + 1));
+    pc = 1.0 - pc * r2 / ((n - 1) * n);
+  }
+  const double sr = r * ps, cr = pc;
+  switch (static_cast<int64_t>(k) & 3) {
+  case 0:
+    *s = sr, *c = cr;
+    break;
+  case 1:
+    *s = cr, *c = -sr;
+    break;
+  case 2:
+    *s = -sr, *c = -cr;
+    break;
+  default:
+    *s = -cr, *c = sr;
+    break;
+  }
+}
+
+Rope::Rope(const kvq_config &cfg) : style_(cfg.rope_style) {
+  if (!enabled())
+    return;
+  d_ = cfg.head_dim;
+  pairs_ = d_ / 2;
+  const double logTheta = detmath::log(static_cast<double>(cfg.rope_theta));
+  invFreq_.resize(static_cast<size_t>(pairs_));
+  for (int64_t i = 0; i < pairs_; ++i)
+    invFreq_[static_cast<size_t>(i)] =
+        detmath::exp(-(2.0 * static_cast<double>(i) / d_) * logTheta);
+  cosLo_.resize(static_cast<size_t>(kBlock * pairs_));
+  sinLo_.resize(cosLo_.size());
+  for (int64_t j = 0; j < kBlock; ++j)
+    for (int64_t i = 0; i < pairs_; ++i) {
+      double s, c;
+      detmath::sincos(j * invFreq_[static_cast<size_t>(i)], &s, &c);
+      cosLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(c);
+      sinLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(s);
+    }
+}
+
+void Rope::angles(int64_t pos, Cursor &cur) const {
+  const int64_t block = pos / kBlock, j = pos % kBlock;
+  const size_t n = static_cast<size_t>(pairs_);
+  if (cur.block != block) {
+    cur.cosHi.resize(n);
+    cur.sinHi.resize(n);
+    cur.cos.resize(n);
+    cur.sin.resize(n);
+    const double base = static_cast<double>(block * kBlock);
+    for (size_t i = 0; i < n; ++i) {
+      double s, c;
+      detmath::sincos(base * invFreq_[i], &s, &c);
+      cur.cosHi[i] = static_cast<float>(c);
+      cur.sinHi[i] = static_cast<float>(s);
+    }
+    cur.block = block;
+  }
+  const float *cl = cosLo_.data() + j * pairs_,
+              *sl = sinLo_.data() + j * pairs_;
+  for (size_t i = 0; i < n; ++i) {
+    const float ch = cur.cosHi[i], sh = cur.sinHi[i];
+    cur.cos[i] = ch * cl[i] - sh * sl[i];
+    cur.sin[i] = sh * cl[i] + ch * sl[i];
+  }
+}
+
+void Rope::rotate(float *row, int64_t heads, const Cursor &cur) const {
+  // Interleaved: pair i is channels (2i, 2i+1); half: (i, i + d/2).
+  const int64_t step = style_ == KVQ_ROPE_INTERLEAVED ? 2 : 1;
+  const int64_t other = style_ == KVQ_ROPE_INTERLEAVED ? 1 : pairs_;
+  for (int64_t h = 0; h < heads; ++h) {
+    float *x = row + h * d_;
+    for (int64_t i = 0; i < pairs_; ++i) {
+      float &a = x[i * step], &b = x[i * step + other];
+      const float c = cur.cos[static_cast<size_t>(i)],
+                  s = cur.sin[static_cast<size_t>(i)];
+      const float ra = a * c - b * s, rb = a * s + b * c;
+      a = ra;
+      b = rb;
+    }
+  }
+}

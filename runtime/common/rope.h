@@ -1,0 +1,74 @@
+//===- rope.h - Rotary position embedding of a pre-RoPE key cache -*- C++ -*-=//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// A cache configured with a RoPE (kvq_config.rope_style != NONE) stores keys
+// before the rotation (KVQuant's pre-RoPE key quantization) and rotates each
+// dequantized key at its position when it attends or fetches. The rotation
+// must give the same bits on every architecture, so the angles are computed
+// by this file's own exp/log/sin/cos in double, built from IEEE basic
+// operations only (no libm, whose last bits differ between x86_64 and
+// arm64), and rounded to float (docs/RUNTIME.md, "Pre-RoPE keys").
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_RUNTIME_COMMON_ROPE_H
+#define KVQ_RUNTIME_COMMON_ROPE_H
+
+#include "kvq/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kvq {
+
+/// The RoPE of a cache: for pair i of a head (channels (2i, 2i+1) when
+/// interleaved, (i, i + d/2) when half), the angle at position p is
+/// p * theta^(-2i/d). cos/sin of position p = 256 m + j are combined in
+/// float from two tables, j's (256 rows, built once) and 256 m's (one row,
+/// built when a caller moves to a new m): c = ch cl - sh sl,
+/// s = sh cl + ch sl.
+class Rope {
+public:
+  /// Tables for cfg; an empty (disabled) Rope when cfg has no RoPE. May
+  /// throw std::bad_alloc.
+  explicit Rope(const kvq_config &cfg);
+
+  bool enabled() const { return style_ != KVQ_ROPE_NONE; }
+
+  /// Per-caller state: the cos/sin row of the current 256-token block.
+  struct Cursor {
+    int64_t block = -1;
+    std::vector<float> cosHi, sinHi; ///< [d/2]
+    std::vector<float> cos, sin;     ///< [d/2] of the last position
+  };
+
+  /// cos/sin of every pair at position pos into cursor.cos / cursor.sin.
+  void angles(int64_t pos, Cursor &cursor) const;
+
+  /// Rotate `heads` consecutive head rows of `row` (heads * d floats) by
+  /// the angles last computed into cursor.
+  void rotate(float *row, int64_t heads, const Cursor &cursor) const;
+
+  /// angles(pos) then rotate: the post-RoPE key row of position pos.
+  void rotateAt(float *row, int64_t heads, int64_t pos, Cursor &cursor) const {
+    angles(pos, cursor);
+    rotate(row, heads, cursor);
+  }
+
+private:
+  int32_t style_ = KVQ_ROPE_NONE;
+  int64_t d_ = 0, pairs_ = 0;
+  std::vector<double> invFreq_;      ///< theta^(-2i/d), [pairs]
+  std::vector<float> cosLo_, sinLo_; ///< [256][pairs]
+};
+
+/// Deterministic double math of the angles (exposed for the unit test):
+/// results depend only on IEEE-754 basic operations and the argument.
+namespace detmath {
+double log(double x);                        ///< x > 0, finite
+double exp(double x);                        ///< |x| < 700
+void sincos(double x, double *s, double *c); ///< 0 <= x < 2^40
+} // namespace detmath
+
+} // namespace kvq
+
+#endif // KVQ_RUNTIME_COMMON_ROPE_H

@@ -1,0 +1,259 @@
+//===- rope_test.cpp - Pre-RoPE key caches (issue 17) ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// A cache with rope_style != NONE receives keys before RoPE and attends to
+// (and fetches) them rotated at their positions. The oracles here are
+// written independently of runtime/common/rope.cpp: libm in double, and
+// each style's pairing spelled out as the model code spells it.
+//
+//===----------------------------------------------------------------------===//
+#include "rope.h"
+#include "test_util.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace kvqtest;
+
+namespace {
+
+/// RoPE of one key row ([heads][d]) at position pos, in double with libm.
+std::vector<double> rotateLibm(const float *row, int heads, int d, double pos,
+                               int32_t style, double theta) {
+  std::vector<double> out(static_cast<size_t>(heads * d));
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < d / 2; ++i) {
+      // llama2.c: channels (2i, 2i+1); Hugging Face: i and i + d/2.
+      int a = style == KVQ_ROPE_INTERLEAVED ? 2 * i : i;
+      int b = style == KVQ_ROPE_INTERLEAVED ? 2 * i + 1 : i + d / 2;
+      double angle = pos * std::pow(theta, -2.0 * i / d);
+      double x = row[h * d + a], y = row[h * d + b];
+      out[static_cast<size_t>(h * d + a)] =
+          x * std::cos(angle) - y * std::sin(angle);
+      out[static_cast<size_t>(h * d + b)] =
+          x * std::sin(angle) + y * std::cos(angle);
+    }
+  return out;
+}
+
+kvq_config ropeConfig(kvq_method m, int heads, int d, int32_t style,
+                      float theta) {
+  kvq_config c = config(m, heads, d);
+  c.rope_style = style;
+  c.rope_theta = theta;
+  return c;
+}
+
+TEST(RopeMath, DeterministicFunctionsAgreeWithLibm) {
+  for (double x : {1.0001, 2.0, 10.0, 500.0, 10000.0, 1e6, 1e9, 0.3, 1e-5}) {
+    EXPECT_NEAR(kvq::detmath::log(x), std::log(x),
+                4e-16 * std::fabs(std::log(x)) + 1e-300)
+        << x;
+  }
+  for (double x : {0.0, -1e-3, -0.5, -1.0, -9.2, -21.0, -40.0, 3.0}) {
+    EXPECT_NEAR(kvq::detmath::exp(x), std::exp(x), 8e-16 * std::exp(x)) << x;
+  }
+  Rng rng(5);
+  for (int i = 0; i < 2000; ++i) {
+    // Angles up to the largest a position below 2^20 can give, then larger.
+    double x = i < 1500 ? rng.uniform(0.0, 1.6e6) : rng.uniform(0.0, 4e9);
+    double s = 0, c = 0;
+    kvq::detmath::sincos(x, &s, &c);
+    const double tol = x < 1.6e6 ? 1e-12 : 1e-6;
+    EXPECT_NEAR(s, std::sin(x), tol) << x;
+    EXPECT_NEAR(c, std::cos(x), tol) << x;
+  }
+}
+
+TEST(RopeMath, AnglesAgreeWithLibmAtEveryTableSeam) {
+  for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+    const int d = 64;
+    kvq_config cfg = ropeConfig(KVQ_METHOD_FP16, 1, d, style, 10000.0f);
+    kvq::Rope rope(cfg);
+    ASSERT_TRUE(rope.enabled());
+    kvq::Rope::Cursor cur;
+    for (int64_t pos : {0, 1, 2, 255, 256, 257, 511, 512, 4095, 4096, 32767,
+                        65536, 131071, 1000003}) {
+      rope.angles(pos, cur);
+      for (int i = 0; i < d / 2; ++i) {
+        double angle =
+            static_cast<double>(pos) * std::pow(10000.0, -2.0 * i / d);
+        EXPECT_NEAR(cur.cos[static_cast<size_t>(i)], std::cos(angle), 1e-6)
+            << "pos " << pos << " pair " << i;
+        EXPECT_NEAR(cur.sin[static_cast<size_t>(i)], std::sin(angle), 1e-6)
+            << "pos " << pos << " pair " << i;
+      }
+    }
+  }
+}
+
+TEST(RopeCache, FetchReturnsKeysRotatedAtTheirPositions) {
+  const int heads = 2, d = 8;
+  for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+    SCOPED_TRACE(style);
+    const float theta = style == KVQ_ROPE_HALF ? 100.0f : 10000.0f;
+    Cache c(ropeConfig(KVQ_METHOD_FP16, heads, d, style, theta));
+    KV kv = gaussianKV(3, 300, heads, d); // crosses the 256-token seam
+    ASSERT_EQ(append(c.h, kv, 0, 120), KVQ_OK) << kvq_last_error();
+    for (int64_t t = 120; t < 300; ++t)
+      ASSERT_EQ(append(c.h, kv, t, t + 1), KVQ_OK) << kvq_last_error();
+    Fetched f = fetch(c.h);
+    const int64_t C = heads * d;
+    ASSERT_EQ(f.k.size(), static_cast<size_t>(300 * C));
+    for (int64_t t = 0; t < 300; ++t) {
+      // The cache holds fp16 keys: the oracle rotates the rounded ones.
+      std::vector<float> stored(static_cast<size_t>(C));
+      for (int64_t i = 0; i < C; ++i)
+        stored[static_cast<size_t>(i)] = fromHalf(toHalf(kv.krow(t)[i]));
+      std::vector<double> want = rotateLibm(
+          stored.data(), heads, d, static_cast<double>(t), style, theta);
+      for (int64_t i = 0; i < C; ++i) {
+        ASSERT_NEAR(f.k[static_cast<size_t>(t * C + i)],
+                    want[static_cast<size_t>(i)], 2e-6)
+            << "token " << t << " channel " << i;
+        // Values are not rotated.
+        ASSERT_EQ(f.v[static_cast<size_t>(t * C + i)],
+                  fromHalf(toHalf(kv.vrow(t)[i])));
+      }
+    }
+  }
+}
+
+// An fp16 cache of pre-RoPE keys attends like an fp16 cache of the same
+// keys rotated outside (the model's own graph): the two differ only by
+// where the fp16 rounding happens, before or after the rotation.
+TEST(RopeCache, PreRopeFp16AttendsLikePostRopeFp16) {
+  const int heads = 2, d = 16, qHeads = 4;
+  for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+    SCOPED_TRACE(style);
+    KV pre = gaussianKV(11, 70, heads, d), post = pre;
+    for (int64_t t = 0; t < pre.tokens; ++t) {
+      std::vector<double> r = rotateLibm(
+          pre.krow(t), heads, d, static_cast<double>(t), style, 10000.0);
+      for (int64_t i = 0; i < pre.channels(); ++i)
+        post.krow(t)[i] = static_cast<float>(r[static_cast<size_t>(i)]);
+    }
+    Cache a(ropeConfig(KVQ_METHOD_FP16, heads, d, style, 10000.0f));
+    Cache b(config(KVQ_METHOD_FP16, heads, d));
+    feed(a.h, pre, 50);
+    feed(b.h, post, 50);
+    Rng rng(12);
+    std::vector<float> q(static_cast<size_t>(3 * qHeads * d));
+    for (float &e : q)
+      e = static_cast<float>(rng.normal());
+    std::vector<float> oa(q.size()), ob(q.size());
+    ASSERT_EQ(kvq_cache_attend(a.h, 0, q.data(), 3, qHeads, oa.data()), KVQ_OK);
+    ASSERT_EQ(kvq_cache_attend(b.h, 0, q.data(), 3, qHeads, ob.data()), KVQ_OK);
+    double worst = 0;
+    for (size_t i = 0; i < oa.size(); ++i)
+      worst = std::max(worst, std::fabs(double(oa[i]) - ob[i]));
+    // fp16 keys carry ~5e-4 relative error either way; scores ~|q||k|/4.
+    EXPECT_LT(worst, 5e-3);
+    EXPECT_GT(worst, 0.0) << "the two caches cannot be bit-identical: the "
+                             "rounding happens at different places";
+  }
+}
+
+// KVQuant's observation, on synthetic keys with one outlier channel pair
+// per head: per-channel quantization of the pre-RoPE keys, whose outlier
+// channels keep their magnitude, loses less than that of the post-RoPE
+// keys, where the rotation moves the outlier between the pair's channels
+// from token to token.
+TEST(RopeCache, PreRopeKeysQuantizeBetterOnOutlierChannels) {
+  const int heads = 1, d = 32, tokens = 256;
+  KV pre = gaussianKV(21, tokens, heads, d);
+  for (int64_t t = 0; t < tokens; ++t) {
+    pre.krow(t)[0] += 12.0f; // an outlier pair (0, 1) with a steady sign
+    pre.krow(t)[1] -= 9.0f;
+  }
+  KV post = pre;
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<double> r =
+        rotateLibm(pre.krow(t), heads, d, static_cast<double>(t),
+                   KVQ_ROPE_INTERLEAVED, 10000.0);
+    for (int64_t i = 0; i < d; ++i)
+      post.krow(t)[i] = static_cast<float>(r[static_cast<size_t>(i)]);
+  }
+  for (kvq_method m : {KVQ_METHOD_KIVI, KVQ_METHOD_KVQUANT}) {
+    SCOPED_TRACE(m);
+    kvq_config preCfg = ropeConfig(m, heads, d, KVQ_ROPE_INTERLEAVED, 10000.0f);
+    preCfg.key_bits = preCfg.value_bits = 2;
+    kvq_config postCfg = preCfg;
+    postCfg.rope_style = KVQ_ROPE_NONE;
+    Cache a(preCfg), b(postCfg);
+    feed(a.h, pre, tokens - 8);
+    feed(b.h, post, tokens - 8);
+    Fetched fa = fetch(a.h), fb = fetch(b.h);
+    // Both fetch post-RoPE keys: compare each with the exact rotated keys.
+    double ea = 0, eb = 0, norm = 0;
+    for (size_t i = 0; i < fa.k.size(); ++i) {
+      ea += std::pow(fa.k[i] - post.k[i], 2);
+      eb += std::pow(fb.k[i] - post.k[i], 2);
+      norm += std::pow(post.k[i], 2);
+    }
+    ea = std::sqrt(ea / norm);
+    eb = std::sqrt(eb / norm);
+    std::printf("method %d key error: pre-RoPE %.4f, post-RoPE %.4f\n", m, ea,
+                eb);
+    EXPECT_LT(ea, 0.8 * eb);
+  }
+}
+
+TEST(RopeCache, ConfigurationRules) {
+  kvq_config c = config(KVQ_METHOD_KIVI, 1, 64);
+  EXPECT_EQ(c.rope_style, KVQ_ROPE_NONE);
+  EXPECT_EQ(c.rope_theta, 10000.0f);
+  auto rejects = [](kvq_config cfg, const char *needle) {
+    EXPECT_EQ(kvq_config_validate(&cfg), KVQ_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::strstr(kvq_last_error(), needle), nullptr)
+        << kvq_last_error();
+  };
+  kvq_config r = ropeConfig(KVQ_METHOD_KIVI, 1, 64, KVQ_ROPE_HALF, 1.0f);
+  rejects(r, "rope theta");
+  r.rope_theta = NAN;
+  rejects(r, "rope theta");
+  r.rope_theta = 2e9f;
+  rejects(r, "rope theta");
+  r.rope_theta = 500000.0f;
+  EXPECT_EQ(kvq_config_validate(&r), KVQ_OK) << kvq_last_error();
+  r.rope_style = 3;
+  rejects(r, "rope_style");
+  kvq_config odd =
+      ropeConfig(KVQ_METHOD_FP16, 1, 5, KVQ_ROPE_INTERLEAVED, 10000.0f);
+  rejects(odd, "even head_dim");
+  // Without a RoPE, theta is not read.
+  kvq_config none = config(KVQ_METHOD_FP16, 1, 5);
+  none.rope_theta = NAN;
+  EXPECT_EQ(kvq_config_validate(&none), KVQ_OK) << kvq_last_error();
+}
+
+TEST(RopeCache, SaveLoadKeepsTheRope) {
+  kvq_config cfg = ropeConfig(KVQ_METHOD_KIVI, 2, 16, KVQ_ROPE_HALF, 777.0f);
+  cfg.group_size = 16;
+  Cache a(cfg);
+  KV kv = gaussianKV(4, 80, 2, 16);
+  feed(a.h, kv, 60);
+  int64_t size = 0;
+  ASSERT_EQ(kvq_cache_save(a.h, nullptr, 0, &size), KVQ_OK);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  ASSERT_EQ(kvq_cache_save(a.h, bytes.data(), size, &size), KVQ_OK);
+  kvq_cache_t *b = nullptr;
+  ASSERT_EQ(kvq_cache_load(bytes.data(), size, nullptr, &b), KVQ_OK)
+      << kvq_last_error();
+  Fetched fa = fetch(a.h), fb = fetch(b);
+  // Not rotated the same way (e.g. not at all) if the RoPE were lost.
+  Fetched plain;
+  {
+    kvq_config none = cfg;
+    none.rope_style = KVQ_ROPE_NONE;
+    Cache c(none);
+    feed(c.h, kv, 60);
+    plain = fetch(c.h);
+  }
+  EXPECT_NE(fa.k, plain.k);
+  EXPECT_EQ(fa.k, fb.k);
+  EXPECT_EQ(fa.v, fb.v);
+  kvq_cache_destroy(b);
+}
+
+} // namespace
