@@ -13,16 +13,21 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build}"
 model="$here/models/stories260K/stories260K.bin"
 methods="fp16,kivi,kivi_sink,kvquant,kvquant{refit-interval=0}"
+# Pre-RoPE keys (--kvq-quantize-kv-cache="pre-rope=true"): the cache stores
+# each key before its RoPE and rotates it inside attention (issue 17).
+rope="kvquant{refit-interval=0 pre-rope=true}"
+rope_table="kivi{pre-rope=true},kvquant{pre-rope=true},$rope,kvquant{bits=2},kvquant{bits=2 pre-rope=true}"
 
 printf '\n== 1a. stories260K, greedy continuation per KV-cache method\n'
 "$build/bin/kvq-run" "$model" --prompt "Once upon a time, there was a little dog" \
-  --steps 48 --method "$methods"
+  --steps 48 --method "$methods,$rope"
 
 printf '\n== 1b. stories260K perplexity per KV-cache method\n'
 printf '   (kivi, kivi_sink: 2-bit, 5 sinks; kvquant: 3-bit with the default\n'
-printf '    refit every 128 tokens, and with the seed'"'"'s frozen levels)\n\n'
+printf '    refit every 128 tokens, and with the seed'"'"'s frozen levels;\n'
+printf '    {pre-rope=true}: keys stored before their RoPE, rotated in attention)\n\n'
 "$build/bin/kvq-run" "$model" --perplexity "$here/models/stories260K/eval.txt" \
-  --method "$methods" 2>/dev/null
+  --method "$methods,$rope_table" 2>/dev/null
 
 # The build compiled examples/decoder_layer.mlir once per method (see
 # examples/CMakeLists.txt):
