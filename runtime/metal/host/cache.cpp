@@ -53,8 +53,7 @@ class Layer final : public CacheLayer {
 public:
   Layer(const kvq_config &cfg, Device &dev)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
-        G_(cfg.group_size), R_(cfg.residual_length), kb_(cfg.key_bits),
-        vb_(cfg.value_bits), block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
+        G_(cfg.group_size), kb_(cfg.key_bits), vb_(cfg.value_bits),
         fp16_(cfg.method == KVQ_METHOD_FP16),
         k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
         vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
@@ -77,12 +76,8 @@ public:
 private:
   using TopK = std::vector<std::pair<float, int64_t>>;
   int64_t keyDone() const { return static_cast<int64_t>(kgoff_.size()) * G_; }
-  int64_t keyTarget(int64_t L) const {
-    if (block_)
-      return R_ * (L / R_);
-    return L > R_ ? G_ * ((L - R_) / G_) : 0;
-  }
-  int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
+  int64_t keyTarget(int64_t L) const { return kiviKeyTarget(cfg_, L); }
+  int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
   void fold(TopK &top, float norm, int64_t pos) const;
   kvq_metal_cache_view view() const;
   kvq_status updateFp16(const uint16_t *k, const uint16_t *v, int64_t n);
@@ -90,9 +85,9 @@ private:
 
   const kvq_config cfg_;
   Device &dev_;
-  const int64_t C_, G_, R_;
+  const int64_t C_, G_;
   const int kb_, vb_;
-  const bool block_, fp16_;
+  const bool fp16_;
   const int64_t k_;
   const int64_t vBlockBytes_, vStride_;
 
