@@ -43,6 +43,24 @@ kvq_status takeHalfRow(ByteReader &r, int64_t halves, const char *what,
   return KVQ_OK;
 }
 
+/// The next `bytes` bytes of r, a uniform block (n fp16 scales, n fp16
+/// zeros, then codes of `bits` bits), into out; bad receives the first of
+/// its n (scale, zero) pairs that fails uniformGroupOk, or -1 (the caller
+/// names it).
+kvq_status takeUniformBlock(ByteReader &r, int64_t bytes, int64_t n, int bits,
+                            const char *what, Span &out, int64_t &bad) {
+  kvq_status s = KVQ_OK;
+  const uint8_t *b = takeBytes(r, bytes, what, &s);
+  if (!b)
+    return s;
+  bad = -1;
+  for (int64_t i = 0; i < n && bad < 0; ++i)
+    if (!uniformGroupOk(read16(b, i), read16(b, n + i), bits))
+      bad = i;
+  out = {b, bytes};
+  return KVQ_OK;
+}
+
 /// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
 /// channels inside the row.
 bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
@@ -159,17 +177,15 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
         return st;
       continue;
     }
-    kvq_status st = KVQ_OK;
-    const uint8_t *b = takeBytes(r, valueBytes, "kivi layer: value block", &st);
-    if (!b)
+    int64_t bad = -1;
+    if (kvq_status st = takeUniformBlock(
+            r, valueBytes, groups, vb, "kivi layer: value block", s.vq[i], bad))
       return st;
-    for (int64_t j = 0; j < groups; ++j)
-      if (!uniformGroupOk(read16(b, j), read16(b, groups + j), vb))
-        return fail(kCorrupt,
-                    "kivi layer: token %lld: value group %lld has "
-                    "a bad scale/zero",
-                    static_cast<long long>(p), static_cast<long long>(j));
-    s.vq[i] = {b, valueBytes};
+    if (bad >= 0)
+      return fail(kCorrupt,
+                  "kivi layer: token %lld: value group %lld has "
+                  "a bad scale/zero",
+                  static_cast<long long>(p), static_cast<long long>(bad));
   }
   s.keyGroups.assign(static_cast<size_t>(kT / G), Span());
   for (int64_t g = 0; g < kT / G; ++g) {
@@ -177,18 +193,16 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
         G - std::count(sink.begin() + g * G, sink.begin() + (g + 1) * G, 1);
     if (coded == 0)
       continue;
-    const int64_t bytes = kiviKeyGroupBytes(cfg, coded);
-    kvq_status st = KVQ_OK;
-    const uint8_t *b = takeBytes(r, bytes, "kivi layer: key group", &st);
-    if (!b)
+    int64_t bad = -1;
+    if (kvq_status st = takeUniformBlock(
+            r, kiviKeyGroupBytes(cfg, coded), C, kb, "kivi layer: key group",
+            s.keyGroups[static_cast<size_t>(g)], bad))
       return st;
-    for (int64_t c = 0; c < C; ++c)
-      if (!uniformGroupOk(read16(b, c), read16(b, C + c), kb))
-        return fail(kCorrupt,
-                    "kivi layer: key group %lld channel %lld has "
-                    "a bad scale/zero",
-                    static_cast<long long>(g), static_cast<long long>(c));
-    s.keyGroups[static_cast<size_t>(g)] = {b, bytes};
+    if (bad >= 0)
+      return fail(kCorrupt,
+                  "kivi layer: key group %lld channel %lld has "
+                  "a bad scale/zero",
+                  static_cast<long long>(g), static_cast<long long>(bad));
   }
   return KVQ_OK;
 }
