@@ -38,6 +38,8 @@ struct Setup {
   bool loudPrefix;
 };
 
+void PrintTo(const Setup &s, std::ostream *os) { *os << s.name; }
+
 kvq_config base(kvq_method m) {
   kvq_config c = config(m, kHeads, kDim);
   c.num_layers = kLayers;
