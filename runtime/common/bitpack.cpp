@@ -92,3 +92,10 @@ void kvq::packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
       out[k >> 1] |= static_cast<uint8_t>(x << ((k & 1) * 4));
     }
 }
+
+void kvq::unpackNibbleMajor(const uint8_t *packed, int64_t rows, int64_t cols,
+                            int bits, uint8_t *codes) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      codes[r * cols + c] = nibbleMajorCodeAt(packed, rows, r, c, bits);
+}

@@ -71,6 +71,11 @@ inline unsigned nibbleAt(const uint8_t *p, int64_t k) {
 void packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols, int bits,
                      uint8_t *out);
 
+/// The inverse of packNibbleMajor: rows x cols codes, row-major, one byte
+/// each.
+void unpackNibbleMajor(const uint8_t *packed, int64_t rows, int64_t cols,
+                       int bits, uint8_t *codes);
+
 /// Code (row, col) of a nibble-major block of `rows` rows.
 inline uint8_t nibbleMajorCodeAt(const uint8_t *packed, int64_t rows,
                                  int64_t row, int64_t col, int bits) {

@@ -9,11 +9,30 @@
 #ifndef KVQ_RUNTIME_COMMON_METHOD_RULES_H
 #define KVQ_RUNTIME_COMMON_METHOD_RULES_H
 
+#include "kvq/runtime.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace kvq {
+
+/// KIVI's window (kivi, kivi_sink): the keys of positions [0, target) are
+/// quantized once a layer holds L tokens. Block mode (KIVI's official code)
+/// flushes R keys whenever R accumulate; sliding mode leaves the window in
+/// whole groups of G.
+inline int64_t kiviKeyTarget(const kvq_config &c, int64_t L) {
+  const int64_t G = c.group_size, R = c.residual_length;
+  if (c.residual_mode == KVQ_RESIDUAL_BLOCK)
+    return R * (L / R);
+  return L > R ? G * ((L - R) / G) : 0;
+}
+
+/// The values of positions [0, target) are quantized (token by token) once
+/// a layer holds L tokens.
+inline int64_t kiviValueTarget(const kvq_config &c, int64_t L) {
+  return L > c.residual_length ? L - c.residual_length : 0;
+}
 
 /// kivi_sink's truncation rule, shared by the CPU and Metal caches: once
 /// the running top-k of key norms is full (k entries), an entry at a

@@ -1,12 +1,12 @@
 //===- serial.h - Little-endian byte streams of the saved cache -*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// kvq_cache_save/kvq_cache_load (lifecycle.cpp) and the stores write and read
-// their state through these: every integer is written byte by byte,
-// little-endian, whatever the host; a reader never reads past its end and
-// reports a short read instead. Payload blocks are copied as bytes: their
-// fp16 fields are host-order uint16, and both supported hosts (x86_64,
-// aarch64) are little-endian (static_assert below), so they are
+// The saved cache format (saved_cache.cpp, layer_section.cpp; both the CPU
+// and the Metal cache) is written and read through these: every integer is
+// written byte by byte, little-endian, whatever the host; a reader never reads
+// past its end and reports a short read instead. Payload blocks are copied as
+// bytes: their fp16 fields are host-order uint16, and both supported hosts
+// (x86_64, aarch64) are little-endian (static_assert below), so they are
 // little-endian in the file too.
 //
 //===----------------------------------------------------------------------===//

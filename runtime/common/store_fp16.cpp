@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "attention.h"
 #include "fp16.h"
+#include "layer_section.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -105,22 +106,25 @@ public:
     rows_.resize(static_cast<size_t>(n));
   }
 
-  /// Tokens, then each token's K row and V row.
+  /// Each token's block is its K row then its V row (layer_section.h).
   void save(ByteWriter &w) const override {
-    w.u64(static_cast<uint64_t>(rows_.size()));
-    for (const Blk &b : rows_)
-      w.bytes(b.p, b.size);
+    const int64_t row = 2 * channels_;
+    Fp16Section sec;
+    for (const Blk &b : rows_) {
+      sec.k.push_back({b.p, row});
+      sec.v.push_back({b.p + row, row});
+    }
+    writeSection(w, sec);
   }
 
   kvq_status load(ByteReader &r) override {
-    int64_t n = 0;
-    if (kvq_status s = loadTokenCount(r, "fp16 layer", 4 * channels_, &n))
+    Fp16Section sec;
+    if (kvq_status s = readSection(r, cfg_, sec))
       return s;
-    rows_.reserve(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) {
+    rows_.reserve(sec.k.size());
+    for (size_t t = 0; t < sec.k.size(); ++t) {
       Blk b;
-      if (kvq_status s =
-              loadHalfRow(r, payload_, 2 * channels_, "fp16 layer: K/V row", b))
+      if (kvq_status s = copyBlock(payload_, {sec.k[t], sec.v[t]}, b))
         return s;
       rows_.push_back(b);
     }

@@ -1,11 +1,12 @@
 //===- store_io.h - Loading saved payload blocks ----------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// What the stores' load() share: the checks on saved bytes (fp16 finite,
-// uniform groups that dequantize inside the range an update can produce)
-// and the copy of checked bytes into a payload block. A store validates a
-// block's bytes before allocating for it, so a short or corrupt file fails
-// before any allocation sized by it.
+// The checks on saved bytes (fp16 finite, uniform groups that dequantize
+// inside the range an update can produce, counts that fit the bytes left),
+// used by the section readers (layer_section.cpp), and the copy of checked
+// bytes into a payload block, used by the stores' load(). A section is
+// read and checked whole before a store allocates for it, so a short or
+// corrupt file fails before any allocation sized by it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_COMMON_STORE_IO_H
@@ -13,6 +14,7 @@
 
 #include "config.h"
 #include "fp16.h"
+#include "layer_section.h"
 #include "payload.h"
 #include "serial.h"
 #include "status.h"
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 namespace kvq {
 
@@ -79,29 +82,27 @@ inline const uint8_t *takeBytes(ByteReader &r, int64_t size, const char *what,
   return p;
 }
 
-/// A new payload block holding src[0, size): KVQ_ERR_OUT_OF_MEMORY when
-/// the allocator fails.
-inline kvq_status copyBlock(Payload &payload, const uint8_t *src, int64_t size,
+/// The bytes of a payload block, as a section holds them.
+inline Span spanOf(const Blk &b) { return {b.p, b.size}; }
+
+/// A new payload block holding the parts one after another (checked bytes
+/// of a section): KVQ_ERR_OUT_OF_MEMORY when the allocator fails.
+inline kvq_status copyBlock(Payload &payload, std::initializer_list<Span> parts,
                             Blk &out) {
+  int64_t size = 0;
+  for (const Span &s : parts)
+    size += s.n;
   out = payload.allocate(size);
   if (!out)
     return fail(KVQ_ERR_OUT_OF_MEMORY,
                 "kvq_cache_load: allocation of %lld bytes failed",
                 static_cast<long long>(size));
-  std::memcpy(out.p, src, static_cast<size_t>(size));
+  int64_t at = 0;
+  for (const Span &s : parts) {
+    std::memcpy(out.p + at, s.p, static_cast<size_t>(s.n));
+    at += s.n;
+  }
   return KVQ_OK;
-}
-
-/// An fp16 row block of `halves` values: read, checked finite, copied.
-inline kvq_status loadHalfRow(ByteReader &r, Payload &payload, int64_t halves,
-                              const char *what, Blk &out) {
-  kvq_status s = KVQ_OK;
-  const uint8_t *p = takeBytes(r, 2 * halves, what, &s);
-  if (!p)
-    return s;
-  if (!halvesFinite(p, halves))
-    return fail(kCorrupt, "%s: an fp16 value is not finite", what);
-  return copyBlock(payload, p, 2 * halves, out);
 }
 
 } // namespace kvq

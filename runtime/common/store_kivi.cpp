@@ -13,6 +13,7 @@
 #include "bitpack.h"
 #include "group_weights.h"
 #include "kernels.h"
+#include "layer_section.h"
 #include "method_rules.h"
 #include "paged.h"
 #include "serial.h"
@@ -36,7 +37,7 @@ public:
       : LayerStore(cfg, payload), G_(cfg.group_size), R_(cfg.residual_length),
         kb_(cfg.key_bits), vb_(cfg.value_bits),
         block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
-        nibbleKeys_(nibbleMajorFits(cfg.head_dim, cfg.key_bits)),
+        nibbleKeys_(kiviKeysNibbleMajor(cfg)),
         k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
         hk_(R_ + (block_ ? R_ : G_)), hv_(R_) {
     top_.reserve(static_cast<size_t>(k_));
@@ -70,20 +71,13 @@ private:
   };
   using TopK = std::vector<std::pair<float, int64_t>>;
 
-  /// Keys quantized once the layer holds L tokens (a multiple of G).
-  int64_t keyTarget(int64_t L) const {
-    if (block_) // KIVI's official code: flush R keys whenever R accumulate
-      return R_ * (L / R_);
-    return L > R_ ? G_ * ((L - R_) / G_) : 0; // leave in whole groups of G
-  }
-  /// Values quantized once the layer holds L tokens (token by token).
-  int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
+  /// Keys / values quantized once the layer holds L tokens (method_rules.h).
+  int64_t keyTarget(int64_t L) const { return kiviKeyTarget(cfg_, L); }
+  int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
   int64_t keyDone() const { return static_cast<int64_t>(groups_.size()) * G_; }
-  int64_t valueBlockBytes() const {
-    return 4 * (channels_ / G_) + packedBytes(channels_, vb_);
-  }
+  int64_t valueBlockBytes() const { return kiviValueBlockBytes(cfg_); }
   int64_t keyGroupBytes(int64_t codedRows) const {
-    return 4 * channels_ + packedBytes(codedRows * channels_, kb_);
+    return kiviKeyGroupBytes(cfg_, codedRows);
   }
   void fold(TopK &top, float norm, int64_t pos) const;
   /// Coded (non-sink) rows of key group g, and how many precede pos in it.
@@ -713,116 +707,51 @@ void KiviStore::copyHistory(const LayerStore &from) {
   histV0_ = o.histV0_;
 }
 
-/// Tokens; sink positions; the running top-k (norm, position); then each
-/// token's fp16 K, fp16 V and value block (those it holds, in this order);
-/// then the key groups that hold codes. Which blocks exist follows from
-/// the configuration, the token count and the sinks.
+/// The state as a section (layer_section.h): the blocks are saved as
+/// they are (key codes nibble-major when kiviKeysNibbleMajor).
 void KiviStore::save(ByteWriter &w) const {
-  w.u64(static_cast<uint64_t>(length()));
-  w.u32(static_cast<uint32_t>(nSinks_));
-  for (size_t p = 0; p < slots_.size(); ++p)
-    if (slots_[p].sink)
-      w.u64(p);
-  w.u32(static_cast<uint32_t>(top_.size()));
-  for (const auto &e : top_) {
-    w.f32(e.first);
-    w.u64(static_cast<uint64_t>(e.second));
+  KiviSection sec;
+  sec.tokens = length();
+  sinkPositions(sec.sinks);
+  sec.top = top_;
+  for (const Slot &s : slots_) {
+    sec.kf.push_back(spanOf(s.kf));
+    sec.vf.push_back(spanOf(s.vf));
+    sec.vq.push_back(spanOf(s.vq));
   }
-  for (const Slot &s : slots_)
-    for (const Blk *b : {&s.kf, &s.vf, &s.vq})
-      w.bytes(b->p, b->size);
   for (const Blk &b : groups_)
-    w.bytes(b.p, b.size);
+    sec.keyGroups.push_back(spanOf(b));
+  writeSection(w, sec);
 }
 
 kvq_status KiviStore::load(ByteReader &r) {
-  const int64_t C = channels_, groups = C / G_;
-  int64_t L = 0;
-  if (kvq_status s = loadTokenCount(r, "kivi layer",
-                                    std::min(2 * C, valueBlockBytes()), &L))
+  KiviSection sec;
+  if (kvq_status s = readSection(r, cfg_, sec))
     return s;
-  const int64_t kT = keyTarget(L), vT = valueTarget(L);
-  const int64_t decided = std::max(kT, vT);
-  uint32_t nSinks = 0;
-  if (!r.u32(nSinks) || nSinks > static_cast<uint64_t>(k_))
-    return fail(kCorrupt, "kivi layer: %u sinks for a budget of %lld", nSinks,
-                static_cast<long long>(k_));
+  const int64_t L = sec.tokens;
   slots_.resize(static_cast<size_t>(L));
-  uint64_t prev = 0;
-  for (uint32_t i = 0; i < nSinks; ++i) {
-    uint64_t p = 0;
-    if (!r.u64(p) || p >= static_cast<uint64_t>(decided) ||
-        (i > 0 && p <= prev))
-      return fail(kCorrupt,
-                  "kivi layer: sink %u is not an ascending position below "
-                  "%lld (the tokens that left the window)",
-                  i, static_cast<long long>(decided));
+  for (int64_t p : sec.sinks)
     slots_[static_cast<size_t>(p)].sink = true;
-    prev = p;
+  nSinks_ = static_cast<int64_t>(sec.sinks.size());
+  for (size_t p = 0; p < static_cast<size_t>(L); ++p) {
+    Slot &s = slots_[p];
+    for (auto [from, to] :
+         {std::pair{&sec.kf[p], &s.kf}, std::pair{&sec.vf[p], &s.vf},
+          std::pair{&sec.vq[p], &s.vq}})
+      if (*from)
+        if (kvq_status st = copyBlock(payload_, {*from}, *to))
+          return st;
   }
-  nSinks_ = nSinks;
-  uint32_t topSize = 0;
-  if (!r.u32(topSize) || topSize != std::min<int64_t>(k_, L))
-    return fail(kCorrupt, "kivi layer: top-k of %u entries, expected %lld",
-                topSize, static_cast<long long>(std::min<int64_t>(k_, L)));
-  TopK top(topSize);
-  for (auto &e : top) {
-    uint64_t p = 0;
-    if (!r.f32(e.first) || !r.u64(p) || !std::isfinite(e.first) ||
-        e.first < 0.0f || p >= static_cast<uint64_t>(L))
-      return fail(kCorrupt, "kivi layer: bad top-k entry");
-    e.second = static_cast<int64_t>(p);
-  }
-  for (int64_t p = 0; p < L; ++p) {
-    Slot &s = slots_[static_cast<size_t>(p)];
-    if (s.sink || p >= kT)
-      if (kvq_status st =
-              loadHalfRow(r, payload_, C, "kivi layer: K row", s.kf))
-        return st;
-    if (s.sink || p >= vT) {
-      if (kvq_status st =
-              loadHalfRow(r, payload_, C, "kivi layer: V row", s.vf))
-        return st;
-      continue;
-    }
-    kvq_status st = KVQ_OK;
-    const uint8_t *b =
-        takeBytes(r, valueBlockBytes(), "kivi layer: value block", &st);
-    if (!b)
-      return st;
-    for (int64_t j = 0; j < groups; ++j)
-      if (!uniformGroupOk(read16(b, j), read16(b, groups + j), vb_))
-        return fail(kCorrupt,
-                    "kivi layer: token %lld: value group %lld has "
-                    "a bad scale/zero",
-                    static_cast<long long>(p), static_cast<long long>(j));
-    if (kvq_status st2 = copyBlock(payload_, b, valueBlockBytes(), s.vq))
-      return st2;
-  }
-  groups_.reserve(static_cast<size_t>(kT / G_));
-  for (int64_t g = 0; g < kT / G_; ++g) {
+  groups_.reserve(sec.keyGroups.size());
+  for (const Span &b : sec.keyGroups) {
     groups_.push_back(Blk());
-    const int64_t coded = codedRows(g);
-    if (coded == 0)
-      continue;
-    kvq_status st = KVQ_OK;
-    const uint8_t *b =
-        takeBytes(r, keyGroupBytes(coded), "kivi layer: key group", &st);
-    if (!b)
-      return st;
-    for (int64_t c = 0; c < C; ++c)
-      if (!uniformGroupOk(read16(b, c), read16(b, C + c), kb_))
-        return fail(kCorrupt,
-                    "kivi layer: key group %lld channel %lld has "
-                    "a bad scale/zero",
-                    static_cast<long long>(g), static_cast<long long>(c));
-    if (kvq_status st2 =
-            copyBlock(payload_, b, keyGroupBytes(coded), groups_.back()))
-      return st2;
+    if (b)
+      if (kvq_status st = copyBlock(payload_, {b}, groups_.back()))
+        return st;
   }
-  vDone_ = vT;
-  decided_ = decided;
-  top_ = std::move(top);
+  vDone_ = valueTarget(L);
+  decided_ = std::max(keyTarget(L), vDone_);
+  top_ = std::move(sec.top);
   histK0_ = keyDone(); // no rollback history in a saved cache
   histV0_ = vDone_;
   return KVQ_OK;

@@ -11,6 +11,7 @@
 #include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
+#include "layer_section.h"
 #include "paged.h"
 #include "serial.h"
 #include "status.h"
@@ -77,9 +78,7 @@ private:
     Blk table;
   };
 
-  int64_t tableBytes() const {
-    return 2 * channels_ * kLevels_ + (frozen_ ? 2 * channels_ : 0);
-  }
+  int64_t tableBytes() const { return kvquantTableBytes(cfg_); }
   /// Fit a key segment on rows x[m, C] into `table`; mask receives the
   /// rank outliers of the batch.
   void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table) const;
@@ -728,144 +727,49 @@ void KvquantStore::truncate(int64_t n) {
     lastStart_ = -1; // that batch is gone (or undone)
 }
 
-/// Tokens, sinks, end of the prefill fit, end of the quantized tokens (all
-/// u64); the segments' tables (their starts follow from these); then per
-/// token its fp16 K and V rows (sinks and tokens awaiting a refit), or u16
-/// key outliers, u16 value outliers, the key row and the value row.
+/// The state as a section (layer_section.h).
 void KvquantStore::save(ByteWriter &w) const {
-  w.u64(static_cast<uint64_t>(length()));
-  w.u64(static_cast<uint64_t>(sinkCount()));
-  w.u64(static_cast<uint64_t>(seg0End_));
-  w.u64(static_cast<uint64_t>(quantizedUpTo_));
+  KvquantSection sec;
+  sec.tokens = length();
+  sec.sinks = sinkCount();
+  sec.seg0End = seg0End_;
+  sec.quantizedUpTo = quantizedUpTo_;
   for (const Segment &s : segs_)
-    w.bytes(s.table.p, s.table.size);
-  for (const Slot &s : slots_) {
-    if (s.kf) {
-      w.bytes(s.kf.p, s.kf.size);
-      w.bytes(s.vf.p, s.vf.size);
-      continue;
-    }
-    w.u16(s.kOut);
-    w.u16(s.vOut);
-    w.bytes(s.kq.p, s.kq.size);
-    w.bytes(s.vq.p, s.vq.size);
-  }
+    sec.tables.push_back(spanOf(s.table));
+  for (const Slot &s : slots_)
+    sec.rows.push_back({spanOf(s.kf), spanOf(s.vf), spanOf(s.kq), spanOf(s.vq),
+                        s.kOut, s.vOut});
+  writeSection(w, sec);
 }
-
-namespace {
-/// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
-/// channels inside the row.
-bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
-  for (int64_t o = 0; o < n; ++o)
-    if (!halfFinite(read16(p, 2 * o)) || read16(p, 2 * o + 1) >= channels)
-      return false;
-  return true;
-}
-} // namespace
 
 kvq_status KvquantStore::load(ByteReader &r) {
-  const int64_t C = channels_, every = cfg_.refit_interval;
-  int64_t L = 0;
-  if (kvq_status s = loadTokenCount(r, "kvquant layer",
-                                    std::min(4 * C, 4 + keyRowBytes(0)), &L))
+  KvquantSection sec;
+  if (kvq_status s = readSection(r, cfg_, sec))
     return s;
-  uint64_t sinks = 0, seg0End = 0, q = 0;
-  if (!r.u64(sinks) || !r.u64(seg0End) || !r.u64(q))
-    return fail(kCorrupt, "kvquant layer: header cut short");
-  const uint64_t uL = static_cast<uint64_t>(L);
-  bool ok = sinks <= std::min<uint64_t>(cfg_.kvquant_n_sink, uL);
-  if (seg0End == 0)
-    ok = ok && sinks == uL && q == uL;
-  else if (frozen_)
-    ok = ok && sinks < seg0End && seg0End <= uL && q == uL;
-  else
-    ok = ok && sinks < seg0End && seg0End <= q && q <= uL &&
-         (q - seg0End) % static_cast<uint64_t>(every) == 0 &&
-         uL - q < static_cast<uint64_t>(every);
-  if (!ok)
-    return fail(kCorrupt,
-                "kvquant layer: inconsistent counts (tokens %lld, sinks %llu, "
-                "prefill fit end %llu, quantized end %llu)",
-                static_cast<long long>(L),
-                static_cast<unsigned long long>(sinks),
-                static_cast<unsigned long long>(seg0End),
-                static_cast<unsigned long long>(q));
-  const int64_t nSegs = seg0End == 0 ? 0
-                        : frozen_
-                            ? 1
-                            : 1 + static_cast<int64_t>(q - seg0End) / every;
-  segs_.reserve(static_cast<size_t>(nSegs));
-  for (int64_t j = 0; j < nSegs; ++j) {
-    kvq_status st = KVQ_OK;
-    const uint8_t *t =
-        takeBytes(r, tableBytes(), "kvquant layer: key levels", &st);
-    if (!t)
+  segs_.reserve(sec.tables.size());
+  for (size_t j = 0; j < sec.tables.size(); ++j) {
+    segs_.push_back(
+        {kvquantSegmentStart(cfg_, sec, static_cast<int64_t>(j)), Blk()});
+    if (kvq_status st =
+            copyBlock(payload_, {sec.tables[j]}, segs_.back().table))
       return st;
-    if (!halvesFinite(t, C * kLevels_))
-      return fail(kCorrupt,
-                  "kvquant layer: segment %lld: a level is not "
-                  "finite",
-                  static_cast<long long>(j));
-    for (int64_t c = 0; frozen_ && c < C; ++c)
-      if ((read16(t, C * kLevels_ + c) & 0x7fff) > 0x7c00)
-        return fail(kCorrupt, "kvquant layer: an outlier threshold is NaN");
-    const int64_t start = j == 0
-                              ? static_cast<int64_t>(sinks)
-                              : static_cast<int64_t>(seg0End) + (j - 1) * every;
-    segs_.push_back({start, Blk()});
-    if (kvq_status st2 =
-            copyBlock(payload_, t, tableBytes(), segs_.back().table))
-      return st2;
   }
-  slots_.resize(static_cast<size_t>(L));
-  for (int64_t p = 0; p < L; ++p) {
-    Slot &s = slots_[static_cast<size_t>(p)];
-    s.sink = p < static_cast<int64_t>(sinks);
-    if (s.sink || p >= static_cast<int64_t>(q)) {
-      if (kvq_status st =
-              loadHalfRow(r, payload_, C, "kvquant layer: K row", s.kf))
-        return st;
-      if (kvq_status st =
-              loadHalfRow(r, payload_, C, "kvquant layer: V row", s.vf))
-        return st;
-      continue;
-    }
-    uint16_t kOut = 0, vOut = 0;
-    if (!r.u16(kOut) || !r.u16(vOut) || kOut > C || vOut > C)
-      return fail(kCorrupt, "kvquant layer: token %lld: bad outlier counts",
-                  static_cast<long long>(p));
-    kvq_status st = KVQ_OK;
-    const uint8_t *k = takeBytes(r, keyRowBytes(kOut),
-                                 "kvquant layer: key "
-                                 "row",
-                                 &st);
-    if (!k)
-      return st;
-    if (!outliersOk(k + packedBytes(C, kb_), kOut, C))
-      return fail(kCorrupt, "kvquant layer: token %lld: bad key outlier",
-                  static_cast<long long>(p));
-    if (kvq_status st2 = copyBlock(payload_, k, keyRowBytes(kOut), s.kq))
-      return st2;
-    s.kOut = kOut;
-    const int64_t tables = int64_t{cfg_.num_kv_heads} * vLevels_;
-    const uint8_t *v = takeBytes(r, valueRowBytes(vOut),
-                                 "kvquant layer: "
-                                 "value row",
-                                 &st);
-    if (!v)
-      return st;
-    if (!halvesFinite(v, tables) ||
-        !outliersOk(v + 2 * tables + packedBytes(C, vb_), vOut, C))
-      return fail(kCorrupt,
-                  "kvquant layer: token %lld: bad value levels or "
-                  "outlier",
-                  static_cast<long long>(p));
-    if (kvq_status st2 = copyBlock(payload_, v, valueRowBytes(vOut), s.vq))
-      return st2;
-    s.vOut = vOut;
+  slots_.resize(sec.rows.size());
+  for (size_t p = 0; p < sec.rows.size(); ++p) {
+    const KvquantSection::Row &row = sec.rows[p];
+    Slot &s = slots_[p];
+    s.sink = static_cast<int64_t>(p) < sec.sinks;
+    for (auto [from, to] :
+         {std::pair{&row.kf, &s.kf}, std::pair{&row.vf, &s.vf},
+          std::pair{&row.kq, &s.kq}, std::pair{&row.vq, &s.vq}})
+      if (*from)
+        if (kvq_status st = copyBlock(payload_, {*from}, *to))
+          return st;
+    s.kOut = row.kOut;
+    s.vOut = row.vOut;
   }
-  quantizedUpTo_ = static_cast<int64_t>(q);
-  seg0End_ = static_cast<int64_t>(seg0End);
+  quantizedUpTo_ = sec.quantizedUpTo;
+  seg0End_ = sec.seg0End;
   lastStart_ = -1; // no rollback history in a saved cache
   return KVQ_OK;
 }

@@ -347,11 +347,12 @@ KVQ_RT_EXPORT kvq_status kvq_cache_save(const kvq_cache_t *cache, void *buffer,
                                         int64_t capacity, int64_t *size);
 
 /// Rebuild a cache from the `size` bytes at `data` written by
-/// kvq_cache_save (on any architecture). allocator may be null (malloc/free)
-/// and replaces the saved cache's allocator, which is not serialized. Bytes
-/// that fail any check (magic, version, checksum, configuration, counts,
-/// internal consistency) give KVQ_ERR_CORRUPT_DATA with a one-line message;
-/// no byte outside [data, data + size) is read and nothing leaks.
+/// kvq_cache_save or kvq_metal_cache_save (on any architecture). allocator may
+/// be null (malloc/free) and replaces the saved cache's allocator, which is not
+/// serialized. Bytes that fail any check (magic, version, checksum,
+/// configuration, counts, internal consistency) give KVQ_ERR_CORRUPT_DATA with
+/// a one-line message; no byte outside [data, data + size) is read and nothing
+/// leaks.
 KVQ_RT_EXPORT kvq_status kvq_cache_load(const void *data, int64_t size,
                                         const kvq_allocator *allocator,
                                         kvq_cache_t **out);

@@ -108,8 +108,8 @@ typedef struct kvq_metal_cache kvq_metal_cache_t;
 
 /// kvq_cache_create_flat for a Metal cache on the default context. backend
 /// must be KVQ_BACKEND_METAL; the other fields are checked by the CPU rules
-/// (kvq_config_validate). Methods fp16, kivi and kivi_sink are supported;
-/// kvquant, head_dim > 256 and a RoPE (pre-RoPE keys) give
+/// (kvq_config_validate). Every method is supported; head_dim > 256 and a
+/// RoPE (pre-RoPE keys, CPU only for now) give
 /// KVQ_ERR_INVALID_ARGUMENT (docs/METAL.md).
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
     int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
@@ -169,8 +169,27 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
                                                   int64_t n_tokens);
 
 /// kvq_cache_fork: an independent copy with its own device buffers.
-/// (Save/load exist for the CPU cache only.)
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_fork(const kvq_metal_cache_t *cache,
+                                              kvq_metal_cache_t **out);
+
+/// kvq_cache_save, in the same format (docs/RUNTIME.md, "Saved cache
+/// format"): the bytes a CPU cache that received the same updates saves,
+/// but for the configuration's backend field (KVQ_BACKEND_METAL here) and
+/// so the checksum. Same buffer conventions: buffer null is a size query;
+/// capacity < *size is KVQ_ERR_BUFFER_TOO_SMALL with *size set.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_save(const kvq_metal_cache_t *cache,
+                                              void *buffer, int64_t capacity,
+                                              int64_t *size);
+
+/// kvq_cache_load into a Metal cache on the default context: a file saved
+/// by either backend (its backend field may be CPU or Metal), with the
+/// CPU loader's checks and statuses (KVQ_ERR_CORRUPT_DATA and a one-line
+/// message; nothing leaks, nothing outside [data, data + size) is read).
+/// A valid file the Metal cache cannot hold (head_dim > 256, a code arena
+/// past 4 GiB) is KVQ_ERR_INVALID_ARGUMENT. No allocator: the payload
+/// lives in device buffers. The loaded cache equals the saved one (fetch
+/// and attention bits, stats, sinks, saved bytes) and evolves like it.
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_load(const void *data, int64_t size,
                                               kvq_metal_cache_t **out);
 
 #ifdef __cplusplus

@@ -25,12 +25,14 @@
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
+#include "layer_section.h"
 #include "method_rules.h"
+#include "saved_cache.h"
+#include "serial.h"
 #include "status.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <new>
 #include <utility>
@@ -53,8 +55,7 @@ class Layer final : public CacheLayer {
 public:
   Layer(const kvq_config &cfg, Device &dev)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
-        G_(cfg.group_size), R_(cfg.residual_length), kb_(cfg.key_bits),
-        vb_(cfg.value_bits), block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
+        G_(cfg.group_size), kb_(cfg.key_bits), vb_(cfg.value_bits),
         fp16_(cfg.method == KVQ_METHOD_FP16),
         k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
         vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
@@ -73,26 +74,36 @@ public:
   kvq_status checkTruncate(int64_t n) const override;
   void truncate(int64_t n) override;
   std::unique_ptr<CacheLayer> clone() const override;
+  void save(ByteWriter &w) const override;
+  kvq_status load(ByteReader &r) override;
 
 private:
   using TopK = std::vector<std::pair<float, int64_t>>;
   int64_t keyDone() const { return static_cast<int64_t>(kgoff_.size()) * G_; }
-  int64_t keyTarget(int64_t L) const {
-    if (block_)
-      return R_ * (L / R_);
-    return L > R_ ? G_ * ((L - R_) / G_) : 0;
-  }
-  int64_t valueTarget(int64_t L) const { return L > R_ ? L - R_ : 0; }
+  int64_t keyTarget(int64_t L) const { return kiviKeyTarget(cfg_, L); }
+  int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
   void fold(TopK &top, float norm, int64_t pos) const;
   kvq_metal_cache_view view() const;
   kvq_status updateFp16(const uint16_t *k, const uint16_t *v, int64_t n);
   void syncRefs(int64_t from);
+  /// Pool row r as a saved block (null for r < 0).
+  Span poolRow(int32_t r) const {
+    return r < 0 ? Span() : Span{dpool_.bytes() + 2 * C_ * r, 2 * C_};
+  }
+  /// Copy a loaded fp16 row into the next pool row: its index, or -1 for
+  /// a null span.
+  int32_t placeRow(const Span &row);
+  /// Non-sink rows of key group g (those with code slots).
+  int64_t codedRows(int64_t g) const {
+    return G_ - std::count(sink_.begin() + g * G_, sink_.begin() + (g + 1) * G_,
+                           uint8_t{1});
+  }
 
   const kvq_config cfg_;
   Device &dev_;
-  const int64_t C_, G_, R_;
+  const int64_t C_, G_;
   const int kb_, vb_;
-  const bool block_, fp16_;
+  const bool fp16_;
   const int64_t k_;
   const int64_t vBlockBytes_, vStride_;
 
@@ -505,12 +516,184 @@ std::unique_ptr<CacheLayer> Layer::clone() const {
   return c;
 }
 
+/// The saved section: fp16 rows from the pool, value blocks from their
+/// slots, key groups with their codes turned nibble-major where the CPU
+/// layout has them so (kiviKeysNibbleMajor): the CPU store's bytes.
+void Layer::save(ByteWriter &w) const {
+  const int64_t L = length();
+  if (fp16_) {
+    Fp16Section sec;
+    for (int64_t p = 0; p < L; ++p) {
+      sec.k.push_back(poolRow(kref_[p]));
+      sec.v.push_back(poolRow(vref_[p]));
+    }
+    writeSection(w, sec);
+    return;
+  }
+  KiviSection sec;
+  sec.tokens = L;
+  sinkPositions(sec.sinks);
+  sec.top = top_;
+  for (int64_t p = 0; p < L; ++p) {
+    sec.kf.push_back(poolRow(kref_[p]));
+    sec.vf.push_back(poolRow(vref_[p]));
+    sec.vq.push_back(vref_[p] >= 0
+                         ? Span()
+                         : Span{dvq_.bytes() + vStride_ * p, vBlockBytes_});
+  }
+  const bool nibble = kiviKeysNibbleMajor(cfg_);
+  std::vector<std::vector<uint8_t>> converted;
+  converted.reserve(kgoff_.size()); // never reallocates: the spans hold
+  std::vector<uint8_t> codes;
+  for (size_t g = 0; g < kgoff_.size(); ++g) {
+    if (kgoff_[g] == kNoBlock) {
+      sec.keyGroups.push_back(Span());
+      continue;
+    }
+    const int64_t rows = codedRows(static_cast<int64_t>(g));
+    const Span block{dkarena_.bytes() + kgoff_[g],
+                     kiviKeyGroupBytes(cfg_, rows)};
+    if (!nibble) {
+      sec.keyGroups.push_back(block);
+      continue;
+    }
+    std::vector<uint8_t> &b =
+        converted.emplace_back(block.p, block.p + block.n);
+    codes.resize(static_cast<size_t>(rows * C_));
+    unpackCodesRef(block.p + 4 * C_, rows * C_, kb_, codes.data());
+    packNibbleMajor(codes.data(), rows, C_, kb_, b.data() + 4 * C_);
+    sec.keyGroups.push_back({b.data(), block.n});
+  }
+  writeSection(w, sec);
+}
+
+int32_t Layer::placeRow(const Span &row) {
+  if (!row)
+    return -1;
+  std::memcpy(dpool_.bytes() + 2 * C_ * poolRows_, row.p,
+              static_cast<size_t>(row.n));
+  return static_cast<int32_t>(poolRows_++);
+}
+
+kvq_status Layer::load(ByteReader &r) {
+  Fp16Section plain;
+  KiviSection sec;
+  if (kvq_status s =
+          fp16_ ? readSection(r, cfg_, plain) : readSection(r, cfg_, sec))
+    return s;
+  if (fp16_) { // as a kivi section with every row in the window
+    sec.tokens = static_cast<int64_t>(plain.k.size());
+    sec.kf.swap(plain.k);
+    sec.vf.swap(plain.v);
+    sec.vq.assign(sec.kf.size(), Span());
+  }
+  const int64_t L = sec.tokens;
+  if (L == 0)
+    return KVQ_OK;
+  int64_t rows = 0, arena = 0;
+  for (int64_t p = 0; p < L; ++p)
+    rows += !!sec.kf[p] + !!sec.vf[p];
+  for (const Span &b : sec.keyGroups)
+    if (b)
+      arena += align4(b.n);
+  if (arena > static_cast<int64_t>(kNoBlock))
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "metal cache: the key arena would exceed 4 GiB");
+  const int64_t vT = fp16_ ? 0 : valueTarget(L);
+  if (!dkref_.reserve(4 * L) || !dvref_.reserve(4 * L) ||
+      !dpool_.reserve(2 * C_ * std::max<int64_t>(rows, 1)) ||
+      !dkarena_.reserve(std::max<int64_t>(arena, 1)) ||
+      !dkgoff_.reserve(4 * std::max<size_t>(sec.keyGroups.size(), 1)) ||
+      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)))
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
+                                       "failed");
+  sink_.assign(static_cast<size_t>(L), 0);
+  for (int64_t p : sec.sinks)
+    sink_[static_cast<size_t>(p)] = 1;
+  kref_.resize(static_cast<size_t>(L));
+  vref_.resize(static_cast<size_t>(L));
+  for (int64_t p = 0; p < L; ++p) {
+    kref_[p] = placeRow(sec.kf[p]); // quantized keys: set below
+    vref_[p] = placeRow(sec.vf[p]);
+    if (sec.vq[p])
+      std::memcpy(dvq_.bytes() + vStride_ * p, sec.vq[p].p,
+                  static_cast<size_t>(sec.vq[p].n));
+  }
+  const bool nibble = kiviKeysNibbleMajor(cfg_);
+  std::vector<uint8_t> codes;
+  for (size_t g = 0; g < sec.keyGroups.size(); ++g) {
+    const Span &b = sec.keyGroups[g];
+    if (!b) {
+      kgoff_.push_back(kNoBlock);
+      continue;
+    }
+    const int64_t start = static_cast<int64_t>(g) * G_;
+    int32_t coded = 0;
+    for (int64_t p = start; p < start + G_; ++p)
+      if (!sink_[p])
+        kref_[p] = -(++coded);
+    uint8_t *to = dkarena_.bytes() + arenaBytes_;
+    std::memcpy(to, b.p, static_cast<size_t>(b.n));
+    if (nibble) {
+      codes.resize(static_cast<size_t>(coded * C_));
+      unpackNibbleMajor(b.p + 4 * C_, coded, C_, kb_, codes.data());
+      packCodesRef(codes.data(), coded * C_, kb_, to + 4 * C_);
+    }
+    kgoff_.push_back(static_cast<uint32_t>(arenaBytes_));
+    arenaBytes_ += align4(b.n);
+    keyScaleBytes_ += 4 * C_;
+    keyCodeBytes_ += b.n - 4 * C_;
+  }
+  vDone_ = vT;
+  decided_ = fp16_ ? 0 : std::max(keyTarget(L), vT);
+  nSinks_ = static_cast<int64_t>(sec.sinks.size());
+  top_ = std::move(sec.top);
+  syncRefs(0);
+  if (!kgoff_.empty())
+    std::memcpy(dkgoff_.bytes(), kgoff_.data(), 4 * kgoff_.size());
+  return KVQ_OK;
+}
+
 } // namespace
 
 struct kvq_metal_cache {
   kvq_config cfg;
   std::vector<std::unique_ptr<CacheLayer>> layers;
 };
+
+namespace {
+
+/// An empty layer of cfg's method.
+std::unique_ptr<CacheLayer> freshLayer(const kvq_config &cfg, Device &dev) {
+  if (cfg.method == KVQ_METHOD_KVQUANT)
+    return makeKvquantLayer(cfg, dev);
+  return std::make_unique<Layer>(cfg, dev);
+}
+
+/// An empty Metal cache of cfg (validated by the CPU rules, backend METAL)
+/// on the default context: KVQ_ERR_INVALID_ARGUMENT past the Metal limits.
+kvq_status newCache(const char *entry, const kvq_config &cfg,
+                    std::unique_ptr<kvq_metal_cache> &out) {
+  if (cfg.head_dim > kMaxHeadDim)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "%s: the Metal attention kernel supports head_dim <= %d, not "
+                "%d",
+                entry, kMaxHeadDim, cfg.head_dim);
+  Device *dev = defaultDevice();
+  if (!dev)
+    return fail(KVQ_ERR_NULL_POINTER, "%s: no Metal device", entry);
+  try {
+    out.reset(new kvq_metal_cache{cfg, {}});
+    for (int32_t l = 0; l < cfg.num_layers; ++l)
+      out->layers.push_back(freshLayer(cfg, *dev));
+  } catch (const std::bad_alloc &) {
+    out.reset();
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
+  }
+  return KVQ_OK;
+}
+
+} // namespace
 
 extern "C" {
 
@@ -544,25 +727,10 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
                   "%d) run on the CPU backend only (docs/METAL.md)",
                   rope_style);
     cfg.backend = KVQ_BACKEND_METAL;
-    if (head_dim > kMaxHeadDim)
-      return fail(KVQ_ERR_INVALID_ARGUMENT,
-                  "the Metal attention kernel supports head_dim <= %d, not %d",
-                  kMaxHeadDim, head_dim);
-    Device *dev = defaultDevice();
-    if (!dev)
-      return fail(KVQ_ERR_NULL_POINTER, "kvq_metal_cache_create_flat: no "
-                                        "Metal device");
-    try {
-      std::unique_ptr<kvq_metal_cache> cache(new kvq_metal_cache{cfg, {}});
-      for (int32_t l = 0; l < num_layers; ++l)
-        cache->layers.push_back(method == KVQ_METHOD_KVQUANT
-                                    ? makeKvquantLayer(cfg, *dev)
-                                    : std::make_unique<Layer>(cfg, *dev));
-      *out = cache.release();
-    } catch (const std::bad_alloc &) {
-      return fail(KVQ_ERR_OUT_OF_MEMORY, "kvq_metal_cache_create_flat: out of "
-                                         "memory");
-    }
+    std::unique_ptr<kvq_metal_cache> cache;
+    if (kvq_status s = newCache("kvq_metal_cache_create_flat", cfg, cache))
+      return s;
+    *out = cache.release();
     return KVQ_OK;
   });
 }
@@ -663,10 +831,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
       Device *dev = defaultDevice();
       std::vector<std::unique_ptr<CacheLayer>> fresh;
       for (size_t l = 0; l < layers.size(); ++l)
-        fresh.push_back(layers[l]->length() == 0 ? nullptr
-                        : cache->cfg.method == KVQ_METHOD_KVQUANT
-                            ? makeKvquantLayer(cache->cfg, *dev)
-                            : std::make_unique<Layer>(cache->cfg, *dev));
+        fresh.push_back(
+            layers[l]->length() == 0 ? nullptr : freshLayer(cache->cfg, *dev));
       for (size_t l = 0; l < layers.size(); ++l)
         if (fresh[l])
           layers[l] = std::move(fresh[l]);
@@ -674,11 +840,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
     }
     for (size_t l = 0; l < layers.size(); ++l)
       if (layers[l]->length() > n_tokens)
-        if (kvq_status s = layers[l]->checkTruncate(n_tokens)) {
-          char msg[400];
-          std::snprintf(msg, sizeof(msg), "%s", kvq_last_error());
-          return fail(s, "kvq_metal_cache_truncate: layer %zu: %s", l, msg);
-        }
+        if (kvq_status s = layers[l]->checkTruncate(n_tokens))
+          return failInLayer(s, "kvq_metal_cache_truncate",
+                             static_cast<int32_t>(l));
     for (auto &layer : layers)
       if (layer->length() > n_tokens)
         layer->truncate(n_tokens);
@@ -701,6 +865,44 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fork(const kvq_metal_cache_t *cache,
       copy->layers.push_back(std::move(c));
     }
     *out = copy.release();
+    return KVQ_OK;
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_save(const kvq_metal_cache_t *cache,
+                                              void *buffer, int64_t capacity,
+                                              int64_t *size) {
+  return kvq::guarded("kvq_metal_cache_save", [&]() -> kvq_status {
+    if (!cache)
+      return fail(KVQ_ERR_NULL_POINTER,
+                  "kvq_metal_cache_save: cache and size must be non-null");
+    auto layer = [cache](int32_t l, ByteWriter &w) {
+      cache->layers[static_cast<size_t>(l)]->save(w);
+    };
+    return saveSavedCache("kvq_metal_cache_save", cache->cfg, layer, buffer,
+                          capacity, size);
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_metal_cache_load(const void *data, int64_t size,
+                                              kvq_metal_cache_t **out) {
+  return kvq::guarded("kvq_metal_cache_load", [&]() -> kvq_status {
+    const char *entry = "kvq_metal_cache_load";
+    if (kvq_status s = checkLoadArguments(entry, data, size, out))
+      return s;
+    std::unique_ptr<kvq_metal_cache> cache;
+    auto create = [&](const kvq_config &saved) {
+      kvq_config cfg = saved;
+      cfg.backend = KVQ_BACKEND_METAL;
+      return newCache(entry, cfg, cache);
+    };
+    auto layer = [&](int32_t l, ByteReader &r) {
+      return cache->layers[static_cast<size_t>(l)]->load(r);
+    };
+    if (kvq_status s = readSavedCache(entry, static_cast<const uint8_t *>(data),
+                                      size, create, layer))
+      return s;
+    *out = cache.release();
     return KVQ_OK;
   });
 }

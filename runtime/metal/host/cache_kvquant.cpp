@@ -24,6 +24,8 @@
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
+#include "layer_section.h"
+#include "serial.h"
 #include "status.h"
 
 #include <algorithm>
@@ -119,12 +121,16 @@ public:
     c->karena_ = karena_;
     c->varena_ = varena_;
     c->quantizedUpTo_ = quantizedUpTo_;
+    c->seg0End_ = seg0End_;
     if (!c->dtok_.copyFrom(dtok_) || !c->dpool_.copyFrom(dpool_) ||
         !c->dkarena_.copyFrom(dkarena_) || !c->dvarena_.copyFrom(dvarena_) ||
         !c->dtables_.copyFrom(dtables_))
       return nullptr;
     return c;
   }
+
+  void save(ByteWriter &w) const override;
+  kvq_status load(ByteReader &r) override;
 
 private:
   /// [a, b) positions quantized together: a fresh key fit (segment
@@ -162,6 +168,7 @@ private:
   std::vector<float> thresholds_; ///< frozen: segment 0's, as floats
   int64_t segments_ = 0, poolRows_ = 0, karena_ = 0, varena_ = 0;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [this, L) await a fit
+  int64_t seg0End_ = 0; ///< segment 0 was fit on [sinks, seg0End_) (0: none)
 
   DeviceArray dtok_, dpool_, dkarena_, dvarena_, dtables_;
 };
@@ -475,6 +482,8 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
   poolRows_ = poolRows;
   karena_ = karena;
   varena_ = varena;
+  if (segments_ == 0 && fits > 0)
+    seg0End_ = batches.front().b; // the prefill fit
   segments_ = segmentsAfter;
   quantizedUpTo_ = quantEnd;
   std::memcpy(dtok_.bytes() + rec * changedFrom, tok_.data() + changedFrom,
@@ -524,6 +533,110 @@ void KvquantLayer::addStats(kvq_stats &s) const {
     }
   }
   s.level_table_bytes += segments_ * tableBytes_;
+}
+
+/// The saved section: fp16 rows from the pool, key and value rows from
+/// the arenas (the CPU store's blocks without the 4-byte padding), the
+/// segment tables: the CPU store's bytes.
+void KvquantLayer::save(ByteWriter &w) const {
+  const int64_t row = 2 * C_;
+  auto pooled = [&](int32_t r) { return Span{dpool_.bytes() + row * r, row}; };
+  KvquantSection sec;
+  sec.tokens = length();
+  sec.sinks = std::count(sink_.begin(), sink_.end(), uint8_t{1});
+  sec.seg0End = seg0End_;
+  sec.quantizedUpTo = quantizedUpTo_;
+  for (int64_t j = 0; j < segments_; ++j)
+    sec.tables.push_back({dtables_.bytes() + tableStride_ * j, tableBytes_});
+  for (const kvq_metal_kvquant_token &t : tok_) {
+    KvquantSection::Row r;
+    if (t.kref >= 0) {
+      r.kf = pooled(t.kref);
+      r.vf = pooled(t.vref);
+    } else {
+      r.kq = {dkarena_.bytes() + t.kblock, keyCodes_ + kOutlierBytes * t.kout};
+      r.vq = {dvarena_.bytes() + t.vblock,
+              valueLevels_ + valueCodes_ + kOutlierBytes * t.vout};
+      r.kOut = static_cast<uint16_t>(t.kout);
+      r.vOut = static_cast<uint16_t>(t.vout);
+    }
+    sec.rows.push_back(r);
+  }
+  writeSection(w, sec);
+}
+
+kvq_status KvquantLayer::load(ByteReader &r) {
+  KvquantSection sec;
+  if (kvq_status s = readSection(r, cfg_, sec))
+    return s;
+  const int64_t L = sec.tokens, row = 2 * C_;
+  const int64_t nSegs = static_cast<int64_t>(sec.tables.size());
+  if (L == 0)
+    return KVQ_OK;
+  int64_t rows = 0, karena = 0, varena = 0;
+  for (const KvquantSection::Row &t : sec.rows) {
+    rows += t.kf ? 2 : 0;
+    karena += t.kq ? align4(t.kq.n) : 0;
+    varena += t.vq ? align4(t.vq.n) : 0;
+  }
+  if (karena > kMaxArenaBytes || varena > kMaxArenaBytes)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "metal cache: a code arena would exceed 4 GiB");
+  const int64_t rec = sizeof(kvq_metal_kvquant_token);
+  if (!dtok_.reserve(rec * L) ||
+      !dpool_.reserve(row * std::max<int64_t>(rows, 1)) ||
+      !dkarena_.reserve(std::max<int64_t>(karena, 1)) ||
+      !dvarena_.reserve(std::max<int64_t>(varena, 1)) ||
+      !dtables_.reserve(tableStride_ * std::max<int64_t>(nSegs, 1)))
+    return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
+                                       "failed");
+  for (int64_t j = 0; j < nSegs; ++j)
+    std::memcpy(dtables_.bytes() + tableStride_ * j, sec.tables[j].p,
+                static_cast<size_t>(tableBytes_));
+  if (frozen_ && nSegs > 0) {
+    thresholds_.resize(static_cast<size_t>(C_));
+    const uint8_t *thr = sec.tables[0].p + 2 * C_ * kL_;
+    for (int64_t c = 0; c < C_; ++c) {
+      uint16_t h;
+      std::memcpy(&h, thr + 2 * c, 2);
+      thresholds_[c] = halfToFloat(h);
+    }
+  }
+  auto place = [&](uint8_t *arena, int64_t &end, const Span &block) {
+    std::memcpy(arena + end, block.p, static_cast<size_t>(block.n));
+    const int64_t at = end;
+    end += align4(block.n);
+    return static_cast<uint32_t>(at);
+  };
+  tok_.assign(static_cast<size_t>(L), kvq_metal_kvquant_token{});
+  sink_.assign(static_cast<size_t>(L), 0);
+  int64_t segment = 0;
+  for (int64_t p = 0; p < L; ++p) {
+    const KvquantSection::Row &from = sec.rows[p];
+    kvq_metal_kvquant_token &t = tok_[p];
+    sink_[p] = p < sec.sinks;
+    t.kref = t.vref = -1;
+    if (from.kf) {
+      std::memcpy(dpool_.bytes() + row * poolRows_, from.kf.p, row);
+      t.kref = static_cast<int32_t>(poolRows_++);
+      std::memcpy(dpool_.bytes() + row * poolRows_, from.vf.p, row);
+      t.vref = static_cast<int32_t>(poolRows_++);
+      continue;
+    }
+    while (segment + 1 < nSegs &&
+           kvquantSegmentStart(cfg_, sec, segment + 1) <= p)
+      ++segment;
+    t.segment = static_cast<uint32_t>(segment);
+    t.kblock = place(dkarena_.bytes(), karena_, from.kq);
+    t.kout = from.kOut;
+    t.vblock = place(dvarena_.bytes(), varena_, from.vq);
+    t.vout = from.vOut;
+  }
+  segments_ = nSegs;
+  quantizedUpTo_ = sec.quantizedUpTo;
+  seg0End_ = sec.seg0End;
+  std::memcpy(dtok_.bytes(), tok_.data(), static_cast<size_t>(rec * L));
+  return KVQ_OK;
 }
 
 } // namespace

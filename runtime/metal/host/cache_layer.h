@@ -18,6 +18,11 @@
 #include <memory>
 #include <vector>
 
+namespace kvq {
+class ByteReader;
+class ByteWriter;
+} // namespace kvq
+
 namespace kvq::metal {
 
 class CacheLayer {
@@ -50,6 +55,19 @@ public:
   /// A deep copy with its own device buffers; null when the device is out
   /// of memory. May throw std::bad_alloc.
   virtual std::unique_ptr<CacheLayer> clone() const = 0;
+
+  // Save and load (kvq_metal_cache_save / _load): the CPU cache's layer
+  // sections (common/layer_section.h), so the files of both backends are
+  // interchangeable.
+
+  /// Append this layer's section: the bytes a CPU cache that received the
+  /// same updates writes for its layer. May throw std::bad_alloc.
+  virtual void save(ByteWriter &w) const = 0;
+  /// Become the layer a section describes (called on a fresh layer, which
+  /// is discarded on failure): the section reader's KVQ_ERR_CORRUPT_DATA,
+  /// KVQ_ERR_OUT_OF_MEMORY, or KVQ_ERR_INVALID_ARGUMENT when the layer
+  /// exceeds a limit of the device arrays (4 GiB code arenas).
+  virtual kvq_status load(ByteReader &r) = 0;
 };
 
 /// out = the positions p with flags[p] != 0, ascending (sinkPositions of

@@ -41,15 +41,7 @@ public:
     cfg.num_kv_heads = c.kvHeads;
     cfg.head_dim = c.headDim;
     EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
-    EXPECT_EQ(KVQ_OK,
-              kvq_metal_cache_create_flat(
-                  cfg.method, cfg.key_bits, cfg.value_bits, cfg.group_size,
-                  cfg.residual_length, cfg.residual_mode, cfg.n_sink_tokens,
-                  cfg.outlier_fraction, cfg.lloyd_iters, cfg.refit_interval,
-                  cfg.kvquant_n_sink, cfg.kvquant_group_size, cfg.num_layers,
-                  cfg.num_kv_heads, cfg.head_dim, KVQ_BACKEND_METAL,
-                  KVQ_ROPE_NONE, 10000.0f, &gpu_))
-        << kvq_last_error();
+    gpu_ = metalCache(cfg);
   }
   ~Twin() {
     kvq_cache_destroy(cpu_);

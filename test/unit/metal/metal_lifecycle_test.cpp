@@ -12,6 +12,7 @@
 #include "metal_test_util.h"
 
 using namespace kvqtest;
+using namespace kvqmetaltest;
 
 namespace {
 
@@ -33,19 +34,6 @@ kvq_config cpuConfig(const Setup &s) {
   return c;
 }
 
-kvq_metal_cache_t *metalCache(const kvq_config &c) {
-  kvq_metal_cache_t *m = nullptr;
-  EXPECT_EQ(KVQ_OK, kvq_metal_cache_create_flat(
-                        c.method, c.key_bits, c.value_bits, c.group_size,
-                        c.residual_length, c.residual_mode, c.n_sink_tokens,
-                        c.outlier_fraction, c.lloyd_iters, c.refit_interval,
-                        c.kvquant_n_sink, c.kvquant_group_size, c.num_layers,
-                        c.num_kv_heads, c.head_dim, KVQ_BACKEND_METAL,
-                        c.rope_style, c.rope_theta, &m))
-      << kvq_last_error();
-  return m;
-}
-
 /// Prefill 20, then decode calls of 1 and 3 tokens, cut at n tokens.
 template <class Update> void feedCalls(const KV &kv, int64_t n, Update update) {
   int64_t t = 0;
@@ -57,12 +45,7 @@ template <class Update> void feedCalls(const KV &kv, int64_t n, Update update) {
   }
 }
 
-struct MetalCache {
-  kvq_metal_cache_t *h = nullptr;
-  ~MetalCache() { kvq_metal_cache_destroy(h); }
-};
-
-void buildMetal(MetalCache &m, const kvq_config &c, const KV &kv, int64_t n) {
+void buildMetal(MetalHandle &m, const kvq_config &c, const KV &kv, int64_t n) {
   m.h = metalCache(c);
   feedCalls(kv, n, [&](int64_t a, int64_t b) {
     return kvq_metal_cache_update(m.h, 0, kv.k.data() + a * kv.channels(),
@@ -139,7 +122,7 @@ TEST_P(MetalLifecycle, TruncationsAreExactAndTakenByTheCpuToo) {
   int64_t taken = 0;
   for (int64_t n = 0; n <= kTokens; ++n) {
     SCOPED_TRACE(testing::Message() << "n " << n);
-    MetalCache m;
+    MetalHandle m;
     buildMetal(m, cfg, kv, kTokens);
     const std::vector<float> before = metalFetch(m.h);
     kvq_status s = kvq_metal_cache_truncate(m.h, n);
@@ -155,7 +138,7 @@ TEST_P(MetalLifecycle, TruncationsAreExactAndTakenByTheCpuToo) {
     EXPECT_EQ(metalFetch(m.h), cpuFetch(cpu.h));
     EXPECT_TRUE(sameStats(metalStats(m.h), stats(cpu.h)));
     EXPECT_EQ(metalSinks(m.h), sinks(cpu.h));
-    MetalCache fresh;
+    MetalHandle fresh;
     buildMetal(fresh, cfg, kv, n);
     expectSameMetal(m.h, fresh.h);
     // Both keep evolving alike.
@@ -178,7 +161,7 @@ TEST_P(MetalLifecycle, TruncationsAreExactAndTakenByTheCpuToo) {
 TEST_P(MetalLifecycle, ForkIsIndependentBothWays) {
   const kvq_config cfg = cpuConfig(GetParam());
   KV kv = gaussianKV(12, 2 * kTokens, kHeads, kDim);
-  MetalCache a, b;
+  MetalHandle a, b;
   buildMetal(a, cfg, kv, 30);
   ASSERT_EQ(KVQ_OK, kvq_metal_cache_fork(a.h, &b.h)) << kvq_last_error();
   expectSameMetal(a.h, b.h);
@@ -193,7 +176,7 @@ TEST_P(MetalLifecycle, ForkIsIndependentBothWays) {
     ASSERT_EQ(KVQ_OK, kvq_metal_cache_update(b.h, 0, kv.krow(t), kv.vrow(t), 1,
                                              KVQ_DTYPE_F32));
   EXPECT_EQ(metalFetch(a.h), aAfter);
-  MetalCache refA, refB;
+  MetalHandle refA, refB;
   buildMetal(refA, cfg, kv, 30);
   buildMetal(refB, cfg, kv, 30);
   for (int64_t t = 30; t < 60; ++t) {

@@ -98,6 +98,26 @@ inline std::vector<uint8_t> randomMask(int64_t n, double p, uint64_t seed) {
   return mask;
 }
 
+/// A Metal cache of configuration c (its backend field is ignored).
+inline kvq_metal_cache_t *metalCache(const kvq_config &c) {
+  kvq_metal_cache_t *m = nullptr;
+  EXPECT_EQ(KVQ_OK, kvq_metal_cache_create_flat(
+                        c.method, c.key_bits, c.value_bits, c.group_size,
+                        c.residual_length, c.residual_mode, c.n_sink_tokens,
+                        c.outlier_fraction, c.lloyd_iters, c.refit_interval,
+                        c.kvquant_n_sink, c.kvquant_group_size, c.num_layers,
+                        c.num_kv_heads, c.head_dim, KVQ_BACKEND_METAL,
+                        c.rope_style, c.rope_theta, &m))
+      << kvq_last_error();
+  return m;
+}
+
+/// Owning Metal cache handle.
+struct MetalHandle {
+  kvq_metal_cache_t *h = nullptr;
+  ~MetalHandle() { kvq_metal_cache_destroy(h); }
+};
+
 /// Requires the CPU cache and the Metal cache fed the same updates to agree:
 /// the same length, bit-identical fetch (f16 and f32), every stats field of
 /// the layer and of the whole cache, the same sink positions, and attention

@@ -11,6 +11,7 @@
 // fields with a recomputed checksum, absurd counts, failing allocations.
 //
 //===----------------------------------------------------------------------===//
+#include "saved_file_util.h"
 #include "test_util.h"
 
 #include <algorithm>
@@ -25,32 +26,6 @@ namespace {
 
 constexpr int kHeads = 2, kDim = 32;
 constexpr int64_t kHeader = 100; ///< bytes before the first layer section
-
-std::vector<uint8_t> saveBytes(const kvq_cache_t *c) {
-  int64_t size = 0;
-  EXPECT_EQ(kvq_cache_save(c, nullptr, 0, &size), KVQ_OK) << kvq_last_error();
-  std::vector<uint8_t> out(static_cast<size_t>(size));
-  EXPECT_EQ(kvq_cache_save(c, out.data(), size, &size), KVQ_OK);
-  return out;
-}
-
-/// FNV-1a 64, written here from its definition (not the runtime's copy).
-uint64_t fnv(const std::vector<uint8_t> &b, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-void put(std::vector<uint8_t> &b, size_t at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i)
-    b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
-}
-
-/// Re-seal a tampered file so that only the semantic checks can reject it.
-void reseal(std::vector<uint8_t> &b) {
-  put(b, b.size() - 8, fnv(b, b.size() - 8), 8);
-}
 
 kvq_status load(const std::vector<uint8_t> &b, kvq_cache_t **out,
                 const kvq_allocator *a = nullptr) {
