@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <random>
@@ -227,6 +228,23 @@ struct Options {
   std::vector<std::string> given; ///< flags the user set (for warnings)
 };
 
+/// The value of a flag that names one of `names` ("FLAG expects a or b,
+/// got 'x'" otherwise).
+int32_t choice(kvq::cli::Parser &p,
+               std::initializer_list<std::pair<const char *, int32_t>> names) {
+  const std::string flag = p.name(), v = p.value();
+  std::string list;
+  size_t i = 0;
+  for (const auto &[name, value] : names) {
+    if (v == name)
+      return value;
+    list += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    list += name;
+    ++i;
+  }
+  die(flag + " expects " + list + ", got '" + printable(v, 40) + "'");
+}
+
 Options parseArgs(int argc, char **argv) {
   Options o;
   kvq::cli::Parser p(kTool, argc, argv);
@@ -268,16 +286,10 @@ Options parseArgs(int argc, char **argv) {
         if (std::find(vals.begin(), vals.end(), val) == vals.end())
           vals.push_back(val);
       }
-    } else if (p.is("--residual-mode")) {
-      std::string m = p.value();
-      if (m == "sliding")
-        o.residualMode = KVQ_RESIDUAL_SLIDING;
-      else if (m == "block")
-        o.residualMode = KVQ_RESIDUAL_BLOCK;
-      else
-        die("--residual-mode expects sliding or block, got '" +
-            printable(m, 40) + "'");
-    } else if (p.is("--prefill"))
+    } else if (p.is("--residual-mode"))
+      o.residualMode = choice(p, {{"sliding", KVQ_RESIDUAL_SLIDING},
+                                  {"block", KVQ_RESIDUAL_BLOCK}});
+    else if (p.is("--prefill"))
       o.prefill = p.intValue(0, 1ll << 40);
     else if (p.is("--fit-all"))
       o.fitAll = p.flag();
@@ -288,16 +300,10 @@ Options parseArgs(int argc, char **argv) {
     else if (p.is("--rope-theta"))
       o.ropeTheta =
           p.doubleValue(kvq::kRopeThetaAbove, kvq::kRopeThetaMax, false, true);
-    else if (p.is("--rope-style")) {
-      const std::string st = p.value();
-      if (st == "interleaved")
-        o.ropeStyle = KVQ_ROPE_INTERLEAVED;
-      else if (st == "half")
-        o.ropeStyle = KVQ_ROPE_HALF;
-      else
-        die("--rope-style expects interleaved or half, got '" +
-            printable(st, 40) + "'");
-    } else if (p.is("--query-positions"))
+    else if (p.is("--rope-style"))
+      o.ropeStyle = choice(
+          p, {{"interleaved", KVQ_ROPE_INTERLEAVED}, {"half", KVQ_ROPE_HALF}});
+    else if (p.is("--query-positions"))
       o.queryPositions = p.value();
     else if (p.is("--seed"))
       o.seed =
