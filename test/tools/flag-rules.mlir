@@ -13,6 +13,15 @@
 // EVAL: kvq-eval: --bits expects an integer in [1, 16], got '99'
 // EVAL-NEXT: status 2
 //
+// A float flag with an open bound (kvq-eval --rope-theta, kvq::ropeRule):
+// RUN: sh -c 'kvq-eval --keys x.npy --method kivi --pre-rope --rope-theta=1; echo "status $?"' > %t.eq 2>&1
+// RUN: sh -c 'kvq-eval --keys x.npy --method kivi --pre-rope --rope-theta 1; echo "status $?"' > %t.sp 2>&1
+// RUN: FileCheck %s --check-prefix=THETA --input-file=%t.eq
+// RUN: FileCheck %s --check-prefix=THETA --input-file=%t.sp
+// THETA-NOT: {{.}}
+// THETA: kvq-eval: --rope-theta expects a number in (1, 1e+09], got '1'
+// THETA-NEXT: status 2
+//
 // RUN: sh -c 'kvq-bench --layers=x; echo "status $?"' > %t.eq 2>&1
 // RUN: sh -c 'kvq-bench --layers x; echo "status $?"' > %t.sp 2>&1
 // RUN: FileCheck %s --check-prefix=BENCH --input-file=%t.eq

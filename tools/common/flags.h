@@ -78,19 +78,20 @@ inline long long parseInt(const char *tool, const std::string &flag,
   return x;
 }
 
-/// Finite number in [lo, hi) (hiOpen) or [lo, hi].
+/// Finite number in [lo, hi) (hiOpen) or [lo, hi]; (lo, ...] with loOpen.
 inline double parseDouble(const char *tool, const std::string &flag,
                           const std::string &text, double lo, double hi,
-                          bool hiOpen) {
+                          bool hiOpen, bool loOpen = false) {
   char *end = nullptr;
   errno = 0;
   double x = text.empty() ? NAN : std::strtod(text.c_str(), &end);
   bool ok = !text.empty() && end && *end == 0 && errno == 0 &&
-            std::isfinite(x) && x >= lo && (hiOpen ? x < hi : x <= hi);
+            std::isfinite(x) && (loOpen ? x > lo : x >= lo) &&
+            (hiOpen ? x < hi : x <= hi);
   if (!ok) {
     char range[96];
-    std::snprintf(range, sizeof(range), "[%g, %g%s", lo, hi,
-                  hiOpen ? ")" : "]");
+    std::snprintf(range, sizeof(range), "%s%g, %g%s", loOpen ? "(" : "[", lo,
+                  hi, hiOpen ? ")" : "]");
     fail(tool, flag + " expects a number in " + range + ", got '" +
                    printable(text, 40) + "'");
   }
@@ -179,9 +180,9 @@ public:
     std::string n = name_;
     return parseInt(tool_, n, value(), lo, hi);
   }
-  double doubleValue(double lo, double hi, bool hiOpen) {
+  double doubleValue(double lo, double hi, bool hiOpen, bool loOpen = false) {
     std::string n = name_;
-    return parseDouble(tool_, n, value(), lo, hi, hiOpen);
+    return parseDouble(tool_, n, value(), lo, hi, hiOpen, loOpen);
   }
   std::vector<std::string> listValue() {
     std::string n = name_;

@@ -9,10 +9,14 @@
 // all tokens and separately for the prefill and the decoded part -- and the
 // byte accounting, as a table or as JSON that records the inputs, the
 // configuration of every row and the kvq version; a sweep of widths can be
-// plotted and a budget in bits turned into a recommendation.
+// plotted and a budget in bits turned into a recommendation. With
+// --pre-rope the keys are a pre-RoPE dump: every cache stores them before
+// the rotation, and the reference rotates them itself (--rope-compare adds
+// the same configurations storing the rotated keys).
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
+#include "kvq/config_limits.h"
 #include "kvq/runtime.h"
 #include "tensor_io.h"
 
@@ -25,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <random>
@@ -57,6 +62,9 @@ const char *kUsage =
     "                (every numeric method flag takes a list, e.g.\n"
     "                --group-size 32,64: all combinations are evaluated)\n"
     "                [--prefill N | --fit-all]\n"
+    "                [--pre-rope [--rope-theta T] [--rope-style "
+    "interleaved|half]\n"
+    "                 [--rope-compare]]\n"
     "                [--query-positions all|last:N|sample:N] [--seed S]\n"
     "                [--threads N] [--budget BITS] [--plot FILE.png]\n"
     "                [--json] [--save FILE] [--version]\n"
@@ -77,6 +85,13 @@ const char *kUsage =
     "errors are reported for all tokens, the prefill part and the decoded "
     "part.\n"
     "--fit-all sends every token as one update (no decode steps).\n"
+    "--pre-rope: --keys holds keys before RoPE (queries stay post-RoPE).\n"
+    "Every cache is configured with the RoPE (--rope-theta, default 10000;\n"
+    "--rope-style interleaved (pairs 2i, 2i+1; default) or half (i, i+d/2))\n"
+    "and stores the keys as given; errors are measured against the keys\n"
+    "rotated at positions 0, 1, 2, ... by kvq-eval itself. --rope-compare\n"
+    "also runs every configuration on the rotated keys stored post-RoPE\n"
+    "(rows marked pre-RoPE / post-RoPE).\n"
     "--save FILE writes the cache of the first configuration and (layer,\n"
     "batch) with kvq_cache_save and prints its size.\n"
     "Flags take --flag value or --flag=value.\n";
@@ -206,8 +221,29 @@ struct Options {
   long long threads = 0;
   unsigned long long seed = 0;
   bool fitAll = false, json = false;
+  /// --pre-rope: the keys are pre-RoPE; --rope-compare: post-RoPE twins.
+  bool preRope = false, ropeCompare = false;
+  double ropeTheta = kvq::kDefaultRopeTheta;
+  int32_t ropeStyle = KVQ_ROPE_INTERLEAVED;
   std::vector<std::string> given; ///< flags the user set (for warnings)
 };
+
+/// The value of a flag that names one of `names` ("FLAG expects a or b,
+/// got 'x'" otherwise).
+int32_t choice(kvq::cli::Parser &p,
+               std::initializer_list<std::pair<const char *, int32_t>> names) {
+  const std::string flag = p.name(), v = p.value();
+  std::string list;
+  size_t i = 0;
+  for (const auto &[name, value] : names) {
+    if (v == name)
+      return value;
+    list += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    list += name;
+    ++i;
+  }
+  die(flag + " expects " + list + ", got '" + printable(v, 40) + "'");
+}
 
 Options parseArgs(int argc, char **argv) {
   Options o;
@@ -250,19 +286,23 @@ Options parseArgs(int argc, char **argv) {
         if (std::find(vals.begin(), vals.end(), val) == vals.end())
           vals.push_back(val);
       }
-    } else if (p.is("--residual-mode")) {
-      std::string m = p.value();
-      if (m == "sliding")
-        o.residualMode = KVQ_RESIDUAL_SLIDING;
-      else if (m == "block")
-        o.residualMode = KVQ_RESIDUAL_BLOCK;
-      else
-        die("--residual-mode expects sliding or block, got '" +
-            printable(m, 40) + "'");
-    } else if (p.is("--prefill"))
+    } else if (p.is("--residual-mode"))
+      o.residualMode = choice(p, {{"sliding", KVQ_RESIDUAL_SLIDING},
+                                  {"block", KVQ_RESIDUAL_BLOCK}});
+    else if (p.is("--prefill"))
       o.prefill = p.intValue(0, 1ll << 40);
     else if (p.is("--fit-all"))
       o.fitAll = p.flag();
+    else if (p.is("--pre-rope"))
+      o.preRope = p.flag();
+    else if (p.is("--rope-compare"))
+      o.ropeCompare = p.flag();
+    else if (p.is("--rope-theta"))
+      o.ropeTheta =
+          p.doubleValue(kvq::kRopeThetaAbove, kvq::kRopeThetaMax, false, true);
+    else if (p.is("--rope-style"))
+      o.ropeStyle = choice(
+          p, {{"interleaved", KVQ_ROPE_INTERLEAVED}, {"half", KVQ_ROPE_HALF}});
     else if (p.is("--query-positions"))
       o.queryPositions = p.value();
     else if (p.is("--seed"))
@@ -295,6 +335,13 @@ Options parseArgs(int argc, char **argv) {
     die("--fit-all and --prefill exclude each other");
   if (o.prefill == 0)
     die("--prefill must be at least 1");
+  // A RoPE flag without --pre-rope would describe keys the tool treats as
+  // post-RoPE: refused rather than ignored.
+  if (!o.preRope)
+    for (const char *f : {"--rope-theta", "--rope-style", "--rope-compare"})
+      if (std::find(o.given.begin(), o.given.end(), f) != o.given.end())
+        die(std::string(f) +
+            " needs --pre-rope (the --keys dump holds keys before RoPE)");
   if (!o.plot.empty() &&
       (o.plot.size() < 5 || o.plot.compare(o.plot.size() - 4, 4, ".png") != 0))
     die("--plot expects a FILE.png, got '" + printable(o.plot, 80) + "'");
@@ -414,6 +461,48 @@ std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
                                                      ti * a.st + hi * a.sh)];
       for (int64_t di = 0; di < a.d; ++di)
         out[o++] = src[di * a.sd];
+    }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// --pre-rope's oracle: the keys rotated at positions 0, 1, 2, ... Written
+// apart from the runtime's rotation (runtime/common/rope.cpp, own series
+// and float tables) on purpose: here every angle, cos/sin and rotated pair
+// is computed in double with libm and rounded to float once, so the
+// reference does not share the runtime's arithmetic.
+//===----------------------------------------------------------------------===//
+
+const char *ropeStyleName(int32_t style) {
+  return style == KVQ_ROPE_HALF ? "half" : "interleaved";
+}
+
+/// k is [T, H, D] pre-RoPE; returns it rotated: pair i of a head (channels
+/// (2i, 2i+1) interleaved, (i, i + D/2) half) turns by t * theta^(-2i/D)
+/// at token t.
+std::vector<float> ropeRotate(const std::vector<float> &k, int64_t T, int64_t H,
+                              int64_t D, double theta, int32_t style) {
+  const int64_t pairs = D / 2;
+  const bool interleaved = style == KVQ_ROPE_INTERLEAVED;
+  std::vector<double> invFreq(static_cast<size_t>(pairs));
+  for (int64_t i = 0; i < pairs; ++i)
+    invFreq[static_cast<size_t>(i)] =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+  std::vector<float> out(k.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < pairs; ++i) {
+      const double angle =
+          static_cast<double>(t) * invFreq[static_cast<size_t>(i)];
+      const double c = std::cos(angle), s = std::sin(angle);
+      const int64_t ia = interleaved ? 2 * i : i,
+                    ib = interleaved ? 2 * i + 1 : i + pairs;
+      for (int64_t h = 0; h < H; ++h) {
+        const size_t row = static_cast<size_t>((t * H + h) * D);
+        const double a = k[row + static_cast<size_t>(ia)],
+                     b = k[row + static_cast<size_t>(ib)];
+        out[row + static_cast<size_t>(ia)] = static_cast<float>(a * c - b * s);
+        out[row + static_cast<size_t>(ib)] = static_cast<float>(a * s + b * c);
+      }
     }
   return out;
 }
@@ -689,11 +778,15 @@ struct Config {
   kvq_config cfg;
   int keyBits = 16, valueBits = 16;
   std::string swept; ///< values of the listed flags, e.g. " G=32 R=128"
+  /// With --pre-rope: " pre-RoPE" (the cache stores the keys before RoPE)
+  /// or " post-RoPE" (--rope-compare: it stores them rotated).
+  std::string rope;
+  bool preRope() const { return cfg.rope_style != KVQ_ROPE_NONE; }
   std::string label() const {
     return (method == "fp16"
                 ? method
                 : method + " " + std::to_string(keyBits) + "-bit") +
-           swept;
+           swept + rope;
   }
 };
 
@@ -750,6 +843,9 @@ json configJson(const Config &c) {
   }
   j["num_kv_heads"] = k.num_kv_heads;
   j["head_dim"] = k.head_dim;
+  j["rope"] = c.preRope() ? json{{"theta", k.rope_theta},
+                                 {"style", ropeStyleName(k.rope_style)}}
+                          : json(nullptr);
   return j;
 }
 
@@ -856,6 +952,14 @@ int main(int argc, char **argv) {
   }
   if (H > INT32_MAX || D > INT32_MAX)
     die("heads or head_dim too large");
+  // The theta the caches use (kvq_config.rope_theta is a float), also the
+  // oracle's, so both rotate by the same angles.
+  const float ropeTheta = static_cast<float>(opt.ropeTheta);
+  if (opt.preRope)
+    if (const char *why = kvq::ropeRule(ropeTheta, D))
+      die(std::string("--pre-rope: ") + why + " (rope_theta " +
+          fmt("%.9g", ropeTheta) + " as a float, head_dim " +
+          std::to_string(D) + ")");
   if (opt.prefill > T)
     die("--prefill " + std::to_string(opt.prefill) + " exceeds the " +
         std::to_string(T) + " tokens");
@@ -991,7 +1095,17 @@ int main(int argc, char **argv) {
           c.keyBits = cfg.key_bits;
           c.valueBits = cfg.value_bits;
         }
+        if (opt.preRope) {
+          cfg.rope_style = opt.ropeStyle;
+          cfg.rope_theta = ropeTheta;
+          c.rope = " pre-RoPE";
+        }
         configs.push_back(c);
+        if (opt.ropeCompare) { // its twin on the rotated keys, next to it
+          c.cfg.rope_style = KVQ_ROPE_NONE;
+          c.rope = " post-RoPE";
+          configs.push_back(c);
+        }
         size_t i = axes.size();
         while (i > 0 && ++at[i - 1] == axes[i - 1].second->size())
           at[--i] = 0;
@@ -1016,6 +1130,13 @@ int main(int argc, char **argv) {
                     : std::string("input");
       const std::vector<float> k = slice(K.t, ka, l, b),
                                v = slice(V.t, ka, l, b);
+      // kRef: the keys as attention uses them (rotated by the oracle when
+      // they are pre-RoPE): the reference's and every key error's. A
+      // pre-RoPE cache gets k, a post-RoPE one kRef.
+      std::vector<float> rotated;
+      if (opt.preRope)
+        rotated = ropeRotate(k, T, H, D, ropeTheta, opt.ropeStyle);
+      const std::vector<float> &kRef = opt.preRope ? rotated : k;
       std::vector<float> q;
       if (haveQ)
         q = slice(Q.t, qa, l, b);
@@ -1054,10 +1175,11 @@ int main(int argc, char **argv) {
         kvq_cache_t *cache = nullptr;
         if (kvq_status s = kvq_cache_create(&c.cfg, &cache))
           return failed(s);
-        kvq_status s = kvq_cache_update(cache, 0, k.data(), v.data(), prefill,
+        const std::vector<float> &kIn = c.preRope() ? k : kRef;
+        kvq_status s = kvq_cache_update(cache, 0, kIn.data(), v.data(), prefill,
                                         KVQ_DTYPE_F32);
         for (int64_t t = prefill; s == KVQ_OK && t < T; ++t) {
-          s = kvq_cache_update(cache, 0, &k[t * C], &v[t * C], 1,
+          s = kvq_cache_update(cache, 0, &kIn[t * C], &v[t * C], 1,
                                KVQ_DTYPE_F32);
           if ((t & 255) == 0)
             gProgress.report(label + ": decode step " +
@@ -1075,8 +1197,9 @@ int main(int argc, char **argv) {
         r.config = ci;
         r.layer = l;
         r.batch = b;
-        r.key = {sums(kf, k, 0, T, C), sums(kf, k, 0, prefill, C),
-                 sums(kf, k, prefill, T, C)};
+        // kvq_cache_fetch returns a pre-RoPE cache's keys rotated.
+        r.key = {sums(kf, kRef, 0, T, C), sums(kf, kRef, 0, prefill, C),
+                 sums(kf, kRef, prefill, T, C)};
         r.value = {sums(vf, v, 0, T, C), sums(vf, v, 0, prefill, C),
                    sums(vf, v, prefill, T, C)};
         kvq_cache_stats(cache, 0, &r.stats);
@@ -1098,7 +1221,7 @@ int main(int argc, char **argv) {
       auto worker = [&]() {
         for (size_t i; (i = nextTask.fetch_add(1)) < order.size();) {
           if (order[i] < 0)
-            reference = attention(q, Hq, k, v, H, D, positions, inner,
+            reference = attention(q, Hq, kRef, v, H, D, positions, inner,
                                   where + " reference");
           else
             runConfig(static_cast<size_t>(order[i]));
@@ -1156,7 +1279,7 @@ int main(int argc, char **argv) {
       std::snprintf(buf, sizeof(buf),
                     "%s: key MSE of the decoded tokens is %.1fx that of the "
                     "prefill",
-                    c.method.c_str(),
+                    (c.method + c.rope).c_str(),
                     s.key.prefill.mse() > 0
                         ? s.key.decode.mse() / s.key.prefill.mse()
                         : INFINITY);
@@ -1249,11 +1372,15 @@ int main(int argc, char **argv) {
                 ", graph 1 nohead dashtype 2\n";
     std::string plot = "plot ";
     int series = 0, omitted = 0;
-    for (const std::string &m : opt.methods) {
+    std::vector<std::pair<std::string, std::string>> lines; // method, rope
+    for (const std::string &m : opt.methods)
+      for (const char *r : {"", " pre-RoPE", " post-RoPE"})
+        lines.push_back({m, r});
+    for (const auto &[m, rope] : lines) {
       std::vector<std::tuple<double, double, int>> pts;
       for (size_t ci = 0; ci < configs.size(); ++ci)
-        if (configs[ci].method == m && score(ci) > 0 &&
-            std::isfinite(summary[ci].effectiveBits())) {
+        if (configs[ci].method == m && configs[ci].rope == rope &&
+            score(ci) > 0 && std::isfinite(summary[ci].effectiveBits())) {
           // Above fp16's 16 bits a configuration is never worth it (a
           // warning says so); it would squash the interesting range.
           if (summary[ci].effectiveBits() > 16) {
@@ -1275,8 +1402,8 @@ int main(int argc, char **argv) {
       }
       script += "EOD\n";
       plot += std::string(series ? ", " : "") + "$d" + std::to_string(series) +
-              " using 1:2 with linespoints pointtype 7 title '" + m + "', $d" +
-              std::to_string(series) +
+              " using 1:2 with linespoints pointtype 7 title '" + m + rope +
+              "', $d" + std::to_string(series) +
               " using 1:2:3 with labels offset 0,0.8 notitle";
       ++series;
     }
@@ -1346,6 +1473,10 @@ int main(int argc, char **argv) {
     out["protocol"] = {{"prefill_tokens", prefill},
                        {"decoded_tokens", T - prefill},
                        {"fit_all", opt.fitAll}};
+    out["rope"] = opt.preRope ? json{{"theta", ropeTheta},
+                                     {"style", ropeStyleName(opt.ropeStyle)},
+                                     {"compare", opt.ropeCompare}}
+                              : json(nullptr);
     if (haveQ)
       out["query_positions"] = {
           {"mode", qpMode},
@@ -1364,6 +1495,7 @@ int main(int argc, char **argv) {
       j["value_bits"] = c.valueBits;
       j["layer"] = r.layer;
       j["batch"] = r.batch;
+      j["pre_rope"] = c.preRope();
       partsJson(j, "key", r.key, true);
       partsJson(j, "value", r.value, true);
       if (haveQ)
@@ -1386,6 +1518,7 @@ int main(int argc, char **argv) {
       j["method"] = configs[ci].method;
       j["key_bits"] = configs[ci].keyBits;
       j["value_bits"] = configs[ci].valueBits;
+      j["pre_rope"] = configs[ci].preRope();
       j["units"] = units;
       partsJson(j, "key", s.key, true);
       partsJson(j, "value", s.value, true);
@@ -1424,10 +1557,18 @@ int main(int argc, char **argv) {
   if (haveQ && qpMode != "all")
     std::printf("attention error at %zu query positions (%s)\n",
                 positions.size(), opt.queryPositions.c_str());
+  if (opt.preRope)
+    std::printf("pre-RoPE keys (%s, theta %g): errors against the keys "
+                "rotated at positions 0..%lld; pre-RoPE rows store them "
+                "unrotated%s\n",
+                ropeStyleName(opt.ropeStyle), static_cast<double>(ropeTheta),
+                (long long)(T - 1),
+                opt.ropeCompare ? ", post-RoPE rows rotated" : "");
   // The first column: the method and the values of listed flags.
   int width = 10;
   for (const Config &c : configs)
-    width = std::max(width, static_cast<int>((c.method + c.swept).size()));
+    width =
+        std::max(width, static_cast<int>((c.method + c.swept + c.rope).size()));
   auto header = [&]() {
     std::printf("%-*s %5s %5s %-8s %12s %12s %8s %8s %12s %8s %12s %12s  %s\n",
                 width, "method", "kbits", "vbits", "part", "key_mse",
@@ -1442,9 +1583,10 @@ int main(int argc, char **argv) {
                         long long fp16, const std::string &sinks) {
     std::printf("%-*s %5d %5d %-8s %12.6g %12.6g %8.4f %8.4f %12s %8.3f "
                 "%12lld %12lld  %s\n",
-                width, (c.method + c.swept).c_str(), c.keyBits, c.valueBits,
-                "all", k.all.mse(), v.all.mse(), k.all.rel(), v.all.rel(),
-                cell(a.all.rel()).c_str(), eff, total, fp16, sinks.c_str());
+                width, (c.method + c.swept + c.rope).c_str(), c.keyBits,
+                c.valueBits, "all", k.all.mse(), v.all.mse(), k.all.rel(),
+                v.all.rel(), cell(a.all.rel()).c_str(), eff, total, fp16,
+                sinks.c_str());
     if (prefill == T)
       return;
     std::printf("%-*s %5s %5s %-8s %12.6g %12.6g %8.4f %8.4f %12s\n", width, "",

@@ -32,13 +32,18 @@ inline const char *plainKiviSinkTokensRule(long long nSinkTokens) {
 /// and Llama 2's).
 constexpr float kDefaultRopeTheta = 10000.0f;
 
+/// Bounds of a RoPE cache's theta: (kRopeThetaAbove, kRopeThetaMax].
+/// Frequencies theta^(-2i/d) must decrease with i, and the largest base in
+/// use is 5e5 (Llama 3).
+constexpr double kRopeThetaAbove = 1.0;
+constexpr double kRopeThetaMax = 1e9;
+
 /// The one rule for a RoPE cache's theta and head_dim (kvq_config_validate
 /// and the dialect's verifier print its message). theta must be finite and
-/// in (1, 1e9]: frequencies theta^(-2i/d) must decrease with i, and the
-/// largest base in use is 5e5 (Llama 3). Pairs need an even head_dim.
-/// Returns the reason, or null when allowed.
+/// in (1, 1e9]; pairs need an even head_dim. Returns the reason, or null
+/// when allowed.
 inline const char *ropeRule(double theta, long long headDim) {
-  if (!(theta > 1.0 && theta <= 1e9))
+  if (!(theta > kRopeThetaAbove && theta <= kRopeThetaMax))
     return "rope theta must be in (1, 1e9]";
   if (headDim % 2 != 0)
     return "rope needs an even head_dim";

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // dump_kv: run stories260K (llama2.c format) in float, generate T tokens
 // from BOS (greedy, or sampled with llama2.c's xorshift sampler at
-// temperature 1), and write per layer post-RoPE K, V [T, kv_heads, head_dim]
-// and Q [T, heads, head_dim] as little-endian f32 .npy files.
+// temperature 1), and write per layer post-RoPE K, V [T, kv_heads, head_dim],
+// Q [T, heads, head_dim] and the keys before RoPE (kpre, [T, kv_heads,
+// head_dim]) as little-endian f32 .npy files.
 // usage: dump_kv model.bin tok.bin outdir T seed(0=greedy) [layers]
 // How test/data/stories260K/*.npy were made: see README.md there.
 #include <cmath>
@@ -140,7 +141,7 @@ int main(int argc, char **argv) {
     std::fclose(tf);
   }
 
-  std::vector<float> kc((size_t)L * T * kvdim), vc(kc.size()),
+  std::vector<float> kc((size_t)L * T * kvdim), vc(kc.size()), kpc(kc.size()),
       qc((size_t)L * T * dim);
   std::vector<float> x(dim), xb(dim), xb2(dim), hb(hidden), hb2(hidden), q(dim),
       k(kvdim), v(kvdim), att(T), logits(vocab);
@@ -161,6 +162,7 @@ int main(int argc, char **argv) {
       matmul(q.data(), xb.data(), wq + (size_t)l * dim * dim, dim, dim);
       matmul(k.data(), xb.data(), wk + (size_t)l * kvdim * dim, dim, kvdim);
       matmul(v.data(), xb.data(), wv + (size_t)l * kvdim * dim, dim, kvdim);
+      std::memcpy(&kpc[((size_t)l * T + pos) * kvdim], k.data(), kvdim * 4);
       for (int i = 0; i < dim; i += 2) { // interleaved RoPE
         int hdi = i % hd;
         float freq = 1.0f / std::pow(10000.0f, hdi / (float)hd);
@@ -253,10 +255,13 @@ int main(int argc, char **argv) {
                           vc.begin() + (size_t)(l + 1) * T * kvdim);
     std::vector<float> ql(qc.begin() + (size_t)l * T * dim,
                           qc.begin() + (size_t)(l + 1) * T * dim);
+    std::vector<float> kpl(kpc.begin() + (size_t)l * T * kvdim,
+                           kpc.begin() + (size_t)(l + 1) * T * kvdim);
     std::string s = std::to_string(l);
     writeNpy(outdir + "/k" + s + ".npy", {T, nkv, hd}, kl);
     writeNpy(outdir + "/v" + s + ".npy", {T, nkv, hd}, vl);
     writeNpy(outdir + "/q" + s + ".npy", {T, nh, hd}, ql);
+    writeNpy(outdir + "/kpre" + s + ".npy", {T, nkv, hd}, kpl);
   }
   std::string text;
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -1241,3 +1241,204 @@ TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("--save: cannot write"), std::string::npos) << bad.out;
 }
+
+//===----------------------------------------------------------------------===//
+// --pre-rope (issue 17): stories260K layer 0's keys before RoPE (kpre0.npy,
+// written by test/data/stories260K/dump_kv.cpp with k0.npy, the same keys
+// after llama2.c's interleaved RoPE, theta 10000, rotated in float).
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string storiesFile(const std::string &name) {
+  const std::string here = __FILE__;
+  return here.substr(0, here.rfind('/')) + "/../../data/stories260K/" + name;
+}
+
+/// The stories260K layer 0 inputs, with the pre-RoPE keys when preRope.
+std::string storiesInputs(bool preRope) {
+  return "--keys " + storiesFile(preRope ? "kpre0.npy" : "k0.npy") +
+         " --values " + storiesFile("v0.npy") + " --queries " +
+         storiesFile("q0.npy") + (preRope ? " --pre-rope" : "");
+}
+
+/// The row of `method` at `bits` whose cache stored pre-RoPE keys or not.
+json ropeRow(const RunResult &r, const std::string &method, int bits,
+             bool preRope) {
+  json doc = parse(r);
+  if (!doc.is_object() || !doc.contains("rows"))
+    return json();
+  for (const json &row : doc["rows"])
+    if (row["method"] == method && row["key_bits"] == bits &&
+        row["pre_rope"] == preRope)
+      return row;
+  return json();
+}
+
+} // namespace
+
+TEST(KvqEvalPreRope, TheDumpRotatedIsTheModelsPostRopeKeys) {
+  // The data: kpre0 rotated here (double, llama2.c's pairs and theta)
+  // gives k0 up to the model's float angles (~1e-5 at position 511).
+  kvq::tio::Tensor pre, post;
+  std::string err;
+  ASSERT_TRUE(kvq::tio::load(storiesFile("kpre0.npy"), {}, pre, err)) << err;
+  ASSERT_TRUE(kvq::tio::load(storiesFile("k0.npy"), {}, post, err)) << err;
+  ASSERT_EQ(pre.shape, post.shape);
+  ASSERT_EQ(pre.shape.size(), 3u);
+  const int64_t T = pre.shape[0], H = pre.shape[1], D = pre.shape[2];
+  double err2 = 0, ref2 = 0, unrotated2 = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < D / 2; ++i) {
+        const size_t at = static_cast<size_t>((t * H + h) * D + 2 * i);
+        const double angle = t * std::pow(10000.0, -2.0 * i / D);
+        const double a = pre.data[at], b = pre.data[at + 1];
+        const double ra = a * std::cos(angle) - b * std::sin(angle),
+                     rb = a * std::sin(angle) + b * std::cos(angle);
+        err2 += (ra - post.data[at]) * (ra - post.data[at]) +
+                (rb - post.data[at + 1]) * (rb - post.data[at + 1]);
+        ref2 += double(post.data[at]) * post.data[at] +
+                double(post.data[at + 1]) * post.data[at + 1];
+        unrotated2 += (a - post.data[at]) * (a - post.data[at]) +
+                      (b - post.data[at + 1]) * (b - post.data[at + 1]);
+      }
+  EXPECT_LT(std::sqrt(err2 / ref2), 1e-4);
+  EXPECT_GT(std::sqrt(unrotated2 / ref2), 0.5); // the files differ
+}
+
+TEST(KvqEvalPreRope, PostRopeTwinsReproduceThePostRopeRun) {
+  // --rope-compare's post-RoPE rows store kvq-eval's rotation of kpre0 and
+  // are judged against the reference from it: they must give the numbers
+  // of a plain run on k0 (the same keys rotated by the model) up to fp32
+  // rounding, so the reference equals the post-RoPE run's.
+  const std::string methods = " --method fp16,kivi,kvquant --bits 2 --json";
+  RunResult post = runTool(storiesInputs(false) + methods);
+  ASSERT_EQ(post.status, 0) << post.out;
+  RunResult pre = runTool(storiesInputs(true) + " --rope-compare" + methods);
+  ASSERT_EQ(pre.status, 0) << pre.out;
+  for (const char *m : {"kivi", "kvquant"}) {
+    const json want = object(post, m, 2), got = ropeRow(pre, m, 2, false);
+    ASSERT_FALSE(want.is_null() || got.is_null()) << m << pre.out;
+    for (const char *f : {"key_mse", "attn_rel_err", "attn_rel_err_decode"})
+      EXPECT_NEAR(field(got, f), field(want, f), 1e-5 * field(want, f))
+          << m << " " << f;
+    EXPECT_EQ(field(got, "value_mse"), field(want, "value_mse")) << m;
+    EXPECT_EQ(field(got, "bytes.total"), field(want, "bytes.total")) << m;
+    EXPECT_TRUE(got["config"]["rope"].is_null()) << got.dump();
+  }
+  // fp16 measures the reference itself: its attention error is fp16's
+  // rounding of K/V (~1.8e-3 here), so a reference that moved by more than
+  // a few 1e-7 would show.
+  EXPECT_NEAR(field(ropeRow(pre, "fp16", 16, false), "attn_rel_err"),
+              field(object(post, "fp16"), "attn_rel_err"), 1e-6);
+  // A wrong rotation is seen: theta 10001 (one part in 10^4) or the half
+  // pairing move the kivi numbers far past the tolerance above.
+  for (const char *wrong : {" --rope-theta 10001", " --rope-style half"}) {
+    RunResult w =
+        runTool(storiesInputs(true) + " --rope-compare" + wrong + methods);
+    ASSERT_EQ(w.status, 0) << w.out;
+    const double want = field(object(post, "kivi", 2), "attn_rel_err");
+    EXPECT_GT(
+        std::fabs(field(ropeRow(w, "kivi", 2, false), "attn_rel_err") - want),
+        1e-3 * want)
+        << wrong;
+  }
+}
+
+TEST(KvqEvalPreRope, PreRopeStorageQuantizesTheRealKeysBetter) {
+  // KVQuant's finding on the real keys: at the same bits, storing them
+  // before RoPE gives a lower attention and key error. Measured (2026-12-01):
+  // kvquant 2-bit frozen 0.930 -> 0.462, kivi 2-bit 0.628 -> 0.440.
+  RunResult r = runTool(storiesInputs(true) +
+                        " --rope-compare --method kivi,kvquant --bits 2"
+                        " --refit-interval 0 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *m : {"kivi", "kvquant"}) {
+    const json pre = ropeRow(r, m, 2, true), post = ropeRow(r, m, 2, false);
+    ASSERT_FALSE(pre.is_null() || post.is_null()) << m << r.out;
+    EXPECT_LT(field(pre, "attn_rel_err"), 0.9 * field(post, "attn_rel_err"))
+        << m;
+    EXPECT_LT(field(pre, "key_rel_err"), field(post, "key_rel_err")) << m;
+    // Values are never rotated: the twins store the same values.
+    EXPECT_EQ(field(pre, "value_mse"), field(post, "value_mse")) << m;
+    EXPECT_EQ(pre["config"]["rope"]["style"], "interleaved");
+    EXPECT_EQ(field(pre["config"]["rope"], "theta"), 10000);
+  }
+  const json doc = parse(r);
+  EXPECT_EQ(doc["rope"]["style"], "interleaved") << doc["rope"].dump();
+  EXPECT_EQ(field(doc["rope"], "theta"), 10000);
+  EXPECT_EQ(doc["rope"]["compare"], true);
+  ASSERT_EQ(doc["summary"].size(), 4u);
+  EXPECT_EQ(doc["summary"][0]["pre_rope"], true);
+  EXPECT_EQ(doc["summary"][1]["pre_rope"], false);
+  // Without --rope-compare only the pre-RoPE rows.
+  RunResult only =
+      runTool(storiesInputs(true) + " --method kivi --bits 2 --json");
+  ASSERT_EQ(only.status, 0) << only.out;
+  ASSERT_EQ(parse(only)["rows"].size(), 1u) << only.out;
+  EXPECT_EQ(field(ropeRow(only, "kivi", 2, true), "attn_rel_err"),
+            field(ropeRow(r, "kivi", 2, true), "attn_rel_err"));
+  // A run without --pre-rope says so.
+  RunResult plain =
+      runTool(storiesInputs(false) + " --method kivi --bits 2 --json");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_TRUE(parse(plain)["rope"].is_null());
+  EXPECT_EQ(object(plain, "kivi")["pre_rope"], false);
+  EXPECT_TRUE(object(plain, "kivi")["config"]["rope"].is_null());
+}
+
+TEST(KvqEvalPreRope, RuntimeRotationAgreesWithTheOracleForBothStyles) {
+  // The fp16 pre-RoPE cache's fetched keys are rotated by the runtime
+  // (runtime/common/rope.cpp); kvq-eval's reference rotates on its own. They
+  // agree up to fp16 rounding (key_rel_err ~2e-4) for both pairings and
+  // another theta; a mismatched pairing would be an O(1) error.
+  for (const char *opts : {"", " --rope-style half", " --rope-theta 500000",
+                           " --rope-style half --rope-theta 1e6"}) {
+    RunResult r = runTool(storiesInputs(true) + opts + " --method fp16 --json");
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json row = ropeRow(r, "fp16", 16, true);
+    EXPECT_LT(field(row, "key_rel_err"), 1e-3) << opts << row.dump();
+    EXPECT_LT(field(row, "attn_rel_err"), 1e-2) << opts << row.dump();
+  }
+}
+
+TEST_F(KvqEval, PreRopeTableLabelsTheRows) {
+  RunResult t = runTool(inputs() + " --queries " + tmp("q.npy") +
+                        " --pre-rope --rope-compare --rope-style half"
+                        " --method kivi --group-size 16 --residual 16");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.stdOut.find("pre-RoPE keys (half, theta 10000)"),
+            std::string::npos)
+      << t.stdOut;
+  EXPECT_NE(t.stdOut.find("\nkivi pre-RoPE "), std::string::npos) << t.stdOut;
+  EXPECT_NE(t.stdOut.find("\nkivi post-RoPE "), std::string::npos) << t.stdOut;
+}
+
+TEST_F(KvqEval, PreRopeFlagsAreChecked) {
+  const std::string in = inputs() + " --method kivi";
+  expectTwo(in + " --pre-rope --rope-theta 1",
+            "--rope-theta expects a number in (1, 1e+09], got '1'");
+  expectTwo(in + " --pre-rope --rope-theta 0.5", "--rope-theta expects");
+  expectTwo(in + " --pre-rope --rope-theta 2e9", "--rope-theta expects");
+  expectTwo(in + " --pre-rope --rope-theta nan", "--rope-theta expects");
+  expectTwo(in + " --pre-rope --rope-theta=", "--rope-theta expects");
+  // Above 1 as a double, 1 as the float the cache holds.
+  expectTwo(in + " --pre-rope --rope-theta 1.00000001",
+            "rope theta must be in (1, 1e9]");
+  expectTwo(in + " --pre-rope --rope-style neox",
+            "--rope-style expects interleaved or half, got 'neox'");
+  expectTwo(in + " --pre-rope --rope-style", "needs a value");
+  expectTwo(in + " --pre-rope=yes", "takes no value");
+  expectTwo(in + " --rope-theta 500000", "--rope-theta needs --pre-rope");
+  expectTwo(in + " --rope-style half", "--rope-style needs --pre-rope");
+  expectTwo(in + " --rope-compare", "--rope-compare needs --pre-rope");
+  writeOrDie(tmp("odd.npy"), {16, 2, 7}, randomData(40, 16 * 14), false);
+  expectTwo("--keys " + tmp("odd.npy") + " --values " + tmp("odd.npy") +
+                " --method fp16 --pre-rope",
+            "rope needs an even head_dim");
+  // The same odd dump is fine without --pre-rope.
+  RunResult ok = runTool("--keys " + tmp("odd.npy") + " --values " +
+                         tmp("odd.npy") + " --method fp16");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+}
