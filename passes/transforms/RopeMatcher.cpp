@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/transforms/RopeMatcher.h"
 
+#include "kvq/config_limits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -418,8 +420,9 @@ FailureOr<RopeMatch> mlir::kvq::matchRope(Value key, Value pos, int64_t context,
       const double scale =
           std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(theta))));
       theta = std::nearbyint(theta * scale) / scale;
-      if (!(theta > 1.0 && theta <= 1e9)) {
-        why = "the rotation's base is outside (1, 1e9]";
+      if (const char *rule = ::kvq::ropeRule(theta, d)) {
+        why = std::string("the rotation's base ") + std::to_string(theta) +
+              " breaks the runtime's rule: " + rule;
         if (Operation *op = key.getDefiningOp())
           where = op->getLoc();
         continue;
