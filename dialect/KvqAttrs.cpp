@@ -13,31 +13,24 @@
 using namespace mlir;
 using namespace mlir::kvq;
 
-/// The seed default; the only value kvq accepts (see verify).
-
-/// kvquant refits key levels every 128 decoded tokens by default, not the
-/// seed's 0 (frozen at prefill, which post-RoPE decode keys leave); equal to
-/// the runtime's KVQ_DEFAULT_REFIT_INTERVAL (runtime/include/kvq/runtime.h)
-/// and to the Kvq_IntParam default of refit_interval in KvqAttrs.td.
-static constexpr int64_t kDefaultRefitInterval = 128;
-
 bool CacheConfigAttr::isSupportedBits(int64_t bits) {
   return bits == 2 || bits == 3 || bits == 4 || bits == 8;
 }
 
 CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
                                             Method method) {
-  int64_t bits = method == Method::KVQuant ? 3 : 2;
+  namespace kq = ::kvq;
+  int64_t bits = method == Method::KVQuant ? kq::kDefaultKvquantBits
+                                           : kq::kDefaultKiviBits;
   if (method == Method::Fp16)
     bits = 16;
-  return CacheConfigAttr::get(context, method, bits, bits, /*group_size=*/32,
-                              /*residual_length=*/32, ResidualMode::Sliding,
-                              /*n_sink_tokens=*/std::nullopt,
-                              /*outlier_fraction=*/llvm::APFloat(0.01),
-                              /*lloyd_iters=*/8,
-                              /*refit_interval=*/kDefaultRefitInterval,
-                              /*kvquant_n_sink=*/1,
-                              /*kvquant_group_size=*/32, /*rope=*/RopeAttr());
+  return CacheConfigAttr::get(
+      context, method, bits, bits, kq::kDefaultGroupSize,
+      kq::kDefaultResidualLength, ResidualMode::Sliding,
+      /*n_sink_tokens=*/std::nullopt,
+      llvm::APFloat(kq::kDefaultOutlierFraction), kq::kDefaultLloydIters,
+      kq::kDefaultRefitInterval, kq::kDefaultKvquantNSink,
+      kq::kKvquantGroupSize, /*rope=*/RopeAttr());
 }
 
 LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/dialect/KvqDialect.h"
 
+#include "kvq/config_limits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -89,15 +89,15 @@ struct DropArgumentResultsPass
 };
 
 struct KvqPipelineOptions : public PassPipelineOptions<KvqPipelineOptions> {
-  PassOptions::Option<std::string> onError{
+  PassOptions::Option<kvq::OnRuntimeError> onError{
       *this, "on-error",
-      llvm::cl::desc("After a failed runtime call: abort or report"),
-      llvm::cl::init("abort")};
+      llvm::cl::desc("What generated code does after a failed runtime call"),
+      llvm::cl::init(kvq::OnRuntimeError::Abort), kvq::onRuntimeErrorValues()};
 };
 
 /// Tensors to memrefs, then kvq ops to runtime calls for `target`.
 void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
-                         StringRef target) {
+                         kvq::RuntimeTarget target) {
   // Elementwise arith on tensors (a model's casts and scales) has no
   // bufferization of its own: make it linalg first.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -117,14 +117,14 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   // results as allocations, so this runs before they become runtime calls.
   bufferization::buildBufferDeallocationPipeline(pm);
   kvq::ConvertKvqToRuntimeOptions lowering;
-  lowering.target = target.str();
+  lowering.target = target;
   lowering.onError = options.onError;
   pm.addPass(kvq::createConvertKvqToRuntime(lowering));
   pm.addPass(createCanonicalizerPass());
 }
 
 void buildKvqToLLVM(OpPassManager &pm, const KvqPipelineOptions &options) {
-  buildToRuntimeCalls(pm, options, "cpu");
+  buildToRuntimeCalls(pm, options, kvq::RuntimeTarget::CPU);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -135,7 +135,7 @@ void buildKvqToLLVM(OpPassManager &pm, const KvqPipelineOptions &options) {
 }
 
 void buildKvqToMetal(OpPassManager &pm, const KvqPipelineOptions &options) {
-  buildToRuntimeCalls(pm, options, "metal");
+  buildToRuntimeCalls(pm, options, kvq::RuntimeTarget::Metal);
 }
 } // namespace
 

@@ -661,24 +661,8 @@ struct ConvertKvqToRuntimePass
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     LoweringOptions options;
-    if (target == "cpu") {
-      options.target = RuntimeTarget::CPU;
-    } else if (target == "metal") {
-      options.target = RuntimeTarget::Metal;
-    } else {
-      module.emitError() << "convert-kvq-to-runtime: unknown target '" << target
-                         << "'; expected cpu or metal";
-      return signalPassFailure();
-    }
-    if (onError == "abort") {
-      options.abortOnError = true;
-    } else if (onError == "report") {
-      options.abortOnError = false;
-    } else {
-      module.emitError() << "convert-kvq-to-runtime: unknown on-error '"
-                         << onError << "'; expected abort or report";
-      return signalPassFailure();
-    }
+    options.target = target;
+    options.abortOnError = onError == OnRuntimeError::Abort;
 
     // Tensor forms have no buffers to pass: say so rather than "failed to
     // legalize".
@@ -703,9 +687,8 @@ struct ConvertKvqToRuntimePass
     WalkResult missing = module.walk([&](CacheTruncateOp op) {
       if (hasRuntimeSymbol(RuntimeFn::CacheTruncate, options.target))
         return WalkResult::advance();
-      op.emitOpError() << "has no runtime entry point on the " << target
-                       << " target (the Metal runtime cannot truncate a "
-                          "cache yet)";
+      op.emitOpError() << "has no runtime entry point on the metal target "
+                          "(the Metal runtime cannot truncate a cache yet)";
       return WalkResult::interrupt();
     });
     if (missing.wasInterrupted())

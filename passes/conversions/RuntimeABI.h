@@ -11,12 +11,12 @@
 #define KVQ_PASSES_CONVERSIONS_RUNTIMEABI_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "kvq/passes/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::kvq {
 
 /// The backend a conversion targets.
-enum class RuntimeTarget { CPU, Metal };
 
 /// Every runtime entry point that generated code calls.
 enum class RuntimeFn {

@@ -5,11 +5,6 @@
 using namespace mlir;
 using namespace mlir::kvq;
 
-/// Keeps `current` when an integer option was not given.
-static int64_t pick(int64_t option, int64_t current) {
-  return option >= 0 ? option : current;
-}
-
 FailureOr<CacheConfigAttr>
 mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
                                    const CacheConfigOptions &o, Location loc,
@@ -19,39 +14,29 @@ mlir::kvq::applyCacheConfigOptions(CacheConfigAttr base,
   // post-rotation), a fact of the graph, not a quantization choice: it
   // survives a change of method.
   RopeAttr rope = base.getRope();
-  if (!o.method.empty()) {
-    std::optional<Method> parsed = symbolizeMethod(o.method);
-    if (!parsed) {
-      emitError(loc) << passName << ": unknown method '" << o.method
-                     << "'; expected fp16, kivi, kivi_sink or kvquant";
-      return failure();
-    }
-    base = CacheConfigAttr::getDefault(ctx, *parsed);
-  }
-  ResidualMode mode = base.getResidualMode();
-  if (!o.residualMode.empty()) {
-    std::optional<ResidualMode> parsed = symbolizeResidualMode(o.residualMode);
-    if (!parsed) {
-      emitError(loc) << passName << ": unknown residual-mode '"
-                     << o.residualMode << "'; expected sliding or block";
-      return failure();
-    }
-    mode = *parsed;
-  }
+  if (o.method)
+    base = CacheConfigAttr::getDefault(ctx, *o.method);
   auto emit = [&] { return emitError(loc) << passName << ": "; };
+  if (base.getMethod() == Method::Fp16 &&
+      (o.bits || o.keyBits || o.valueBits)) {
+    emit() << "bits, key-bits and value-bits do not apply to method fp16 "
+              "(it stores fp16 K/V)";
+    return failure();
+  }
   CacheConfigAttr config = CacheConfigAttr::getChecked(
       emit, ctx, base.getMethod(),
-      pick(o.keyBits, pick(o.bits, base.getKeyBits())),
-      pick(o.valueBits, pick(o.bits, base.getValueBits())),
-      pick(o.groupSize, base.getGroupSize()),
-      pick(o.residualLength, base.getResidualLength()), mode,
-      o.sinks >= 0 ? std::optional<int64_t>(o.sinks) : base.getNSinkTokens(),
-      o.outlierFraction >= 0.0 ? llvm::APFloat(o.outlierFraction)
-                               : base.getOutlierFraction(),
-      pick(o.lloydIters, base.getLloydIters()),
-      pick(o.refitInterval, base.getRefitInterval()),
-      pick(o.kvquantSinks, base.getKvquantNSink()),
-      pick(o.kvquantGroupSize, base.getKvquantGroupSize()), rope);
+      o.keyBits.value_or(o.bits.value_or(base.getKeyBits())),
+      o.valueBits.value_or(o.bits.value_or(base.getValueBits())),
+      o.groupSize.value_or(base.getGroupSize()),
+      o.residualLength.value_or(base.getResidualLength()),
+      o.residualMode.value_or(base.getResidualMode()),
+      o.sinks ? o.sinks : base.getNSinkTokens(),
+      o.outlierFraction ? llvm::APFloat(*o.outlierFraction)
+                        : base.getOutlierFraction(),
+      o.lloydIters.value_or(base.getLloydIters()),
+      o.refitInterval.value_or(base.getRefitInterval()),
+      o.kvquantSinks.value_or(base.getKvquantNSink()),
+      o.kvquantGroupSize.value_or(base.getKvquantGroupSize()), rope);
   if (!config)
     return failure();
   return config;

@@ -11,34 +11,35 @@
 
 #include "kvq/dialect/KvqDialect.h"
 
-#include <string>
+#include <optional>
 
 namespace mlir::kvq {
 
-/// The option values of a pass; empty strings and negative numbers mean
-/// "not given" (keep the base configuration's value).
+/// The options a pass was given (std::nullopt: not given, keep the base
+/// configuration's value).
 struct CacheConfigOptions {
-  std::string method, residualMode;
-  int64_t bits = -1, keyBits = -1, valueBits = -1, groupSize = -1;
-  int64_t residualLength = -1, sinks = -1, lloydIters = -1;
-  int64_t refitInterval = -1, kvquantSinks = -1, kvquantGroupSize = -1;
-  double outlierFraction = -1.0;
+  std::optional<Method> method;
+  std::optional<ResidualMode> residualMode;
+  std::optional<int64_t> bits, keyBits, valueBits, groupSize;
+  std::optional<int64_t> residualLength, sinks, lloydIters;
+  std::optional<int64_t> refitInterval, kvquantSinks, kvquantGroupSize;
+  std::optional<double> outlierFraction;
 
   template <typename Pass> static CacheConfigOptions of(const Pass &p) {
     CacheConfigOptions o;
-    o.method = p.method;
-    o.residualMode = p.residualMode;
-    o.bits = p.bits;
-    o.keyBits = p.keyBits;
-    o.valueBits = p.valueBits;
-    o.groupSize = p.groupSize;
-    o.residualLength = p.residualLength;
-    o.sinks = p.sinks;
-    o.lloydIters = p.lloydIters;
-    o.refitInterval = p.refitInterval;
-    o.kvquantSinks = p.kvquantSinks;
-    o.kvquantGroupSize = p.kvquantGroupSize;
-    o.outlierFraction = p.outlierFraction;
+    o.method = p.method.getValue();
+    o.residualMode = p.residualMode.getValue();
+    o.bits = p.bits.getValue();
+    o.keyBits = p.keyBits.getValue();
+    o.valueBits = p.valueBits.getValue();
+    o.groupSize = p.groupSize.getValue();
+    o.residualLength = p.residualLength.getValue();
+    o.sinks = p.sinks.getValue();
+    o.lloydIters = p.lloydIters.getValue();
+    o.refitInterval = p.refitInterval.getValue();
+    o.kvquantSinks = p.kvquantSinks.getValue();
+    o.kvquantGroupSize = p.kvquantGroupSize.getValue();
+    o.outlierFraction = p.outlierFraction.getValue();
     return o;
   }
 };
@@ -46,7 +47,8 @@ struct CacheConfigOptions {
 /// `base` with the given options applied: a given method restarts from that
 /// method's defaults, then each given parameter overrides one field. Fails
 /// with a diagnostic at `loc` (prefixed by `passName`) when the result is
-/// not a valid configuration.
+/// not a valid configuration, or when bits are given for method fp16
+/// (which stores fp16 whatever they say).
 FailureOr<CacheConfigAttr> applyCacheConfigOptions(CacheConfigAttr base,
                                                    const CacheConfigOptions &o,
                                                    Location loc,

@@ -9,6 +9,7 @@
 #include "passes/transforms/CacheConfigOptions.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::kvq {
@@ -56,12 +57,28 @@ void ConfigureCachesPass::runOnOperation() {
   // Each distinct cache type is reconfigured once; the replacer then swaps
   // it everywhere it appears (signatures, block arguments, results).
   llvm::DenseMap<Type, Type> rewritten;
+  // Diagnostics point at the first op that uses a cache type (its operands,
+  // results or, for a function, its signature).
+  llvm::DenseMap<Type, Location> firstUse;
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto note = [&](Type t) {
+      t.walk([&](CacheType c) { firstUse.try_emplace(c, op->getLoc()); });
+    };
+    if (auto f = dyn_cast<FunctionOpInterface>(op))
+      note(f.getFunctionType());
+    for (Type t : op->getOperandTypes())
+      note(t);
+    for (Type t : op->getResultTypes())
+      note(t);
+  });
   bool failedAny = false;
   AttrTypeReplacer replacer;
   replacer.addReplacement([&](CacheType type) -> std::optional<Type> {
     auto [it, inserted] = rewritten.try_emplace(type, type);
     if (inserted) {
-      FailureOr<CacheType> updated = reconfigure(type, module.getLoc());
+      auto use = firstUse.find(type);
+      FailureOr<CacheType> updated = reconfigure(
+          type, use != firstUse.end() ? use->second : module.getLoc());
       if (failed(updated))
         failedAny = true;
       else

@@ -1147,26 +1147,26 @@ struct QuantizeKvCachePass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     CacheConfigOptions options = CacheConfigOptions::of(*this);
-    if (options.method.empty())
-      options.method = "kivi";
-    FailureOr<CacheConfigAttr> config =
-        applyCacheConfigOptions(CacheConfigAttr::getDefault(ctx, Method::Fp16),
-                                options, module.getLoc(), kPass);
-    if (failed(config))
-      return signalPassFailure();
-    // The configuration for a cache of `headDim` channels: without an
-    // explicit group-size, the default shrinks to the largest divisor of
-    // head_dim not above it (small models have head_dim < 32).
-    auto configFor = [&](int64_t headDim) -> FailureOr<CacheConfigAttr> {
-      if (options.groupSize >= 0 || headDim % config->getGroupSize() == 0)
-        return *config;
+    if (!options.method)
+      options.method = Method::Kivi;
+    // The configuration for a cache of `headDim` channels, diagnosed at the
+    // function adopted: without an explicit group-size, the default shrinks
+    // to the largest divisor of head_dim not above it (small models have
+    // head_dim < 32).
+    auto configFor = [&](int64_t headDim,
+                         Location loc) -> FailureOr<CacheConfigAttr> {
+      FailureOr<CacheConfigAttr> config = applyCacheConfigOptions(
+          CacheConfigAttr::getDefault(ctx, Method::Fp16), options, loc, kPass);
+      if (failed(config) || options.groupSize ||
+          headDim % config->getGroupSize() == 0)
+        return config;
       CacheConfigOptions adjusted = options;
-      adjusted.groupSize = config->getGroupSize();
-      while (headDim % adjusted.groupSize != 0)
-        --adjusted.groupSize;
+      int64_t group = config->getGroupSize();
+      while (headDim % group != 0)
+        --group;
+      adjusted.groupSize = group;
       return applyCacheConfigOptions(
-          CacheConfigAttr::getDefault(ctx, Method::Fp16), adjusted,
-          module.getLoc(), kPass);
+          CacheConfigAttr::getDefault(ctx, Method::Fp16), adjusted, loc, kPass);
     };
     std::optional<CacheType> cacheType;
     bool anyFailed = false;
@@ -1190,7 +1190,7 @@ struct QuantizeKvCachePass
         continue;
       }
       auto emit = [&] { return emitError(f.getLoc()) << kPass << ": "; };
-      FailureOr<CacheConfigAttr> fitted = configFor(m.headDim);
+      FailureOr<CacheConfigAttr> fitted = configFor(m.headDim, f.getLoc());
       if (failed(fitted)) {
         anyFailed = true;
         continue;

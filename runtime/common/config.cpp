@@ -14,26 +14,30 @@
 #include <cmath>
 #include <cstring>
 
+static_assert(KVQ_DEFAULT_REFIT_INTERVAL == kvq::kDefaultRefitInterval,
+              "runtime.h's macro and config_limits.h's default differ");
+
 extern "C" KVQ_RT_EXPORT void kvq_config_init(kvq_config *cfg,
                                               kvq_method method) {
   if (!cfg)
     return;
   std::memset(cfg, 0, sizeof(*cfg));
   cfg->method = method;
-  int bits = method == KVQ_METHOD_KVQUANT ? 3 : 2;
+  int bits = method == KVQ_METHOD_KVQUANT ? kvq::kDefaultKvquantBits
+                                          : kvq::kDefaultKiviBits;
   cfg->key_bits = bits;
   cfg->value_bits = bits;
-  cfg->group_size = 32;
-  cfg->residual_length = 32;
+  cfg->group_size = kvq::kDefaultGroupSize;
+  cfg->residual_length = kvq::kDefaultResidualLength;
   cfg->residual_mode = KVQ_RESIDUAL_SLIDING;
   cfg->n_sink_tokens =
       method == KVQ_METHOD_KIVI_SINK ? kvq::kDefaultKiviSinkTokens : 0;
-  cfg->outlier_fraction = 0.01f;
-  cfg->lloyd_iters = 8;
+  cfg->outlier_fraction = static_cast<float>(kvq::kDefaultOutlierFraction);
+  cfg->lloyd_iters = kvq::kDefaultLloydIters;
   // Not the seeds' 0: frozen prefill levels do not cover post-RoPE decode
   // keys (docs/RUNTIME.md). Same value for every method, as in the dialect.
-  cfg->refit_interval = KVQ_DEFAULT_REFIT_INTERVAL;
-  cfg->kvquant_n_sink = 1;
+  cfg->refit_interval = kvq::kDefaultRefitInterval;
+  cfg->kvquant_n_sink = kvq::kDefaultKvquantNSink;
   cfg->kvquant_group_size = kvq::kKvquantGroupSize;
   cfg->num_layers = 1;
   cfg->num_kv_heads = 1;

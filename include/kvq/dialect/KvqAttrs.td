@@ -84,7 +84,7 @@ class Kvq_FloatParam<string desc> : AttrOrTypeParameter<"::llvm::APFloat",
 }
 
 def Kvq_FractionParam : Kvq_FloatParam<"kvquant_outlier_fraction, in [0, 1)"> {
-  let defaultValue = "::llvm::APFloat(0.01)";
+  let defaultValue = "::llvm::APFloat(::kvq::kDefaultOutlierFraction)";
 }
 
 def Kvq_RopeAttr : Kvq_Attr<"Rope", "rope"> {
@@ -151,8 +151,9 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     EnumParameter<Kvq_Method>:$method,
     "int64_t":$key_bits,
     "int64_t":$value_bits,
-    Kvq_IntParam<"32", "kivi_group_size">:$group_size,
-    Kvq_IntParam<"32", "fp16 residual window (tokens)">:$residual_length,
+    Kvq_IntParam<"::kvq::kDefaultGroupSize", "kivi_group_size">:$group_size,
+    Kvq_IntParam<"::kvq::kDefaultResidualLength",
+        "fp16 residual window (tokens)">:$residual_length,
     DefaultValuedParameter<"::mlir::kvq::ResidualMode",
         "::mlir::kvq::ResidualMode::Sliding",
         "how keys leave the residual window">:$residual_mode,
@@ -160,18 +161,21 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
         "kivi_sink: top-k key-norm tokens kept fp16 (unset: 5 for kivi_sink, "
         "0 otherwise)">:$n_sink_tokens,
     Kvq_FractionParam:$outlier_fraction,
-    Kvq_IntParam<"8", "Lloyd-Max sweeps">:$lloyd_iters,
-    Kvq_IntParam<"128", "refit key levels every N decode steps (0 = frozen)">:$refit_interval,
-    Kvq_IntParam<"1", "leading prefill tokens kept fp16">:$kvquant_n_sink,
-    Kvq_IntParam<"32", "kvquant storage block size">:$kvquant_group_size,
+    Kvq_IntParam<"::kvq::kDefaultLloydIters", "Lloyd-Max sweeps">:$lloyd_iters,
+    Kvq_IntParam<"::kvq::kDefaultRefitInterval",
+        "refit key levels every N decode steps (0 = frozen)">:$refit_interval,
+    Kvq_IntParam<"::kvq::kDefaultKvquantNSink",
+        "leading prefill tokens kept fp16">:$kvquant_n_sink,
+    Kvq_IntParam<"::kvq::kKvquantGroupSize",
+        "kvquant storage block size">:$kvquant_group_size,
     OptionalParameter<"::mlir::kvq::RopeAttr",
         "the keys' RoPE: set, the cache stores pre-RoPE keys">:$rope
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// The defaults for `method` (bits 2 for KIVI, 3 for KVQuant): the
-    /// seed's, but refit_interval 128 (= KVQ_DEFAULT_REFIT_INTERVAL).
+    /// The defaults for `method` (kvq/config_limits.h, as kvq_config_init):
+    /// the seed's, but refit_interval 128.
     static CacheConfigAttr getDefault(::mlir::MLIRContext *context,
                                       ::mlir::kvq::Method method);
     /// n_sink_tokens as the runtime receives it: the value given, else

@@ -8,6 +8,7 @@
 #define KVQ_PASSES_PASSES_H
 
 #include "kvq/dialect/KvqDialect.h"
+#include "kvq/passes/OptionalParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,8 +18,32 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/Support/CommandLine.h"
 
 namespace mlir::kvq {
+
+/// The runtime whose entry points convert-kvq-to-runtime calls (the
+/// `target` option).
+enum class RuntimeTarget { CPU, Metal };
+
+/// What lowered code does after a failed runtime call (the `on-error`
+/// option): stop (cf.assert) or record the status and continue.
+enum class OnRuntimeError { Abort, Report };
+
+/// The spellings of the two enums above, for convert-kvq-to-runtime's
+/// options and the --kvq-to-llvm / --kvq-to-metal pipelines alike.
+inline auto runtimeTargetValues() {
+  return llvm::cl::values(
+      clEnumValN(RuntimeTarget::CPU, "cpu", "kvq_* (libkvq_runtime_cpu)"),
+      clEnumValN(RuntimeTarget::Metal, "metal",
+                 "kvq_metal_* (libkvq_runtime_metal)"));
+}
+inline auto onRuntimeErrorValues() {
+  return llvm::cl::values(
+      clEnumValN(OnRuntimeError::Abort, "abort", "cf.assert: stop the program"),
+      clEnumValN(OnRuntimeError::Report, "report",
+                 "record the status (kvq_take_pending_status) and continue"));
+}
 
 #define GEN_PASS_DECL
 #include "kvq/passes/Passes.h.inc"

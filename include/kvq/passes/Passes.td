@@ -15,33 +15,48 @@ include "mlir/Pass/PassBase.td"
 
 // The options that set a #kvq.config, shared by every pass that writes one
 // (passes/transforms/CacheConfigOptions.h reads them).
+// Each option is a std::optional (kvq/passes/OptionalParser.h): not given,
+// the base configuration's value stays, on the command line, in a pipeline
+// string and in the C++ options structs alike. Methods and residual modes
+// are spelled as the dialect spells them.
 defvar KvqCacheConfigOptions = [
-    Option<"method", "method", "std::string", /*default=*/"\"\"",
-           "fp16, kivi, kivi_sink or kvquant (empty: keep)">,
-    Option<"bits", "bits", "int64_t", /*default=*/"-1",
+    Option<"method", "method", "std::optional<::mlir::kvq::Method>",
+           /*default=*/"std::nullopt",
+           "fp16, kivi, kivi_sink or kvquant (not given: keep the cache's; "
+           "kvq-quantize-kv-cache: kivi)">,
+    Option<"bits", "bits", "std::optional<int64_t>", /*default=*/"std::nullopt",
            "Code width of keys and values (2, 3, 4 or 8)">,
-    Option<"keyBits", "key-bits", "int64_t", /*default=*/"-1",
-           "Code width of keys (overrides bits)">,
-    Option<"valueBits", "value-bits", "int64_t", /*default=*/"-1",
+    Option<"keyBits", "key-bits", "std::optional<int64_t>",
+           /*default=*/"std::nullopt", "Code width of keys (overrides bits)">,
+    Option<"valueBits", "value-bits", "std::optional<int64_t>",
+           /*default=*/"std::nullopt",
            "Code width of values (overrides bits)">,
-    Option<"groupSize", "group-size", "int64_t", /*default=*/"-1",
+    Option<"groupSize", "group-size", "std::optional<int64_t>",
+           /*default=*/"std::nullopt",
            "KIVI group size G (must divide head_dim)">,
-    Option<"residualLength", "residual-length", "int64_t", /*default=*/"-1",
-           "KIVI fp16 residual window R (tokens)">,
-    Option<"residualMode", "residual-mode", "std::string", /*default=*/"\"\"",
-           "sliding or block">,
-    Option<"sinks", "sinks", "int64_t", /*default=*/"-1",
+    Option<"residualLength", "residual-length", "std::optional<int64_t>",
+           /*default=*/"std::nullopt", "KIVI fp16 residual window R (tokens)">,
+    Option<"residualMode", "residual-mode",
+           "std::optional<::mlir::kvq::ResidualMode>",
+           /*default=*/"std::nullopt",
+           "How KIVI keys leave the residual window: sliding (whole groups, "
+           "the seed's rule) or block (R at a time, KIVI's code)">,
+    Option<"sinks", "sinks", "std::optional<int64_t>",
+           /*default=*/"std::nullopt",
            "kivi_sink: top-k key-norm tokens kept fp16 (n_sink_tokens)">,
-    Option<"outlierFraction", "outlier-fraction", "double", /*default=*/"-1.0",
+    Option<"outlierFraction", "outlier-fraction", "std::optional<double>",
+           /*default=*/"std::nullopt",
            "kvquant: fraction of outliers kept fp16, in [0, 1)">,
-    Option<"lloydIters", "lloyd-iters", "int64_t", /*default=*/"-1",
-           "kvquant: Lloyd-Max sweeps">,
-    Option<"refitInterval", "refit-interval", "int64_t", /*default=*/"-1",
+    Option<"lloydIters", "lloyd-iters", "std::optional<int64_t>",
+           /*default=*/"std::nullopt", "kvquant: Lloyd-Max sweeps">,
+    Option<"refitInterval", "refit-interval", "std::optional<int64_t>",
+           /*default=*/"std::nullopt",
            "kvquant: refit key levels every N decode steps (0 = frozen)">,
-    Option<"kvquantSinks", "kvquant-sinks", "int64_t", /*default=*/"-1",
+    Option<"kvquantSinks", "kvquant-sinks", "std::optional<int64_t>",
+           /*default=*/"std::nullopt",
            "kvquant: leading prefill tokens kept fp16 (kvquant_n_sink)">,
-    Option<"kvquantGroupSize", "kvquant-group-size", "int64_t",
-           /*default=*/"-1", "kvquant: storage block size">
+    Option<"kvquantGroupSize", "kvquant-group-size", "std::optional<int64_t>",
+           /*default=*/"std::nullopt", "kvquant: storage block size">
   ];
 
 def KvqConfigureCaches : Pass<"kvq-configure-caches", "mlir::ModuleOp"> {
@@ -177,11 +192,14 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
       `target=metal`, then `canonicalize`; the result calls `kvq_metal_*`.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Runtime backend whose entry points are called: cpu or metal">,
-    Option<"onError", "on-error", "std::string", /*default=*/"\"abort\"",
-           "What generated code does after a failed runtime call: abort "
-           "(cf.assert) or report (record and continue)">
+    Option<"target", "target", "::mlir::kvq::RuntimeTarget",
+           /*default=*/"::mlir::kvq::RuntimeTarget::CPU",
+           "Runtime backend whose entry points are called",
+           [{::mlir::kvq::runtimeTargetValues()}]>,
+    Option<"onError", "on-error", "::mlir::kvq::OnRuntimeError",
+           /*default=*/"::mlir::kvq::OnRuntimeError::Abort",
+           "What generated code does after a failed runtime call",
+           [{::mlir::kvq::onRuntimeErrorValues()}]>
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

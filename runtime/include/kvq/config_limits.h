@@ -15,6 +15,28 @@
 
 namespace kvq {
 
+/// Defaults of a configuration, the seeds' values unless said otherwise.
+/// kvq_config_init, the dialect's #kvq.config parameters and the pass
+/// options' help all read them here.
+/// Code width of kivi / kivi_sink (keys and values).
+constexpr int32_t kDefaultKiviBits = 2;
+/// Code width of kvquant (keys and values).
+constexpr int32_t kDefaultKvquantBits = 3;
+/// KIVI's group size G and fp16 residual window R.
+constexpr int32_t kDefaultGroupSize = 32;
+constexpr int32_t kDefaultResidualLength = 32;
+/// kvquant's outlier fraction (a double: the dialect keeps it exactly; the
+/// runtime's float field holds it rounded).
+constexpr double kDefaultOutlierFraction = 0.01;
+/// kvquant's Lloyd-Max sweeps.
+constexpr int32_t kDefaultLloydIters = 8;
+/// kvquant refits key levels every 128 decoded tokens: not the seeds' 0
+/// (levels frozen at prefill), which post-RoPE decode keys leave
+/// (docs/RUNTIME.md); equal to KVQ_DEFAULT_REFIT_INTERVAL of runtime.h
+/// (static_assert in runtime/common/config.cpp).
+constexpr int32_t kDefaultRefitInterval = 128;
+/// kvquant's leading prefill tokens kept fp16.
+constexpr int32_t kDefaultKvquantNSink = 1;
 /// kivi_sink's n_sink_tokens unless set (the seed's 5); the other methods
 /// default to 0 (kvq_config_init, and the dialect's #kvq.config).
 constexpr int32_t kDefaultKiviSinkTokens = 5;

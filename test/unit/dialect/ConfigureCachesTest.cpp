@@ -37,7 +37,7 @@ TEST(ConfigureCachesTest, RewritesSignatureToRequestedMethod) {
 
   PassManager pm(&context);
   KvqConfigureCachesOptions options;
-  options.method = "kvquant";
+  options.method = Method::KVQuant;
   options.outlierFraction = 0.02;
   pm.addPass(createKvqConfigureCaches(options));
   ASSERT_TRUE(succeeded(pm.run(*module)));
@@ -62,7 +62,7 @@ TEST(ConfigureCachesTest, FailsWhenGroupDoesNotDivideHeadDim) {
   });
   PassManager pm(&context);
   KvqConfigureCachesOptions options;
-  options.method = "kivi";
+  options.method = Method::Kivi;
   options.groupSize = 48;
   pm.addPass(createKvqConfigureCaches(options));
   EXPECT_TRUE(failed(pm.run(*module)));
