@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "method_rules.h"
 #include "paged.h"
+#include "rope.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -54,6 +55,8 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
+  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                     float *out) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -371,6 +374,105 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
                             halfToFloat(read16(b, c / G_)),
                             halfToFloat(read16(b, groups + c / G_)));
   }
+}
+
+/// A tile of keys by columns (channel c of row t at out[c * kKeyTile +
+/// t]): the kKeyTile consecutive coded rows row0.. of a nibble-major group
+/// of `rows` rows (both even), whose nibble i is 8 bytes; each code
+/// becomes uniformDequant(code, scale, zero) of its channel, as loadRow
+/// computes it.
+KVQ_AVX2_CLONE
+void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
+                      int64_t row0, int64_t C, int bits,
+                      const float *__restrict scale,
+                      const float *__restrict zero, float *__restrict out) {
+  static_assert(kKeyTile == 16, "a tile's nibbles are two 32-bit words");
+  const int64_t nibbles = C * bits / 4;
+  for (int64_t i = 0; i < nibbles; ++i) {
+    uint32_t w[2];
+    std::memcpy(w, codes + (i * rows + row0) / 2, 8);
+    uint32_t x[kKeyTile];
+    for (int t = 0; t < 8; ++t) {
+      x[t] = (w[0] >> (4 * t)) & 15u;
+      x[t + 8] = (w[1] >> (4 * t)) & 15u;
+    }
+    if (bits == 4) {
+      const float s = scale[i], z = zero[i];
+      float *__restrict o = out + i * kKeyTile;
+      for (int t = 0; t < kKeyTile; ++t)
+        o[t] = static_cast<float>(x[t]) * s + z;
+    } else { // 2-bit: channels 2i (bits 0-1) and 2i + 1 (bits 2-3)
+      const float s0 = scale[2 * i], z0 = zero[2 * i];
+      const float s1 = scale[2 * i + 1], z1 = zero[2 * i + 1];
+      float *__restrict o0 = out + 2 * i * kKeyTile;
+      float *__restrict o1 = o0 + kKeyTile;
+      for (int t = 0; t < kKeyTile; ++t) {
+        o0[t] = static_cast<float>(x[t] & 3u) * s0 + z0;
+        o1[t] = static_cast<float>(x[t] >> 2) * s1 + z1;
+      }
+    }
+  }
+}
+
+/// One key row from its unpacked codes: uniformDequant per channel.
+KVQ_AVX2_CLONE
+void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
+                   const float *__restrict scale, const float *__restrict zero,
+                   float *__restrict out) {
+  for (int64_t c = 0; c < C; ++c)
+    out[c] = static_cast<float>(codes[c]) * scale[c] + zero[c];
+}
+
+/// Whole tiles of coded rows inside one nibble-major group go by columns;
+/// other tiles (fp16 rows of the window and sinks, row-major codes, tiles
+/// across a group boundary) by rows, each row decoded as loadRow does.
+LayerStore::KeyLayout KiviStore::loadKeys(AttendJob &job, int64_t t0,
+                                          int64_t t1, float *out) const {
+  const int64_t C = channels_, g = t0 / G_;
+  job.scratch2.resize(static_cast<size_t>(2 * C));
+  float *sz = job.scratch2.data(); // a group's scales, then its zeros
+  bool columns = nibbleKeys_ && t1 - t0 == kKeyTile && (t1 - 1) / G_ == g;
+  for (int64_t p = t0; columns && p < t1; ++p)
+    columns = !slots_[static_cast<size_t>(p)].kf;
+  if (columns) {
+    const int64_t rows = codedRows(g), row0 = codedBefore(t0);
+    if (rows % 2 == 0 && row0 % 2 == 0) {
+      const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+      nibbleKeyColumns(b + 4 * C, rows, row0, C, kb_, sz, sz + C, out);
+      return KeyLayout::Columns;
+    }
+  }
+  job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
+  uint8_t *codes = reinterpret_cast<uint8_t *>(job.scratch3.data());
+  int64_t scalesOf = -1; // the group whose scales and zeros sz holds
+  for (int64_t p = t0; p < t1; ++p) {
+    float *k = out + (p - t0) * C;
+    const Slot &s = slots_[static_cast<size_t>(p)];
+    if (s.kf) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.kf.p), C, k);
+      continue;
+    }
+    const int64_t gp = p / G_, row = codedBefore(p);
+    const uint8_t *b = groups_[static_cast<size_t>(gp)].p;
+    if (gp != scalesOf) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+      scalesOf = gp;
+    }
+    if (!nibbleKeys_ && (row * C * kb_) % 8 == 0) {
+      kernels().unpackCodes(b + 4 * C + row * C * kb_ / 8, C, kb_, codes);
+      dequantKeyRow(codes, C, sz, sz + C, k);
+      continue;
+    }
+    const int64_t rows = nibbleKeys_ ? codedRows(gp) : 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t code = nibbleKeys_
+                               ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
+                               : packedCodeAt(b + 4 * C, row * C + c, kb_);
+      k[c] = uniformDequant(code, sz[c], sz[C + c]);
+    }
+  }
+  return KeyLayout::Rows;
 }
 
 /// Keys: per-channel scales fold into the queries once per key group
