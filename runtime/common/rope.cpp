@@ -32,6 +32,7 @@ constexpr double kPio2Lo = 0x1.3198a2e037073p-69;
 /// Tokens per row of the low table: a chunk of the fused attention (128
 /// tokens, aligned) never spans two blocks.
 constexpr int64_t kBlock = 256;
+static_assert(kBlock % kKeyTile == 0, "a key tile lies inside one block");
 
 } // namespace
 
@@ -105,6 +106,15 @@ Rope::Rope(const kvq_config &cfg) : style_(cfg.rope_style) {
       cosLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(c);
       sinLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(s);
     }
+  cosLoT_.resize(cosLo_.size());
+  sinLoT_.resize(cosLo_.size());
+  for (int64_t j = 0; j < kBlock; ++j)
+    for (int64_t i = 0; i < pairs_; ++i) {
+      const size_t to = static_cast<size_t>(
+          ((j / kKeyTile) * pairs_ + i) * kKeyTile + j % kKeyTile);
+      cosLoT_[to] = cosLo_[static_cast<size_t>(j * pairs_ + i)];
+      sinLoT_[to] = sinLo_[static_cast<size_t>(j * pairs_ + i)];
+    }
 }
 
 void Rope::moveTo(int64_t pos, Cursor &cur) const {
@@ -156,8 +166,40 @@ void Rope::rotate(float *row, int64_t heads, const Cursor &cur) const {
   }
 }
 
+namespace {
+
+/// anglesTile of a whole aligned tile by columns: the angle-sum formula of
+/// Rope::angles, element-wise, tokens in vector lanes.
+KVQ_AVX2_CLONE
+void anglesColumns(const float *__restrict cosHi, const float *__restrict sinHi,
+                   const float *__restrict cosLo, const float *__restrict sinLo,
+                   int64_t pairs, float *__restrict cosOut,
+                   float *__restrict sinOut) {
+  for (int64_t i = 0; i < pairs; ++i) {
+    const float ch = cosHi[i], sh = sinHi[i];
+    const float *__restrict cl = cosLo + i * kKeyTile;
+    const float *__restrict sl = sinLo + i * kKeyTile;
+    for (int64_t t = 0; t < kKeyTile; ++t) {
+      cosOut[i * kKeyTile + t] = ch * cl[t] - sh * sl[t];
+      sinOut[i * kKeyTile + t] = sh * cl[t] + ch * sl[t];
+    }
+  }
+}
+
+} // namespace
+
 void Rope::anglesTile(int64_t pos0, int64_t n, Cursor &cur, float *cosOut,
                       float *sinOut, int64_t tStride, int64_t iStride) const {
+  if (n == kKeyTile && pos0 % kKeyTile == 0 && tStride == 1 &&
+      iStride == kKeyTile) {
+    moveTo(pos0, cur); // a tile never spans two blocks (kBlock % 16 == 0)
+    const int64_t tile = (pos0 % kBlock) / kKeyTile;
+    anglesColumns(cur.cosHi.data(), cur.sinHi.data(),
+                  cosLoT_.data() + tile * pairs_ * kKeyTile,
+                  sinLoT_.data() + tile * pairs_ * kKeyTile, pairs_, cosOut,
+                  sinOut);
+    return;
+  }
   for (int64_t t = 0; t < n; ++t) {
     const int64_t pos = pos0 + t, j = pos % kBlock;
     moveTo(pos, cur);

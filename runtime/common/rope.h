@@ -96,6 +96,8 @@ private:
   int64_t d_ = 0, pairs_ = 0;
   std::vector<double> invFreq_;      ///< theta^(-2i/d), [pairs]
   std::vector<float> cosLo_, sinLo_; ///< [256][pairs]
+  /// The same by tiles: [256 / kKeyTile][pairs][kKeyTile] (anglesTile).
+  std::vector<float> cosLoT_, sinLoT_;
 };
 
 /// Deterministic double math of the angles (exposed for the unit test):

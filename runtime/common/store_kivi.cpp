@@ -387,28 +387,28 @@ void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
                       const float *__restrict scale,
                       const float *__restrict zero, float *__restrict out) {
   static_assert(kKeyTile == 16, "a tile's nibbles are two 32-bit words");
+  // Generic vectors (eight lanes: one AVX2 register, two SSE or NEON
+  // ones), so the decode runs across the tile's tokens on every ISA.
+  using U32x8 = uint32_t __attribute__((vector_size(32)));
+  using F32x8 = float __attribute__((vector_size(32)));
+  const U32x8 shift = {0, 4, 8, 12, 16, 20, 24, 28};
   const int64_t nibbles = C * bits / 4;
   for (int64_t i = 0; i < nibbles; ++i) {
     uint32_t w[2];
     std::memcpy(w, codes + (i * rows + row0) / 2, 8);
-    uint32_t x[kKeyTile];
-    for (int t = 0; t < 8; ++t) {
-      x[t] = (w[0] >> (4 * t)) & 15u;
-      x[t + 8] = (w[1] >> (4 * t)) & 15u;
-    }
-    if (bits == 4) {
-      const float s = scale[i], z = zero[i];
-      float *__restrict o = out + i * kKeyTile;
-      for (int t = 0; t < kKeyTile; ++t)
-        o[t] = static_cast<float>(x[t]) * s + z;
-    } else { // 2-bit: channels 2i (bits 0-1) and 2i + 1 (bits 2-3)
-      const float s0 = scale[2 * i], z0 = zero[2 * i];
-      const float s1 = scale[2 * i + 1], z1 = zero[2 * i + 1];
-      float *__restrict o0 = out + 2 * i * kKeyTile;
-      float *__restrict o1 = o0 + kKeyTile;
-      for (int t = 0; t < kKeyTile; ++t) {
-        o0[t] = static_cast<float>(x[t] & 3u) * s0 + z0;
-        o1[t] = static_cast<float>(x[t] >> 2) * s1 + z1;
+    for (int half = 0; half < 2; ++half) {
+      const U32x8 x = ((U32x8{} + w[half]) >> shift) & 15u;
+      if (bits == 4) {
+        const F32x8 v = __builtin_convertvector(x, F32x8) * scale[i] + zero[i];
+        std::memcpy(out + i * kKeyTile + 8 * half, &v, sizeof(v));
+      } else { // 2-bit: channels 2i (bits 0-1) and 2i + 1 (bits 2-3)
+        const F32x8 a =
+            __builtin_convertvector(x & 3u, F32x8) * scale[2 * i] + zero[2 * i];
+        const F32x8 b =
+            __builtin_convertvector(x >> 2, F32x8) * scale[2 * i + 1] +
+            zero[2 * i + 1];
+        std::memcpy(out + 2 * i * kKeyTile + 8 * half, &a, sizeof(a));
+        std::memcpy(out + (2 * i + 1) * kKeyTile + 8 * half, &b, sizeof(b));
       }
     }
   }
@@ -440,6 +440,13 @@ LayerStore::KeyLayout KiviStore::loadKeys(AttendJob &job, int64_t t0,
       const uint8_t *b = groups_[static_cast<size_t>(g)].p;
       job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
       nibbleKeyColumns(b + 4 * C, rows, row0, C, kb_, sz, sz + C, out);
+      // The value pass reads these tokens' value blocks next (one
+      // allocation each): ask for them now, as attendKeys does.
+      const int64_t vBytes = valueBlockBytes();
+      for (int64_t p = t0; p < t1; ++p)
+        if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+          for (int64_t off = 0; off < vBytes; off += 64)
+            __builtin_prefetch(v + off);
       return KeyLayout::Columns;
     }
   }
