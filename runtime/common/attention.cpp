@@ -194,22 +194,38 @@ inline float canonicalTree(const float *S, int64_t stride) {
 }
 
 /// Scores of n rotated key rows (k[t * heads * d + h * d + c]) against
-/// every query vector: out[(t * heads + h) * nq + j].
+/// every query vector: out[(t * heads + h) * nq + j]. Four rows at a time
+/// keep four independent sets of chains in flight (each row's sum is the
+/// canonical one all the same).
 KVQ_AVX2_CLONE
 void dotKeyRows(const float *__restrict k, int64_t n, const float *__restrict q,
                 int64_t heads, int64_t nq, int64_t d, float *__restrict out) {
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float *__restrict kr = k + (t * heads + h) * d;
-      for (int64_t j = 0; j < nq; ++j) {
-        const float *__restrict qj = q + (h * nq + j) * d;
+  const int64_t C = heads * d, full = d - d % 16;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < nq; ++j) {
+      const float *__restrict qj = q + (h * nq + j) * d;
+      int64_t t = 0;
+      for (; t + 4 <= n; t += 4) {
+        const float *__restrict k0 = k + t * C + h * d;
+        float S[4][16] = {};
+        for (int64_t c = 0; c < full; c += 16)
+          for (int r = 0; r < 4; ++r)
+            for (int l = 0; l < 16; ++l)
+              S[r][l] += qj[c + l] * k0[r * C + c + l];
+        for (int r = 0; r < 4; ++r) {
+          for (int64_t c = full; c < d; ++c)
+            S[r][c - full] += qj[c] * k0[r * C + c];
+          out[((t + r) * heads + h) * nq + j] = canonicalTree(S[r], 1);
+        }
+      }
+      for (; t < n; ++t) {
+        const float *__restrict kr = k + t * C + h * d;
         float S[16] = {};
-        int64_t c = 0;
-        for (; c + 16 <= d; c += 16)
+        for (int64_t c = 0; c < full; c += 16)
           for (int l = 0; l < 16; ++l)
             S[l] += qj[c + l] * kr[c + l];
-        for (int l = 0; c < d; ++c, ++l)
-          S[l] += qj[c] * kr[c];
+        for (int64_t c = full; c < d; ++c)
+          S[c - full] += qj[c] * kr[c];
         out[(t * heads + h) * nq + j] = canonicalTree(S, 1);
       }
     }
