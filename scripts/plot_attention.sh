@@ -22,7 +22,9 @@ python3 - "$json" "$qpk" > "$data" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 qpk = int(sys.argv[2])
-rows = [r for r in doc["attention"] if r["q_per_kv"] == qpk]
+# Post-RoPE rows only (pre-RoPE key caches carry "rope": "half" etc.).
+rows = [r for r in doc["attention"]
+        if r["q_per_kv"] == qpk and r.get("rope", "none") == "none"]
 caches = []
 for r in rows:
     if r["cache"] not in caches:

@@ -42,6 +42,10 @@ struct AttendJob {
   std::vector<const uint8_t *> codeRows; ///< row pointers for *Rows ops
   std::vector<const uint16_t *> halfRows;
   std::vector<int64_t> positions;
+  /// Scratch a store's loadKeys keeps across chunks (the value pass leaves
+  /// it alone), and which block it was derived from (null: none yet).
+  std::vector<float> keyScratch;
+  const void *keyScratchOf = nullptr;
 
   explicit AttendJob(const AttendOps &o) : ops(o) {}
   const float *query(int64_t h) const { return q.data() + h * nq * d; }
@@ -64,8 +68,8 @@ void attendFused(const LayerStore &store, const kvq_config &cfg,
 /// The reference: row-by-row dequantization, double accumulators, exact
 /// exp (the oracle of the attention tests); keys rotated as above.
 void attendReference(const LayerStore &store, const kvq_config &cfg,
-                     const Rope &rope, const float *queries,
-                     int64_t nQueries, int32_t qHeads, float *out);
+                     const Rope &rope, const float *queries, int64_t nQueries,
+                     int32_t qHeads, float *out);
 
 /// kvq_cache_attend with a chosen implementation (defined in cache.cpp, so
 /// tests can run both on the same cache).
@@ -78,9 +82,10 @@ kvq_status cacheAttend(const kvq_cache_t *cache, int32_t layer,
 void attendKeysByRows(const LayerStore &store, AttendJob &job);
 void attendValuesByRows(const LayerStore &store, AttendJob &job);
 
-/// The key pass of a pre-RoPE cache: each dequantized key row is rotated at
-/// its position, then dotted with the queries (same order as
-/// attendKeysByRows, so every kernel table gives the same bits).
+/// The key pass of a pre-RoPE cache: tiles of kKeyTile keys, dequantized
+/// by the store (LayerStore::loadKeys), rotated at their positions and
+/// dotted with the queries in one canonical order, all in portable code,
+/// so every kernel table and ISA gives the same bits.
 void attendKeysRotated(const LayerStore &store, const Rope &rope,
                        AttendJob &job);
 

@@ -32,6 +32,7 @@ constexpr double kPio2Lo = 0x1.3198a2e037073p-69;
 /// Tokens per row of the low table: a chunk of the fused attention (128
 /// tokens, aligned) never spans two blocks.
 constexpr int64_t kBlock = 256;
+static_assert(kBlock % kKeyTile == 0, "a key tile lies inside one block");
 
 } // namespace
 
@@ -105,25 +106,40 @@ Rope::Rope(const kvq_config &cfg) : style_(cfg.rope_style) {
       cosLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(c);
       sinLo_[static_cast<size_t>(j * pairs_ + i)] = static_cast<float>(s);
     }
+  cosLoT_.resize(cosLo_.size());
+  sinLoT_.resize(cosLo_.size());
+  for (int64_t j = 0; j < kBlock; ++j)
+    for (int64_t i = 0; i < pairs_; ++i) {
+      const size_t to = static_cast<size_t>(
+          ((j / kKeyTile) * pairs_ + i) * kKeyTile + j % kKeyTile);
+      cosLoT_[to] = cosLo_[static_cast<size_t>(j * pairs_ + i)];
+      sinLoT_[to] = sinLo_[static_cast<size_t>(j * pairs_ + i)];
+    }
+}
+
+void Rope::moveTo(int64_t pos, Cursor &cur) const {
+  const int64_t block = pos / kBlock;
+  if (cur.block == block)
+    return;
+  const size_t n = static_cast<size_t>(pairs_);
+  cur.cosHi.resize(n);
+  cur.sinHi.resize(n);
+  cur.cos.resize(n);
+  cur.sin.resize(n);
+  const double base = static_cast<double>(block * kBlock);
+  for (size_t i = 0; i < n; ++i) {
+    double s, c;
+    detmath::sincos(base * invFreq_[i], &s, &c);
+    cur.cosHi[i] = static_cast<float>(c);
+    cur.sinHi[i] = static_cast<float>(s);
+  }
+  cur.block = block;
 }
 
 void Rope::angles(int64_t pos, Cursor &cur) const {
-  const int64_t block = pos / kBlock, j = pos % kBlock;
+  const int64_t j = pos % kBlock;
   const size_t n = static_cast<size_t>(pairs_);
-  if (cur.block != block) {
-    cur.cosHi.resize(n);
-    cur.sinHi.resize(n);
-    cur.cos.resize(n);
-    cur.sin.resize(n);
-    const double base = static_cast<double>(block * kBlock);
-    for (size_t i = 0; i < n; ++i) {
-      double s, c;
-      detmath::sincos(base * invFreq_[i], &s, &c);
-      cur.cosHi[i] = static_cast<float>(c);
-      cur.sinHi[i] = static_cast<float>(s);
-    }
-    cur.block = block;
-  }
+  moveTo(pos, cur);
   const float *cl = cosLo_.data() + j * pairs_,
               *sl = sinLo_.data() + j * pairs_;
   for (size_t i = 0; i < n; ++i) {
@@ -148,4 +164,129 @@ void Rope::rotate(float *row, int64_t heads, const Cursor &cur) const {
       b = rb;
     }
   }
+}
+
+namespace {
+
+/// anglesTile of a whole aligned tile by columns: the angle-sum formula of
+/// Rope::angles, element-wise, tokens in vector lanes.
+KVQ_AVX2_CLONE
+void anglesColumns(const float *__restrict cosHi, const float *__restrict sinHi,
+                   const float *__restrict cosLo, const float *__restrict sinLo,
+                   int64_t pairs, float *__restrict cosOut,
+                   float *__restrict sinOut) {
+  for (int64_t i = 0; i < pairs; ++i) {
+    const float ch = cosHi[i], sh = sinHi[i];
+    const float *__restrict cl = cosLo + i * kKeyTile;
+    const float *__restrict sl = sinLo + i * kKeyTile;
+    for (int64_t t = 0; t < kKeyTile; ++t) {
+      cosOut[i * kKeyTile + t] = ch * cl[t] - sh * sl[t];
+      sinOut[i * kKeyTile + t] = sh * cl[t] + ch * sl[t];
+    }
+  }
+}
+
+} // namespace
+
+void Rope::anglesTile(int64_t pos0, int64_t n, Cursor &cur, float *cosOut,
+                      float *sinOut, int64_t tStride, int64_t iStride) const {
+  if (n == kKeyTile && pos0 % kKeyTile == 0 && tStride == 1 &&
+      iStride == kKeyTile) {
+    moveTo(pos0, cur); // a tile never spans two blocks (kBlock % 16 == 0)
+    const int64_t tile = (pos0 % kBlock) / kKeyTile;
+    anglesColumns(cur.cosHi.data(), cur.sinHi.data(),
+                  cosLoT_.data() + tile * pairs_ * kKeyTile,
+                  sinLoT_.data() + tile * pairs_ * kKeyTile, pairs_, cosOut,
+                  sinOut);
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t pos = pos0 + t, j = pos % kBlock;
+    moveTo(pos, cur);
+    const float *cl = cosLo_.data() + j * pairs_,
+                *sl = sinLo_.data() + j * pairs_;
+    const float *chi = cur.cosHi.data(), *shi = cur.sinHi.data();
+    for (int64_t i = 0; i < pairs_; ++i) {
+      const float ch = chi[i], sh = shi[i];
+      cosOut[t * tStride + i * iStride] = ch * cl[i] - sh * sl[i];
+      sinOut[t * tStride + i * iStride] = sh * cl[i] + ch * sl[i];
+    }
+  }
+}
+
+namespace {
+
+/// rotate()'s two operations per channel of a pair (a, b), element-wise.
+KVQ_AVX2_CLONE
+void rotateHalfRows(float *__restrict x, int64_t rows, int64_t pairs,
+                    const float *__restrict cos, const float *__restrict sin,
+                    int64_t heads) {
+  // Row r = (token t, head h) holds channels (i, i + pairs).
+  for (int64_t r = 0; r < rows; ++r) {
+    float *__restrict a = x + r * 2 * pairs;
+    float *__restrict b = a + pairs;
+    const float *__restrict c = cos + (r / heads) * pairs;
+    const float *__restrict s = sin + (r / heads) * pairs;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float ra = a[i] * c[i] - b[i] * s[i];
+      const float rb = a[i] * s[i] + b[i] * c[i];
+      a[i] = ra;
+      b[i] = rb;
+    }
+  }
+}
+
+KVQ_AVX2_CLONE
+void rotateInterleavedRows(float *__restrict x, int64_t rows, int64_t pairs,
+                           const float *__restrict cos,
+                           const float *__restrict sin, int64_t heads) {
+  // Row r = (token t, head h) holds pairs (2i, 2i + 1).
+  for (int64_t r = 0; r < rows; ++r) {
+    float *__restrict v = x + r * 2 * pairs;
+    const float *__restrict c = cos + (r / heads) * pairs;
+    const float *__restrict s = sin + (r / heads) * pairs;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float a = v[2 * i], b = v[2 * i + 1];
+      v[2 * i] = a * c[i] - b * s[i];
+      v[2 * i + 1] = a * s[i] + b * c[i];
+    }
+  }
+}
+
+/// One pair of channel columns (kKeyTile tokens each).
+KVQ_AVX2_CLONE
+void rotateColumnPairs(float *__restrict cols, int64_t heads, int64_t d,
+                       int64_t pairs, int64_t step, int64_t other,
+                       const float *__restrict cos,
+                       const float *__restrict sin) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < pairs; ++i) {
+      float *__restrict a = cols + (h * d + i * step) * kKeyTile;
+      float *__restrict b = a + other * kKeyTile;
+      const float *__restrict c = cos + i * kKeyTile;
+      const float *__restrict s = sin + i * kKeyTile;
+      for (int64_t t = 0; t < kKeyTile; ++t) {
+        const float ra = a[t] * c[t] - b[t] * s[t];
+        const float rb = a[t] * s[t] + b[t] * c[t];
+        a[t] = ra;
+        b[t] = rb;
+      }
+    }
+}
+
+} // namespace
+
+void Rope::rotateRows(float *rows, int64_t n, int64_t heads, const float *cos,
+                      const float *sin) const {
+  if (style_ == KVQ_ROPE_INTERLEAVED)
+    rotateInterleavedRows(rows, n * heads, pairs_, cos, sin, heads);
+  else
+    rotateHalfRows(rows, n * heads, pairs_, cos, sin, heads);
+}
+
+void Rope::rotateColumns(float *cols, int64_t heads, const float *cos,
+                         const float *sin) const {
+  const bool interleaved = style_ == KVQ_ROPE_INTERLEAVED;
+  rotateColumnPairs(cols, heads, d_, pairs_, interleaved ? 2 : 1,
+                    interleaved ? 1 : pairs_, cos, sin);
 }

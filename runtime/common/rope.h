@@ -18,7 +18,21 @@
 #include <cstdint>
 #include <vector>
 
+/// The portable loops of the pre-RoPE key pass (rope.cpp, attention.cpp,
+/// the stores' loadKeys): on x86_64 an AVX2 clone is chosen at load time.
+/// Both clones run the same element-wise operations (no contraction:
+/// -ffp-contract=off), so they give the same bits, as arm64 does.
+#if defined(__x86_64__) && defined(__ELF__)
+#define KVQ_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define KVQ_AVX2_CLONE
+#endif
+
 namespace kvq {
+
+/// Tokens per tile of the pre-RoPE key pass (attendKeysRotated): a tile's
+/// keys by columns are 16 lanes per channel (two AVX2 vectors).
+constexpr int64_t kKeyTile = 16;
 
 /// The RoPE of a cache: for pair i of a head (channels (2i, 2i+1) when
 /// interleaved, (i, i + d/2) when half), the angle at position p is
@@ -54,11 +68,36 @@ public:
     rotate(row, heads, cursor);
   }
 
+  // The tiles of the pre-RoPE key pass (attendKeysRotated): the same
+  // operations as angles and rotate, element by element, so a rotated key
+  // has the bits rotateAt gives it (and fetch returns).
+
+  /// angles() of positions pos0 .. pos0 + n - 1: pair i of position
+  /// pos0 + t at cosOut[t * tStride + i * iStride] (sinOut likewise).
+  void anglesTile(int64_t pos0, int64_t n, Cursor &cursor, float *cosOut,
+                  float *sinOut, int64_t tStride, int64_t iStride) const;
+
+  /// rotate() of n rows of `heads` heads (rows[t * heads * d + ...]) by
+  /// the angles of row t at cos[t * d/2 + i] (anglesTile, tStride d/2).
+  void rotateRows(float *rows, int64_t n, int64_t heads, const float *cos,
+                  const float *sin) const;
+
+  /// rotate() of kKeyTile keys stored by columns (channel c of token t at
+  /// cols[c * kKeyTile + t], heads * d channels) by the angles at
+  /// cos[i * kKeyTile + t] (anglesTile, iStride kKeyTile).
+  void rotateColumns(float *cols, int64_t heads, const float *cos,
+                     const float *sin) const;
+
 private:
+  /// cursor.cosHi / sinHi for the block holding pos.
+  void moveTo(int64_t pos, Cursor &cursor) const;
+
   int32_t style_ = KVQ_ROPE_NONE;
   int64_t d_ = 0, pairs_ = 0;
   std::vector<double> invFreq_;      ///< theta^(-2i/d), [pairs]
   std::vector<float> cosLo_, sinLo_; ///< [256][pairs]
+  /// The same by tiles: [256 / kKeyTile][pairs][kKeyTile] (anglesTile).
+  std::vector<float> cosLoT_, sinLoT_;
 };
 
 /// Deterministic double math of the angles (exposed for the unit test):

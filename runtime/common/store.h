@@ -57,6 +57,20 @@ public:
   /// Pass 2 over the same chunk: job.acc += weights x V.
   virtual void attendValues(AttendJob &job) const;
 
+  /// How loadKeys laid out a tile of keys.
+  enum class KeyLayout {
+    Rows,   ///< out[(t - t0) * channels + c]
+    Columns ///< out[c * kKeyTile + t - t0], a whole tile (rope.h)
+  };
+
+  /// The key pass of a pre-RoPE cache (attendKeysRotated): the keys of
+  /// tokens [t0, t1) (at most kKeyTile, within one aligned tile) exactly as
+  /// loadRow dequantizes them, without their values, in the layout the
+  /// store decodes fastest; returns it. May use job.scratch2, scratch3 and
+  /// codeRows (attendValues sets them again). The default calls loadRow.
+  virtual KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                             float *out) const;
+
   /// Release every payload block (called once, by the cache destructor).
   virtual void releaseAll() = 0;
 

@@ -16,6 +16,7 @@
 #include "layer_section.h"
 #include "method_rules.h"
 #include "paged.h"
+#include "rope.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -55,6 +56,8 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
+  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                     float *out) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -365,6 +368,112 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
                             halfToFloat(read16(b, c / G_)),
                             halfToFloat(read16(b, groups + c / G_)));
   }
+}
+
+/// A tile of keys by columns (channel c of row t at out[c * kKeyTile +
+/// t]): the kKeyTile consecutive coded rows row0.. of a nibble-major group
+/// of `rows` rows (both even), whose nibble i is 8 bytes; each code
+/// becomes uniformDequant(code, scale, zero) of its channel, as loadRow
+/// computes it.
+KVQ_AVX2_CLONE
+void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
+                      int64_t row0, int64_t C, int bits,
+                      const float *__restrict scale,
+                      const float *__restrict zero, float *__restrict out) {
+  static_assert(kKeyTile == 16, "a tile's nibbles are two 32-bit words");
+  // Generic vectors (eight lanes: one AVX2 register, two SSE or NEON
+  // ones), so the decode runs across the tile's tokens on every ISA.
+  using U32x8 = uint32_t __attribute__((vector_size(32)));
+  using F32x8 = float __attribute__((vector_size(32)));
+  const U32x8 shift = {0, 4, 8, 12, 16, 20, 24, 28};
+  const int64_t nibbles = C * bits / 4;
+  for (int64_t i = 0; i < nibbles; ++i) {
+    uint32_t w[2];
+    std::memcpy(w, codes + (i * rows + row0) / 2, 8);
+    for (int half = 0; half < 2; ++half) {
+      const U32x8 x = ((U32x8{} + w[half]) >> shift) & 15u;
+      if (bits == 4) {
+        const F32x8 v = __builtin_convertvector(x, F32x8) * scale[i] + zero[i];
+        std::memcpy(out + i * kKeyTile + 8 * half, &v, sizeof(v));
+      } else { // 2-bit: channels 2i (bits 0-1) and 2i + 1 (bits 2-3)
+        const F32x8 a =
+            __builtin_convertvector(x & 3u, F32x8) * scale[2 * i] + zero[2 * i];
+        const F32x8 b =
+            __builtin_convertvector(x >> 2, F32x8) * scale[2 * i + 1] +
+            zero[2 * i + 1];
+        std::memcpy(out + 2 * i * kKeyTile + 8 * half, &a, sizeof(a));
+        std::memcpy(out + (2 * i + 1) * kKeyTile + 8 * half, &b, sizeof(b));
+      }
+    }
+  }
+}
+
+/// One key row from its unpacked codes: uniformDequant per channel.
+KVQ_AVX2_CLONE
+void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
+                   const float *__restrict scale, const float *__restrict zero,
+                   float *__restrict out) {
+  for (int64_t c = 0; c < C; ++c)
+    out[c] = static_cast<float>(codes[c]) * scale[c] + zero[c];
+}
+
+/// Whole tiles of coded rows inside one nibble-major group go by columns;
+/// other tiles (fp16 rows of the window and sinks, row-major codes, tiles
+/// across a group boundary) by rows, each row decoded as loadRow does.
+LayerStore::KeyLayout KiviStore::loadKeys(AttendJob &job, int64_t t0,
+                                          int64_t t1, float *out) const {
+  const int64_t C = channels_, g = t0 / G_;
+  job.scratch2.resize(static_cast<size_t>(2 * C));
+  float *sz = job.scratch2.data(); // a group's scales, then its zeros
+  bool columns = nibbleKeys_ && t1 - t0 == kKeyTile && (t1 - 1) / G_ == g;
+  for (int64_t p = t0; columns && p < t1; ++p)
+    columns = !slots_[static_cast<size_t>(p)].kf;
+  if (columns) {
+    const int64_t rows = codedRows(g), row0 = codedBefore(t0);
+    if (rows % 2 == 0 && row0 % 2 == 0) {
+      const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+      nibbleKeyColumns(b + 4 * C, rows, row0, C, kb_, sz, sz + C, out);
+      // The value pass reads these tokens' value blocks next (one
+      // allocation each): ask for them now, as attendKeys does.
+      const int64_t vBytes = valueBlockBytes();
+      for (int64_t p = t0; p < t1; ++p)
+        if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+          for (int64_t off = 0; off < vBytes; off += 64)
+            __builtin_prefetch(v + off);
+      return KeyLayout::Columns;
+    }
+  }
+  job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
+  uint8_t *codes = reinterpret_cast<uint8_t *>(job.scratch3.data());
+  int64_t scalesOf = -1; // the group whose scales and zeros sz holds
+  for (int64_t p = t0; p < t1; ++p) {
+    float *k = out + (p - t0) * C;
+    const Slot &s = slots_[static_cast<size_t>(p)];
+    if (s.kf) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.kf.p), C, k);
+      continue;
+    }
+    const int64_t gp = p / G_, row = codedBefore(p);
+    const uint8_t *b = groups_[static_cast<size_t>(gp)].p;
+    if (gp != scalesOf) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+      scalesOf = gp;
+    }
+    if (!nibbleKeys_ && (row * C * kb_) % 8 == 0) {
+      kernels().unpackCodes(b + 4 * C + row * C * kb_ / 8, C, kb_, codes);
+      dequantKeyRow(codes, C, sz, sz + C, k);
+      continue;
+    }
+    const int64_t rows = nibbleKeys_ ? codedRows(gp) : 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t code = nibbleKeys_
+                               ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
+                               : packedCodeAt(b + 4 * C, row * C + c, kb_);
+      k[c] = uniformDequant(code, sz[c], sz[C + c]);
+    }
+  }
+  return KeyLayout::Rows;
 }
 
 /// Keys: per-channel scales fold into the queries once per key group

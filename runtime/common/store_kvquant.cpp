@@ -13,6 +13,7 @@
 #include "kernels.h"
 #include "layer_section.h"
 #include "paged.h"
+#include "rope.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -56,6 +57,8 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
+  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                     float *out) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -395,6 +398,49 @@ void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
   const uint8_t *vOutliers = packed + packedBytes(C, vb_);
   for (int64_t o = 0; o < s.vOut; ++o)
     v[read16(vOutliers, 2 * o + 1)] = halfToFloat(read16(vOutliers, 2 * o));
+}
+
+/// A key row from its unpacked codes: each channel's level (exact).
+KVQ_AVX2_CLONE
+void lookupKeyLevels(const uint8_t *__restrict codes, int64_t C, int64_t L,
+                     const float *__restrict levels, float *__restrict out) {
+  for (int64_t c = 0; c < C; ++c)
+    out[c] = levels[c * L + codes[c]];
+}
+
+/// Pre-RoPE keys by rows, as loadRow decodes them: the segment's levels
+/// converted once (job.keyScratch, kept across chunks), codes unpacked by
+/// the kernel table, one lookup per channel, then the outliers.
+LayerStore::KeyLayout KvquantStore::loadKeys(AttendJob &job, int64_t t0,
+                                             int64_t t1, float *out) const {
+  const int64_t C = channels_, L = kLevels_;
+  job.keyScratch.resize(static_cast<size_t>(C * L));
+  job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
+  float *levels = job.keyScratch.data();
+  uint8_t *codes = reinterpret_cast<uint8_t *>(job.scratch3.data());
+  for (int64_t t = t0; t < t1; ++t) {
+    float *k = out + (t - t0) * C;
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (s.kf) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(s.kf.p), C, k);
+      continue;
+    }
+    const uint8_t *table = segmentFor(t).table.p;
+    if (job.keyScratchOf != table) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(table), C * L,
+                           levels);
+      job.keyScratchOf = table;
+    }
+    kernels().unpackCodes(s.kq.p, C, kb_, codes);
+    lookupKeyLevels(codes, C, L, levels, k);
+    const uint8_t *outliers = s.kq.p + packedBytes(C, kb_);
+    for (int64_t o = 0; o < s.kOut; ++o)
+      k[read16(outliers, 2 * o + 1)] = halfToFloat(read16(outliers, 2 * o));
+    // The value pass reads this token's block next (as attendKeys asks).
+    for (int64_t off = 0; off < s.vq.size; off += 64)
+      __builtin_prefetch(s.vq.p + off);
+  }
+  return KeyLayout::Rows;
 }
 
 /// Keys: the frozen per-channel levels times the queries form a lookup

@@ -68,26 +68,47 @@ def main():
             need(row, "gbps", num)
             need(row, "warm_gbps", num)
     rows = need(doc, "attention", list)
-    caches = set()
+    caches, rope_caches = set(), set()
     for row in rows:
-        caches.add(need(row, "cache", str))
+        cache = need(row, "cache", str)
         need(row, "tokens", int)
         need(row, "q_per_kv", int)
         need(row, "ms", num)
         need(row, "bytes_read", int)
         need(row, "bound_ms", num)
         need(row, "warm_ms", num)
-    # Every method and width, or the ones --caches asked for.
+        # Issue 17: "none" (post-RoPE keys) or a pre-RoPE key cache's style,
+        # whose rows carry their time over the post-RoPE row's.
+        rope = need(row, "rope", str)
+        if rope == "none":
+            caches.add(cache)
+        elif rope in ("half", "interleaved"):
+            rope_caches.add(cache)
+            if need(row, "vs_post_rope", num) <= 0:
+                fail("vs_post_rope is not positive")
+            need(row, "warm_vs_post_rope", num)
+        else:
+            fail("unknown rope %r" % rope)
+    # Every method and width, or the ones --caches asked for, post-RoPE and
+    # (unless --rope=none) pre-RoPE.
     wanted = ["fp16", "kivi2", "kivi3", "kivi4", "kivi_sink2", "kvquant2",
               "kvquant3", "kvquant4"]
+    want_rope = True
     for i, a in enumerate(args):
-        if a.startswith("--caches="):
-            wanted = a.split("=", 1)[1].split(",")
-        elif a == "--caches" and i + 1 < len(args):
-            wanted = args[i + 1].split(",")
+        flag, value = a, None
+        if "=" in a:
+            flag, value = a.split("=", 1)
+        elif i + 1 < len(args):
+            flag, value = a, args[i + 1]
+        if flag == "--caches" and value is not None:
+            wanted = value.split(",")
+        elif flag == "--rope" and value == "none":
+            want_rope = False
     for c in wanted:
         if c not in caches:
             fail("no attention rows for " + c)
+        if want_rope and c not in rope_caches:
+            fail("no pre-RoPE attention rows for " + c)
     app = need(doc, "append", dict)
     need(app, "ns_at_1k", num)
     need(app, "ns_at_64k", num)

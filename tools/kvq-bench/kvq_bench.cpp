@@ -8,8 +8,10 @@
 // the bandwidth bound they imply, the cost of appending one token at 1K and
 // 64K cached tokens, and the kvq-opt pipeline time on a generated 32-layer
 // graph. Attention and quantize are timed cold (the last-level cache
-// evicted before each repetition) as the headline, warm beside it. Ratios
-// (vs memcpy, vs the bound, vs fp16) are printed next to the absolute
+// evicted before each repetition) as the headline, warm beside it. Every
+// cache is also timed as a pre-RoPE key cache (issue 17; up to 32K tokens),
+// with its time over the same method's post-RoPE time. Ratios (vs memcpy,
+// vs the bound, vs fp16, pre- vs post-RoPE) are printed next to the absolute
 // numbers; --json emits one object with the keys docs/PERFORMANCE.md
 // documents.
 //
@@ -51,6 +53,10 @@ struct Options {
   /// Sections to run (--only) and attention caches to time (--caches);
   /// empty: all. Skipped sections print as empty lists / null.
   std::vector<std::string> only, caches;
+  /// RoPE style of the pre-RoPE attention rows ("none": no such rows).
+  std::string rope = "half";
+  /// Context lengths of the attention rows (--tokens; empty: the mode's).
+  std::vector<int64_t> tokens;
   bool runs(const char *section) const { return selected(only, section); }
   bool times(const char *cache) const { return selected(caches, cache); }
   static bool selected(const std::vector<std::string> &list, const char *x) {
@@ -65,7 +71,9 @@ struct QuantRow {
   double gbps, refGbps, warmGbps;
 };
 
-/// ms: cold (the headline); warmMs: the same call with warm caches.
+/// ms: cold (the headline); warmMs: the same call with warm caches. rope:
+/// "none" (keys stored as given) or the style of a pre-RoPE key cache,
+/// whose keys are rotated at their positions when attending.
 struct AttnRow {
   std::string cache;
   int64_t tokens;
@@ -74,7 +82,18 @@ struct AttnRow {
   int64_t bytesRead;
   double boundMs;
   double warmMs;
+  std::string rope = "none";
 };
+
+/// The post-RoPE row of the same cache, length and GQA shape as a (null
+/// when there is none).
+const AttnRow *postRopeRow(const std::vector<AttnRow> &rows, const AttnRow &a) {
+  for (const AttnRow &b : rows)
+    if (b.rope == "none" && b.cache == a.cache && b.tokens == a.tokens &&
+        b.qPerKv == a.qPerKv)
+      return &b;
+  return nullptr;
+}
 
 struct Report {
   double memcpyGbps = 0, readGbps = 0;
@@ -474,7 +493,19 @@ const std::vector<CacheKind> &cacheKinds() {
   return kinds;
 }
 
-kvq_config cacheConfig(const CacheKind &c) {
+/// RoPE styles by name (kvq-bench --rope).
+int32_t ropeStyle(const std::string &name) {
+  if (name == "half")
+    return KVQ_ROPE_HALF;
+  if (name == "interleaved")
+    return KVQ_ROPE_INTERLEAVED;
+  return KVQ_ROPE_NONE;
+}
+
+/// Pre-RoPE rows up to this length: 128K would double the slowest fills.
+constexpr int64_t kMaxRopeTokens = 32768;
+
+kvq_config cacheConfig(const CacheKind &c, int32_t rope = KVQ_ROPE_NONE) {
   kvq_config cfg;
   kvq_config_init(&cfg, c.method);
   cfg.num_kv_heads = kHeads;
@@ -483,6 +514,7 @@ kvq_config cacheConfig(const CacheKind &c) {
     cfg.key_bits = c.bits;
     cfg.value_bits = c.bits;
   }
+  cfg.rope_style = rope; // rope_theta: the default (10000)
   return cfg;
 }
 
@@ -507,35 +539,43 @@ void measureAttention(const Options &o, Report &r,
     lengths = {1024, 8192, 32768};
   if (o.smoke)
     lengths = {256, 1024};
+  if (!o.tokens.empty())
+    lengths = o.tokens;
   const Effort e = effort(o);
+  // The same keys stored as given, then (up to kMaxRopeTokens) as the
+  // pre-RoPE keys of a cache that rotates them when attending.
+  std::vector<std::string> ropes = {"none"};
+  if (o.rope != "none")
+    ropes.push_back(o.rope);
   for (const CacheKind &kind : cacheKinds())
-    for (int64_t T : lengths) {
-      if (!o.times(kind.name))
-        continue;
-      kvq_config cfg = cacheConfig(kind);
-      kvq_cache_t *cache = nullptr;
-      check(kvq_cache_create(&cfg, &cache), "cache_create");
-      fill(cache, pool, poolTokens, T);
-      kvq_stats st;
-      check(kvq_cache_stats(cache, 0, &st), "cache_stats");
-      for (int qPerKv : {1, 4}) {
-        const int32_t qHeads = kHeads * qPerKv;
-        std::vector<float> q(static_cast<size_t>(qHeads) * kDim);
-        for (size_t i = 0; i < q.size(); ++i)
-          q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
-        std::vector<float> out(q.size());
-        auto attend = [&] {
-          check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
-                "cache_attend");
-        };
-        const double t = medianSecondsAfter(e, evictor(), attend);
-        const double tWarm = medianSeconds(e, attend);
-        r.attention.push_back({kind.name, T, qPerKv, t * 1e3, st.total_bytes,
-                               st.total_bytes / (r.readGbps * 1e9) * 1e3,
-                               tWarm * 1e3});
+    for (int64_t T : lengths)
+      for (const std::string &rope : ropes) {
+        if (!o.times(kind.name) || (rope != "none" && T > kMaxRopeTokens))
+          continue;
+        kvq_config cfg = cacheConfig(kind, ropeStyle(rope));
+        kvq_cache_t *cache = nullptr;
+        check(kvq_cache_create(&cfg, &cache), "cache_create");
+        fill(cache, pool, poolTokens, T);
+        kvq_stats st;
+        check(kvq_cache_stats(cache, 0, &st), "cache_stats");
+        for (int qPerKv : {1, 4}) {
+          const int32_t qHeads = kHeads * qPerKv;
+          std::vector<float> q(static_cast<size_t>(qHeads) * kDim);
+          for (size_t i = 0; i < q.size(); ++i)
+            q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
+          std::vector<float> out(q.size());
+          auto attend = [&] {
+            check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
+                  "cache_attend");
+          };
+          const double t = medianSecondsAfter(e, evictor(), attend);
+          const double tWarm = medianSeconds(e, attend);
+          r.attention.push_back({kind.name, T, qPerKv, t * 1e3, st.total_bytes,
+                                 st.total_bytes / (r.readGbps * 1e9) * 1e3,
+                                 tWarm * 1e3, rope});
+        }
+        kvq_cache_destroy(cache);
       }
-      kvq_cache_destroy(cache);
-    }
 }
 
 /// ns per single-token append into a KIVI-2 cache already holding `held`
@@ -632,18 +672,38 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                    q.refGbps, q.gbps / q.refGbps, q.warmGbps);
     std::fprintf(f, "\n");
   }
-  std::fprintf(f, "%-10s %7s %4s %9s %11s %9s %8s %8s %9s\n", "attention",
+  std::fprintf(f, "%-15s %7s %4s %9s %11s %9s %8s %8s %9s\n", "attention",
                "tokens", "q/kv", "cold ms", "bytes read", "bound ms",
                "vs bound", "vs fp16", "warm ms");
+  // Pre-RoPE rows are labelled cache+rope and compared with the pre-RoPE
+  // fp16 cache.
   for (const AttnRow &a : r.attention) {
     double fp16 = 0;
     for (const AttnRow &b : r.attention)
-      if (b.cache == "fp16" && b.tokens == a.tokens && b.qPerKv == a.qPerKv)
+      if (b.cache == "fp16" && b.rope == a.rope && b.tokens == a.tokens &&
+          b.qPerKv == a.qPerKv)
         fp16 = b.ms;
-    std::fprintf(f, "%-10s %7lld %4d %9.3f %11lld %9.3f %7.2fx %7.2fx %9.3f\n",
-                 a.cache.c_str(), static_cast<long long>(a.tokens), a.qPerKv,
+    const std::string label = a.rope == "none" ? a.cache : a.cache + "+rope";
+    std::fprintf(f, "%-15s %7lld %4d %9.3f %11lld %9.3f %7.2fx %7.2fx %9.3f\n",
+                 label.c_str(), static_cast<long long>(a.tokens), a.qPerKv,
                  a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
                  a.ms / a.boundMs, fp16 > 0 ? fp16 / a.ms : 0.0, a.warmMs);
+  }
+  bool ropeHeader = false;
+  for (const AttnRow &a : r.attention) {
+    const AttnRow *post =
+        a.rope == "none" ? nullptr : postRopeRow(r.attention, a);
+    if (!post)
+      continue;
+    if (!ropeHeader)
+      std::fprintf(f,
+                   "\npre-RoPE keys (%s) / post-RoPE, same method:\n"
+                   "%-15s %7s %4s %9s %9s\n",
+                   a.rope.c_str(), "cache", "tokens", "q/kv", "cold", "warm");
+    ropeHeader = true;
+    std::fprintf(f, "%-15s %7lld %4d %8.2fx %8.2fx\n", a.cache.c_str(),
+                 static_cast<long long>(a.tokens), a.qPerKv, a.ms / post->ms,
+                 a.warmMs / post->warmMs);
   }
   if (r.appendNs1k > 0)
     std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
@@ -697,13 +757,24 @@ void printJson(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "  \"attention\": [\n");
   for (size_t i = 0; i < r.attention.size(); ++i) {
     const AttnRow &a = r.attention[i];
+    // A pre-RoPE row also carries its time over the post-RoPE row's.
+    std::string vsPost;
+    if (const AttnRow *post =
+            a.rope == "none" ? nullptr : postRopeRow(r.attention, a)) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf),
+                    ", \"vs_post_rope\": %.4f, \"warm_vs_post_rope\": %.4f",
+                    a.ms / post->ms, a.warmMs / post->warmMs);
+      vsPost = buf;
+    }
     std::fprintf(f,
                  "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
                  "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f, "
-                 "\"warm_ms\": %.4f}%s\n",
+                 "\"warm_ms\": %.4f, \"rope\": %s%s}%s\n",
                  js(a.cache).c_str(), static_cast<long long>(a.tokens),
                  a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 a.warmMs, i + 1 < r.attention.size() ? "," : "");
+                 a.warmMs, js(a.rope).c_str(), vsPost.c_str(),
+                 i + 1 < r.attention.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n");
   std::fprintf(f, "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f},\n",
@@ -721,7 +792,8 @@ void usage() {
   std::fprintf(stderr,
                "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
                "[--layers N]\n"
-               "                 [--only LIST] [--caches LIST] [--version]\n"
+               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
+               "                 [--tokens LIST] [--version]\n"
                "  (every flag also takes --flag=value)\n"
                "  --json         one JSON object on stdout (the table goes "
                "to stderr)\n"
@@ -735,7 +807,14 @@ void usage() {
                "                 (default all; the baseline always runs)\n"
                "  --caches=LIST  attention caches to time, of fp16,kivi2,kivi3,"
                "kivi4,\n"
-               "                 kivi_sink2,kvquant2,kvquant3,kvquant4\n");
+               "                 kivi_sink2,kvquant2,kvquant3,kvquant4\n"
+               "  --rope=STYLE   RoPE of the pre-RoPE key cache rows (up to "
+               "32K tokens):\n"
+               "                 half (default), interleaved, or none (no "
+               "such rows)\n"
+               "  --tokens=LIST  context lengths of the attention rows "
+               "(default:\n"
+               "                 1024,8192,32768 and, full runs, 131072)\n");
 }
 
 } // namespace
@@ -760,7 +839,20 @@ int main(int argc, char **argv) {
       o.only = p.listValue();
     else if (p.is("--caches"))
       o.caches = p.listValue();
-    else if (p.is("--help")) {
+    else if (p.is("--rope"))
+      o.rope = p.value();
+    else if (p.is("--tokens")) {
+      for (const std::string &t : p.listValue()) {
+        char *end = nullptr;
+        const long long n = std::strtoll(t.c_str(), &end, 10);
+        if (t.empty() || *end || n < 1 || n > (1 << 20)) {
+          std::fprintf(
+              stderr, "kvq-bench: --tokens expects integers in [1, 1048576]\n");
+          return 2;
+        }
+        o.tokens.push_back(n);
+      }
+    } else if (p.is("--help")) {
       usage();
       return 0;
     } else if (p.is("--version")) {
@@ -789,7 +881,7 @@ int main(int argc, char **argv) {
     return true;
   };
   if (!allKnown(o.only, {"quantize", "attention", "append", "compile"}) ||
-      !allCaches())
+      !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
   Report r;
   r.loadStart = loadAverage();

@@ -7,6 +7,9 @@
 // each style's pairing spelled out as the model code spells it.
 //
 //===----------------------------------------------------------------------===//
+#include "attention.h"
+#include "cache_handle.h"
+#include "kernels.h"
 #include "rope.h"
 #include "test_util.h"
 
@@ -117,6 +120,93 @@ TEST(RopeCache, FetchReturnsKeysRotatedAtTheirPositions) {
       }
     }
   }
+}
+
+/// The canonical sum of the pre-RoPE key pass (attention.cpp), written
+/// out: sixteen chains over c = l (mod 16), each product rounded before it
+/// is added (separate statements: nothing may be contracted into an FMA),
+/// then the fixed tree.
+float canonicalKeyDot(const float *q, const float *k, int64_t d) {
+  float S[16] = {};
+  for (int64_t c = 0; c < d; ++c) {
+    const float p = q[c] * k[c];
+    S[c % 16] = S[c % 16] + p;
+  }
+  float T[8], U[4];
+  for (int l = 0; l < 8; ++l)
+    T[l] = S[l] + S[l + 8];
+  for (int l = 0; l < 4; ++l)
+    U[l] = T[l] + T[l + 4];
+  return (U[0] + U[2]) + (U[1] + U[3]);
+}
+
+// The key pass of a pre-RoPE cache (attendKeysRotated) at shapes where
+// every store takes its fast tiles (whole 16-token tiles of 32-token KIVI
+// groups by columns, fp16 windows and sinks, row-major 3/8-bit codes,
+// KVQuant rows with outliers, positions past the 256-position seam): every
+// score is, bit for bit, the canonical sum over the keys fetch returns
+// (loadRow rotated by rotateAt). It runs with the active kernel table and,
+// under qemu, on arm64, so both agree with this one scalar model.
+TEST(RopeCache, KeyPassIsTheCanonicalSumOverFetchedKeys) {
+  const int heads = 2, nq = 3;
+  struct Case {
+    kvq_method m;
+    int bits, d;
+  };
+  const Case cases[] = {
+      {KVQ_METHOD_FP16, 16, 32},     {KVQ_METHOD_KIVI, 2, 32},
+      {KVQ_METHOD_KIVI, 4, 64},      {KVQ_METHOD_KIVI, 3, 32},
+      {KVQ_METHOD_KIVI, 8, 24},      {KVQ_METHOD_KIVI_SINK, 2, 32},
+      {KVQ_METHOD_KIVI_SINK, 4, 32}, {KVQ_METHOD_KVQUANT, 2, 32},
+      {KVQ_METHOD_KVQUANT, 3, 48},   {KVQ_METHOD_KVQUANT, 4, 32}};
+  int checked = 0;
+  for (const Case &cs : cases)
+    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+      SCOPED_TRACE(testing::Message()
+                   << "method " << cs.m << " bits " << cs.bits << " d " << cs.d
+                   << " style " << style);
+      kvq_config cfg = ropeConfig(cs.m, heads, cs.d, style, 10000.0f);
+      if (cs.m != KVQ_METHOD_FP16)
+        cfg.key_bits = cfg.value_bits = cs.bits;
+      if (cs.m == KVQ_METHOD_KVQUANT)
+        cfg.outlier_fraction = 0.02f;
+      if (cs.d % cfg.group_size != 0) // key groups across tiles: by rows
+        cfg.group_size = cs.d;
+      Cache c(cfg);
+      ASSERT_NE(c.h, nullptr);
+      KV kv = laplaceKV(17 + cs.bits + cs.d, 300, heads, cs.d);
+      feed(c.h, kv, 200); // prefill, then one token per update
+      const Fetched f = fetch(c.h);
+      const kvq::LayerStore &store = *c.h->layers[0];
+      const int64_t d = cs.d, C = heads * d, length = store.length();
+      ASSERT_EQ(length, 300);
+      kvq::AttendJob job(kvq::kernels().attend);
+      job.d = d;
+      job.heads = heads;
+      job.qPerKv = nq;
+      job.nq = nq;
+      Rng rng(5);
+      job.q.resize(static_cast<size_t>(heads * nq * d));
+      for (float &e : job.q)
+        e = static_cast<float>(rng.normal());
+      for (int64_t t0 = 0; t0 < length; t0 += 128) {
+        job.t0 = t0;
+        job.t1 = std::min<int64_t>(length, t0 + 128);
+        job.scores.assign(static_cast<size_t>((job.t1 - t0) * heads * nq),
+                          0.0f);
+        kvq::attendKeysRotated(store, c.h->rope, job);
+        for (int64_t t = t0; t < job.t1; ++t)
+          for (int h = 0; h < heads; ++h)
+            for (int j = 0; j < nq; ++j) {
+              const float want = canonicalKeyDot(job.query(h) + j * d,
+                                                 f.k.data() + t * C + h * d, d);
+              ASSERT_EQ(job.scoreRow(t, h)[j], want)
+                  << "token " << t << " head " << h << " query " << j;
+              ++checked;
+            }
+      }
+    }
+  EXPECT_EQ(checked, 10 * 2 * 300 * heads * nq);
 }
 
 // An fp16 cache of pre-RoPE keys attends like an fp16 cache of the same
