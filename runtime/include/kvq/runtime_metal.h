@@ -108,9 +108,10 @@ typedef struct kvq_metal_cache kvq_metal_cache_t;
 
 /// kvq_cache_create_flat for a Metal cache on the default context. backend
 /// must be KVQ_BACKEND_METAL; the other fields are checked by the CPU rules
-/// (kvq_config_validate). Every method is supported; head_dim > 256 and a
-/// RoPE (pre-RoPE keys, CPU only for now) give
-/// KVQ_ERR_INVALID_ARGUMENT (docs/METAL.md).
+/// (kvq_config_validate). Every method is supported, with or without a RoPE
+/// (pre-RoPE keys: fetch and attention rotate them on the GPU, as the CPU
+/// cache does); head_dim > 256 gives KVQ_ERR_INVALID_ARGUMENT
+/// (docs/METAL.md).
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
     int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
@@ -135,7 +136,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_length(const kvq_metal_cache_t *cache,
                                                 int32_t layer,
                                                 int64_t *n_tokens);
 
-/// kvq_cache_fetch (dequantized on the GPU; bit-identical to the CPU).
+/// kvq_cache_fetch (dequantized, and a pre-RoPE cache's keys rotated, on
+/// the GPU; bit-identical to the CPU).
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(const kvq_metal_cache_t *cache,
                                                int32_t layer, void *keys_out,
                                                void *values_out,

@@ -11,7 +11,9 @@
 // shared memory (fp16 rows, block placement), and read by the attention and
 // fetch kernels. Layout: attention.metal and docs/METAL.md. The argument
 // checks and the entry points that only do bookkeeping are the CPU
-// cache's (common/cache_entry.h), so both fail and count alike.
+// cache's (common/cache_entry.h), so both fail and count alike. A cache
+// with a RoPE stores the keys it receives (pre-RoPE) and its fetch and
+// attention kernels rotate them at their positions (rope_table.h).
 //
 //===----------------------------------------------------------------------===//
 #include "guard.h"
@@ -27,6 +29,7 @@
 #include "fp16.h"
 #include "layer_section.h"
 #include "method_rules.h"
+#include "rope_table.h"
 #include "saved_cache.h"
 #include "serial.h"
 #include "status.h"
@@ -53,14 +56,14 @@ int64_t align4(int64_t n) { return (n + 3) & ~int64_t{3}; }
 /// One layer of a Metal cache with uniform quantization (or none).
 class Layer final : public CacheLayer {
 public:
-  Layer(const kvq_config &cfg, Device &dev)
+  Layer(const kvq_config &cfg, Device &dev, std::shared_ptr<const RopeLow> rope)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
         G_(cfg.group_size), kb_(cfg.key_bits), vb_(cfg.value_bits),
         fp16_(cfg.method == KVQ_METHOD_FP16),
         k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
         vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
         vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
-        dkarena_(dev), dkgoff_(dev), dvq_(dev) {}
+        dkarena_(dev), dkgoff_(dev), dvq_(dev), rope_(std::move(rope), dev) {}
 
   kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
   int64_t length() const override { return static_cast<int64_t>(kref_.size()); }
@@ -117,6 +120,7 @@ private:
   TopK top_;
 
   DeviceArray dkref_, dvref_, dpool_, dkarena_, dkgoff_, dvq_;
+  RopeTable rope_;
 };
 
 void Layer::fold(TopK &top, float norm, int64_t pos) const {
@@ -143,6 +147,7 @@ kvq_metal_cache_view Layer::view() const {
   p.key_bits = static_cast<uint32_t>(kb_);
   p.value_bits = static_cast<uint32_t>(vb_);
   p.value_stride = static_cast<uint32_t>(vStride_);
+  p.rope = rope_.style();
   return p;
 }
 
@@ -157,7 +162,7 @@ void Layer::syncRefs(int64_t from) {
 kvq_status Layer::updateFp16(const uint16_t *k, const uint16_t *v, int64_t n) {
   const int64_t L0 = length(), L1 = L0 + n, row = 2 * C_;
   if (!dkref_.reserve(4 * L1) || !dvref_.reserve(4 * L1) ||
-      !dpool_.reserve(row * (poolRows_ + 2 * n)))
+      !dpool_.reserve(row * (poolRows_ + 2 * n)) || !rope_.cover(L1))
     return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
                                        "failed");
   kref_.reserve(L1), vref_.reserve(L1), sink_.reserve(L1);
@@ -248,7 +253,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
       !dpool_.reserve(row * std::max<int64_t>(rowsAfter, 1)) ||
       !dkarena_.reserve(std::max<int64_t>(arenaNeed, 1)) ||
       !dkgoff_.reserve(4 * std::max<size_t>(groupsAfter, 1)) ||
-      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)))
+      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)) || !rope_.cover(L1))
     return oom();
 
   // 4. New tokens: fp16 rows into pool rows (taken from a copy of the free
@@ -419,7 +424,8 @@ kvq_status Layer::fetch(void *kout, void *vout, kvq_dtype dtype) const {
   return runCacheFetch(dev_, "kvq_cache_fetch",
                        {Arg::buf(dkref_.buffer()), Arg::buf(dvref_.buffer()),
                         Arg::buf(dpool_.buffer()), Arg::buf(dkarena_.buffer()),
-                        Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer())},
+                        Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer()),
+                        rope_.lowArg(), rope_.highArg()},
                        view(), length() * C_, dtype, kout, vout);
 }
 
@@ -428,7 +434,8 @@ kvq_status Layer::attend(const float *q, int64_t nq, int32_t qHeads,
   return runCacheAttend(dev_, "kvq_cache_attend",
                         {Arg::buf(dkref_.buffer()), Arg::buf(dvref_.buffer()),
                          Arg::buf(dpool_.buffer()), Arg::buf(dkarena_.buffer()),
-                         Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer())},
+                         Arg::buf(dkgoff_.buffer()), Arg::buf(dvq_.buffer()),
+                         rope_.lowArg(), rope_.highArg()},
                         view(), q, nq, qHeads, cfg_.head_dim, out);
 }
 
@@ -495,7 +502,7 @@ void Layer::truncate(int64_t n) {
 }
 
 std::unique_ptr<CacheLayer> Layer::clone() const {
-  auto c = std::make_unique<Layer>(cfg_, dev_);
+  auto c = std::make_unique<Layer>(cfg_, dev_, rope_.low());
   c->kref_ = kref_;
   c->vref_ = vref_;
   c->sink_ = sink_;
@@ -511,7 +518,8 @@ std::unique_ptr<CacheLayer> Layer::clone() const {
   c->top_ = top_;
   if (!c->dkref_.copyFrom(dkref_) || !c->dvref_.copyFrom(dvref_) ||
       !c->dpool_.copyFrom(dpool_) || !c->dkarena_.copyFrom(dkarena_) ||
-      !c->dkgoff_.copyFrom(dkgoff_) || !c->dvq_.copyFrom(dvq_))
+      !c->dkgoff_.copyFrom(dkgoff_) || !c->dvq_.copyFrom(dvq_) ||
+      !c->rope_.copyFrom(rope_))
     return nullptr;
   return c;
 }
@@ -604,7 +612,7 @@ kvq_status Layer::load(ByteReader &r) {
       !dpool_.reserve(2 * C_ * std::max<int64_t>(rows, 1)) ||
       !dkarena_.reserve(std::max<int64_t>(arena, 1)) ||
       !dkgoff_.reserve(4 * std::max<size_t>(sec.keyGroups.size(), 1)) ||
-      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)))
+      !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)) || !rope_.cover(L))
     return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
                                        "failed");
   sink_.assign(static_cast<size_t>(L), 0);
@@ -659,15 +667,20 @@ kvq_status Layer::load(ByteReader &r) {
 struct kvq_metal_cache {
   kvq_config cfg;
   std::vector<std::unique_ptr<CacheLayer>> layers;
+  /// The low angle table of a pre-RoPE cache (null without a RoPE), shared
+  /// by its layers and its forks.
+  std::shared_ptr<const RopeLow> rope;
 };
 
 namespace {
 
 /// An empty layer of cfg's method.
-std::unique_ptr<CacheLayer> freshLayer(const kvq_config &cfg, Device &dev) {
+std::unique_ptr<CacheLayer>
+freshLayer(const kvq_config &cfg, Device &dev,
+           const std::shared_ptr<const RopeLow> &rope) {
   if (cfg.method == KVQ_METHOD_KVQUANT)
-    return makeKvquantLayer(cfg, dev);
-  return std::make_unique<Layer>(cfg, dev);
+    return makeKvquantLayer(cfg, dev, rope);
+  return std::make_unique<Layer>(cfg, dev, rope);
 }
 
 /// An empty Metal cache of cfg (validated by the CPU rules, backend METAL)
@@ -682,10 +695,13 @@ kvq_status newCache(const char *entry, const kvq_config &cfg,
   Device *dev = defaultDevice();
   if (!dev)
     return fail(KVQ_ERR_NULL_POINTER, "%s: no Metal device", entry);
+  std::shared_ptr<const RopeLow> rope;
+  if (kvq_status s = RopeLow::make(cfg, *dev, rope))
+    return s;
   try {
-    out.reset(new kvq_metal_cache{cfg, {}});
+    out.reset(new kvq_metal_cache{cfg, {}, rope});
     for (int32_t l = 0; l < cfg.num_layers; ++l)
-      out->layers.push_back(freshLayer(cfg, *dev));
+      out->layers.push_back(freshLayer(cfg, *dev, rope));
   } catch (const std::bad_alloc &) {
     out.reset();
     return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
@@ -721,11 +737,6 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
         num_kv_heads, head_dim, KVQ_BACKEND_CPU, rope_style, rope_theta);
     if (kvq_status s = kvq_config_validate(&cfg))
       return s;
-    if (rope_style != KVQ_ROPE_NONE)
-      return fail(KVQ_ERR_INVALID_ARGUMENT,
-                  "kvq_metal_cache_create_flat: pre-RoPE keys (rope_style "
-                  "%d) run on the CPU backend only (docs/METAL.md)",
-                  rope_style);
     cfg.backend = KVQ_BACKEND_METAL;
     std::unique_ptr<kvq_metal_cache> cache;
     if (kvq_status s = newCache("kvq_metal_cache_create_flat", cfg, cache))
@@ -772,8 +783,11 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(const kvq_metal_cache_t *cache,
     if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
       return s;
     // fp16 output past the fp16 range (a KIVI group spanning [-65504,
-    // 65504]) is a status, as on the CPU: checked on an f32 fetch first.
-    if (dtype == KVQ_DTYPE_F16 && cache->cfg.method != KVQ_METHOD_FP16 &&
+    // 65504], or a key rotated past it) is a status, as on the CPU: checked
+    // on an f32 fetch first.
+    if (dtype == KVQ_DTYPE_F16 &&
+        (cache->cfg.method != KVQ_METHOD_FP16 ||
+         cache->cfg.rope_style != KVQ_ROPE_NONE) &&
         l.length() > 0) {
       const size_t n = static_cast<size_t>(
           l.length() * int64_t{cache->cfg.num_kv_heads} * cache->cfg.head_dim);
@@ -831,8 +845,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_truncate(kvq_metal_cache_t *cache,
       Device *dev = defaultDevice();
       std::vector<std::unique_ptr<CacheLayer>> fresh;
       for (size_t l = 0; l < layers.size(); ++l)
-        fresh.push_back(
-            layers[l]->length() == 0 ? nullptr : freshLayer(cache->cfg, *dev));
+        fresh.push_back(layers[l]->length() == 0
+                            ? nullptr
+                            : freshLayer(cache->cfg, *dev, cache->rope));
       for (size_t l = 0; l < layers.size(); ++l)
         if (fresh[l])
           layers[l] = std::move(fresh[l]);
@@ -856,7 +871,8 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fork(const kvq_metal_cache_t *cache,
     if (!cache || !out)
       return fail(KVQ_ERR_NULL_POINTER,
                   "kvq_metal_cache_fork: cache and out must be non-null");
-    std::unique_ptr<kvq_metal_cache> copy(new kvq_metal_cache{cache->cfg, {}});
+    std::unique_ptr<kvq_metal_cache> copy(
+        new kvq_metal_cache{cache->cfg, {}, cache->rope});
     for (const auto &layer : cache->layers) {
       std::unique_ptr<CacheLayer> c = layer->clone();
       if (!c)

@@ -14,7 +14,8 @@
 // prefill thresholds (kvq_outlier_screen). The host only moves bytes: it
 // gathers the marked outliers into each row's sparse list and places rows
 // in the device arrays. Attention and fetch read the layout described in
-// attend_kvquant.metal and docs/METAL.md.
+// attend_kvquant.metal and docs/METAL.md. With a RoPE the keys are stored
+// as they arrive (pre-RoPE) and rotated by those kernels (rope_table.h).
 //
 //===----------------------------------------------------------------------===//
 #include "cache_layer.h"
@@ -25,6 +26,7 @@
 #include "dispatch.h"
 #include "fp16.h"
 #include "layer_section.h"
+#include "rope_table.h"
 #include "serial.h"
 #include "status.h"
 
@@ -67,7 +69,8 @@ uint8_t *bytesOf(const Buffer *b) { return static_cast<uint8_t *>(b->data); }
 
 class KvquantLayer final : public CacheLayer {
 public:
-  KvquantLayer(const kvq_config &cfg, Device &dev)
+  KvquantLayer(const kvq_config &cfg, Device &dev,
+               std::shared_ptr<const RopeLow> rope)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
         H_(cfg.num_kv_heads), D_(cfg.head_dim), kb_(cfg.key_bits),
         vb_(cfg.value_bits), kL_(int64_t{1} << cfg.key_bits),
@@ -76,7 +79,8 @@ public:
         valueLevels_(2 * H_ * vL_),
         tableBytes_(2 * C_ * kL_ + (frozen_ ? 2 * C_ : 0)),
         tableStride_(align4(tableBytes_)), dtok_(dev), dpool_(dev),
-        dkarena_(dev), dvarena_(dev), dtables_(dev) {}
+        dkarena_(dev), dvarena_(dev), dtables_(dev),
+        rope_(std::move(rope), dev) {}
 
   kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
   int64_t length() const override { return static_cast<int64_t>(tok_.size()); }
@@ -111,7 +115,7 @@ public:
   }
 
   std::unique_ptr<CacheLayer> clone() const override {
-    auto c = std::make_unique<KvquantLayer>(cfg_, dev_);
+    auto c = std::make_unique<KvquantLayer>(cfg_, dev_, rope_.low());
     c->tok_ = tok_;
     c->sink_ = sink_;
     c->freeRows_ = freeRows_;
@@ -124,7 +128,7 @@ public:
     c->seg0End_ = seg0End_;
     if (!c->dtok_.copyFrom(dtok_) || !c->dpool_.copyFrom(dpool_) ||
         !c->dkarena_.copyFrom(dkarena_) || !c->dvarena_.copyFrom(dvarena_) ||
-        !c->dtables_.copyFrom(dtables_))
+        !c->dtables_.copyFrom(dtables_) || !c->rope_.copyFrom(rope_))
       return nullptr;
     return c;
   }
@@ -171,6 +175,7 @@ private:
   int64_t seg0End_ = 0; ///< segment 0 was fit on [sinks, seg0End_) (0: none)
 
   DeviceArray dtok_, dpool_, dkarena_, dvarena_, dtables_;
+  RopeTable rope_;
 };
 
 kvq_metal_kvquant_view KvquantLayer::view() const {
@@ -183,6 +188,7 @@ kvq_metal_kvquant_view KvquantLayer::view() const {
   p.table_stride = static_cast<uint32_t>(tableStride_);
   p.key_codes = static_cast<uint32_t>(keyCodes_);
   p.value_codes = static_cast<uint32_t>(valueCodes_);
+  p.rope = rope_.style();
   return p;
 }
 
@@ -385,7 +391,8 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
       !dpool_.reserve(row * std::max<int64_t>(rowsAfter, 1)) ||
       !dkarena_.reserve(std::max<int64_t>(karenaNeed, 1)) ||
       !dvarena_.reserve(std::max<int64_t>(varenaNeed, 1)) ||
-      !dtables_.reserve(tableStride_ * std::max<int64_t>(segmentsAfter, 1)))
+      !dtables_.reserve(tableStride_ * std::max<int64_t>(segmentsAfter, 1)) ||
+      !rope_.cover(L1))
     return oom();
 
   // 4. Write the new payload where no committed state lives: fresh pool
@@ -492,22 +499,22 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
 }
 
 kvq_status KvquantLayer::fetch(void *kout, void *vout, kvq_dtype dtype) const {
-  return runCacheFetch(dev_, "kvq_kvquant_fetch",
-                       {Arg::buf(dtok_.buffer()), Arg::buf(dpool_.buffer()),
-                        Arg::buf(dkarena_.buffer()),
-                        Arg::buf(dvarena_.buffer()),
-                        Arg::buf(dtables_.buffer())},
-                       view(), length() * C_, dtype, kout, vout);
+  return runCacheFetch(
+      dev_, "kvq_kvquant_fetch",
+      {Arg::buf(dtok_.buffer()), Arg::buf(dpool_.buffer()),
+       Arg::buf(dkarena_.buffer()), Arg::buf(dvarena_.buffer()),
+       Arg::buf(dtables_.buffer()), rope_.lowArg(), rope_.highArg()},
+      view(), length() * C_, dtype, kout, vout);
 }
 
 kvq_status KvquantLayer::attend(const float *q, int64_t nq, int32_t qHeads,
                                 float *out) const {
-  return runCacheAttend(dev_, "kvq_kvquant_attend",
-                        {Arg::buf(dtok_.buffer()), Arg::buf(dpool_.buffer()),
-                         Arg::buf(dkarena_.buffer()),
-                         Arg::buf(dvarena_.buffer()),
-                         Arg::buf(dtables_.buffer())},
-                        view(), q, nq, qHeads, D_, out);
+  return runCacheAttend(
+      dev_, "kvq_kvquant_attend",
+      {Arg::buf(dtok_.buffer()), Arg::buf(dpool_.buffer()),
+       Arg::buf(dkarena_.buffer()), Arg::buf(dvarena_.buffer()),
+       Arg::buf(dtables_.buffer()), rope_.lowArg(), rope_.highArg()},
+      view(), q, nq, qHeads, D_, out);
 }
 
 /// The CPU store's accounting: fp16 rows are sinks or residual (waiting
@@ -587,7 +594,8 @@ kvq_status KvquantLayer::load(ByteReader &r) {
       !dpool_.reserve(row * std::max<int64_t>(rows, 1)) ||
       !dkarena_.reserve(std::max<int64_t>(karena, 1)) ||
       !dvarena_.reserve(std::max<int64_t>(varena, 1)) ||
-      !dtables_.reserve(tableStride_ * std::max<int64_t>(nSegs, 1)))
+      !dtables_.reserve(tableStride_ * std::max<int64_t>(nSegs, 1)) ||
+      !rope_.cover(L))
     return fail(KVQ_ERR_OUT_OF_MEMORY, "metal cache: device allocation "
                                        "failed");
   for (int64_t j = 0; j < nSegs; ++j)
@@ -641,7 +649,8 @@ kvq_status KvquantLayer::load(ByteReader &r) {
 
 } // namespace
 
-std::unique_ptr<CacheLayer> kvq::metal::makeKvquantLayer(const kvq_config &cfg,
-                                                         Device &dev) {
-  return std::make_unique<KvquantLayer>(cfg, dev);
+std::unique_ptr<CacheLayer>
+kvq::metal::makeKvquantLayer(const kvq_config &cfg, Device &dev,
+                             std::shared_ptr<const RopeLow> rope) {
+  return std::make_unique<KvquantLayer>(cfg, dev, std::move(rope));
 }

@@ -80,9 +80,13 @@ inline void flaggedPositions(const std::vector<uint8_t> &flags,
       out.push_back(static_cast<int64_t>(p));
 }
 
-/// A layer of a KVQuant cache (cfg.method == KVQ_METHOD_KVQUANT, validated).
-std::unique_ptr<CacheLayer> makeKvquantLayer(const kvq_config &cfg,
-                                             Device &dev);
+class RopeLow;
+
+/// A layer of a KVQuant cache (cfg.method == KVQ_METHOD_KVQUANT, validated)
+/// whose keys are rotated with `rope` (null: no RoPE).
+std::unique_ptr<CacheLayer>
+makeKvquantLayer(const kvq_config &cfg, Device &dev,
+                 std::shared_ptr<const RopeLow> rope);
 
 } // namespace kvq::metal
 

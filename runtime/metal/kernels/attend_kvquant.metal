@@ -18,11 +18,14 @@
 // kvq_kvquant_attend: one simdgroup per (query, query head), lanes split
 // head_dim, simd_sum dot products, online softmax in float (the structure
 // of kvq_cache_attend). kvq_kvquant_fetch: one thread per (token, channel).
+// With a RoPE (p.rope), both read each key element rotated at its position
+// (kvq_rope.h), as kvq_cache_attend / kvq_cache_fetch do.
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
 
 #include "kvq_common.h"
+#include "kvq_rope.h"
 
 using namespace metal;
 
@@ -72,6 +75,24 @@ inline float kvq_kvq_key(device const kvq_metal_kvquant_token *tok,
   return kvq_kvq_patch(row + p.key_codes, tok[t].kout, uint(c), dense);
 }
 
+/// Key element (t, c) as attention and fetch use it: rotated at position t
+/// when the cache stores pre-RoPE keys.
+inline float kvq_kvq_key_at(device const kvq_metal_kvquant_token *tok,
+                            device const half *pool, device const uchar *karena,
+                            device const uchar *tables,
+                            device const float *rope_low,
+                            device const float *rope_high,
+                            constant kvq_metal_kvquant_view &p, ulong t,
+                            ulong c) {
+  const float x = kvq_kvq_key(tok, pool, karena, tables, p, t, c);
+  if (p.rope == KVQ_K_ROPE_NONE)
+    return x;
+  const ulong dim = ulong(p.head_dim), k = c % dim;
+  const float y = kvq_kvq_key(tok, pool, karena, tables, p, t,
+                              c - k + kvq_rope_partner(p.rope, dim, k));
+  return kvq_rope_rotate(rope_low, rope_high, p.rope, dim, t, k, x, y);
+}
+
 /// Value element (t, c).
 inline float kvq_kvq_value(device const kvq_metal_kvquant_token *tok,
                            device const half *pool, device const uchar *varena,
@@ -97,15 +118,19 @@ kernel void kvq_kvquant_fetch(device const kvq_metal_kvquant_token *tok
                               device const uchar *karena [[buffer(2)]],
                               device const uchar *varena [[buffer(3)]],
                               device const uchar *tables [[buffer(4)]],
-                              device uchar *kout [[buffer(5)]],
-                              device uchar *vout [[buffer(6)]],
-                              constant kvq_metal_kvquant_view &p [[buffer(7)]],
+                              device const float *rope_low [[buffer(5)]],
+                              device const float *rope_high [[buffer(6)]],
+                              device uchar *kout [[buffer(7)]],
+                              device uchar *vout [[buffer(8)]],
+                              constant kvq_metal_kvquant_view &p [[buffer(9)]],
                               uint i [[thread_position_in_grid]]) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
   if (ulong(i) >= p.length * channels)
     return;
   const ulong t = ulong(i) / channels, c = ulong(i) % channels;
-  kvq_store(kout, p.dtype, i, kvq_kvq_key(tok, pool, karena, tables, p, t, c));
+  kvq_store(
+      kout, p.dtype, i,
+      kvq_kvq_key_at(tok, pool, karena, tables, rope_low, rope_high, p, t, c));
   kvq_store(vout, p.dtype, i, kvq_kvq_value(tok, pool, varena, p, t, c));
 }
 
@@ -117,7 +142,9 @@ kernel void kvq_kvquant_attend(device const float *queries [[buffer(0)]],
                                device const uchar *karena [[buffer(4)]],
                                device const uchar *varena [[buffer(5)]],
                                device const uchar *tables [[buffer(6)]],
-                               constant kvq_metal_kvquant_view &p [[buffer(7)]],
+                               device const float *rope_low [[buffer(7)]],
+                               device const float *rope_high [[buffer(8)]],
+                               constant kvq_metal_kvquant_view &p [[buffer(9)]],
                                uint group_id [[threadgroup_position_in_grid]],
                                uint lane [[thread_index_in_simdgroup]]) {
   const uint query = group_id / p.q_heads, head = group_id % p.q_heads;
@@ -141,8 +168,8 @@ kernel void kvq_kvquant_attend(device const float *queries [[buffer(0)]],
     for (uint r = 0u; r < per_lane; ++r) {
       uint j = lane + 32u * r;
       if (j < dim) {
-        float k =
-            kvq_kvq_key(tok, pool, karena, tables, p, t, kv_head * dim + j);
+        float k = kvq_kvq_key_at(tok, pool, karena, tables, rope_low, rope_high,
+                                 p, t, kv_head * dim + j);
         float prod = q[r] * k;
         part = part + prod;
       }

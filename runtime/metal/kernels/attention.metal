@@ -12,12 +12,15 @@
 // kvq_cache_attend: one simdgroup per (query, query head); lanes split
 // head_dim, the q.k dot product is a simd_sum, and every lane runs the same
 // online softmax over the visible tokens, in float. kvq_cache_fetch: one
-// thread per (token, channel).
+// thread per (token, channel). With a RoPE (p.rope), both read each key
+// element rotated at its position: the element and its partner channel are
+// dequantized and combined with the angle tables (kvq_rope.h).
 //
 //===----------------------------------------------------------------------===//
 #include <metal_stdlib>
 
 #include "kvq_common.h"
+#include "kvq_rope.h"
 
 using namespace metal;
 
@@ -38,6 +41,22 @@ inline float kvq_cache_key(device const int *kref, device const half *pool,
   uint code = kvq_code_at(block + 4ul * channels, KVQ_K_CODES_PACKED,
                           row * channels + c, p.key_bits);
   return kvq_uniform_value(code, float(params[c]), float(params[channels + c]));
+}
+
+/// Key element (t, c) as attention and fetch use it: rotated at position t
+/// when the cache stores pre-RoPE keys.
+inline float
+kvq_cache_key_at(device const int *kref, device const half *pool,
+                 device const uchar *karena, device const uint *kgoff,
+                 device const float *rope_low, device const float *rope_high,
+                 constant kvq_metal_cache_view &p, ulong t, ulong c) {
+  const float x = kvq_cache_key(kref, pool, karena, kgoff, p, t, c);
+  if (p.rope == KVQ_K_ROPE_NONE)
+    return x;
+  const ulong dim = ulong(p.head_dim), k = c % dim;
+  const float y = kvq_cache_key(kref, pool, karena, kgoff, p, t,
+                                c - k + kvq_rope_partner(p.rope, dim, k));
+  return kvq_rope_rotate(rope_low, rope_high, p.rope, dim, t, k, x, y);
 }
 
 /// Dequantized value element (t, c).
@@ -64,16 +83,19 @@ kernel void kvq_cache_fetch(device const int *kref [[buffer(0)]],
                             device const uchar *karena [[buffer(3)]],
                             device const uint *kgoff [[buffer(4)]],
                             device const uchar *vq [[buffer(5)]],
-                            device uchar *kout [[buffer(6)]],
-                            device uchar *vout [[buffer(7)]],
-                            constant kvq_metal_cache_view &p [[buffer(8)]],
+                            device const float *rope_low [[buffer(6)]],
+                            device const float *rope_high [[buffer(7)]],
+                            device uchar *kout [[buffer(8)]],
+                            device uchar *vout [[buffer(9)]],
+                            constant kvq_metal_cache_view &p [[buffer(10)]],
                             uint i [[thread_position_in_grid]]) {
   const ulong channels = ulong(p.kv_heads) * ulong(p.head_dim);
   if (ulong(i) >= p.length * channels)
     return;
   const ulong t = ulong(i) / channels, c = ulong(i) % channels;
   kvq_store(kout, p.dtype, i,
-            kvq_cache_key(kref, pool, karena, kgoff, p, t, c));
+            kvq_cache_key_at(kref, pool, karena, kgoff, rope_low, rope_high, p,
+                             t, c));
   kvq_store(vout, p.dtype, i, kvq_cache_value(vref, pool, vq, p, t, c));
 }
 
@@ -85,7 +107,9 @@ kernel void kvq_cache_attend(device const float *queries [[buffer(0)]],
                              device const uchar *karena [[buffer(5)]],
                              device const uint *kgoff [[buffer(6)]],
                              device const uchar *vq [[buffer(7)]],
-                             constant kvq_metal_cache_view &p [[buffer(8)]],
+                             device const float *rope_low [[buffer(8)]],
+                             device const float *rope_high [[buffer(9)]],
+                             constant kvq_metal_cache_view &p [[buffer(10)]],
                              uint group_id [[threadgroup_position_in_grid]],
                              uint lane [[thread_index_in_simdgroup]]) {
   const uint query = group_id / p.q_heads, head = group_id % p.q_heads;
@@ -109,8 +133,8 @@ kernel void kvq_cache_attend(device const float *queries [[buffer(0)]],
     for (uint r = 0u; r < per_lane; ++r) {
       uint j = lane + 32u * r;
       if (j < dim) {
-        float k =
-            kvq_cache_key(kref, pool, karena, kgoff, p, t, kv_head * dim + j);
+        float k = kvq_cache_key_at(kref, pool, karena, kgoff, rope_low,
+                                   rope_high, p, t, kv_head * dim + j);
         float prod = q[r] * k;
         part = part + prod;
       }

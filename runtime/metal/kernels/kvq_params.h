@@ -70,7 +70,7 @@ struct kvq_metal_cache_view {
   kvq_u32 value_stride; ///< bytes per token in the value-code array
   kvq_u32 dtype;        ///< fetch: output kvq_dtype
   float scale;          ///< attention: 1 / sqrt(head_dim)
-  kvq_u32 reserved;
+  kvq_u32 rope;         ///< kvq_rope_style of the stored keys (kvq_rope.h)
 };
 
 /// One layer of a Metal KVQuant cache as its attention and fetch kernels
@@ -88,6 +88,7 @@ struct kvq_metal_kvquant_view {
   kvq_u32 value_codes;  ///< packed code bytes of a value row
   kvq_u32 dtype;        ///< fetch: output kvq_dtype
   float scale;          ///< attention: 1 / sqrt(head_dim)
+  kvq_u32 rope;         ///< kvq_rope_style of the stored keys (kvq_rope.h)
 };
 
 /// Where one token of a Metal KVQuant cache lives (one record per token,

@@ -25,55 +25,34 @@ struct Config {
   int layers, kvHeads, headDim;
 };
 
+/// A few loud key rows make sink selection non-trivial.
+void loudRows(Matrix &k, int32_t, uint64_t seed) {
+  kvqtest::Rng rng(seed);
+  for (int64_t t = 0; t < k.rows; ++t)
+    if (rng.uniform() < 0.15)
+      for (int64_t c = 0; c < k.cols; ++c)
+        k.set(t * k.cols + c, 4.0f * k.get(t * k.cols + c));
+}
+
+kvq_config makeConfig(const Config &c) {
+  kvq_config cfg;
+  kvq_config_init(&cfg, static_cast<kvq_method>(c.method));
+  cfg.key_bits = c.keyBits;
+  cfg.value_bits = c.valueBits;
+  cfg.group_size = c.group;
+  cfg.residual_length = c.residual;
+  cfg.residual_mode = c.mode;
+  cfg.n_sink_tokens = c.sinks;
+  cfg.num_layers = c.layers;
+  cfg.num_kv_heads = c.kvHeads;
+  cfg.head_dim = c.headDim;
+  return cfg;
+}
+
 /// A CPU cache and a Metal cache fed the same data.
-class Twin {
+class Twin : public CacheTwin {
 public:
-  explicit Twin(const Config &c) : c_(c) {
-    kvq_config cfg;
-    kvq_config_init(&cfg, static_cast<kvq_method>(c.method));
-    cfg.key_bits = c.keyBits;
-    cfg.value_bits = c.valueBits;
-    cfg.group_size = c.group;
-    cfg.residual_length = c.residual;
-    cfg.residual_mode = c.mode;
-    cfg.n_sink_tokens = c.sinks;
-    cfg.num_layers = c.layers;
-    cfg.num_kv_heads = c.kvHeads;
-    cfg.head_dim = c.headDim;
-    EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
-    gpu_ = metalCache(cfg);
-  }
-  ~Twin() {
-    kvq_cache_destroy(cpu_);
-    kvq_metal_cache_destroy(gpu_);
-  }
-  int64_t channels() const { return int64_t{c_.kvHeads} * c_.headDim; }
-
-  void append(int layer, int64_t n, kvq_dtype dtype, uint64_t seed) {
-    Matrix k = randomMatrix(n, channels(), dtype, seed);
-    Matrix v = randomMatrix(n, channels(), dtype, seed + 1);
-    // A few loud key rows make sink selection non-trivial.
-    kvqtest::Rng rng(seed + 2);
-    for (int64_t t = 0; t < n; ++t)
-      if (rng.uniform() < 0.15)
-        for (int64_t c = 0; c < channels(); ++c)
-          k.set(t * channels() + c, 4.0f * k.get(t * channels() + c));
-    ASSERT_EQ(KVQ_OK,
-              kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype));
-    ASSERT_EQ(KVQ_OK,
-              kvq_metal_cache_update(gpu_, layer, k.data(), v.data(), n, dtype))
-        << kvq_last_error();
-  }
-
-  void expectSame(int layer, uint64_t seed) {
-    expectCachesMatch(cpu_, gpu_, layer, c_.kvHeads, c_.headDim, seed);
-  }
-
-  kvq_cache_t *cpu_ = nullptr;
-  kvq_metal_cache_t *gpu_ = nullptr;
-
-private:
-  Config c_;
+  explicit Twin(const Config &c) : CacheTwin(makeConfig(c), &loudRows) {}
 };
 
 class MetalCache : public ::testing::TestWithParam<Config> {};
@@ -177,8 +156,8 @@ TEST(MetalCacheErrors, Fp16FetchBeyondTheFp16RangeIsAStatus) {
   kvq_metal_cache_t *gpu = nullptr;
   ASSERT_EQ(KVQ_OK, kvq_metal_cache_create_flat(KVQ_METHOD_KIVI, 2, 2, 8, 0, 0,
                                                 0, 0.01f, 8, 0, 1, 32, 1, 1, 16,
-                                                KVQ_BACKEND_METAL, KVQ_ROPE_NONE,
-                                                10000.0f, &gpu));
+                                                KVQ_BACKEND_METAL,
+                                                KVQ_ROPE_NONE, 10000.0f, &gpu));
   std::vector<float> k(8 * 16, 0.5f), v(8 * 16, 0.5f);
   k[0] = 65504.0f;
   k[16] = -65504.0f;

@@ -60,56 +60,24 @@ kvq_status createMetal(const kvq_config &cfg, kvq_metal_cache_t **out) {
       cfg.rope_theta, out);
 }
 
-/// A CPU and a Metal KVQuant cache fed the same data.
-class Twin {
-public:
-  explicit Twin(const Config &c) : c_(c) {
-    kvq_config cfg = makeConfig(c);
-    EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
-    EXPECT_EQ(KVQ_OK, createMetal(cfg, &gpu_)) << kvq_last_error();
-  }
-  ~Twin() {
-    kvq_cache_destroy(cpu_);
-    kvq_metal_cache_destroy(gpu_);
-  }
-  int64_t channels() const { return int64_t{c_.kvHeads} * c_.headDim; }
-
-  void append(int layer, int64_t n, kvq_dtype dtype, uint64_t seed) {
-    Matrix k = randomMatrix(n, channels(), dtype, seed);
-    Matrix v = randomMatrix(n, channels(), dtype, seed + 1);
-    // Loud channels (KVQuant's premise) and a few loud rows: screening
-    // and the rank split then see large, repeated magnitudes.
-    kvqtest::Rng rng(seed + 2);
-    for (int64_t t = 0; t < n; ++t) {
-      const bool loudRow = rng.uniform() < 0.1;
-      for (int64_t c = 0; c < channels(); ++c) {
-        const float gain = (c % 7 == 3 ? 6.0f : 1.0f) * (loudRow ? 3.0f : 1.0f);
-        k.set(t * channels() + c, gain * k.get(t * channels() + c));
-      }
+/// Loud channels (KVQuant's premise) and a few loud rows: screening and
+/// the rank split then see large, repeated magnitudes.
+void loudChannelsAndRows(Matrix &k, int32_t, uint64_t seed) {
+  kvqtest::Rng rng(seed);
+  for (int64_t t = 0; t < k.rows; ++t) {
+    const bool loudRow = rng.uniform() < 0.1;
+    for (int64_t c = 0; c < k.cols; ++c) {
+      const float gain = (c % 7 == 3 ? 6.0f : 1.0f) * (loudRow ? 3.0f : 1.0f);
+      k.set(t * k.cols + c, gain * k.get(t * k.cols + c));
     }
-    ASSERT_EQ(KVQ_OK,
-              kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype))
-        << kvq_last_error();
-    ASSERT_EQ(KVQ_OK,
-              kvq_metal_cache_update(gpu_, layer, k.data(), v.data(), n, dtype))
-        << kvq_last_error();
   }
+}
 
-  void expectSame(int layer, uint64_t seed) {
-    expectCachesMatch(cpu_, gpu_, layer, c_.kvHeads, c_.headDim, seed);
-  }
-
-  kvq_stats gpuStats(int layer) const {
-    kvq_stats s{};
-    EXPECT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, layer, &s));
-    return s;
-  }
-
-  kvq_cache_t *cpu_ = nullptr;
-  kvq_metal_cache_t *gpu_ = nullptr;
-
-private:
-  Config c_;
+/// A CPU and a Metal KVQuant cache fed the same data.
+class Twin : public CacheTwin {
+public:
+  explicit Twin(const Config &c)
+      : CacheTwin(makeConfig(c), &loudChannelsAndRows) {}
 };
 
 class MetalKvquantCache : public ::testing::TestWithParam<Config> {};

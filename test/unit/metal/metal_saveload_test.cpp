@@ -1,18 +1,18 @@
 //===- metal_saveload_test.cpp - Metal save and load vs the CPU -----------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// kvq_metal_cache_save writes the CPU cache's format: for every method, a
-// Metal cache and a CPU cache fed the same update calls (two layers, a
-// prefill and decode calls) must save the same bytes after every call, but
-// for the backend field and so the checksum. Round trips Metal -> Metal,
-// Metal -> CPU and CPU -> Metal must give caches equal to their source
-// (fetch bits, every stats field, sinks, saved bytes; attention bits when
-// both ends are the same backend, within the shim tolerance across
-// backends, and bit for bit against a cache of the loading backend fed the
-// same updates) that keep evolving like it. Bad files (every prefix, every
-// flipped byte, wrong version, tampered checksum, tampered fields with a
-// recomputed checksum) get the CPU loader's verdict and no cache. Through
-// the Linux shim.
+// kvq_metal_cache_save writes the CPU cache's format: for every method
+// (some setups with a pre-RoPE key cache), a Metal cache and a CPU cache fed
+// the same update calls (two layers, a prefill and decode calls) must save
+// the same bytes after every call, but for the backend field and so the
+// checksum. Round trips Metal -> Metal, Metal -> CPU and CPU -> Metal must
+// give caches equal to their source (fetch bits, every stats field, sinks,
+// saved bytes; attention bits when both ends are the same backend, within
+// the shim tolerance across backends, and bit for bit against a cache of
+// the loading backend fed the same updates) that keep evolving like it. Bad
+// files (every prefix, every flipped byte, wrong version, tampered checksum,
+// tampered fields with a recomputed checksum) get the CPU loader's verdict and
+// no cache. Through the Linux shim.
 //
 //===----------------------------------------------------------------------===//
 #include "metal_test_util.h"
@@ -82,6 +82,21 @@ std::vector<Setup> setups() {
   c.kvquant_n_sink = 0;
   c.refit_interval = 0;
   s.push_back({"kvquant_2bit_one_token_fit", c, 1, false});
+  // Pre-RoPE key caches: the configuration's RoPE travels in the file and
+  // the loaded cache rotates its keys at the same positions.
+  c = base(KVQ_METHOD_FP16);
+  c.rope_style = KVQ_ROPE_HALF;
+  s.push_back({"fp16_rope_half", c, 20, false});
+  c = base(KVQ_METHOD_KIVI_SINK);
+  c.n_sink_tokens = 3;
+  c.rope_style = KVQ_ROPE_INTERLEAVED;
+  c.rope_theta = 500000.0f;
+  s.push_back({"kivi_sink_rope_interleaved", c, 20, false});
+  c = base(KVQ_METHOD_KVQUANT);
+  c.refit_interval = 8;
+  c.outlier_fraction = 0.05f;
+  c.rope_style = KVQ_ROPE_HALF;
+  s.push_back({"kvquant_refit_rope_half", c, 20, false});
   return s;
 }
 

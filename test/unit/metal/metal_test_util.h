@@ -190,6 +190,60 @@ inline void expectCachesMatch(kvq_cache_t *cpu, kvq_metal_cache_t *gpu,
         << "attention element " << i << ", length " << lc;
 }
 
+/// A CPU cache and a Metal cache of one configuration fed the same data:
+/// each append draws seeded keys and values (randomMatrix), lets `shape`
+/// reshape the keys (loud rows, loud channels), and updates both caches.
+class CacheTwin {
+public:
+  /// Reshape the [n, C] keys k of one append (head_dim given), from seed.
+  using Shape = void (*)(Matrix &k, int32_t headDim, uint64_t seed);
+
+  CacheTwin(const kvq_config &cfg, Shape shape) : cfg_(cfg), shape_(shape) {
+    EXPECT_EQ(KVQ_OK, kvq_cache_create(&cfg, &cpu_)) << kvq_last_error();
+    gpu_ = metalCache(cfg);
+  }
+  ~CacheTwin() {
+    kvq_cache_destroy(cpu_);
+    kvq_metal_cache_destroy(gpu_);
+  }
+  CacheTwin(const CacheTwin &) = delete;
+  CacheTwin &operator=(const CacheTwin &) = delete;
+
+  int64_t channels() const {
+    return int64_t{cfg_.num_kv_heads} * cfg_.head_dim;
+  }
+
+  void append(int layer, int64_t n, kvq_dtype dtype, uint64_t seed) {
+    Matrix k = randomMatrix(n, channels(), dtype, seed);
+    Matrix v = randomMatrix(n, channels(), dtype, seed + 1);
+    shape_(k, cfg_.head_dim, seed + 2);
+    ASSERT_EQ(KVQ_OK,
+              kvq_cache_update(cpu_, layer, k.data(), v.data(), n, dtype))
+        << kvq_last_error();
+    ASSERT_EQ(KVQ_OK,
+              kvq_metal_cache_update(gpu_, layer, k.data(), v.data(), n, dtype))
+        << kvq_last_error();
+  }
+
+  void expectSame(int layer, uint64_t seed) {
+    expectCachesMatch(cpu_, gpu_, layer, cfg_.num_kv_heads, cfg_.head_dim,
+                      seed);
+  }
+
+  kvq_stats gpuStats(int layer) const {
+    kvq_stats s{};
+    EXPECT_EQ(KVQ_OK, kvq_metal_cache_stats(gpu_, layer, &s));
+    return s;
+  }
+
+  kvq_cache_t *cpu_ = nullptr;
+  kvq_metal_cache_t *gpu_ = nullptr;
+
+private:
+  kvq_config cfg_;
+  Shape shape_;
+};
+
 } // namespace kvqmetaltest
 
 #endif // KVQ_TEST_UNIT_METAL_TEST_UTIL_H
