@@ -39,11 +39,18 @@ void exercise(kvq_cache_t *c, const std::vector<uint8_t> &bytes) {
   check(kvq_cache_save(c, nullptr, 0, &size) == KVQ_OK);
   std::vector<uint8_t> again(static_cast<size_t>(size));
   check(kvq_cache_save(c, again.data(), size, &size) == KVQ_OK);
-  // The same bytes, except the writer's kvq version (and so the checksum).
+  // The same bytes, except the writer's kvq version (and so the checksum)
+  // and the backend field: a file a Metal cache saved (backend 1) loads
+  // into this CPU cache, which saves backend 0 (docs/RUNTIME.md).
   check(again.size() == bytes.size());
-  check(std::memcmp(again.data(), bytes.data(), 12) == 0);
-  check(std::memcmp(again.data() + 18, bytes.data() + 18, bytes.size() - 26) ==
-        0);
+  constexpr size_t kBackend = 20 + 4 * 15;
+  check(again[kBackend] == KVQ_BACKEND_CPU &&
+        std::memcmp(again.data() + kBackend + 1, "\0\0\0", 3) == 0);
+  std::vector<uint8_t> expected = bytes;
+  std::memset(expected.data() + kBackend, 0, 4);
+  check(std::memcmp(again.data(), expected.data(), 12) == 0);
+  check(std::memcmp(again.data() + 18, expected.data() + 18,
+                    bytes.size() - 26) == 0);
   kvq_stats all;
   check(kvq_cache_stats(c, -1, &all) == KVQ_OK);
   check(all.compressed_tokens + all.sink_tokens + all.residual_tokens ==
