@@ -117,6 +117,27 @@ Rope::Rope(const kvq_config &cfg) : style_(cfg.rope_style) {
     }
 }
 
+namespace {
+
+/// cos/sin of (hi + lo) from those of hi and lo: the angle-sum formula,
+/// two float roundings per product and one per sum. Every path that makes
+/// angles uses this (and the Metal kernels repeat it, kernels/kvq_rope.h):
+/// the bits of a rotated key depend on it.
+inline void angleSum(float ch, float sh, float cl, float sl, float &c,
+                     float &s) {
+  c = ch * cl - sh * sl;
+  s = sh * cl + ch * sl;
+}
+
+/// Pair (a, b) turned by the angle of (c, s).
+inline void rotatePair(float &a, float &b, float c, float s) {
+  const float ra = a * c - b * s, rb = a * s + b * c;
+  a = ra;
+  b = rb;
+}
+
+} // namespace
+
 void Rope::moveTo(int64_t pos, Cursor &cur) const {
   const int64_t block = pos / kBlock;
   if (cur.block == block)
@@ -137,33 +158,12 @@ void Rope::moveTo(int64_t pos, Cursor &cur) const {
 }
 
 void Rope::angles(int64_t pos, Cursor &cur) const {
-  const int64_t j = pos % kBlock;
-  const size_t n = static_cast<size_t>(pairs_);
   moveTo(pos, cur);
-  const float *cl = cosLo_.data() + j * pairs_,
-              *sl = sinLo_.data() + j * pairs_;
-  for (size_t i = 0; i < n; ++i) {
-    const float ch = cur.cosHi[i], sh = cur.sinHi[i];
-    cur.cos[i] = ch * cl[i] - sh * sl[i];
-    cur.sin[i] = sh * cl[i] + ch * sl[i];
-  }
+  anglesTile(pos, 1, cur, cur.cos.data(), cur.sin.data(), pairs_, 1);
 }
 
 void Rope::rotate(float *row, int64_t heads, const Cursor &cur) const {
-  // Interleaved: pair i is channels (2i, 2i+1); half: (i, i + d/2).
-  const int64_t step = style_ == KVQ_ROPE_INTERLEAVED ? 2 : 1;
-  const int64_t other = style_ == KVQ_ROPE_INTERLEAVED ? 1 : pairs_;
-  for (int64_t h = 0; h < heads; ++h) {
-    float *x = row + h * d_;
-    for (int64_t i = 0; i < pairs_; ++i) {
-      float &a = x[i * step], &b = x[i * step + other];
-      const float c = cur.cos[static_cast<size_t>(i)],
-                  s = cur.sin[static_cast<size_t>(i)];
-      const float ra = a * c - b * s, rb = a * s + b * c;
-      a = ra;
-      b = rb;
-    }
-  }
+  rotateRows(row, 1, heads, cur.cos.data(), cur.sin.data());
 }
 
 namespace {
@@ -179,10 +179,9 @@ void anglesColumns(const float *__restrict cosHi, const float *__restrict sinHi,
     const float ch = cosHi[i], sh = sinHi[i];
     const float *__restrict cl = cosLo + i * kKeyTile;
     const float *__restrict sl = sinLo + i * kKeyTile;
-    for (int64_t t = 0; t < kKeyTile; ++t) {
-      cosOut[i * kKeyTile + t] = ch * cl[t] - sh * sl[t];
-      sinOut[i * kKeyTile + t] = sh * cl[t] + ch * sl[t];
-    }
+    for (int64_t t = 0; t < kKeyTile; ++t)
+      angleSum(ch, sh, cl[t], sl[t], cosOut[i * kKeyTile + t],
+               sinOut[i * kKeyTile + t]);
   }
 }
 
@@ -206,11 +205,9 @@ void Rope::anglesTile(int64_t pos0, int64_t n, Cursor &cur, float *cosOut,
     const float *cl = cosLo_.data() + j * pairs_,
                 *sl = sinLo_.data() + j * pairs_;
     const float *chi = cur.cosHi.data(), *shi = cur.sinHi.data();
-    for (int64_t i = 0; i < pairs_; ++i) {
-      const float ch = chi[i], sh = shi[i];
-      cosOut[t * tStride + i * iStride] = ch * cl[i] - sh * sl[i];
-      sinOut[t * tStride + i * iStride] = sh * cl[i] + ch * sl[i];
-    }
+    for (int64_t i = 0; i < pairs_; ++i)
+      angleSum(chi[i], shi[i], cl[i], sl[i], cosOut[t * tStride + i * iStride],
+               sinOut[t * tStride + i * iStride]);
   }
 }
 
@@ -227,12 +224,8 @@ void rotateHalfRows(float *__restrict x, int64_t rows, int64_t pairs,
     float *__restrict b = a + pairs;
     const float *__restrict c = cos + (r / heads) * pairs;
     const float *__restrict s = sin + (r / heads) * pairs;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float ra = a[i] * c[i] - b[i] * s[i];
-      const float rb = a[i] * s[i] + b[i] * c[i];
-      a[i] = ra;
-      b[i] = rb;
-    }
+    for (int64_t i = 0; i < pairs; ++i)
+      rotatePair(a[i], b[i], c[i], s[i]);
   }
 }
 
@@ -245,11 +238,8 @@ void rotateInterleavedRows(float *__restrict x, int64_t rows, int64_t pairs,
     float *__restrict v = x + r * 2 * pairs;
     const float *__restrict c = cos + (r / heads) * pairs;
     const float *__restrict s = sin + (r / heads) * pairs;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float a = v[2 * i], b = v[2 * i + 1];
-      v[2 * i] = a * c[i] - b * s[i];
-      v[2 * i + 1] = a * s[i] + b * c[i];
-    }
+    for (int64_t i = 0; i < pairs; ++i)
+      rotatePair(v[2 * i], v[2 * i + 1], c[i], s[i]);
   }
 }
 
@@ -265,12 +255,8 @@ void rotateColumnPairs(float *__restrict cols, int64_t heads, int64_t d,
       float *__restrict b = a + other * kKeyTile;
       const float *__restrict c = cos + i * kKeyTile;
       const float *__restrict s = sin + i * kKeyTile;
-      for (int64_t t = 0; t < kKeyTile; ++t) {
-        const float ra = a[t] * c[t] - b[t] * s[t];
-        const float rb = a[t] * s[t] + b[t] * c[t];
-        a[t] = ra;
-        b[t] = rb;
-      }
+      for (int64_t t = 0; t < kKeyTile; ++t)
+        rotatePair(a[t], b[t], c[t], s[t]);
     }
 }
 
