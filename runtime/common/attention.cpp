@@ -12,6 +12,7 @@
 
 #include "fp16.h"
 #include "rope.h"
+#include "rope_keys.h"
 #include "store.h"
 
 #include <algorithm>
@@ -97,6 +98,8 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
       for (int64_t c = 0; c < d; ++c)
         dst[c] = src[c] * scale;
     }
+  if (rope.enabled())
+    job.ropeQueries.split(job.q.data(), K, d, rope.interleaved());
   job.acc.assign(static_cast<size_t>(K * d), 0.0f);
   std::vector<float> runMax(static_cast<size_t>(K),
                             -std::numeric_limits<float>::infinity());
@@ -176,126 +179,49 @@ void kvq::attendKeysByRows(const LayerStore &store, AttendJob &job) {
   }
 }
 
-namespace {
-
-/// The end of the canonical sum of the pre-RoPE key pass: sixteen partial
-/// sums S_l (channels c = l mod 16, each q_c * k_c rounded and added in
-/// channel order from +0), then T_l = S_l + S_{l+8}, U_l = T_l + T_{l+4},
-/// W_l = U_l + U_{l+2}, W_0 + W_1 (attend_avx2.cpp's order, without the
-/// fused multiply-add). By rows and by columns alike, so a token's score
-/// does not depend on the layout its store chose.
-inline float canonicalTree(const float *S, int64_t stride) {
-  float T[8], U[4];
-  for (int l = 0; l < 8; ++l)
-    T[l] = S[l * stride] + S[(l + 8) * stride];
-  for (int l = 0; l < 4; ++l)
-    U[l] = T[l] + T[l + 4];
-  return (U[0] + U[2]) + (U[1] + U[3]);
-}
-
-/// Scores of n rotated key rows (k[t * heads * d + h * d + c]) against
-/// every query vector: out[(t * heads + h) * nq + j]. Four rows at a time
-/// keep four independent sets of chains in flight (each row's sum is the
-/// canonical one all the same).
-KVQ_AVX2_CLONE
-void dotKeyRows(const float *__restrict k, int64_t n, const float *__restrict q,
-                int64_t heads, int64_t nq, int64_t d, float *__restrict out) {
-  const int64_t C = heads * d, full = d - d % 16;
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t j = 0; j < nq; ++j) {
-      const float *__restrict qj = q + (h * nq + j) * d;
-      int64_t t = 0;
-      for (; t + 4 <= n; t += 4) {
-        const float *__restrict k0 = k + t * C + h * d;
-        float S[4][16] = {};
-        for (int64_t c = 0; c < full; c += 16)
-          for (int r = 0; r < 4; ++r)
-            for (int l = 0; l < 16; ++l)
-              S[r][l] += qj[c + l] * k0[r * C + c + l];
-        for (int r = 0; r < 4; ++r) {
-          for (int64_t c = full; c < d; ++c)
-            S[r][c - full] += qj[c] * k0[r * C + c];
-          out[((t + r) * heads + h) * nq + j] = canonicalTree(S[r], 1);
-        }
-      }
-      for (; t < n; ++t) {
-        const float *__restrict kr = k + t * C + h * d;
-        float S[16] = {};
-        for (int64_t c = 0; c < full; c += 16)
-          for (int l = 0; l < 16; ++l)
-            S[l] += qj[c + l] * kr[c + l];
-        for (int64_t c = full; c < d; ++c)
-          S[c - full] += qj[c] * kr[c];
-        out[(t * heads + h) * nq + j] = canonicalTree(S, 1);
-      }
-    }
-}
-
-/// The same scores from a whole tile stored by columns (channel c of
-/// token t at k[c * kKeyTile + t]), tokens in vector lanes; the first n
-/// tokens are written.
-KVQ_AVX2_CLONE
-void dotKeyColumns(const float *__restrict k, int64_t n,
-                   const float *__restrict q, int64_t heads, int64_t nq,
-                   int64_t d, float *__restrict out) {
-  float S[16 * kKeyTile];
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t j = 0; j < nq; ++j) {
-      const float *__restrict qj = q + (h * nq + j) * d;
-      const float *__restrict kh = k + h * d * kKeyTile;
-      for (int64_t l = 0; l < 16; ++l) {
-        float acc[kKeyTile] = {};
-        for (int64_t c = l; c < d; c += 16) {
-          const float qc = qj[c];
-          const float *__restrict kc = kh + c * kKeyTile;
-          for (int64_t t = 0; t < kKeyTile; ++t)
-            acc[t] += qc * kc[t];
-        }
-        for (int64_t t = 0; t < kKeyTile; ++t)
-          S[l * kKeyTile + t] = acc[t];
-      }
-      for (int64_t t = 0; t < n; ++t)
-        out[(t * heads + h) * nq + j] = canonicalTree(S + t, kKeyTile);
-    }
-}
-
-} // namespace
-
-/// Tiles of kKeyTile tokens: the store writes the tile's keys (loadKeys,
-/// its own fastest decode, loadRow's values), the tile is rotated by the
-/// angles of its positions and dotted with the queries in the canonical
-/// order. Every step is portable code, so every kernel table and ISA gives
-/// the same bits.
+/// Tiles of kKeyTile tokens: per tile the angles once for every head, then
+/// per head the canonical scores (rope_keys.h) of the store's keys, by
+/// columns where the store scores the tile itself (scoreKeyColumns), else
+/// from the tile's rows (loadKeys).
 void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
                             AttendJob &job) {
-  const int64_t d = job.d, H = job.heads, C = H * d, pairs = d / 2;
-  job.scratch.resize(static_cast<size_t>(kKeyTile * (C + 2 * pairs)));
+  const int64_t d = job.d, H = job.heads, C = H * d, P = d / 2;
+  const int64_t nq = job.nq, K = H * nq;
+  const bool interleaved = rope.interleaved();
+  Rope::Cursor &cursor = job.ropeCursor;
+  job.scratch.resize(static_cast<size_t>(kKeyTile * (C + 2 * P)));
   float *keys = job.scratch.data(), *cosT = keys + kKeyTile * C;
-  float *sinT = cosT + kKeyTile * pairs;
-  Rope::Cursor cursor;
+  float *sinT = cosT + kKeyTile * P;
   for (int64_t a = job.t0, b; a < job.t1; a = b) {
     b = std::min(job.t1, (a / kKeyTile + 1) * kKeyTile);
     const int64_t n = b - a;
-    float *out = job.scoreRow(a, 0);
-    if (store.loadKeys(job, a, b, keys) == LayerStore::KeyLayout::Columns) {
+    if (n == kKeyTile && store.keyTileByColumns(a)) {
       rope.anglesTile(a, n, cursor, cosT, sinT, 1, kKeyTile);
-      rope.rotateColumns(keys, H, cosT, sinT);
-      dotKeyColumns(keys, n, job.q.data(), H, job.nq, d, out);
+      for (int64_t h = 0; h < H; ++h)
+        store.scoreKeyColumns(job, a, h, cosT, sinT, interleaved,
+                              job.scoreRow(a, h), K);
     } else {
-      rope.anglesTile(a, n, cursor, cosT, sinT, pairs, 1);
-      rope.rotateRows(keys, n, H, cosT, sinT);
-      dotKeyRows(keys, n, job.q.data(), H, job.nq, d, out);
+      store.loadKeys(job, a, b, keys);
+      rope.anglesTile(a, n, cursor, cosT, sinT, P, 1);
+      for (int64_t h = 0; h < H; ++h)
+        ropeScoresRows(keys + h * d, C, n, cosT, sinT, job.ropeQueries,
+                       h * nq, nq, interleaved, job.scoreRow(a, h), K);
     }
   }
 }
 
-LayerStore::KeyLayout LayerStore::loadKeys(AttendJob &job, int64_t t0,
-                                           int64_t t1, float *out) const {
+void LayerStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                          float *out) const {
   job.scratch3.resize(static_cast<size_t>(channels_));
   for (int64_t t = t0; t < t1; ++t)
     loadRow(t, out + (t - t0) * channels_, job.scratch3.data());
-  return KeyLayout::Rows;
 }
+
+bool LayerStore::keyTileByColumns(int64_t) const { return false; }
+
+void LayerStore::scoreKeyColumns(AttendJob &, int64_t, int64_t,
+                                 const float *, const float *, bool, float *,
+                                 int64_t) const {}
 
 void kvq::attendValuesByRows(const LayerStore &store, AttendJob &job) {
   const int64_t C = job.heads * job.d, d = job.d, nq = job.nq;

@@ -13,6 +13,8 @@
 
 #include "kernels.h"
 #include "kvq/runtime.h"
+#include "rope.h"
+#include "rope_keys.h"
 
 #include <cstdint>
 #include <vector>
@@ -46,6 +48,10 @@ struct AttendJob {
   /// it alone), and which block it was derived from (null: none yet).
   std::vector<float> keyScratch;
   const void *keyScratchOf = nullptr;
+  /// Pre-RoPE caches: the queries split by pair (set before the first
+  /// attendKeysRotated) and the angle cursor kept across chunks.
+  RopeQueries ropeQueries;
+  Rope::Cursor ropeCursor;
 
   explicit AttendJob(const AttendOps &o) : ops(o) {}
   const float *query(int64_t h) const { return q.data() + h * nq * d; }
@@ -83,9 +89,11 @@ void attendKeysByRows(const LayerStore &store, AttendJob &job);
 void attendValuesByRows(const LayerStore &store, AttendJob &job);
 
 /// The key pass of a pre-RoPE cache: tiles of kKeyTile keys, dequantized
-/// by the store (LayerStore::loadKeys), rotated at their positions and
-/// dotted with the queries in one canonical order, all in portable code,
-/// so every kernel table and ISA gives the same bits.
+/// by the store (LayerStore::loadKeys or loadKeyColumns), scored against
+/// the queries at their positions' angles in the canonical order of
+/// rope_keys.h, all in portable code, so every kernel table and ISA gives
+/// the same bits. job.ropeQueries must hold job.q split by the rope's
+/// pairs (attendFused does it once per call).
 void attendKeysRotated(const LayerStore &store, const Rope &rope,
                        AttendJob &job);
 

@@ -243,23 +243,6 @@ void rotateInterleavedRows(float *__restrict x, int64_t rows, int64_t pairs,
   }
 }
 
-/// One pair of channel columns (kKeyTile tokens each).
-KVQ_AVX2_CLONE
-void rotateColumnPairs(float *__restrict cols, int64_t heads, int64_t d,
-                       int64_t pairs, int64_t step, int64_t other,
-                       const float *__restrict cos,
-                       const float *__restrict sin) {
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < pairs; ++i) {
-      float *__restrict a = cols + (h * d + i * step) * kKeyTile;
-      float *__restrict b = a + other * kKeyTile;
-      const float *__restrict c = cos + i * kKeyTile;
-      const float *__restrict s = sin + i * kKeyTile;
-      for (int64_t t = 0; t < kKeyTile; ++t)
-        rotatePair(a[t], b[t], c[t], s[t]);
-    }
-}
-
 } // namespace
 
 void Rope::rotateRows(float *rows, int64_t n, int64_t heads, const float *cos,
@@ -268,11 +251,4 @@ void Rope::rotateRows(float *rows, int64_t n, int64_t heads, const float *cos,
     rotateInterleavedRows(rows, n * heads, pairs_, cos, sin, heads);
   else
     rotateHalfRows(rows, n * heads, pairs_, cos, sin, heads);
-}
-
-void Rope::rotateColumns(float *cols, int64_t heads, const float *cos,
-                         const float *sin) const {
-  const bool interleaved = style_ == KVQ_ROPE_INTERLEAVED;
-  rotateColumnPairs(cols, heads, d_, pairs_, interleaved ? 2 : 1,
-                    interleaved ? 1 : pairs_, cos, sin);
 }

@@ -47,6 +47,8 @@ public:
   explicit Rope(const kvq_config &cfg);
 
   bool enabled() const { return style_ != KVQ_ROPE_NONE; }
+  /// Pairs (2i, 2i+1); else (i, i + d/2).
+  bool interleaved() const { return style_ == KVQ_ROPE_INTERLEAVED; }
 
   /// Per-caller state: the cos/sin row of the current 256-token block.
   struct Cursor {
@@ -81,12 +83,6 @@ public:
   /// the angles of row t at cos[t * d/2 + i] (anglesTile, tStride d/2).
   void rotateRows(float *rows, int64_t n, int64_t heads, const float *cos,
                   const float *sin) const;
-
-  /// rotate() of kKeyTile keys stored by columns (channel c of token t at
-  /// cols[c * kKeyTile + t], heads * d channels) by the angles at
-  /// cos[i * kKeyTile + t] (anglesTile, iStride kKeyTile).
-  void rotateColumns(float *cols, int64_t heads, const float *cos,
-                     const float *sin) const;
 
 private:
   /// cursor.cosHi / sinHi for the block holding pos.

@@ -57,19 +57,27 @@ public:
   /// Pass 2 over the same chunk: job.acc += weights x V.
   virtual void attendValues(AttendJob &job) const;
 
-  /// How loadKeys laid out a tile of keys.
-  enum class KeyLayout {
-    Rows,   ///< out[(t - t0) * channels + c]
-    Columns ///< out[c * kKeyTile + t - t0], a whole tile (rope.h)
-  };
-
   /// The key pass of a pre-RoPE cache (attendKeysRotated): the keys of
   /// tokens [t0, t1) (at most kKeyTile, within one aligned tile) exactly as
-  /// loadRow dequantizes them, without their values, in the layout the
-  /// store decodes fastest; returns it. May use job.scratch2, scratch3 and
+  /// loadRow dequantizes them, without their values, by rows
+  /// (out[(t - t0) * channels + c]). May use job.scratch2, scratch3 and
   /// codeRows (attendValues sets them again). The default calls loadRow.
-  virtual KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
-                             float *out) const;
+  virtual void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                        float *out) const;
+
+  /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile
+  /// by columns, head by head (scoreKeyColumns); default no.
+  virtual bool keyTileByColumns(int64_t t0) const;
+
+  /// The canonical scores (rope_keys.h) of head h over that tile against
+  /// the head's nq query vectors (job.ropeQueries), angles by columns
+  /// (cos[i * kKeyTile + t]): out[t * outStride + j]. The keys are the
+  /// ones loadRow decodes. Called for h = 0, 1, ... in order; may use
+  /// job.scratch2 and scratch3.
+  virtual void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+                               const float *cos, const float *sin,
+                               bool interleaved, float *out,
+                               int64_t outStride) const;
 
   /// Release every payload block (called once, by the cache destructor).
   virtual void releaseAll() = 0;

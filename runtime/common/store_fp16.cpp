@@ -76,13 +76,12 @@ public:
   }
 
   /// Pre-RoPE keys: each token's K row converted in one call (exact).
-  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
-                     float *out) const override {
+  void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                float *out) const override {
     for (int64_t t = t0; t < t1; ++t)
       job.ops.halfToFloatN(
           reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(t)].p),
           channels_, out + (t - t0) * channels_);
-    return KeyLayout::Rows;
   }
 
   /// Values of the whole chunk per head: the accumulators stay in

@@ -17,6 +17,7 @@
 #include "method_rules.h"
 #include "paged.h"
 #include "rope.h"
+#include "rope_keys.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -56,8 +57,12 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
-  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
-                     float *out) const override;
+  void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                float *out) const override;
+  bool keyTileByColumns(int64_t t0) const override;
+  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+                       const float *cos, const float *sin, bool interleaved,
+                       float *out, int64_t outStride) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -372,12 +377,13 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
 
 /// A tile of keys by columns (channel c of row t at out[c * kKeyTile +
 /// t]): the kKeyTile consecutive coded rows row0.. of a nibble-major group
-/// of `rows` rows (both even), whose nibble i is 8 bytes; each code
-/// becomes uniformDequant(code, scale, zero) of its channel, as loadRow
-/// computes it.
+/// of `rows` rows (both even), whose nibble i is 8 bytes; nibbles [nib0,
+/// nib1) (one head's channels, scale and zero indexed from its first
+/// channel); each code becomes uniformDequant(code, scale, zero) of its
+/// channel, as loadRow computes it.
 KVQ_AVX2_CLONE
 void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
-                      int64_t row0, int64_t C, int bits,
+                      int64_t row0, int64_t nib0, int64_t nib1, int bits,
                       const float *__restrict scale,
                       const float *__restrict zero, float *__restrict out) {
   static_assert(kKeyTile == 16, "a tile's nibbles are two 32-bit words");
@@ -386,10 +392,9 @@ void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
   using U32x8 = uint32_t __attribute__((vector_size(32)));
   using F32x8 = float __attribute__((vector_size(32)));
   const U32x8 shift = {0, 4, 8, 12, 16, 20, 24, 28};
-  const int64_t nibbles = C * bits / 4;
-  for (int64_t i = 0; i < nibbles; ++i) {
+  for (int64_t i = 0; i < nib1 - nib0; ++i) {
     uint32_t w[2];
-    std::memcpy(w, codes + (i * rows + row0) / 2, 8);
+    std::memcpy(w, codes + ((nib0 + i) * rows + row0) / 2, 8);
     for (int half = 0; half < 2; ++half) {
       const U32x8 x = ((U32x8{} + w[half]) >> shift) & 15u;
       if (bits == 4) {
@@ -417,33 +422,69 @@ void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
     out[c] = static_cast<float>(codes[c]) * scale[c] + zero[c];
 }
 
-/// Whole tiles of coded rows inside one nibble-major group go by columns;
-/// other tiles (fp16 rows of the window and sinks, row-major codes, tiles
-/// across a group boundary) by rows, each row decoded as loadRow does.
-LayerStore::KeyLayout KiviStore::loadKeys(AttendJob &job, int64_t t0,
-                                          int64_t t1, float *out) const {
-  const int64_t C = channels_, g = t0 / G_;
+/// Whole tiles of coded rows inside one nibble-major group (2 and 4 bits,
+/// an even row count and start, as the nibble words need) go by columns.
+bool KiviStore::keyTileByColumns(int64_t t0) const {
+  const int64_t g = t0 / G_, t1 = t0 + kKeyTile;
+  if (!nibbleKeys_ || (t1 - 1) / G_ != g || t1 > length())
+    return false;
+  for (int64_t p = t0; p < t1; ++p)
+    if (slots_[static_cast<size_t>(p)].kf)
+      return false;
+  return codedRows(g) % 2 == 0 && codedBefore(t0) % 2 == 0;
+}
+
+/// One query vector per head (decode): the codes are decoded in registers
+/// (ropeScoresNibbles); several share one decode into columns.
+void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+                                const float *cos, const float *sin,
+                                bool interleaved, float *out,
+                                int64_t outStride) const {
+  const int64_t C = channels_, d = job.d, g = t0 / G_;
+  const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+  // The group's scales, then its zeros, converted once per group (the
+  // group's tiles follow each other) and kept across chunks.
+  job.keyScratch.resize(static_cast<size_t>(2 * C));
+  float *sz = job.keyScratch.data();
+  if (job.keyScratchOf != b) {
+    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+    job.keyScratchOf = b;
+  }
+  const int64_t perNibble = 4 / kb_; // channels per nibble
+  const NibbleKeyTile tile = {b + 4 * C,         codedRows(g),
+                              codedBefore(t0),   h * d / perNibble,
+                              kb_,               sz + h * d,
+                              sz + C + h * d};
+  if (job.nq == 1 && d % 8 == 0) {
+    ropeScoresNibbles(tile, cos, sin, job.ropeQueries, h, interleaved, out,
+                      outStride);
+  } else {
+    job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
+    float *cols = job.scratch3.data();
+    nibbleKeyColumns(tile.codes, tile.rows, tile.row0, tile.nib0,
+                     tile.nib0 + d / perNibble, kb_, tile.scale, tile.zero,
+                     cols);
+    ropeScoresColumns(cols, cos, sin, job.ropeQueries, h * job.nq, job.nq,
+                      interleaved, out, outStride);
+  }
+  if (h == 0) {
+    // The value pass reads these tokens' value blocks next (one
+    // allocation each): ask for them now, as attendKeys does.
+    const int64_t vBytes = valueBlockBytes();
+    for (int64_t p = t0; p < t0 + kKeyTile; ++p)
+      if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+        for (int64_t off = 0; off < vBytes; off += 64)
+          __builtin_prefetch(v + off);
+  }
+}
+
+/// Keys by rows, each decoded as loadRow does (fp16 rows of the window and
+/// sinks, row-major codes, tiles across a group boundary).
+void KiviStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                         float *out) const {
+  const int64_t C = channels_;
   job.scratch2.resize(static_cast<size_t>(2 * C));
   float *sz = job.scratch2.data(); // a group's scales, then its zeros
-  bool columns = nibbleKeys_ && t1 - t0 == kKeyTile && (t1 - 1) / G_ == g;
-  for (int64_t p = t0; columns && p < t1; ++p)
-    columns = !slots_[static_cast<size_t>(p)].kf;
-  if (columns) {
-    const int64_t rows = codedRows(g), row0 = codedBefore(t0);
-    if (rows % 2 == 0 && row0 % 2 == 0) {
-      const uint8_t *b = groups_[static_cast<size_t>(g)].p;
-      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
-      nibbleKeyColumns(b + 4 * C, rows, row0, C, kb_, sz, sz + C, out);
-      // The value pass reads these tokens' value blocks next (one
-      // allocation each): ask for them now, as attendKeys does.
-      const int64_t vBytes = valueBlockBytes();
-      for (int64_t p = t0; p < t1; ++p)
-        if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-          for (int64_t off = 0; off < vBytes; off += 64)
-            __builtin_prefetch(v + off);
-      return KeyLayout::Columns;
-    }
-  }
   job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
   uint8_t *codes = reinterpret_cast<uint8_t *>(job.scratch3.data());
   int64_t scalesOf = -1; // the group whose scales and zeros sz holds
@@ -473,7 +514,6 @@ LayerStore::KeyLayout KiviStore::loadKeys(AttendJob &job, int64_t t0,
       k[c] = uniformDequant(code, sz[c], sz[C + c]);
     }
   }
-  return KeyLayout::Rows;
 }
 
 /// Keys: per-channel scales fold into the queries once per key group

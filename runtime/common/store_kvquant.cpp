@@ -57,8 +57,8 @@ public:
   void releaseAll() override;
   void attendKeys(AttendJob &job) const override;
   void attendValues(AttendJob &job) const override;
-  KeyLayout loadKeys(AttendJob &job, int64_t t0, int64_t t1,
-                     float *out) const override;
+  void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                float *out) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -411,8 +411,8 @@ void lookupKeyLevels(const uint8_t *__restrict codes, int64_t C, int64_t L,
 /// Pre-RoPE keys by rows, as loadRow decodes them: the segment's levels
 /// converted once (job.keyScratch, kept across chunks), codes unpacked by
 /// the kernel table, one lookup per channel, then the outliers.
-LayerStore::KeyLayout KvquantStore::loadKeys(AttendJob &job, int64_t t0,
-                                             int64_t t1, float *out) const {
+void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
+                            float *out) const {
   const int64_t C = channels_, L = kLevels_;
   job.keyScratch.resize(static_cast<size_t>(C * L));
   job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
@@ -440,7 +440,6 @@ LayerStore::KeyLayout KvquantStore::loadKeys(AttendJob &job, int64_t t0,
     for (int64_t off = 0; off < s.vq.size; off += 64)
       __builtin_prefetch(s.vq.p + off);
   }
-  return KeyLayout::Rows;
 }
 
 /// Keys: the frozen per-channel levels times the queries form a lookup

@@ -122,15 +122,23 @@ TEST(RopeCache, FetchReturnsKeysRotatedAtTheirPositions) {
   }
 }
 
-/// The canonical sum of the pre-RoPE key pass (attention.cpp), written
-/// out: sixteen chains over c = l (mod 16), each product rounded before it
-/// is added (separate statements: nothing may be contracted into an FMA),
-/// then the fixed tree.
-float canonicalKeyDot(const float *q, const float *k, int64_t d) {
+/// The canonical score of the pre-RoPE key pass (rope_keys.h), written
+/// out from the docs: for each pair i, with (a, b) its channels and
+/// (c, s) its angle, A = fma(q_b, k_b, q_a k_a), B = fma(-q_a, k_b,
+/// q_b k_a), then S_{i mod 16} = fma(s, B, fma(c, A, S_{i mod 16})); then
+/// the fixed tree. k is the pre-RoPE key as the store decodes it.
+float canonicalRopeScore(const float *q, const float *k, const float *cos,
+                         const float *sin, int64_t d, int32_t style) {
+  const int64_t P = d / 2;
   float S[16] = {};
-  for (int64_t c = 0; c < d; ++c) {
-    const float p = q[c] * k[c];
-    S[c % 16] = S[c % 16] + p;
+  for (int64_t i = 0; i < P; ++i) {
+    const int64_t a = style == KVQ_ROPE_INTERLEAVED ? 2 * i : i;
+    const int64_t b = style == KVQ_ROPE_INTERLEAVED ? 2 * i + 1 : i + P;
+    const float pa = q[a] * k[a], pb = q[b] * k[a];
+    const float A = std::fma(q[b], k[b], pa);
+    const float B = std::fma(-q[a], k[b], pb);
+    const float first = std::fma(cos[i], A, S[i % 16]);
+    S[i % 16] = std::fma(sin[i], B, first);
   }
   float T[8], U[4];
   for (int l = 0; l < 8; ++l)
@@ -142,71 +150,98 @@ float canonicalKeyDot(const float *q, const float *k, int64_t d) {
 
 // The key pass of a pre-RoPE cache (attendKeysRotated) at shapes where
 // every store takes its fast tiles (whole 16-token tiles of 32-token KIVI
-// groups by columns, fp16 windows and sinks, row-major 3/8-bit codes,
-// KVQuant rows with outliers, positions past the 256-position seam): every
-// score is, bit for bit, the canonical sum over the keys fetch returns
-// (loadRow rotated by rotateAt). It runs with the active kernel table and,
-// under qemu, on arm64, so both agree with this one scalar model.
-TEST(RopeCache, KeyPassIsTheCanonicalSumOverFetchedKeys) {
-  const int heads = 2, nq = 3;
+// groups by columns, decoded in registers for one query vector and through
+// a column buffer for several, fp16 windows and sinks, row-major 3/8-bit
+// codes, KVQuant rows with outliers, positions past the 256-position
+// seam): every score is, bit for bit, the canonical score of the key
+// loadRow decodes at the angles Rope::angles gives. It runs with the
+// active kernel table and, under qemu, on arm64, so both agree with this
+// one scalar model. The scores also agree with plain dot products over the
+// rotated keys fetch returns (the rotation is only regrouped).
+TEST(RopeCache, KeyPassIsTheCanonicalScoreOfTheStoredKeys) {
+  const int heads = 2;
   struct Case {
     kvq_method m;
     int bits, d;
   };
   const Case cases[] = {
-      {KVQ_METHOD_FP16, 16, 32},     {KVQ_METHOD_KIVI, 2, 32},
-      {KVQ_METHOD_KIVI, 4, 64},      {KVQ_METHOD_KIVI, 3, 32},
+      {KVQ_METHOD_FP16, 16, 32},     {KVQ_METHOD_FP16, 16, 40},
+      {KVQ_METHOD_KIVI, 2, 32},      {KVQ_METHOD_KIVI, 4, 64},
+      {KVQ_METHOD_KIVI, 2, 36},      {KVQ_METHOD_KIVI, 3, 32},
       {KVQ_METHOD_KIVI, 8, 24},      {KVQ_METHOD_KIVI_SINK, 2, 32},
       {KVQ_METHOD_KIVI_SINK, 4, 32}, {KVQ_METHOD_KVQUANT, 2, 32},
       {KVQ_METHOD_KVQUANT, 3, 48},   {KVQ_METHOD_KVQUANT, 4, 32}};
-  int checked = 0;
+  int64_t checked = 0;
   for (const Case &cs : cases)
-    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
-      SCOPED_TRACE(testing::Message()
-                   << "method " << cs.m << " bits " << cs.bits << " d " << cs.d
-                   << " style " << style);
-      kvq_config cfg = ropeConfig(cs.m, heads, cs.d, style, 10000.0f);
-      if (cs.m != KVQ_METHOD_FP16)
-        cfg.key_bits = cfg.value_bits = cs.bits;
-      if (cs.m == KVQ_METHOD_KVQUANT)
-        cfg.outlier_fraction = 0.02f;
-      if (cs.d % cfg.group_size != 0) // key groups across tiles: by rows
-        cfg.group_size = cs.d;
-      Cache c(cfg);
-      ASSERT_NE(c.h, nullptr);
-      KV kv = laplaceKV(17 + cs.bits + cs.d, 300, heads, cs.d);
-      feed(c.h, kv, 200); // prefill, then one token per update
-      const Fetched f = fetch(c.h);
-      const kvq::LayerStore &store = *c.h->layers[0];
-      const int64_t d = cs.d, C = heads * d, length = store.length();
-      ASSERT_EQ(length, 300);
-      kvq::AttendJob job(kvq::kernels().attend);
-      job.d = d;
-      job.heads = heads;
-      job.qPerKv = nq;
-      job.nq = nq;
-      Rng rng(5);
-      job.q.resize(static_cast<size_t>(heads * nq * d));
-      for (float &e : job.q)
-        e = static_cast<float>(rng.normal());
-      for (int64_t t0 = 0; t0 < length; t0 += 128) {
-        job.t0 = t0;
-        job.t1 = std::min<int64_t>(length, t0 + 128);
-        job.scores.assign(static_cast<size_t>((job.t1 - t0) * heads * nq),
-                          0.0f);
-        kvq::attendKeysRotated(store, c.h->rope, job);
-        for (int64_t t = t0; t < job.t1; ++t)
-          for (int h = 0; h < heads; ++h)
-            for (int j = 0; j < nq; ++j) {
-              const float want = canonicalKeyDot(job.query(h) + j * d,
-                                                 f.k.data() + t * C + h * d, d);
-              ASSERT_EQ(job.scoreRow(t, h)[j], want)
-                  << "token " << t << " head " << h << " query " << j;
-              ++checked;
-            }
+    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
+      for (int nq : {1, 3}) {
+        SCOPED_TRACE(testing::Message()
+                     << "method " << cs.m << " bits " << cs.bits << " d "
+                     << cs.d << " style " << style << " nq " << nq);
+        kvq_config cfg = ropeConfig(cs.m, heads, cs.d, style, 10000.0f);
+        if (cs.m != KVQ_METHOD_FP16)
+          cfg.key_bits = cfg.value_bits = cs.bits;
+        if (cs.m == KVQ_METHOD_KVQUANT)
+          cfg.outlier_fraction = 0.02f;
+        if (cs.d % cfg.group_size != 0) // key groups across tiles: by rows
+          cfg.group_size = cs.d;
+        Cache c(cfg);
+        ASSERT_NE(c.h, nullptr);
+        KV kv = laplaceKV(17 + cs.bits + cs.d, 300, heads, cs.d);
+        feed(c.h, kv, 200); // prefill, then one token per update
+        const Fetched f = fetch(c.h);
+        const kvq::LayerStore &store = *c.h->layers[0];
+        const int64_t d = cs.d, C = heads * d, length = store.length();
+        ASSERT_EQ(length, 300);
+        kvq::AttendJob job(kvq::kernels().attend);
+        job.d = d;
+        job.heads = heads;
+        job.qPerKv = nq;
+        job.nq = nq;
+        Rng rng(5);
+        job.q.resize(static_cast<size_t>(heads * nq * d));
+        for (float &e : job.q)
+          e = static_cast<float>(rng.normal());
+        job.ropeQueries.split(job.q.data(), heads * nq, d,
+                              style == KVQ_ROPE_INTERLEAVED);
+        std::vector<float> k(static_cast<size_t>(C)), v(k.size());
+        kvq::Rope::Cursor cursor;
+        cursor.cos.resize(static_cast<size_t>(d / 2));
+        cursor.sin.resize(static_cast<size_t>(d / 2));
+        for (int64_t t0 = 0; t0 < length; t0 += 128) {
+          job.t0 = t0;
+          job.t1 = std::min<int64_t>(length, t0 + 128);
+          job.scores.assign(static_cast<size_t>((job.t1 - t0) * heads * nq),
+                            0.0f);
+          kvq::attendKeysRotated(store, c.h->rope, job);
+          for (int64_t t = t0; t < job.t1; ++t) {
+            store.loadRow(t, k.data(), v.data());
+            c.h->rope.angles(t, cursor);
+            for (int h = 0; h < heads; ++h)
+              for (int j = 0; j < nq; ++j) {
+                const float *q = job.query(h) + j * d;
+                const float got = job.scoreRow(t, h)[j];
+                ASSERT_EQ(got, canonicalRopeScore(q, k.data() + h * d,
+                                                  cursor.cos.data(),
+                                                  cursor.sin.data(), d, style))
+                    << "token " << t << " head " << h << " query " << j;
+                // The same number as a dot over the fetched (rotated) key,
+                // up to float rounding.
+                double dot = 0, mag = 0;
+                for (int64_t i = 0; i < d; ++i) {
+                  const double x = double(q[i]) * f.k[static_cast<size_t>(
+                                                      t * C + h * d + i)];
+                  dot += x;
+                  mag += std::fabs(x);
+                }
+                ASSERT_NEAR(got, dot, 1e-5 * mag + 1e-6)
+                    << "token " << t << " head " << h << " query " << j;
+                ++checked;
+              }
+          }
+        }
       }
-    }
-  EXPECT_EQ(checked, 10 * 2 * 300 * heads * nq);
+  EXPECT_EQ(checked, int64_t{12} * 2 * 300 * heads * (1 + 3));
 }
 
 // An fp16 cache of pre-RoPE keys attends like an fp16 cache of the same
