@@ -181,8 +181,9 @@ void kvq::attendKeysByRows(const LayerStore &store, AttendJob &job) {
 
 /// Tiles of kKeyTile tokens: per tile the angles once for every head, then
 /// per head the canonical scores (rope_keys.h) of the store's keys, by
-/// columns where the store scores the tile itself (scoreKeyColumns), else
-/// from the tile's rows (loadKeys).
+/// columns where the store scores the tile itself (scoreKeyColumns), from
+/// fp16 rows where it holds the tile so (halfKeyRows), else from the
+/// tile's rows (loadKeys).
 void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
                             AttendJob &job) {
   const int64_t d = job.d, H = job.heads, C = H * d, P = d / 2;
@@ -192,6 +193,7 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
   job.scratch.resize(static_cast<size_t>(kKeyTile * (C + 2 * P)));
   float *keys = job.scratch.data(), *cosT = keys + kKeyTile * C;
   float *sinT = cosT + kKeyTile * P;
+  const uint16_t *half[kKeyTile], *headRows[kKeyTile];
   for (int64_t a = job.t0, b; a < job.t1; a = b) {
     b = std::min(job.t1, (a / kKeyTile + 1) * kKeyTile);
     const int64_t n = b - a;
@@ -200,6 +202,14 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
       for (int64_t h = 0; h < H; ++h)
         store.scoreKeyColumns(job, a, h, cosT, sinT, interleaved,
                               job.scoreRow(a, h), K);
+    } else if (store.halfKeyRows(a, b, half)) {
+      rope.anglesTile(a, n, cursor, cosT, sinT, P, 1);
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t t = 0; t < n; ++t)
+          headRows[t] = half[t] + h * d;
+        ropeScoresHalfRows(headRows, n, cosT, sinT, job.ropeQueries, h * nq,
+                           nq, interleaved, job.scoreRow(a, h), K);
+      }
     } else {
       store.loadKeys(job, a, b, keys);
       rope.anglesTile(a, n, cursor, cosT, sinT, P, 1);
@@ -215,6 +225,10 @@ void LayerStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
   job.scratch3.resize(static_cast<size_t>(channels_));
   for (int64_t t = t0; t < t1; ++t)
     loadRow(t, out + (t - t0) * channels_, job.scratch3.data());
+}
+
+bool LayerStore::halfKeyRows(int64_t, int64_t, const uint16_t **) const {
+  return false;
 }
 
 bool LayerStore::keyTileByColumns(int64_t) const { return false; }

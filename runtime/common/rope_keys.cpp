@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 #include "rope_keys.h"
 
+#include "fp16.h"
 #include "rope.h"
 
 #include <cstring>
+#include <type_traits>
 
 using namespace kvq;
 
@@ -94,14 +96,50 @@ void RopeQueries::split(const float *q, int64_t K, int64_t d,
   }
 }
 
-KVQ_FMA_CLONES
-void kvq::ropeScoresRows(const float *keys, int64_t stride, int64_t n,
-                         const float *cos, const float *sin,
-                         const RopeQueries &q, int64_t k0, int64_t nq,
-                         bool interleaved, float *out, int64_t outStride) {
+namespace {
+
+/// 16 keys from an fp16 row, converted exactly.
+#if defined(__clang__)
+#define KVQ_LOAD16_HALF(p)                                                     \
+  ({                                                                           \
+    _Float16 __attribute__((vector_size(32))) h_;                              \
+    std::memcpy(&h_, (p), sizeof(h_));                                         \
+    __builtin_convertvector(h_, F16);                                          \
+  })
+#else // GCC (the arm64 cross build): lane by lane
+#define KVQ_LOAD16_HALF(p)                                                     \
+  ({                                                                           \
+    F16 v_;                                                                    \
+    for (int l_ = 0; l_ < 16; ++l_)                                            \
+      v_[l_] = halfToFloat((p)[l_]);                                           \
+    v_;                                                                        \
+  })
+#endif
+
+inline float keyAt(const float *row, int64_t c) { return row[c]; }
+inline float keyAt(const uint16_t *row, int64_t c) {
+  return halfToFloat(row[c]);
+}
+
+/// ropeScoresRows over row pointers of float or fp16 keys; inlined into
+/// each clone below (so it takes no vector by value).
+template <class Elem>
+__attribute__((always_inline)) inline void
+scoreRows(const Elem *const *rows, int64_t n, const float *cos,
+          const float *sin, const RopeQueries &q, int64_t k0, int64_t nq,
+          bool interleaved, float *out, int64_t outStride) {
+#define KVQ_KEYS16(p)                                                          \
+  ({                                                                           \
+    F16 r_;                                                                    \
+    if constexpr (std::is_same_v<Elem, float>)                                 \
+      r_ = KVQ_LOAD16(p);                                                      \
+    else                                                                       \
+      r_ = KVQ_LOAD16_HALF(p);                                                 \
+    r_;                                                                        \
+  })
   const int64_t P = q.pairs(), full = P - P % 16;
   for (int64_t t = 0; t < n; ++t) {
-    const float *k = keys + t * stride;
+    const Elem *k = rows[t];
     const float *c = cos + t * P, *s = sin + t * P;
     for (int64_t j = 0; j < nq; ++j) {
       const float *qa = q.a(k0 + j), *qb = q.b(k0 + j), *qn = q.negA(k0 + j);
@@ -109,14 +147,14 @@ void kvq::ropeScoresRows(const float *keys, int64_t stride, int64_t n,
       for (int64_t i = 0; i < full; i += 16) {
         F16 ka, kb;
         if (interleaved) {
-          const F16 lo = KVQ_LOAD16(k + 2 * i), hi = KVQ_LOAD16(k + 2 * i + 16);
+          const F16 lo = KVQ_KEYS16(k + 2 * i), hi = KVQ_KEYS16(k + 2 * i + 16);
           ka = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16,
                                        18, 20, 22, 24, 26, 28, 30);
           kb = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17,
                                        19, 21, 23, 25, 27, 29, 31);
         } else {
-          ka = KVQ_LOAD16(k + i);
-          kb = KVQ_LOAD16(k + P + i);
+          ka = KVQ_KEYS16(k + i);
+          kb = KVQ_KEYS16(k + P + i);
         }
         S = KVQ_PAIR_STEP(KVQ_LOAD16(qa + i), KVQ_LOAD16(qb + i),
                           KVQ_LOAD16(qn + i), ka, kb, KVQ_LOAD16(c + i),
@@ -125,14 +163,37 @@ void kvq::ropeScoresRows(const float *keys, int64_t stride, int64_t n,
       float Sl[16];
       std::memcpy(Sl, &S, sizeof(Sl));
       for (int64_t i = full; i < P; ++i) {
-        const float ka = interleaved ? k[2 * i] : k[i];
-        const float kb = interleaved ? k[2 * i + 1] : k[P + i];
+        const float ka = keyAt(k, interleaved ? 2 * i : i);
+        const float kb = keyAt(k, interleaved ? 2 * i + 1 : P + i);
         Sl[i - full] =
             pairStep(qa[i], qb[i], qn[i], ka, kb, c[i], s[i], Sl[i - full]);
       }
       out[t * outStride + j] = canonicalTree(Sl, 1);
     }
   }
+#undef KVQ_KEYS16
+}
+
+} // namespace
+
+KVQ_FMA_CLONES
+void kvq::ropeScoresRows(const float *keys, int64_t stride, int64_t n,
+                         const float *cos, const float *sin,
+                         const RopeQueries &q, int64_t k0, int64_t nq,
+                         bool interleaved, float *out, int64_t outStride) {
+  const float *rows[kKeyTile];
+  for (int64_t t = 0; t < n; ++t)
+    rows[t] = keys + t * stride;
+  scoreRows(rows, n, cos, sin, q, k0, nq, interleaved, out, outStride);
+}
+
+KVQ_FMA_CLONES
+void kvq::ropeScoresHalfRows(const uint16_t *const *rows, int64_t n,
+                             const float *cos, const float *sin,
+                             const RopeQueries &q, int64_t k0, int64_t nq,
+                             bool interleaved, float *out,
+                             int64_t outStride) {
+  scoreRows(rows, n, cos, sin, q, k0, nq, interleaved, out, outStride);
 }
 
 KVQ_FMA_CLONES

@@ -59,14 +59,21 @@ inline float canonicalTree(const float *S, int64_t stride) {
   return (U[0] + U[2]) + (U[1] + U[3]);
 }
 
-/// Canonical scores of n key rows of one head (row t at keys + t * stride,
-/// channels in the style's order) with angles by rows (pair i of row t at
-/// cos[t * pairs + i]) against query vectors k0 .. k0 + nq - 1:
-/// out[t * outStride + j].
+/// Canonical scores of n <= kKeyTile key rows of one head (row t at
+/// keys + t * stride, channels in the style's order) with angles by rows
+/// (pair i of row t at cos[t * pairs + i]) against query vectors k0 ..
+/// k0 + nq - 1: out[t * outStride + j].
 void ropeScoresRows(const float *keys, int64_t stride, int64_t n,
                     const float *cos, const float *sin, const RopeQueries &q,
                     int64_t k0, int64_t nq, bool interleaved, float *out,
                     int64_t outStride);
+
+/// The same from fp16 rows (row t of the head at rows[t]), converted
+/// exactly in registers.
+void ropeScoresHalfRows(const uint16_t *const *rows, int64_t n,
+                        const float *cos, const float *sin,
+                        const RopeQueries &q, int64_t k0, int64_t nq,
+                        bool interleaved, float *out, int64_t outStride);
 
 /// The same for a whole tile of kKeyTile keys of one head by columns
 /// (channel c of token t at cols[c * kKeyTile + t]) with angles by columns

@@ -65,6 +65,12 @@ public:
   virtual void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                         float *out) const;
 
+  /// The fp16 key rows of tokens [t0, t1) (rows[t - t0], head h at
+  /// + h * head_dim) when the store holds every one of them as fp16, so the
+  /// key pass converts them in registers; else false (the default).
+  virtual bool halfKeyRows(int64_t t0, int64_t t1,
+                           const uint16_t **rows) const;
+
   /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile
   /// by columns, head by head (scoreKeyColumns); default no.
   virtual bool keyTileByColumns(int64_t t0) const;

@@ -84,6 +84,14 @@ public:
           channels_, out + (t - t0) * channels_);
   }
 
+  bool halfKeyRows(int64_t t0, int64_t t1,
+                   const uint16_t **rows) const override {
+    for (int64_t t = t0; t < t1; ++t)
+      rows[t - t0] =
+          reinterpret_cast<const uint16_t *>(rows_[static_cast<size_t>(t)].p);
+    return true;
+  }
+
   /// Values of the whole chunk per head: the accumulators stay in
   /// registers across tokens (axpyHalfRows).
   void attendValues(AttendJob &job) const override {

@@ -59,6 +59,8 @@ public:
   void attendValues(AttendJob &job) const override;
   void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                 float *out) const override;
+  bool halfKeyRows(int64_t t0, int64_t t1,
+                   const uint16_t **rows) const override;
   bool keyTileByColumns(int64_t t0) const override;
   void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
                        const float *cos, const float *sin, bool interleaved,
@@ -420,6 +422,18 @@ void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
                    float *__restrict out) {
   for (int64_t c = 0; c < C; ++c)
     out[c] = static_cast<float>(codes[c]) * scale[c] + zero[c];
+}
+
+/// The fp16 window and sinks.
+bool KiviStore::halfKeyRows(int64_t t0, int64_t t1,
+                            const uint16_t **rows) const {
+  for (int64_t t = t0; t < t1; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    if (!s.kf)
+      return false;
+    rows[t - t0] = reinterpret_cast<const uint16_t *>(s.kf.p);
+  }
+  return true;
 }
 
 /// Whole tiles of coded rows inside one nibble-major group (2 and 4 bits,
