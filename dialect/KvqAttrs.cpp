@@ -1,20 +1,19 @@
 //===- KvqAttrs.cpp - kvq attribute verification and defaults -------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The cache configuration's invariants: supported bit widths, positive
-// sizes, the outlier fraction's range. Shape-dependent rules (group size vs
-// head_dim) live on !kvq.cache, which knows the shape.
+// The cache configuration's defaults and verifiers: the runtime's rules of
+// kvq/config_rules.h, with their messages, on the values the lowering
+// passes. Shape-dependent rules (group size vs head_dim) run on !kvq.cache,
+// which knows the shape.
 //
 //===----------------------------------------------------------------------===//
-#include "kvq/dialect/KvqDialect.h"
-
-#include "kvq/config_limits.h"
+#include "RuntimeFields.h"
 
 using namespace mlir;
 using namespace mlir::kvq;
 
 bool CacheConfigAttr::isSupportedBits(int64_t bits) {
-  return bits == 2 || bits == 3 || bits == 4 || bits == 8;
+  return ::kvq::isSupportedBits(bits);
 }
 
 CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
@@ -35,92 +34,98 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
 
 LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                llvm::APFloat theta, RopeStyle) {
-  // The runtime's rule and message; head_dim is checked on !kvq.cache.
-  if (const char *why = ::kvq::ropeRule(theta.convertToDouble(), 2))
-    return emitError() << why << ", got " << theta.convertToDouble();
+  // The runtime's rule and message for the f32 the lowering passes;
+  // head_dim is checked on !kvq.cache.
+  ::kvq::ConfigVerdict verdict =
+      ::kvq::checkRopeTheta(static_cast<float>(theta.convertToDouble()));
+  if (verdict.failed())
+    return emitError() << verdict.message;
   return success();
 }
 
-int64_t CacheConfigAttr::getSinkTokens() const {
-  if (std::optional<int64_t> given = getNSinkTokens())
+// The dialect's enums carry the runtime's C enum values: the verifiers
+// below and the lowering (KvqToRuntime.cpp) pass them on unchanged.
+static_assert(static_cast<int>(Method::Fp16) == KVQ_METHOD_FP16 &&
+                  static_cast<int>(Method::Kivi) == KVQ_METHOD_KIVI &&
+                  static_cast<int>(Method::KiviSink) == KVQ_METHOD_KIVI_SINK &&
+                  static_cast<int>(Method::KVQuant) == KVQ_METHOD_KVQUANT,
+              "Method (KvqAttrs.td) and kvq_method (runtime.h) differ");
+static_assert(static_cast<int>(ResidualMode::Sliding) == KVQ_RESIDUAL_SLIDING &&
+                  static_cast<int>(ResidualMode::Block) == KVQ_RESIDUAL_BLOCK,
+              "ResidualMode (KvqAttrs.td) and kvq_residual_mode differ");
+static_assert(static_cast<int>(RopeStyle::Interleaved) ==
+                      KVQ_ROPE_INTERLEAVED &&
+                  static_cast<int>(RopeStyle::Half) == KVQ_ROPE_HALF,
+              "RopeStyle (KvqAttrs.td) and kvq_rope_style (runtime.h) differ");
+static_assert(static_cast<int>(QuantAxis::PerToken) == KVQ_AXIS_PER_TOKEN &&
+                  static_cast<int>(QuantAxis::PerChannel) ==
+                      KVQ_AXIS_PER_CHANNEL,
+              "QuantAxis (KvqAttrs.td) and kvq_axis (runtime.h) differ");
+
+/// The kvq_config fields of a configuration's parameters, as the lowering
+/// passes them.
+static ::kvq::ConfigFields
+runtimeFieldsOf(Method method, int64_t keyBits, int64_t valueBits,
+                int64_t groupSize, int64_t residualLength,
+                ResidualMode residualMode, int64_t nSinkTokens,
+                const llvm::APFloat &outlierFraction, int64_t lloydIters,
+                int64_t refitInterval, int64_t kvquantNSink,
+                int64_t kvquantGroupSize, RopeAttr rope) {
+  ::kvq::ConfigFields fields;
+  fields.method = static_cast<int64_t>(method);
+  fields.keyBits = keyBits;
+  fields.valueBits = valueBits;
+  fields.groupSize = groupSize;
+  fields.residualLength = residualLength;
+  fields.residualMode = static_cast<int64_t>(residualMode);
+  fields.nSinkTokens = nSinkTokens;
+  fields.outlierFraction =
+      static_cast<float>(outlierFraction.convertToDouble());
+  fields.lloydIters = lloydIters;
+  fields.refitInterval = refitInterval;
+  fields.kvquantNSink = kvquantNSink;
+  fields.kvquantGroupSize = kvquantGroupSize;
+  fields.ropeStyle = rope ? static_cast<int64_t>(rope.getStyle())
+                          : static_cast<int64_t>(KVQ_ROPE_NONE);
+  fields.ropeTheta = rope ? static_cast<float>(rope.getThetaValue())
+                          : ::kvq::kDefaultRopeTheta;
+  return fields;
+}
+
+/// n_sink_tokens as the runtime receives it: the value given, else what
+/// kvq_config_init sets.
+static int64_t sinkTokensOf(Method method, std::optional<int64_t> given) {
+  if (given)
     return *given;
-  return getMethod() == Method::KiviSink ? ::kvq::kDefaultKiviSinkTokens : 0;
+  return method == Method::KiviSink ? ::kvq::kDefaultKiviSinkTokens : 0;
+}
+
+int64_t CacheConfigAttr::getSinkTokens() const {
+  return sinkTokensOf(getMethod(), getNSinkTokens());
+}
+
+::kvq::ConfigFields mlir::kvq::runtimeFields(CacheConfigAttr c) {
+  return runtimeFieldsOf(
+      c.getMethod(), c.getKeyBits(), c.getValueBits(), c.getGroupSize(),
+      c.getResidualLength(), c.getResidualMode(), c.getSinkTokens(),
+      c.getOutlierFraction(), c.getLloydIters(), c.getRefitInterval(),
+      c.getKvquantNSink(), c.getKvquantGroupSize(), c.getRope());
 }
 
 LogicalResult CacheConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, Method method,
     int64_t keyBits, int64_t valueBits, int64_t groupSize,
     int64_t residualLength, ResidualMode residualMode,
-    std::optional<int64_t> nSinkTokensGiven, llvm::APFloat outlierFractionValue,
+    std::optional<int64_t> nSinkTokens, llvm::APFloat outlierFraction,
     int64_t lloydIters, int64_t refitInterval, int64_t kvquantNSink,
-    int64_t kvquantGroupSize, RopeAttr) {
-  if (method != Method::Fp16) {
-    for (auto [name, bits] :
-         {std::pair<StringRef, int64_t>{"key_bits", keyBits},
-          {"value_bits", valueBits}})
-      if (!isSupportedBits(bits))
-        return emitError() << "unsupported " << name << " " << bits
-                           << "; supported bit widths are 2, 3, 4 and 8";
-  }
-  auto positive = [&](StringRef name, int64_t value) -> LogicalResult {
-    if (value > 0)
-      return success();
-    return emitError() << name << " must be positive, got " << value;
-  };
-  auto nonNegative = [&](StringRef name, int64_t value) -> LogicalResult {
-    if (value >= 0)
-      return success();
-    return emitError() << name << " must be non-negative, got " << value;
-  };
-  // Upper bounds are the runtime's (kvq/config_limits.h): what verifies
-  // here is created there, and fits the i32 fields of the C ABI.
-  auto atMost = [&](StringRef name, int64_t value,
-                    int64_t bound) -> LogicalResult {
-    if (value <= bound)
-      return success();
-    return emitError() << name << " " << value << " exceeds the runtime's "
-                       << "limit of " << bound;
-  };
-  namespace limits = ::kvq::limits;
-  const int64_t nSinkTokens = nSinkTokensGiven.value_or(0);
-  if (failed(atMost("group_size", groupSize, limits::kHeadDim)) ||
-      failed(atMost("residual_length", residualLength, limits::kWaitTokens)) ||
-      failed(atMost("n_sink_tokens", nSinkTokens, limits::kSinkTokens)) ||
-      failed(atMost("lloyd_iters", lloydIters, limits::kLloydIters)) ||
-      failed(atMost("refit_interval", refitInterval, limits::kWaitTokens)) ||
-      failed(atMost("kvquant_n_sink", kvquantNSink, limits::kSinkTokens)))
-    return failure();
-  if (failed(positive("group_size", groupSize)) ||
-      failed(nonNegative("residual_length", residualLength)) ||
-      failed(nonNegative("n_sink_tokens", nSinkTokens)) ||
-      failed(nonNegative("lloyd_iters", lloydIters)) ||
-      failed(nonNegative("refit_interval", refitInterval)) ||
-      failed(nonNegative("kvquant_n_sink", kvquantNSink)) ||
-      failed(positive("kvquant_group_size", kvquantGroupSize)))
-    return failure();
-  double outlierFraction = outlierFractionValue.convertToDouble();
-  if (!(outlierFraction >= 0.0 && outlierFraction < 1.0))
-    return emitError() << "outlier_fraction " << outlierFraction
-                       << " is outside [0, 1)";
-  if (residualMode == ResidualMode::Block &&
-      (residualLength == 0 || residualLength % groupSize != 0))
-    return emitError() << "residual_mode block flushes residual_length ("
-                       << residualLength
-                       << ") keys at a time, which must be a positive "
-                          "multiple of group_size ("
-                       << groupSize << ")";
-  // The runtime's rule, with its message (kvq/config_limits.h).
-  if (method == Method::Kivi)
-    if (const char *why = ::kvq::plainKiviSinkTokensRule(nSinkTokens))
-      return emitError() << "n_sink_tokens = " << nSinkTokens << " " << why;
-  // The runtime fits key levels per channel over the whole prefill and
-  // value levels per token over head_dim, so a group size would change
-  // nothing; accepting other values would suggest otherwise.
-  if (kvquantGroupSize != ::kvq::kKvquantGroupSize)
-    return emitError() << "kvquant_group_size " << kvquantGroupSize
-                       << " has no effect in kvq (key levels are fit per "
-                          "channel over the prefill, value levels per token "
-                          "over head_dim); leave it at "
-                       << ::kvq::kKvquantGroupSize;
+    int64_t kvquantGroupSize, RopeAttr rope) {
+  // The runtime's rules and messages (kvq/config_rules.h) on what the
+  // lowering would pass; those that need the shape run on !kvq.cache.
+  ::kvq::ConfigVerdict verdict = ::kvq::checkConfigFields(runtimeFieldsOf(
+      method, keyBits, valueBits, groupSize, residualLength, residualMode,
+      sinkTokensOf(method, nSinkTokens), outlierFraction, lloydIters,
+      refitInterval, kvquantNSink, kvquantGroupSize, rope));
+  if (verdict.failed())
+    return emitError() << verdict.message;
   return success();
 }

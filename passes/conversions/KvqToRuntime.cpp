@@ -82,7 +82,7 @@ public:
   /// The runtime's dtype code of an f16/f32 buffer.
   Value dtypeOf(Value memref) {
     Type element = cast<MemRefType>(memref.getType()).getElementType();
-    return i32(element.isF16() ? abi::kDtypeF16 : abi::kDtypeF32);
+    return i32(element.isF16() ? KVQ_DTYPE_F16 : KVQ_DTYPE_F32);
   }
 
   /// The address of the first element of `memref`. The runtime takes dense
@@ -255,7 +255,7 @@ private:
     if (!options.abortOnError)
       return;
     Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                     checked, i32(abi::kStatusOk));
+                                     checked, i32(KVQ_OK));
     cf::AssertOp::create(rewriter, loc, ok, "kvq runtime call failed: " + site);
   }
 
@@ -269,8 +269,8 @@ private:
 
 /// The runtime's code of a quantization axis.
 int32_t axisCode(QuantAxis axis) {
-  return axis == QuantAxis::PerToken ? abi::kAxisPerToken
-                                     : abi::kAxisPerChannel;
+  return axis == QuantAxis::PerToken ? KVQ_AXIS_PER_TOKEN
+                                     : KVQ_AXIS_PER_CHANNEL;
 }
 
 /// Base of every kvq lowering: the options and a memref-form check (the
@@ -318,7 +318,7 @@ struct GroupQuantLowering : KvqLowering<GroupQuantOp> {
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
             b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
             b.i32(op.getBits()), b.pointerOrNull(adaptor.getExclude()),
-            b.i32(abi::kCodesUnpacked), b.pointerTo(codes), b.pointerTo(scale),
+            b.i32(KVQ_CODES_UNPACKED), b.pointerTo(codes), b.pointerTo(scale),
             b.pointerTo(zero)});
     rewriter.replaceOp(op, {codes, scale, zero});
     return success();
@@ -334,7 +334,7 @@ struct GroupDequantLowering : KvqLowering<GroupDequantOp> {
     Value out = b.allocLike(op.getOutput().getType(), codes);
     auto [rows, cols] = b.matrixOf(codes);
     b.call(RuntimeFn::GroupDequant,
-           {b.pointerTo(codes), b.i32(abi::kCodesUnpacked),
+           {b.pointerTo(codes), b.i32(KVQ_CODES_UNPACKED),
             b.pointerTo(adaptor.getScale()),
             b.pointerTo(adaptor.getZeroPoint()), rows, cols,
             b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
@@ -387,7 +387,7 @@ struct NuqQuantLowering : KvqLowering<NuqQuantOp> {
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
             b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
             b.i32(op.getBits()), b.pointerTo(adaptor.getLevels()),
-            b.i32(abi::kCodesUnpacked), b.pointerTo(codes)});
+            b.i32(KVQ_CODES_UNPACKED), b.pointerTo(codes)});
     rewriter.replaceOp(op, codes);
     return success();
   }
@@ -402,7 +402,7 @@ struct NuqDequantLowering : KvqLowering<NuqDequantOp> {
     Value out = b.allocLike(op.getOutput().getType(), codes);
     auto [rows, cols] = b.matrixOf(codes);
     b.call(RuntimeFn::NuqDequant,
-           {b.pointerTo(codes), b.i32(abi::kCodesUnpacked),
+           {b.pointerTo(codes), b.i32(KVQ_CODES_UNPACKED),
             b.pointerTo(adaptor.getLevels()), rows, cols,
             b.i32(axisCode(op.getAxis())), b.i32(op.getGroup()),
             b.i32(op.getBits()), b.pointerTo(out), b.dtypeOf(out)});
@@ -500,13 +500,6 @@ Value loadSlot(ConversionPatternRewriter &rewriter, Location loc, Value slot,
   return memref::LoadOp::create(rewriter, loc, slot, ValueRange{i});
 }
 
-// The dialect's RoPE styles are the runtime's kvq_rope_style values.
-static_assert(static_cast<int32_t>(RopeStyle::Interleaved) ==
-                      KVQ_ROPE_INTERLEAVED &&
-                  static_cast<int32_t>(RopeStyle::Half) == KVQ_ROPE_HALF &&
-                  abi::kRopeNone == KVQ_ROPE_NONE,
-              "RopeStyle (KvqAttrs.td) and kvq_rope_style (runtime.h) differ");
-
 /// kvq.cache_create -> kvq_cache_create_flat with the type's configuration.
 struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
   using KvqLowering::KvqLowering;
@@ -519,14 +512,15 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
     // The value given, or the method's default (5 for kivi_sink, else 0):
     // the verifier has applied the runtime's rule for plain kivi already.
     int64_t sinkTokens = c.getSinkTokens();
-    int32_t backend = options.target == RuntimeTarget::Metal
-                          ? abi::kBackendMetal
-                          : abi::kBackendCPU;
+    int32_t backend = options.target == RuntimeTarget::Metal ? KVQ_BACKEND_METAL
+                                                             : KVQ_BACKEND_CPU;
     // No RoPE: style 0 (the theta is then not read; pass the default).
     RopeAttr rope = c.getRope();
     int32_t ropeStyle =
-        rope ? static_cast<int32_t>(rope.getStyle()) : abi::kRopeNone;
+        rope ? static_cast<int32_t>(rope.getStyle()) : KVQ_ROPE_NONE;
     double ropeTheta = rope ? rope.getThetaValue() : ::kvq::kDefaultRopeTheta;
+    // The dialect's enum values are the runtime's (static_asserts in
+    // dialect/KvqAttrs.cpp).
     b.call(RuntimeFn::CacheCreate,
            {b.i32(static_cast<int32_t>(c.getMethod())), b.i32(c.getKeyBits()),
             b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
@@ -620,17 +614,18 @@ struct CacheStatsLowering : KvqLowering<CacheStatsOp> {
   LogicalResult lower(CacheStatsOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value stats = allocaSlot(rewriter, loc, abi::kStatsSlots);
+    Value stats = allocaSlot(rewriter, loc, stats_slot::kCount);
     int64_t layer = op.getLayer() ? int64_t(*op.getLayer()) : -1;
     b.call(RuntimeFn::CacheStats,
            {adaptor.getCache(), b.i32(layer), b.pointerTo(stats)});
-    Value bitsAsInt = loadSlot(rewriter, loc, stats, abi::kStatsEffectiveBits);
+    Value bitsAsInt =
+        loadSlot(rewriter, loc, stats, stats_slot::kEffectiveBits);
     Value bits = arith::BitcastOp::create(rewriter, loc, rewriter.getF64Type(),
                                           bitsAsInt);
     rewriter.replaceOp(
-        op, {loadSlot(rewriter, loc, stats, abi::kStatsTokens),
-             loadSlot(rewriter, loc, stats, abi::kStatsTotalBytes),
-             loadSlot(rewriter, loc, stats, abi::kStatsFp16Bytes), bits});
+        op, {loadSlot(rewriter, loc, stats, stats_slot::kTokens),
+             loadSlot(rewriter, loc, stats, stats_slot::kTotalBytes),
+             loadSlot(rewriter, loc, stats, stats_slot::kFp16Bytes), bits});
     return success();
   }
 };

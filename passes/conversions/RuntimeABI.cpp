@@ -1,14 +1,17 @@
 //===- RuntimeABI.cpp - the table of kvq runtime entry points -------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Mirrors runtime/include/kvq/runtime.h. When a signature changes there, it
-// changes here, and nowhere else in the compiler.
+// The table is runtime/include/kvq/entry_points.def, whose C signatures the
+// runtime checks against its headers; here they become MLIR types.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/conversions/RuntimeABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+
+#include <array>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::kvq;
@@ -17,100 +20,59 @@ namespace {
 /// One C parameter or result kind.
 enum class C { Ptr, I32, I64, F32, Void };
 
+/// The kind of a C type of kvq/entry_points.def; a type outside these
+/// does not build.
+template <typename T> constexpr C kindOf() {
+  if constexpr (std::is_void_v<T>) {
+    return C::Void;
+  } else if constexpr (std::is_pointer_v<T>) {
+    return C::Ptr;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return C::F32;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return C::I64;
+  } else {
+    // int32_t and the C enums (kvq_status, kvq_dtype, ...), 32-bit each.
+    static_assert(std::is_same_v<T, int32_t> || std::is_enum_v<T>,
+                  "no MLIR type for this C type");
+    static_assert(sizeof(T) == 4, "a C enum of the ABI is not 32-bit");
+    return C::I32;
+  }
+}
+
+/// How the Metal symbol relates to the CPU one (MetalForm in the .def).
+enum class MetalForm { Same, WithContext, MetalCache, MetalCacheNotLowered };
+
+/// A C signature as kinds.
+template <typename Signature> struct Kinds;
+template <typename R, typename... Args> struct Kinds<R(Args...)> {
+  static constexpr C result = kindOf<R>();
+  static constexpr bool returnsStatus = std::is_same_v<R, kvq_status>;
+  static constexpr std::array<C, sizeof...(Args)> params = {kindOf<Args>()...};
+};
+
 struct Entry {
   RuntimeFn fn;
   const char *cpuSymbol;
-  const char *metalSymbol;
+  const char *metalSymbol; ///< null: not called on Metal
+  MetalForm metalForm;
   C result;
-  std::initializer_list<C> params;
+  bool returnsStatus; ///< returns a kvq_status generated code checks
+  ArrayRef<C> params;
 };
 
-// clang-format off
-/// The table. Order of params = order in runtime.h.
+/// The table, from kvq/entry_points.def (RuntimeFn order).
 const Entry kEntries[] = {
-  // kvq_group_quant(x, dtype, rows, cols, axis, group, bits, exclude, layout,
-  //                 codes, scale, zero)
-  {RuntimeFn::GroupQuant, "kvq_group_quant", "kvq_metal_group_quant", C::I32,
-   {C::Ptr, C::I32, C::I64, C::I64, C::I32, C::I32, C::I32, C::Ptr, C::I32,
-    C::Ptr, C::Ptr, C::Ptr}},
-  // kvq_group_dequant(codes, layout, scale, zero, rows, cols, axis, group,
-  //                   bits, out, dtype)
-  {RuntimeFn::GroupDequant, "kvq_group_dequant", "kvq_metal_group_dequant",
-   C::I32,
-   {C::Ptr, C::I32, C::Ptr, C::Ptr, C::I64, C::I64, C::I32, C::I32, C::I32,
-    C::Ptr, C::I32}},
-  // kvq_nuq_fit_scratch_size(len, bits) -> int64
-  {RuntimeFn::NuqFitScratchSize, "kvq_nuq_fit_scratch_size",
-   "kvq_nuq_fit_scratch_size", C::I64, {C::I64, C::I32}},
-  // kvq_nuq_fit(x, dtype, rows, cols, axis, group, bits, iters, exclude,
-  //             scratch, scratch_floats, levels)
-  {RuntimeFn::NuqFit, "kvq_nuq_fit", "kvq_metal_nuq_fit", C::I32,
-   {C::Ptr, C::I32, C::I64, C::I64, C::I32, C::I32, C::I32, C::I32, C::Ptr,
-    C::Ptr, C::I64, C::Ptr}},
-  // kvq_nuq_quant(x, dtype, rows, cols, axis, group, bits, levels, layout,
-  //               codes)
-  {RuntimeFn::NuqQuant, "kvq_nuq_quant", "kvq_metal_nuq_quant", C::I32,
-   {C::Ptr, C::I32, C::I64, C::I64, C::I32, C::I32, C::I32, C::Ptr, C::I32,
-    C::Ptr}},
-  // kvq_nuq_dequant(codes, layout, levels, rows, cols, axis, group, bits,
-  //                 out, dtype)
-  {RuntimeFn::NuqDequant, "kvq_nuq_dequant", "kvq_metal_nuq_dequant", C::I32,
-   {C::Ptr, C::I32, C::Ptr, C::I64, C::I64, C::I32, C::I32, C::I32, C::Ptr,
-    C::I32}},
-  // kvq_outlier_split(x, dtype, rows, cols, axis, group, fraction, exclude,
-  //                   mask, threshold)
-  {RuntimeFn::OutlierSplit, "kvq_outlier_split", "kvq_metal_outlier_split",
-   C::I32,
-   {C::Ptr, C::I32, C::I64, C::I64, C::I32, C::I32, C::F32, C::Ptr, C::Ptr,
-    C::Ptr}},
-  // kvq_outlier_screen(x, dtype, rows, cols, threshold, mask)
-  {RuntimeFn::OutlierScreen, "kvq_outlier_screen", "kvq_metal_outlier_screen",
-   C::I32, {C::Ptr, C::I32, C::I64, C::I64, C::Ptr, C::Ptr}},
-  // kvq_key_norm(keys, dtype, tokens, kv_heads, head_dim, norms)
-  {RuntimeFn::KeyNorm, "kvq_key_norm", "kvq_metal_key_norm", C::I32,
-   {C::Ptr, C::I32, C::I64, C::I32, C::I32, C::Ptr}},
-  // kvq_sink_select(norms, tokens, k, positions)
-  {RuntimeFn::SinkSelect, "kvq_sink_select", "kvq_metal_sink_select", C::I32,
-   {C::Ptr, C::I64, C::I32, C::Ptr}},
-  // kvq_cache_create_flat(method, key_bits, value_bits, group_size,
-  //   residual_length, residual_mode, n_sink_tokens, outlier_fraction,
-  //   lloyd_iters, refit_interval, kvquant_n_sink, kvquant_group_size,
-  //   num_layers, num_kv_heads, head_dim, backend, rope_style, rope_theta,
-  //   out)
-  {RuntimeFn::CacheCreate, "kvq_cache_create_flat",
-   "kvq_metal_cache_create_flat", C::I32,
-   {C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::F32, C::I32,
-    C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::I32, C::F32,
-    C::Ptr}},
-  // kvq_cache_destroy(cache)
-  {RuntimeFn::CacheDestroy, "kvq_cache_destroy", "kvq_metal_cache_destroy",
-   C::Void, {C::Ptr}},
-  // kvq_cache_update(cache, layer, keys, values, n_tokens, dtype)
-  {RuntimeFn::CacheUpdate, "kvq_cache_update", "kvq_metal_cache_update",
-   C::I32, {C::Ptr, C::I32, C::Ptr, C::Ptr, C::I64, C::I32}},
-  // kvq_cache_length(cache, layer, n_tokens*)
-  {RuntimeFn::CacheLength, "kvq_cache_length", "kvq_metal_cache_length",
-   C::I32, {C::Ptr, C::I32, C::Ptr}},
-  // kvq_cache_fetch(cache, layer, keys_out, values_out, capacity, dtype)
-  {RuntimeFn::CacheFetch, "kvq_cache_fetch", "kvq_metal_cache_fetch", C::I32,
-   {C::Ptr, C::I32, C::Ptr, C::Ptr, C::I64, C::I32}},
-  // kvq_cache_attend(cache, layer, queries, n_queries, q_heads, out)
-  {RuntimeFn::CacheAttend, "kvq_cache_attend", "kvq_metal_cache_attend",
-   C::I32, {C::Ptr, C::I32, C::Ptr, C::I64, C::I32, C::Ptr}},
-  // kvq_cache_stats(cache, layer, stats*)
-  {RuntimeFn::CacheStats, "kvq_cache_stats", "kvq_metal_cache_stats", C::I32,
-   {C::Ptr, C::I32, C::Ptr}},
-  // kvq_cache_truncate(cache, n_tokens) (no Metal entry point: null)
-  {RuntimeFn::CacheTruncate, "kvq_cache_truncate", nullptr, C::I32,
-   {C::Ptr, C::I64}},
-  // kvq_check_status(status, site) -> status
-  {RuntimeFn::CheckStatus, "kvq_check_status", "kvq_check_status", C::I32,
-   {C::I32, C::Ptr}},
-  // kvq_metal_default_context() -> context (Metal only)
-  {RuntimeFn::MetalContext, "kvq_metal_default_context",
-   "kvq_metal_default_context", C::Ptr, {}},
+#define KVQ_ENTRY_POINT(Id, Signature, Cpu, Metal, Form)                       \
+  {RuntimeFn::Id,                                                              \
+   #Cpu,                                                                       \
+   MetalForm::Form == MetalForm::MetalCacheNotLowered ? nullptr : #Metal,      \
+   MetalForm::Form,                                                            \
+   Kinds<Signature>::result,                                                   \
+   Kinds<Signature>::returnsStatus,                                            \
+   Kinds<Signature>::params},
+#include "kvq/entry_points.def"
 };
-// clang-format on
 
 const Entry &lookup(RuntimeFn fn) {
   const Entry &entry = kEntries[static_cast<size_t>(fn)];
@@ -136,24 +98,10 @@ Type toMLIR(MLIRContext *context, C kind) {
 } // namespace
 
 bool mlir::kvq::takesMetalContext(RuntimeFn fn, RuntimeTarget target) {
-  if (target != RuntimeTarget::Metal)
-    return false;
   // Stateless kernels need the device context; cache entry points find it
   // in the cache, which a Metal cache holds.
-  switch (fn) {
-  case RuntimeFn::GroupQuant:
-  case RuntimeFn::GroupDequant:
-  case RuntimeFn::NuqFit:
-  case RuntimeFn::NuqQuant:
-  case RuntimeFn::NuqDequant:
-  case RuntimeFn::OutlierSplit:
-  case RuntimeFn::OutlierScreen:
-  case RuntimeFn::KeyNorm:
-  case RuntimeFn::SinkSelect:
-    return true;
-  default:
-    return false;
-  }
+  return target == RuntimeTarget::Metal &&
+         lookup(fn).metalForm == MetalForm::WithContext;
 }
 
 bool mlir::kvq::hasRuntimeSymbol(RuntimeFn fn, RuntimeTarget target) {
@@ -168,9 +116,7 @@ StringRef mlir::kvq::getRuntimeSymbol(RuntimeFn fn, RuntimeTarget target) {
   return target == RuntimeTarget::CPU ? entry.cpuSymbol : entry.metalSymbol;
 }
 
-bool mlir::kvq::returnsStatus(RuntimeFn fn) {
-  return lookup(fn).result == C::I32 && fn != RuntimeFn::CheckStatus;
-}
+bool mlir::kvq::returnsStatus(RuntimeFn fn) { return lookup(fn).returnsStatus; }
 
 FunctionType mlir::kvq::getRuntimeType(MLIRContext *context, RuntimeFn fn,
                                        RuntimeTarget target) {

@@ -2,61 +2,52 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The kvq runtime entry points, as seen by MLIR.
 //
-// The one table on the compiler side that mirrors runtime/include/kvq/
-// runtime.h: every symbol, per target, and its C signature in MLIR types.
-// Patterns ask this table for callees; none spells a symbol itself.
+// The one table on the compiler side of the runtime's entry points, built
+// from runtime/include/kvq/entry_points.def: every symbol, per target, and
+// its C signature in MLIR types. Patterns ask this table for callees; none
+// spells a symbol itself. Enum values and struct offsets come from the C
+// header kvq/runtime.h (KVQ_DTYPE_F16, ..., and stats_slot below).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_PASSES_CONVERSIONS_RUNTIMEABI_H
 #define KVQ_PASSES_CONVERSIONS_RUNTIMEABI_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "kvq/passes/Passes.h"
+#include "kvq/runtime.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include <cstddef>
 
 namespace mlir::kvq {
 
-/// The backend a conversion targets.
-
-/// Every runtime entry point that generated code calls.
+/// Every runtime entry point that generated code calls, in the order of
+/// kvq/entry_points.def.
 enum class RuntimeFn {
-  GroupQuant,
-  GroupDequant,
-  NuqFitScratchSize,
-  NuqFit,
-  NuqQuant,
-  NuqDequant,
-  OutlierSplit,
-  OutlierScreen,
-  KeyNorm,
-  SinkSelect,
-  CacheCreate,
-  CacheDestroy,
-  CacheUpdate,
-  CacheLength,
-  CacheFetch,
-  CacheAttend,
-  CacheStats,
-  CacheTruncate,
-  CheckStatus,
-  MetalContext,
+#define KVQ_ENTRY_POINT(Id, Signature, Cpu, Metal, MetalForm) Id,
+#include "kvq/entry_points.def"
 };
 
-/// Values of the runtime's C enums that generated code passes.
-namespace abi {
-constexpr int32_t kDtypeF16 = 0, kDtypeF32 = 1;
-constexpr int32_t kAxisPerToken = 0, kAxisPerChannel = 1;
-constexpr int32_t kCodesUnpacked = 0;
-constexpr int32_t kBackendCPU = 0, kBackendMetal = 1;
-constexpr int32_t kRopeNone = 0; ///< a cache without `rope`
-constexpr int32_t kStatusOk = 0;
-/// kvq_stats is read as 8-byte slots (static_assert'ed in the runtime).
-constexpr int64_t kStatsSlots = 14, kStatsTokens = 0, kStatsTotalBytes = 11,
-                  kStatsFp16Bytes = 12, kStatsEffectiveBits = 13;
-} // namespace abi
+/// Where generated code finds a kvq_stats field: the struct read as
+/// consecutive 8-byte slots (the runtime pins the layout).
+namespace stats_slot {
+static_assert(sizeof(kvq_stats) % 8 == 0 && alignof(kvq_stats) == 8,
+              "kvq_stats is read as 8-byte slots");
+static_assert(sizeof(kvq_stats::tokens) == 8 &&
+                  sizeof(kvq_stats::total_bytes) == 8 &&
+                  sizeof(kvq_stats::fp16_bytes) == 8 &&
+                  sizeof(kvq_stats::effective_bits) == 8,
+              "every kvq_stats field read is one slot");
+constexpr int64_t kCount = sizeof(kvq_stats) / 8;
+constexpr int64_t kTokens = offsetof(kvq_stats, tokens) / 8;
+constexpr int64_t kTotalBytes = offsetof(kvq_stats, total_bytes) / 8;
+constexpr int64_t kFp16Bytes = offsetof(kvq_stats, fp16_bytes) / 8;
+constexpr int64_t kEffectiveBits = offsetof(kvq_stats, effective_bits) / 8;
+} // namespace stats_slot
 
-/// Whether `target`'s runtime has an entry point for `fn` (the Metal
-/// runtime has no kvq_cache_truncate yet).
+/// Whether generated code for `target` may call `fn` (the Metal target
+/// does not call kvq_metal_cache_truncate yet: MetalCacheNotLowered in
+/// kvq/entry_points.def).
 bool hasRuntimeSymbol(RuntimeFn fn, RuntimeTarget target);
 
 /// The symbol of `fn` for `target` (e.g. kvq_group_quant,

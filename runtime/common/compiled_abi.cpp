@@ -9,13 +9,51 @@
 #include "config.h"
 #include "guard.h"
 #include "kvq/runtime.h"
+#include "kvq/runtime_metal.h"
 
 #include <cstddef>
 #include <cstdio>
+#include <type_traits>
 
-// passes/conversions/RuntimeABI.cpp reads kvq_stats as 14 consecutive
-// 8-byte slots: tokens at 0, total_bytes at 11, fp16_bytes at 12 and
-// effective_bits at 13.
+namespace {
+/// A CPU parameter or result type as the Metal flavour of the entry point
+/// has it: kvq_metal_cache_t for kvq_cache_t, anything else unchanged.
+template <typename T> struct OnMetal { using type = T; };
+template <> struct OnMetal<kvq_cache_t *> { using type = kvq_metal_cache_t *; };
+template <> struct OnMetal<const kvq_cache_t *> {
+  using type = const kvq_metal_cache_t *;
+};
+template <> struct OnMetal<kvq_cache_t **> {
+  using type = kvq_metal_cache_t **;
+};
+
+/// The pointer types each MetalForm of kvq/entry_points.def gives the Metal
+/// symbol of a CPU signature.
+template <typename Signature> struct Forms;
+template <typename R, typename... Args> struct Forms<R(Args...)> {
+  using Cpu = R (*)(Args...);
+  using Same = Cpu;
+  using WithContext = R (*)(void *, Args...);
+  using MetalCache =
+      typename OnMetal<R>::type (*)(typename OnMetal<Args>::type...);
+  using MetalCacheNotLowered = MetalCache;
+};
+} // namespace
+
+// Every symbol the lowering calls is declared with the signature its table
+// (kvq/entry_points.def) says: a header changed without the table, or the
+// table without the header, does not build.
+#define KVQ_ENTRY_POINT(Id, Signature, CpuSymbol, MetalSymbol, MetalForm)     \
+  static_assert(std::is_same_v<decltype(&CpuSymbol), Forms<Signature>::Cpu>,  \
+                #CpuSymbol " is not declared as kvq/entry_points.def says");  \
+  static_assert(                                                              \
+      std::is_same_v<decltype(&MetalSymbol), Forms<Signature>::MetalForm>,    \
+      #MetalSymbol " is not declared as kvq/entry_points.def says");
+#include "kvq/entry_points.def"
+
+// Generated code reads kvq_stats as consecutive 8-byte slots (the lowering
+// derives the slot of each field from this struct); the layout is pinned
+// because it is part of the stable ABI.
 static_assert(sizeof(kvq_stats) == 14 * 8, "kvq_stats layout changed");
 static_assert(offsetof(kvq_stats, total_bytes) == 11 * 8, "kvq_stats layout");
 static_assert(offsetof(kvq_stats, fp16_bytes) == 12 * 8, "kvq_stats layout");
@@ -32,8 +70,8 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
     int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
     float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
     int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
-    int32_t rope_style, float rope_theta, kvq_cache_t **out) {
+    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
+    float rope_theta, kvq_cache_t **out) {
   return kvq::guarded("kvq_cache_create_flat", [&]() -> kvq_status {
     kvq_config cfg = kvq::flatConfig(
         method, key_bits, value_bits, group_size, residual_length,

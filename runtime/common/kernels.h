@@ -12,6 +12,7 @@
 #ifndef KVQ_RUNTIME_COMMON_KERNELS_H
 #define KVQ_RUNTIME_COMMON_KERNELS_H
 
+#include "kvq/config_rules.h"
 #include "kvq/runtime.h"
 
 #include <cstdint>
@@ -22,10 +23,8 @@ namespace kvq {
 /// Largest number of NUQ levels (8 bits).
 constexpr int kMaxLevels = 256;
 
-/// True for the supported code widths 2, 3, 4, 8.
-inline bool supportedBits(int bits) {
-  return bits == 2 || bits == 3 || bits == 4 || bits == 8;
-}
+/// True for the supported code widths 2, 3, 4, 8 (kvq/config_rules.h).
+inline bool supportedBits(int bits) { return isSupportedBits(bits); }
 
 //===----------------------------------------------------------------------===//
 // Uniform min/max quantization (docs/RUNTIME.md "Numerical decisions")

@@ -14,13 +14,13 @@ func.func @config_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim =
 
 // -----
 
-// expected-error @below {{group_size must be positive, got 0}}
+// expected-error @below {{group_size 0 must be positive}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_group_zero(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, group_size = 0>>)
 
 // -----
 
-// expected-error @below {{residual_length must be non-negative, got -1}}
+// expected-error @below {{residual_length -1 must be non-negative}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_residual_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, residual_length = -1>>)
 
@@ -33,43 +33,43 @@ func.func @config_kivi_with_sinks(%c: !kvq.cache<layers = 1, kv_heads = 1, head_
 
 // -----
 
-// expected-error @below {{n_sink_tokens must be non-negative, got -5}}
+// expected-error @below {{n_sink_tokens -5 must be non-negative}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_sinks_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = -5>>)
 
 // -----
 
-// expected-error @below {{lloyd_iters must be non-negative, got -1}}
+// expected-error @below {{lloyd_iters -1 must be non-negative}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_lloyd_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, lloyd_iters = -1>>)
 
 // -----
 
-// expected-error @below {{refit_interval must be non-negative, got -2}}
+// expected-error @below {{refit_interval -2 must be non-negative}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_refit_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, refit_interval = -2>>)
 
 // -----
 
-// expected-error @below {{kvquant_n_sink must be non-negative, got -1}}
+// expected-error @below {{kvquant_n_sink -1 must be non-negative}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_kvquant_sinks_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, kvquant_n_sink = -1>>)
 
 // -----
 
-// expected-error @below {{kvquant_group_size must be positive, got 0}}
+// expected-error @below {{kvquant_group_size 0 has no effect in kvq (key levels are fit per channel over the prefill, value levels per token over head_dim); leave it at 32}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_kvquant_group_zero(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, kvquant_group_size = 0>>)
 
 // -----
 
-// expected-error @below {{outlier_fraction 1.000000e+00 is outside [0, 1)}}
+// expected-error @below {{outlier_fraction 1 is not in [0, 1)}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_fraction_one(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = 1.0>>)
 
 // -----
 
-// expected-error @below {{outlier_fraction -1.000000e-02 is outside [0, 1)}}
+// expected-error @below {{outlier_fraction -0.01 is not in [0, 1)}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_fraction_negative(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, outlier_fraction = -0.01>>)
 
@@ -88,17 +88,17 @@ func.func @config_unknown_method(%c: !kvq.cache<layers = 1, kv_heads = 1, head_d
 
 // -----
 
-// expected-error @below {{layers must be positive, got 0}}
+// expected-error @below {{num_layers 0 must be positive}}
 func.func @cache_no_layers(%c: !kvq.cache<layers = 0, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{kv_heads must be positive, got 0}}
+// expected-error @below {{num_kv_heads 0 must be positive}}
 func.func @cache_no_heads(%c: !kvq.cache<layers = 1, kv_heads = 0, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{head_dim must be positive, got -64}}
+// expected-error @below {{head_dim -64 must be positive}}
 func.func @cache_negative_head_dim(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = -64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
@@ -601,52 +601,52 @@ func.func @config_block_no_residual(%c: !kvq.cache<layers = 1, kv_heads = 1, hea
 // -----
 
 // Sizes the lowering passes as i32: 2^32 + 1 layers must not become 1.
-// expected-error @below {{layers 4294967297 exceeds the runtime's limit of 1024}}
+// expected-error @below {{num_layers 4294967297 exceeds the limit of 1024}}
 func.func @cache_layers_beyond_i32(%c: !kvq.cache<layers = 4294967297, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{kv_heads 4294967298 exceeds the runtime's limit of 1024}}
+// expected-error @below {{num_kv_heads 4294967298 exceeds the limit of 1024}}
 func.func @cache_kv_heads_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 4294967298, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{head_dim 4294967304 exceeds the runtime's limit of 65535}}
+// expected-error @below {{head_dim 4294967304 exceeds the limit of 65535}}
 func.func @cache_head_dim_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 4294967304, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{kv_heads x head_dim = 131072 exceeds the runtime's limit of 65535 channels per layer}}
+// expected-error @below {{num_kv_heads x head_dim = 131072 exceeds the limit of 65535 channels per layer}}
 func.func @cache_channels_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1024, head_dim = 128, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>)
 
 // -----
 
-// expected-error @below {{group_size 4294967328 exceeds the runtime's limit of 65535}}
+// expected-error @below {{group_size 4294967328 does not fit the int32 field of kvq_config}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_group_beyond_i32(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, group_size = 4294967328>>)
 
 // -----
 
-// expected-error @below {{n_sink_tokens 4097 exceeds the runtime's limit of 4096}}
+// expected-error @below {{n_sink_tokens 4097 exceeds the limit of 4096}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_sinks_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2, n_sink_tokens = 4097>>)
 
 // -----
 
-// expected-error @below {{lloyd_iters 1001 exceeds the runtime's limit of 1000}}
+// expected-error @below {{lloyd_iters 1001 exceeds the limit of 1000}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_lloyd_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, lloyd_iters = 1001>>)
 
 // -----
 
-// expected-error @below {{refit_interval 1048577 exceeds the runtime's limit of 1048576}}
+// expected-error @below {{refit_interval 1048577 exceeds the limit of 1048576}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_refit_beyond_limit(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3, refit_interval = 1048577>>)
 
 // -----
 
 // A RoPE base must be in (1, 1e9]: the runtime's rule and message.
-// expected-error @below {{rope theta must be in (1, 1e9], got 1.000000e+00}}
+// expected-error @below {{rope theta must be in (1, 1e9], got 1}}
 // expected-error @below {{failed to parse Kvq_CacheConfigAttr parameter 'rope'}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @rope_theta_one(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2, rope = <theta = 1.0, style = half>>>)

@@ -45,7 +45,8 @@ def Kvq_ResidualMode : I32EnumAttr<"ResidualMode",
 }
 
 // Values are the runtime's kvq_rope_style (0 is "no RoPE": an absent
-// `rope` parameter); the lowering static_asserts that they agree.
+// `rope` parameter); dialect/KvqAttrs.cpp static_asserts that they agree,
+// as for Kvq_QuantAxis, Kvq_Method and Kvq_ResidualMode.
 def Kvq_RopeStyle : I32EnumAttr<"RopeStyle",
     "which channels of a head RoPE rotates together", [
       I32EnumAttrCase<"Interleaved", 1, "interleaved">,
@@ -95,7 +96,7 @@ def Kvq_RopeAttr : Kvq_Attr<"Rope", "rope"> {
     before the rotation, the cache quantizes them, and `kvq.cache_attend`
     and the fetched keys use them rotated at their positions 0, 1, 2, ...:
     pair i turns by position * theta^(-2i/head_dim). `theta` must be in
-    (1, 1e9] and `head_dim` even (the runtime's rule, kvq/config_limits.h).
+    (1, 1e9] and `head_dim` even (the runtime's rule, kvq/config_rules.h).
     `--kvq-quantize-kv-cache="pre-rope=true"` sets it when it finds a RoPE
     feeding a cached key.
 

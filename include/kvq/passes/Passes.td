@@ -154,7 +154,7 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
   let description = [{
     Replaces every kvq op in memref form (run `--one-shot-bufferize` first)
     with a `func.call` of the runtime entry point that
-    `passes/conversions/RuntimeABI.cpp` names for `target`, passing bare
+    `runtime/include/kvq/entry_points.def` names for `target`, passing bare
     pointers and scalars exactly as `runtime/include/kvq/runtime.h` declares
     them. Result buffers are `memref.alloc`ed by the generated code; the
     runtime writes into them. `!kvq.cache` becomes an opaque `!llvm.ptr`,

@@ -5,8 +5,9 @@
  * status codes, the cache configuration, the quantized KV cache handle and
  * the stateless kernels behind the kvq dialect's primitive ops.
  *
- * The lowering in passes/conversions/RuntimeABI.cpp names every symbol and
- * signature declared here; the two must change together.
+ * The entry points compiled graphs call are listed with their signatures
+ * in kvq/entry_points.def, which the lowering reads; the runtime's build
+ * checks that this header declares exactly those signatures.
  *
  * Conventions, for every function below:
  *  - Every entry point returns a kvq_status and writes its outputs only when

@@ -4,8 +4,8 @@
  * The Metal flavour of runtime.h: the same stateless kernels with a device
  * context first, and the same cache entry points with a kvq_metal_ prefix.
  * Graphs lowered with convert-kvq-to-runtime{target=metal} (--kvq-to-metal)
- * call exactly these symbols; passes/conversions/RuntimeABI.cpp names them
- * and must change with this header. kvq_nuq_fit_scratch_size and
+ * call exactly these symbols, as kvq/entry_points.def lists them (the
+ * runtime's build checks each signature). kvq_nuq_fit_scratch_size and
  * kvq_check_status are shared with runtime.h (the Metal library exports
  * the whole CPU ABI too).
  *
