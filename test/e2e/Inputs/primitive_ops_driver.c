@@ -73,27 +73,24 @@ static void fill_codes(uint8_t *c, int n, int bits) {
     c[i] = (uint8_t)(next_u32() & ((1u << bits) - 1u));
 }
 
-/* Descriptors of host buffers: the layouts are the same for every rank up
- * to the sizes. */
-static void describe(void *allocated, int64_t *sizes, int64_t *strides,
-                     int rank, const int64_t *shape, void **aligned,
-                     int64_t *offset) {
+/* Row-major sizes and strides of `shape`. */
+static void dense(int64_t *sizes, int64_t *strides, int rank,
+                  const int64_t *shape) {
   int64_t stride = 1;
   for (int d = rank - 1; d >= 0; --d) {
     sizes[d] = shape[d];
     strides[d] = stride;
     stride *= shape[d];
   }
-  *aligned = allocated;
-  *offset = 0;
 }
+/* Describes the host buffer `data` as a dense memref of the given shape. */
 #define VIEW(desc, data, ...)                                                  \
   do {                                                                         \
     const int64_t shape_[] = {__VA_ARGS__};                                    \
-    (desc).allocated = (data);                                                 \
-    describe((data), (desc).sizes, (desc).strides,                             \
-             (int)(sizeof shape_ / sizeof shape_[0]), shape_, &(desc).aligned, \
-             &(desc).offset);                                                  \
+    (desc).allocated = (desc).aligned = (data);                                \
+    (desc).offset = 0;                                                         \
+    dense((desc).sizes, (desc).strides,                                        \
+          (int)(sizeof shape_ / sizeof shape_[0]), shape_);                    \
   } while (0)
 
 /*===-------------------------- checking ----------------------------------===*/
