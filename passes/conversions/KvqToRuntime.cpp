@@ -52,6 +52,36 @@ int64_t groupedDim(QuantAxis axis, int64_t rank) {
   return axis == QuantAxis::PerToken ? rank - 1 : 0;
 }
 
+/// The size one dimension of a buffer must have: dimension `sourceDim` of
+/// the op's source buffer divided by `divisor`, or, with no source
+/// dimension (-1), the fixed size `fixed`.
+struct ExpectedSize {
+  int64_t sourceDim;
+  int64_t divisor = 1;
+  int64_t fixed = 0;
+};
+
+/// The shape of `source`, dimensions `from` and after.
+SmallVector<ExpectedSize> sameShape(Value source, int64_t from = 0) {
+  SmallVector<ExpectedSize> shape;
+  for (int64_t d = from, e = cast<MemRefType>(source.getType()).getRank();
+       d < e; ++d)
+    shape.push_back({d});
+  return shape;
+}
+
+/// The shape of per-group values (scales, zeros, thresholds) of `source`
+/// grouped by `group` along `axis`, with a trailing level table of
+/// `levels` entries when `levels` > 0.
+SmallVector<ExpectedSize> perGroupShape(Value source, QuantAxis axis,
+                                        int64_t group, int64_t levels = 0) {
+  SmallVector<ExpectedSize> shape = sameShape(source);
+  shape[groupedDim(axis, shape.size())].divisor = group;
+  if (levels > 0)
+    shape.push_back({-1, 1, levels});
+  return shape;
+}
+
 /// Emits runtime calls and the values they take at one insertion point.
 class CallBuilder {
 public:
@@ -171,30 +201,82 @@ public:
     return sizes;
   }
 
-  /// A fresh buffer of `type` whose dynamic dimension d has the size of
-  /// `source`'s dimension d, divided by `group` when d is `groupedDim`.
-  Value allocLike(Type type, Value source, int64_t groupedDim = -1,
-                  int64_t group = 1) {
+  /// Size `expected` stands for, as an index: a constant when it is fixed
+  /// or when the source dimension it divides is static.
+  Value sizeOf(Value source, ExpectedSize expected) {
+    auto type = cast<MemRefType>(source.getType());
+    if (expected.sourceDim < 0)
+      return arith::ConstantIndexOp::create(rewriter, loc, expected.fixed);
+    if (!type.isDynamicDim(expected.sourceDim))
+      return arith::ConstantIndexOp::create(
+          rewriter, loc,
+          type.getDimSize(expected.sourceDim) / expected.divisor);
+    Value size =
+        memref::DimOp::create(rewriter, loc, source, expected.sourceDim);
+    if (expected.divisor == 1)
+      return size;
+    Value divisor =
+        arith::ConstantIndexOp::create(rewriter, loc, expected.divisor);
+    return arith::DivUIOp::create(rewriter, loc, size, divisor);
+  }
+
+  /// A fresh buffer of `type` whose dynamic sizes are `shape` (sizes of
+  /// `source`).
+  Value allocShaped(Type type, Value source, ArrayRef<ExpectedSize> shape) {
     auto memrefType = cast<MemRefType>(type);
     SmallVector<Value> sizes;
-    for (int64_t d = 0, e = memrefType.getRank(); d < e; ++d) {
-      if (!memrefType.isDynamicDim(d))
-        continue;
-      Value size = memref::DimOp::create(rewriter, loc, source, d);
-      if (d == groupedDim) {
-        Value g = arith::ConstantIndexOp::create(rewriter, loc, group);
-        size = arith::DivUIOp::create(rewriter, loc, size, g);
-      }
-      sizes.push_back(size);
-    }
+    for (int64_t d = 0, e = memrefType.getRank(); d < e; ++d)
+      if (memrefType.isDynamicDim(d))
+        sizes.push_back(sizeOf(source, shape[d]));
     return memref::AllocOp::create(rewriter, loc, memrefType, sizes);
   }
 
-  /// A fresh per-group buffer of `type` (scales, zeros, thresholds, levels)
-  /// for `source` grouped by `group` along `axis`.
-  Value allocPerGroup(Type type, Value source, QuantAxis axis, int64_t group) {
-    int64_t rank = cast<MemRefType>(source.getType()).getRank();
-    return allocLike(type, source, groupedDim(axis, rank), group);
+  /// A fresh buffer of `type` with the shape of `source`.
+  Value allocLike(Type type, Value source) {
+    return allocShaped(type, source, sameShape(source));
+  }
+
+  /// The verifier compares static sizes; where a size is dynamic it can only
+  /// find shapes compatible, while the runtime derives every buffer's extent
+  /// from the source's. So each size of `buffer` (an operand) that must
+  /// equal `shape` is checked when the program runs (cf.assert) if either
+  /// side is dynamic: a mismatch would let the runtime read or write past a
+  /// buffer.
+  void assertShape(Value source, Value buffer, ArrayRef<ExpectedSize> shape,
+                   StringRef what) {
+    assertSizes(source, cast<MemRefType>(buffer.getType()), buffer, shape,
+                what);
+  }
+
+  /// The same for a result of `type`, before it is allocated by
+  /// allocShaped: only its static sizes can disagree with a dynamic source.
+  void assertResultShape(Value source, Type type, ArrayRef<ExpectedSize> shape,
+                         StringRef what) {
+    assertSizes(source, cast<MemRefType>(type), Value(), shape, what);
+  }
+
+  /// A dynamic per-token grouped dimension must be a multiple of `group`:
+  /// the runtime sees only the product of the non-token dimensions, so a
+  /// group could otherwise straddle two rows of the last dimension and the
+  /// runtime write more per-group values than the buffers hold. (Per
+  /// channel, the runtime checks the token dimension itself.)
+  void assertGroupsDivide(Value source, QuantAxis axis, int64_t group) {
+    auto type = cast<MemRefType>(source.getType());
+    int64_t dim = groupedDim(axis, type.getRank());
+    if (axis != QuantAxis::PerToken || !type.isDynamicDim(dim))
+      return;
+    Value size = memref::DimOp::create(rewriter, loc, source, dim);
+    Value rest = arith::RemUIOp::create(
+        rewriter, loc, size,
+        arith::ConstantIndexOp::create(rewriter, loc, group));
+    Value divides =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, rest,
+                              arith::ConstantIndexOp::create(rewriter, loc, 0));
+    cf::AssertOp::create(rewriter, loc, divides,
+                         "kvq: " + op->getName().getStringRef().str() +
+                             ": group size " + std::to_string(group) +
+                             " does not divide dimension " +
+                             std::to_string(dim));
   }
 
   /// Calls `fn` with `args` (the Metal context is prepended where the
@@ -216,6 +298,35 @@ public:
   }
 
 private:
+  void assertSizes(Value source, MemRefType type, Value buffer,
+                   ArrayRef<ExpectedSize> shape, StringRef what) {
+    auto sourceType = cast<MemRefType>(source.getType());
+    for (int64_t d = 0, e = type.getRank(); d < e; ++d) {
+      ExpectedSize expected = shape[d];
+      bool expectedStatic = expected.sourceDim < 0 ||
+                            !sourceType.isDynamicDim(expected.sourceDim);
+      // Static on both sides: the verifier has compared them. A dynamic
+      // result size is allocated from the source, and a size of the source
+      // itself is its own: equal by construction.
+      if ((!type.isDynamicDim(d) && expectedStatic) ||
+          (!buffer && type.isDynamicDim(d)) ||
+          (buffer == source && expected.sourceDim == d))
+        continue;
+      Value actual =
+          buffer && type.isDynamicDim(d)
+              ? Value(memref::DimOp::create(rewriter, loc, buffer, d))
+              : Value(arith::ConstantIndexOp::create(rewriter, loc,
+                                                     type.getDimSize(d)));
+      Value same =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, actual,
+                                sizeOf(source, expected));
+      cf::AssertOp::create(rewriter, loc, same,
+                           "kvq: " + op->getName().getStringRef().str() + ": " +
+                               what.str() + " dimension " + std::to_string(d) +
+                               " has the wrong size");
+    }
+  }
+
   /// A pointer to `text` in a private constant global. Equal sites share a
   /// global; its name is a stable hash of the text (same input, same IR).
   Value siteString(StringRef text) {
@@ -308,11 +419,19 @@ struct GroupQuantLowering : KvqLowering<GroupQuantOp> {
   LogicalResult lower(GroupQuantOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
-    Value codes = b.allocLike(op.getCodes().getType(), input);
-    Value scale = b.allocPerGroup(op.getScale().getType(), input, op.getAxis(),
-                                  op.getGroup());
-    Value zero = b.allocPerGroup(op.getZeroPoint().getType(), input,
-                                 op.getAxis(), op.getGroup());
+    SmallVector<ExpectedSize> same = sameShape(input),
+                              grouped = perGroupShape(input, op.getAxis(),
+                                                      op.getGroup());
+    b.assertGroupsDivide(input, op.getAxis(), op.getGroup());
+    if (adaptor.getExclude())
+      b.assertShape(input, adaptor.getExclude(), same, "exclude mask");
+    b.assertResultShape(input, op.getCodes().getType(), same, "codes");
+    b.assertResultShape(input, op.getScale().getType(), grouped, "scale");
+    b.assertResultShape(input, op.getZeroPoint().getType(), grouped,
+                        "zero point");
+    Value codes = b.allocShaped(op.getCodes().getType(), input, same);
+    Value scale = b.allocShaped(op.getScale().getType(), input, grouped);
+    Value zero = b.allocShaped(op.getZeroPoint().getType(), input, grouped);
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::GroupQuant,
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
@@ -331,7 +450,14 @@ struct GroupDequantLowering : KvqLowering<GroupDequantOp> {
   LogicalResult lower(GroupDequantOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value codes = adaptor.getCodes();
-    Value out = b.allocLike(op.getOutput().getType(), codes);
+    SmallVector<ExpectedSize> same = sameShape(codes),
+                              grouped = perGroupShape(codes, op.getAxis(),
+                                                      op.getGroup());
+    b.assertGroupsDivide(codes, op.getAxis(), op.getGroup());
+    b.assertShape(codes, adaptor.getScale(), grouped, "scale");
+    b.assertShape(codes, adaptor.getZeroPoint(), grouped, "zero point");
+    b.assertResultShape(codes, op.getOutput().getType(), same, "output");
+    Value out = b.allocShaped(op.getOutput().getType(), codes, same);
     auto [rows, cols] = b.matrixOf(codes);
     b.call(RuntimeFn::GroupDequant,
            {b.pointerTo(codes), b.i32(KVQ_CODES_UNPACKED),
@@ -352,8 +478,15 @@ struct NuqFitLowering : KvqLowering<NuqFitOp> {
                       ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
-    Value levels = b.allocPerGroup(op.getLevels().getType(), input,
-                                   op.getAxis(), op.getGroup());
+    // The level table's trailing size is 2^bits, not a size of the input.
+    SmallVector<ExpectedSize> tables = perGroupShape(
+        input, op.getAxis(), op.getGroup(), int64_t{1} << op.getBits());
+    b.assertGroupsDivide(input, op.getAxis(), op.getGroup());
+    if (adaptor.getExclude())
+      b.assertShape(input, adaptor.getExclude(), sameShape(input),
+                    "exclude mask");
+    b.assertResultShape(input, op.getLevels().getType(), tables, "levels");
+    Value levels = b.allocShaped(op.getLevels().getType(), input, tables);
     Value scratchFloats = b.call(RuntimeFn::NuqFitScratchSize,
                                  {b.i64(op.getGroup()), b.i32(op.getBits())});
     Value scratchSize = arith::IndexCastOp::create(
@@ -381,6 +514,13 @@ struct NuqQuantLowering : KvqLowering<NuqQuantOp> {
   LogicalResult lower(NuqQuantOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
+    b.assertGroupsDivide(input, op.getAxis(), op.getGroup());
+    b.assertShape(input, adaptor.getLevels(),
+                  perGroupShape(input, op.getAxis(), op.getGroup(),
+                                int64_t{1} << op.getBits()),
+                  "levels");
+    b.assertResultShape(input, op.getCodes().getType(), sameShape(input),
+                        "codes");
     Value codes = b.allocLike(op.getCodes().getType(), input);
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::NuqQuant,
@@ -399,6 +539,13 @@ struct NuqDequantLowering : KvqLowering<NuqDequantOp> {
   LogicalResult lower(NuqDequantOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value codes = adaptor.getCodes();
+    b.assertGroupsDivide(codes, op.getAxis(), op.getGroup());
+    b.assertShape(codes, adaptor.getLevels(),
+                  perGroupShape(codes, op.getAxis(), op.getGroup(),
+                                int64_t{1} << op.getBits()),
+                  "levels");
+    b.assertResultShape(codes, op.getOutput().getType(), sameShape(codes),
+                        "output");
     Value out = b.allocLike(op.getOutput().getType(), codes);
     auto [rows, cols] = b.matrixOf(codes);
     b.call(RuntimeFn::NuqDequant,
@@ -417,9 +564,18 @@ struct OutlierSplitLowering : KvqLowering<OutlierSplitOp> {
   LogicalResult lower(OutlierSplitOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
-    Value mask = b.allocLike(op.getMask().getType(), input);
-    Value threshold = b.allocPerGroup(op.getThreshold().getType(), input,
-                                      op.getAxis(), op.getGroup());
+    SmallVector<ExpectedSize> same = sameShape(input),
+                              grouped = perGroupShape(input, op.getAxis(),
+                                                      op.getGroup());
+    b.assertGroupsDivide(input, op.getAxis(), op.getGroup());
+    if (adaptor.getExclude())
+      b.assertShape(input, adaptor.getExclude(), same, "exclude mask");
+    b.assertResultShape(input, op.getMask().getType(), same, "mask");
+    b.assertResultShape(input, op.getThreshold().getType(), grouped,
+                        "threshold");
+    Value mask = b.allocShaped(op.getMask().getType(), input, same);
+    Value threshold =
+        b.allocShaped(op.getThreshold().getType(), input, grouped);
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::OutlierSplit,
            {b.pointerTo(input), b.dtypeOf(input), rows, cols,
@@ -438,6 +594,12 @@ struct OutlierScreenLowering : KvqLowering<OutlierScreenOp> {
   LogicalResult lower(OutlierScreenOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput();
+    // One threshold per column: the input's shape without its token
+    // dimension.
+    b.assertShape(input, adaptor.getThreshold(), sameShape(input, 1),
+                  "threshold");
+    b.assertResultShape(input, op.getMask().getType(), sameShape(input),
+                        "mask");
     Value mask = b.allocLike(op.getMask().getType(), input);
     auto [rows, cols] = b.matrixOf(input);
     b.call(RuntimeFn::OutlierScreen,
@@ -459,6 +621,8 @@ struct KeyNormLowering : KvqLowering<KeyNormOp> {
     FailureOr<Value> heads = b.dimI32(keys, 1), dim = b.dimI32(keys, 2);
     if (failed(heads) || failed(dim))
       return failure();
+    b.assertResultShape(keys, op.getNorms().getType(), sameShape(keys),
+                        "norms");
     Value norms = b.allocLike(op.getNorms().getType(), keys);
     b.call(RuntimeFn::KeyNorm,
            {b.pointerTo(keys), b.dtypeOf(keys), b.dimI64(keys, 0), *heads, *dim,
@@ -474,7 +638,10 @@ struct SinkSelectLowering : KvqLowering<SinkSelectOp> {
   LogicalResult lower(SinkSelectOp op, OpAdaptor adaptor, CallBuilder &b,
                       ConversionPatternRewriter &rewriter) const override {
     Value norms = adaptor.getNorms();
-    Value positions = b.allocLike(op.getPositions().getType(), norms);
+    // `count` positions, not one per token; the runtime refuses a count
+    // above a dynamic token count itself.
+    ExpectedSize count{-1, 1, int64_t(op.getCount())};
+    Value positions = b.allocShaped(op.getPositions().getType(), norms, count);
     b.call(RuntimeFn::SinkSelect,
            {b.pointerTo(norms), b.dimI64(norms, 0), b.i32(op.getCount()),
             b.pointerTo(positions)});
@@ -561,6 +728,13 @@ struct CacheUpdateLowering : KvqLowering<CacheUpdateOp> {
     Value cache = adaptor.getCache();
     Value keys = adaptor.getKeys();
     Value layer = b.i32(op.getLayer());
+    // The runtime reads [tokens, kv_heads, head_dim] of the cache's shape
+    // from keys and values alike, tokens being the keys'.
+    CacheType cacheType = op.getCache().getType();
+    SmallVector<ExpectedSize> kv = {
+        {0}, {-1, 1, cacheType.getKvHeads()}, {-1, 1, cacheType.getHeadDim()}};
+    b.assertShape(keys, keys, kv, "keys");
+    b.assertShape(keys, adaptor.getValues(), kv, "values");
     b.call(RuntimeFn::CacheUpdate,
            {cache, layer, b.pointerTo(keys), b.pointerTo(adaptor.getValues()),
             b.dimI64(keys, 0), b.dtypeOf(keys)});
@@ -575,10 +749,15 @@ struct CacheUpdateLowering : KvqLowering<CacheUpdateOp> {
         rewriter, loc, rewriter.getIndexType(), length);
     SmallVector<Value> fetched;
     for (Value result : op.getFetched()) {
+      // [length, kv_heads, head_dim]; the last two may be dynamic in the
+      // type but are the cache's.
       auto type = cast<MemRefType>(result.getType());
       SmallVector<Value> sizes;
-      if (type.isDynamicDim(0))
-        sizes.push_back(lengthIndex);
+      for (int64_t d = 0; d < 3; ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(d == 0 ? lengthIndex
+                                 : arith::ConstantIndexOp::create(rewriter, loc,
+                                                                  kv[d].fixed));
       fetched.push_back(memref::AllocOp::create(rewriter, loc, type, sizes));
     }
     b.call(RuntimeFn::CacheFetch,
@@ -598,6 +777,12 @@ struct CacheAttendLowering : KvqLowering<CacheAttendOp> {
     FailureOr<Value> qHeads = b.dimI32(queries, 1);
     if (failed(qHeads))
       return failure();
+    // The runtime reads queries of the cache's head_dim (and checks the
+    // query heads against the KV heads itself).
+    int64_t headDim = op.getCache().getType().getHeadDim();
+    b.assertShape(queries, queries, {{0}, {1}, {-1, 1, headDim}}, "queries");
+    b.assertResultShape(queries, op.getOutput().getType(), sameShape(queries),
+                        "output");
     Value out = b.allocLike(op.getOutput().getType(), queries);
     b.call(RuntimeFn::CacheAttend,
            {adaptor.getCache(), b.i32(op.getLayer()), b.pointerTo(queries),
