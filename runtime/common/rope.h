@@ -71,8 +71,8 @@ public:
   }
 
   // The tiles of the pre-RoPE key pass (attendKeysRotated): the same
-  // operations as angles and rotate, element by element, so a rotated key
-  // has the bits rotateAt gives it (and fetch returns).
+  // operations as angles, element by element, so its scores use the very
+  // angles fetch rotates with.
 
   /// angles() of positions pos0 .. pos0 + n - 1: pair i of position
   /// pos0 + t at cosOut[t * tStride + i * iStride] (sinOut likewise).
