@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "layer_section.h"
 
-#include "method_rules.h"
+#include "kivi_plan.h"
 #include "serial.h"
 #include "status.h"
 #include "store_io.h"

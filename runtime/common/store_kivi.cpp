@@ -13,8 +13,8 @@
 #include "bitpack.h"
 #include "group_weights.h"
 #include "kernels.h"
+#include "kivi_plan.h"
 #include "layer_section.h"
-#include "method_rules.h"
 #include "paged.h"
 #include "rope.h"
 #include "rope_keys.h"
@@ -39,8 +39,7 @@ public:
       : LayerStore(cfg, payload), G_(cfg.group_size), R_(cfg.residual_length),
         kb_(cfg.key_bits), vb_(cfg.value_bits),
         block_(cfg.residual_mode == KVQ_RESIDUAL_BLOCK),
-        nibbleKeys_(kiviKeysNibbleMajor(cfg)),
-        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
+        nibbleKeys_(kiviKeysNibbleMajor(cfg)), k_(kiviSinkBudget(cfg)),
         hk_(R_ + (block_ ? R_ : G_)), hv_(R_) {
     top_.reserve(static_cast<size_t>(k_));
   }
@@ -79,17 +78,17 @@ private:
     Blk vq;     ///< quantized value row
     bool sink = false;
   };
-  using TopK = std::vector<std::pair<float, int64_t>>;
+  using TopK = KiviTopK;
 
-  /// Keys / values quantized once the layer holds L tokens (method_rules.h).
+  /// Keys / values quantized once the layer holds L tokens (kivi_plan.h).
   int64_t keyTarget(int64_t L) const { return kiviKeyTarget(cfg_, L); }
   int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
+
   int64_t keyDone() const { return static_cast<int64_t>(groups_.size()) * G_; }
   int64_t valueBlockBytes() const { return kiviValueBlockBytes(cfg_); }
   int64_t keyGroupBytes(int64_t codedRows) const {
     return kiviKeyGroupBytes(cfg_, codedRows);
   }
-  void fold(TopK &top, float norm, int64_t pos) const;
   /// Coded (non-sink) rows of key group g, and how many precede pos in it.
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
@@ -125,23 +124,6 @@ private:
   /// Blocks prepareTruncate allocated for the rows truncate restores.
   std::vector<std::pair<int64_t, Blk>> pendingK_, pendingV_;
 };
-
-void KiviStore::fold(TopK &top, float norm, int64_t pos) const {
-  if (static_cast<int64_t>(top.size()) < k_) {
-    top.emplace_back(norm, pos);
-    return;
-  }
-  // The weakest entry: lowest norm, and among equal norms the latest
-  // position (ties go to the earlier position).
-  size_t weakest = 0;
-  for (size_t i = 1; i < top.size(); ++i)
-    if (top[i].first < top[weakest].first ||
-        (top[i].first == top[weakest].first &&
-         top[i].second > top[weakest].second))
-      weakest = i;
-  if (norm > top[weakest].first) // equal: the earlier position stays
-    top[weakest] = {norm, pos};
-}
 
 void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
   const int64_t groups = channels_ / G_;
@@ -216,38 +198,26 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   const int64_t rowBytes = 2 * C;
   const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
 
-  // 1. Fold the new tokens' key norms into a copy of the running top-k.
-  TopK top = top_;
+  // 1. The policy (kivi_plan.h) from the new tokens' key norms.
+  std::vector<float> norms;
   if (k_ > 0) {
     std::vector<float> row(static_cast<size_t>(C));
+    norms.resize(static_cast<size_t>(n));
     for (int64_t p = L0; p < L1; ++p) {
       halfRowToFloat(in.key(p), C, row.data());
-      fold(top, keyNormRow(row.data(), cfg_.num_kv_heads, cfg_.head_dim), p);
+      norms[static_cast<size_t>(p - L0)] =
+          keyNormRow(row.data(), cfg_.num_kv_heads, cfg_.head_dim);
     }
   }
-
-  // 2. Decide protection for tokens leaving the window for the first time
-  // (values leave token by token, keys by group or block).
-  const int64_t kT = std::max(keyDone(), keyTarget(L1));
-  const int64_t vT = std::max(vDone_, valueTarget(L1));
-  const int64_t leaveT = std::max(std::max(kT, vT), decided_);
-  std::vector<uint8_t> newSink(static_cast<size_t>(leaveT - decided_), 0);
-  int64_t nSinks = nSinks_;
-  for (int64_t p = decided_; p < leaveT && nSinks < k_; ++p) {
-    bool inTop = std::any_of(top.begin(), top.end(),
-                             [&](const auto &e) { return e.second == p; });
-    if (inTop) {
-      newSink[static_cast<size_t>(p - decided_)] = 1;
-      ++nSinks;
-    }
-  }
+  KiviPlan plan = planKiviUpdate(
+      cfg_, {L0, keyDone(), vDone_, decided_, nSinks_}, top_, norms.data(), n);
+  const int64_t kT = plan.keyTo, vT = plan.valueTo, leaveT = plan.decidedTo;
   auto isSink = [&](int64_t p) {
-    if (p < decided_)
-      return slots_[static_cast<size_t>(p)].sink;
-    return p < leaveT && newSink[static_cast<size_t>(p - decided_)] != 0;
+    return p < decided_ ? slots_[static_cast<size_t>(p)].sink
+                        : plan.becomesSink(p);
   };
 
-  // 3. Plan every payload change inside a transaction.
+  // 2. Every payload change, inside a transaction.
   Txn txn(payload_);
   auto oom = [](int64_t bytes) { return allocationFailed("kivi", bytes); };
   std::vector<Slot> added(static_cast<size_t>(n));
@@ -305,7 +275,7 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   if (vT > vDone_ && histV_.empty())
     histV_.resize(static_cast<size_t>(hv_ * C));
 
-  // 4. Commit: nothing below allocates or fails. The rows leaving fp16
+  // 3. Commit: nothing below allocates or fails. The rows leaving fp16
   // enter the rollback history first, while their blocks are still held.
   using Rows = UpdateRows<decltype(slots_)>;
   remember(
@@ -324,8 +294,7 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   for (int64_t p = L0; p < L1; ++p)
     slots_[static_cast<size_t>(p)] = added[static_cast<size_t>(p - L0)];
   for (int64_t p = decided_; p < leaveT; ++p)
-    slots_[static_cast<size_t>(p)].sink =
-        newSink[static_cast<size_t>(p - decided_)] != 0;
+    slots_[static_cast<size_t>(p)].sink = plan.becomesSink(p);
   for (int64_t p = vDone_; p < vT; ++p) {
     Slot &s = slots_[static_cast<size_t>(p)];
     if (s.sink)
@@ -342,8 +311,8 @@ kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     groups_.push_back(b);
   vDone_ = vT;
   decided_ = leaveT;
-  nSinks_ = nSinks;
-  top_.swap(top);
+  nSinks_ = plan.sinks;
+  top_.swap(plan.top);
   txn.commit();
   return KVQ_OK;
 }

@@ -11,6 +11,7 @@
 #include "attention.h"
 #include "bitpack.h"
 #include "kernels.h"
+#include "kvquant_plan.h"
 #include "layer_section.h"
 #include "paged.h"
 #include "rope.h"
@@ -220,25 +221,15 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
   const int64_t rowBytes = 2 * C;
   const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
 
-  // Which positions are sinks, which get quantized now (and with which
-  // fresh fits), which wait fp16 for the next refit.
-  const int64_t sinks = L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
-  const int64_t first = L0 == 0 ? sinks : quantizedUpTo_;
-  std::vector<std::pair<int64_t, int64_t>> fits; // [a, b) batches to fit
-  int64_t quantEnd = first;                      // [first, quantEnd) now
-  if (segs_.empty()) {
-    if (L1 > first)
-      fits.emplace_back(first, L1); // the prefill (first eligible tokens)
-    quantEnd = L1;
-  } else if (frozen_) {
-    quantEnd = L1;
-  } else {
-    const int64_t every = cfg_.refit_interval;
-    while (L1 - quantEnd >= every) {
-      fits.emplace_back(quantEnd, quantEnd + every);
-      quantEnd += every;
-    }
-  }
+  // The policy (kvquant_plan.h, shared with the Metal host).
+  const KvquantPlan plan = planKvquantUpdate(
+      cfg_, L0, quantizedUpTo_, static_cast<int64_t>(segs_.size()), n);
+  const int64_t sinks = plan.sinks, first = plan.first,
+                quantEnd = plan.quantEnd;
+  std::vector<KvquantBatch> fits; // the batches fitted afresh
+  for (const KvquantBatch &b : plan.batches)
+    if (b.fresh)
+      fits.push_back(b);
 
   Txn txn(payload_);
   auto oom = [](int64_t bytes) { return allocationFailed("kvquant", bytes); };
@@ -291,22 +282,19 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     }
     return true;
   };
-  size_t nextFit = 0;
-  for (int64_t p = first; p < quantEnd;) {
-    if (nextFit < fits.size() && fits[nextFit].first == p) {
+  for (const KvquantBatch &batch : plan.batches) {
+    const uint8_t *levels = nullptr;
+    if (batch.fresh) {
       Blk table = txn.allocate(tableBytes());
       if (!table)
         return oom(tableBytes());
-      newSegs.push_back({p, table});
-      int64_t b = fits[nextFit++].second;
-      if (!quantizeKeys(p, b, table.p, true))
-        return oom(packedBytes(C, kb_));
-      p = b;
+      newSegs.push_back({batch.from, table});
+      levels = table.p;
     } else {
-      if (!quantizeKeys(p, quantEnd, segs_[0].table.p, false))
-        return oom(packedBytes(C, kb_));
-      p = quantEnd;
+      levels = segs_[0].table.p; // the prefill's frozen levels
     }
+    if (!quantizeKeys(batch.from, batch.to, levels, batch.fresh))
+      return oom(packedBytes(C, kb_));
   }
 
   // Value rows: levels per (token, head), refit on every row.
@@ -345,8 +333,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
 
   // Commit: nothing below allocates or fails.
   if (refit) {
-    lastStart_ = fits.back().first;
-    for (int64_t p = lastStart_; p < fits.back().second; ++p) {
+    lastStart_ = fits.back().from;
+    for (int64_t p = lastStart_; p < fits.back().to; ++p) {
       const size_t at = static_cast<size_t>((p - lastStart_) * C);
       std::memcpy(lastK_.data() + at, in.key(p), static_cast<size_t>(rowBytes));
       std::memcpy(lastV_.data() + at, in.value(p),
@@ -366,7 +354,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     s.vOut = vOut[static_cast<size_t>(p - first)];
   }
   if (segs_.empty() && !fits.empty())
-    seg0End_ = fits[0].second;
+    seg0End_ = fits[0].to;
   for (const Segment &s : newSegs)
     segs_.push_back(s);
   quantizedUpTo_ = quantEnd;

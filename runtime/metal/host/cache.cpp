@@ -2,14 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_metal_cache_* entry points. The host keeps the bookkeeping (which
-// tokens are fp16, which are quantized, the running sink top-k) following
-// the rules of runtime/common/store_kivi.cpp step by step, so a Metal cache
-// holds the same tokens fp16, the same codes and the same sinks as a CPU
-// cache of the same configuration. The payload (fp16 pool, key-group
-// blocks, value blocks, per-token references) lives in device buffers,
-// written by the GPU kernels (quantization, packing) or by the host through
-// shared memory (fp16 rows, block placement), and read by the attention and
-// fetch kernels. Layout: attention.metal and docs/METAL.md. The argument
+// tokens are fp16, which are quantized, the running sink top-k) and
+// executes the update plan of runtime/common/kivi_plan.h, as the CPU store
+// does, so a Metal cache holds the same tokens fp16, the same codes and the
+// same sinks as a CPU cache of the same configuration. The payload (fp16 pool,
+// key-group blocks, value blocks, per-token references) lives in device
+// buffers, written by the GPU kernels (quantization, packing) or by the host
+// through shared memory (fp16 rows, block placement), and read by the attention
+// and fetch kernels. Layout: attention.metal and docs/METAL.md. The argument
 // checks and the entry points that only do bookkeeping are the CPU
 // cache's (common/cache_entry.h), so both fail and count alike. A cache
 // with a RoPE stores the keys it receives (pre-RoPE) and its fetch and
@@ -27,8 +27,8 @@
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
+#include "kivi_plan.h"
 #include "layer_section.h"
-#include "method_rules.h"
 #include "rope_table.h"
 #include "saved_cache.h"
 #include "serial.h"
@@ -59,8 +59,7 @@ public:
   Layer(const kvq_config &cfg, Device &dev, std::shared_ptr<const RopeLow> rope)
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
         G_(cfg.group_size), kb_(cfg.key_bits), vb_(cfg.value_bits),
-        fp16_(cfg.method == KVQ_METHOD_FP16),
-        k_(cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0),
+        fp16_(cfg.method == KVQ_METHOD_FP16), k_(kiviSinkBudget(cfg)),
         vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
         vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
         dkarena_(dev), dkgoff_(dev), dvq_(dev), rope_(std::move(rope), dev) {}
@@ -81,11 +80,10 @@ public:
   kvq_status load(ByteReader &r) override;
 
 private:
-  using TopK = std::vector<std::pair<float, int64_t>>;
+  using TopK = KiviTopK;
   int64_t keyDone() const { return static_cast<int64_t>(kgoff_.size()) * G_; }
   int64_t keyTarget(int64_t L) const { return kiviKeyTarget(cfg_, L); }
   int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
-  void fold(TopK &top, float norm, int64_t pos) const;
   kvq_metal_cache_view view() const;
   kvq_status updateFp16(const uint16_t *k, const uint16_t *v, int64_t n);
   void syncRefs(int64_t from);
@@ -122,21 +120,6 @@ private:
   DeviceArray dkref_, dvref_, dpool_, dkarena_, dkgoff_, dvq_;
   RopeTable rope_;
 };
-
-void Layer::fold(TopK &top, float norm, int64_t pos) const {
-  if (static_cast<int64_t>(top.size()) < k_) {
-    top.emplace_back(norm, pos);
-    return;
-  }
-  size_t weakest = 0; // lowest norm; among equal norms the latest position
-  for (size_t i = 1; i < top.size(); ++i)
-    if (top[i].first < top[weakest].first ||
-        (top[i].first == top[weakest].first &&
-         top[i].second > top[weakest].second))
-      weakest = i;
-  if (norm > top[weakest].first)
-    top[weakest] = {norm, pos};
-}
 
 kvq_metal_cache_view Layer::view() const {
   kvq_metal_cache_view p{};
@@ -190,9 +173,9 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   if (st.failed())
     return oom();
 
-  // 1. Sink candidates: GPU key norms of the new tokens, folded into a copy
-  // of the running top-k.
-  TopK top = top_;
+  // 1. The policy (kivi_plan.h, shared with the CPU store) from the GPU's
+  // key norms of the new tokens.
+  const float *norms = nullptr;
   if (k_ > 0) {
     const Buffer *bn = st.make(4 * n);
     if (st.failed())
@@ -206,30 +189,17 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     if (kvq_status s = dev_.run("kvq_key_norm", args, 3,
                                 static_cast<uint32_t>(n), kPlainThreadgroup))
       return s;
-    const float *norms = static_cast<const float *>(bn->data);
-    for (int64_t p2 = L0; p2 < L1; ++p2)
-      fold(top, norms[p2 - L0], p2);
+    norms = static_cast<const float *>(bn->data);
   }
-
-  // 2. Protection of the tokens leaving the window for the first time.
-  const int64_t kT = std::max(keyDone(), keyTarget(L1));
-  const int64_t vT = std::max(vDone_, valueTarget(L1));
-  const int64_t leaveT = std::max(std::max(kT, vT), decided_);
-  std::vector<uint8_t> newSink(static_cast<size_t>(leaveT - decided_), 0);
-  int64_t nSinks = nSinks_;
-  for (int64_t p = decided_; p < leaveT && nSinks < k_; ++p)
-    if (std::any_of(top.begin(), top.end(),
-                    [&](const auto &e) { return e.second == p; })) {
-      newSink[static_cast<size_t>(p - decided_)] = 1;
-      ++nSinks;
-    }
+  KiviPlan plan = planKiviUpdate(
+      cfg_, {L0, keyDone(), vDone_, decided_, nSinks_}, top_, norms, n);
+  const int64_t kT = plan.keyTo, vT = plan.valueTo, leaveT = plan.decidedTo;
   auto isSink = [&](int64_t p) {
-    if (p < decided_)
-      return sink_[static_cast<size_t>(p)] != 0;
-    return p < leaveT && newSink[static_cast<size_t>(p - decided_)] != 0;
+    return p < decided_ ? sink_[static_cast<size_t>(p)] != 0
+                        : plan.becomesSink(p);
   };
 
-  // 3. Device space for everything below, before any state changes.
+  // 2. Device space for everything below, before any state changes.
   int64_t newRows = 0;
   for (int64_t p = L0; p < L1; ++p)
     newRows += (isSink(p) || p >= kT) + (isSink(p) || p >= vT);
@@ -256,7 +226,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
       !dvq_.reserve(vStride_ * std::max<int64_t>(vT, 1)) || !rope_.cover(L1))
     return oom();
 
-  // 4. New tokens: fp16 rows into pool rows (taken from a copy of the free
+  // 3. New tokens: fp16 rows into pool rows (taken from a copy of the free
   // list, so a failure below changes nothing).
   std::vector<int32_t> freeRows = freeRows_, retired;
   int64_t poolRows = poolRows_;
@@ -292,7 +262,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
                    : dpool_.bytes() + row * vref_[p];
   };
 
-  // 5. Values leaving the window: per-token groups of G channels.
+  // 4. Values leaving the window: per-token groups of G channels.
   std::vector<int64_t> vpos;
   for (int64_t p = vDone_; p < vT; ++p)
     if (!isSink(p))
@@ -337,7 +307,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     }
   }
 
-  // 6. Key groups leaving the window: per-channel groups of G tokens, sink
+  // 5. Key groups leaving the window: per-channel groups of G tokens, sink
   // rows left out of the min/max and of the stored codes.
   std::vector<uint32_t> kgoff = kgoff_;
   int64_t arena = arenaBytes_, keyCode = keyCodeBytes_,
@@ -395,12 +365,12 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     keyScale += 4 * C;
   }
 
-  // 7. Commit: nothing below fails.
+  // 6. Commit: nothing below fails.
   for (int32_t r : retired)
     freeRows.push_back(r);
   sink_.resize(L1, 0);
   for (int64_t p = decided_; p < leaveT; ++p)
-    sink_[p] = newSink[static_cast<size_t>(p - decided_)];
+    sink_[p] = plan.becomesSink(p) ? 1 : 0;
   const int64_t changedFrom = std::min(std::min(keyDone(), vDone_), L0);
   kref_.swap(kref);
   vref_.swap(vref);
@@ -412,8 +382,8 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
   keyScaleBytes_ = keyScale;
   vDone_ = vT;
   decided_ = leaveT;
-  nSinks_ = nSinks;
-  top_.swap(top);
+  nSinks_ = plan.sinks;
+  top_.swap(plan.top);
   syncRefs(changedFrom);
   if (!kgoff_.empty())
     std::memcpy(dkgoff_.bytes(), kgoff_.data(), 4 * kgoff_.size());

@@ -1,10 +1,11 @@
 //===- cache_kvquant.cpp - The KVQuant method of the Metal KV cache -------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// One layer of a Metal cache with method kvquant. The host keeps the
-// bookkeeping of runtime/common/store_kvquant.cpp rule by rule (which
-// prefill tokens are fp16 sinks, which batches get a fresh key fit, which
-// tokens wait fp16 for their refit, the segment every key row uses), so
+// One layer of a Metal cache with method kvquant. The host executes the
+// update plan of runtime/common/kvquant_plan.h, as the CPU store does
+// (which prefill tokens are fp16 sinks, which batches get a fresh key fit,
+// which tokens wait fp16 for their refit), and keeps the segment every key
+// row uses, so
 // the layer holds the same tokens fp16, the same levels, codes and
 // outliers as a CPU cache of the same configuration. The GPU does the
 // numerical work with the stateless kernels: rank outlier split
@@ -25,6 +26,7 @@
 #include "device_array.h"
 #include "dispatch.h"
 #include "fp16.h"
+#include "kvquant_plan.h"
 #include "layer_section.h"
 #include "rope_table.h"
 #include "serial.h"
@@ -286,28 +288,15 @@ kvq_status KvquantLayer::update(const uint16_t *k, const uint16_t *v,
                                        "failed");
   };
 
-  // 1. The CPU store's plan: which positions are sinks, which get
-  // quantized now (and with which fresh fits), which wait fp16 for the
-  // next refit. The prefill fit is the first update with eligible tokens.
-  const int64_t sinks = L0 == 0 ? std::min<int64_t>(cfg_.kvquant_n_sink, n) : 0;
-  const int64_t first = L0 == 0 ? sinks : quantizedUpTo_;
+  // 1. The policy (kvquant_plan.h), as the CPU store executes it; fresh
+  // batches get the next segment numbers.
+  const KvquantPlan plan =
+      planKvquantUpdate(cfg_, L0, quantizedUpTo_, segments_, n);
+  const int64_t sinks = plan.sinks, first = plan.first,
+                quantEnd = plan.quantEnd;
   std::vector<Batch> batches;
-  int64_t quantEnd = first; // [first, quantEnd) are quantized now
-  if (segments_ == 0) {
-    if (L1 > first)
-      batches.push_back({first, L1, true, 0});
-    quantEnd = L1;
-  } else if (frozen_) {
-    if (L1 > first)
-      batches.push_back({first, L1, false, 0});
-    quantEnd = L1;
-  } else {
-    const int64_t every = cfg_.refit_interval;
-    while (L1 - quantEnd >= every) {
-      batches.push_back({quantEnd, quantEnd + every, true, 0});
-      quantEnd += every;
-    }
-  }
+  for (const KvquantBatch &b : plan.batches)
+    batches.push_back({b.from, b.to, b.fresh, 0});
   int64_t fits = 0;
   for (Batch &b : batches)
     if (b.fresh)
