@@ -21,10 +21,6 @@ using namespace kvq;
 
 namespace {
 
-int64_t channelsOf(const kvq_config &c) {
-  return int64_t{c.num_kv_heads} * c.head_dim;
-}
-
 void put(ByteWriter &w, const Span &s) {
   if (s)
     w.bytes(s.p, s.n);
@@ -54,8 +50,9 @@ kvq_status takeUniformBlock(ByteReader &r, int64_t bytes, int64_t n, int bits,
   if (!b)
     return s;
   bad = -1;
+  const UniformBlock<const uint8_t> blk{b, n};
   for (int64_t i = 0; i < n && bad < 0; ++i)
-    if (!uniformGroupOk(read16(b, i), read16(b, n + i), bits))
+    if (!uniformGroupOk(blk.scale(i), blk.zero(i), bits))
       bad = i;
   out = {b, bytes};
   return KVQ_OK;
@@ -64,8 +61,9 @@ kvq_status takeUniformBlock(ByteReader &r, int64_t bytes, int64_t n, int bits,
 /// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
 /// channels inside the row.
 bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
+  const OutlierList<const uint8_t> list{p};
   for (int64_t o = 0; o < n; ++o)
-    if (!halfFinite(read16(p, 2 * o)) || read16(p, 2 * o + 1) >= channels)
+    if (!halfFinite(list.at(o).value) || list.at(o).channel >= channels)
       return false;
   return true;
 }
@@ -127,7 +125,7 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
   const int64_t C = channelsOf(cfg), G = cfg.group_size, groups = C / G;
   const int64_t k = cfg.method == KVQ_METHOD_KIVI_SINK ? cfg.n_sink_tokens : 0;
   const int kb = cfg.key_bits, vb = cfg.value_bits;
-  const int64_t valueBytes = kiviValueBlockBytes(cfg);
+  const int64_t valueBytes = kiviValueRowLayout(cfg).bytes();
   int64_t L = 0;
   if (kvq_status st =
           loadTokenCount(r, "kivi layer", std::min(2 * C, valueBytes), &L))
@@ -195,8 +193,8 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
       continue;
     int64_t bad = -1;
     if (kvq_status st = takeUniformBlock(
-            r, kiviKeyGroupBytes(cfg, coded), C, kb, "kivi layer: key group",
-            s.keyGroups[static_cast<size_t>(g)], bad))
+            r, kiviKeyGroupLayout(cfg, coded).bytes(), C, kb,
+            "kivi layer: key group", s.keyGroups[static_cast<size_t>(g)], bad))
       return st;
     if (bad >= 0)
       return fail(kCorrupt,
@@ -236,17 +234,12 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
                             KvquantSection &s) {
   const int64_t C = channelsOf(cfg), every = cfg.refit_interval;
   const bool frozen = every == 0;
-  const int64_t kLevels = int64_t{1} << cfg.key_bits,
-                vTables = int64_t{cfg.num_kv_heads} << cfg.value_bits;
-  const int64_t keyCodes = packedBytes(C, cfg.key_bits),
-                valueCodes = packedBytes(C, cfg.value_bits);
-  auto keyRowBytes = [&](int64_t outliers) { return keyCodes + 4 * outliers; };
-  auto valueRowBytes = [&](int64_t outliers) {
-    return 2 * vTables + valueCodes + 4 * outliers;
-  };
+  const KvquantKeyRowLayout keyRow = kvquantKeyRowLayout(cfg);
+  const KvquantValueRowLayout valueRow = kvquantValueRowLayout(cfg);
+  const KvquantTableLayout table = kvquantTableLayout(cfg);
   int64_t L = 0;
   if (kvq_status st = loadTokenCount(r, "kvquant layer",
-                                     std::min(4 * C, 4 + keyRowBytes(0)), &L))
+                                     std::min(4 * C, 4 + keyRow.bytes(0)), &L))
     return st;
   uint64_t sinks = 0, seg0End = 0, q = 0;
   if (!r.u64(sinks) || !r.u64(seg0End) || !r.u64(q))
@@ -277,7 +270,7 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
                         : frozen
                             ? 1
                             : 1 + static_cast<int64_t>(q - seg0End) / every;
-  const int64_t tableBytes = kvquantTableBytes(cfg);
+  const int64_t tableBytes = table.bytes();
   s.tables.reserve(static_cast<size_t>(nSegs));
   for (int64_t j = 0; j < nSegs; ++j) {
     kvq_status st = KVQ_OK;
@@ -285,13 +278,13 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
         takeBytes(r, tableBytes, "kvquant layer: key levels", &st);
     if (!t)
       return st;
-    if (!halvesFinite(t, C * kLevels))
+    if (!halvesFinite(t, C * table.levels))
       return fail(kCorrupt,
                   "kvquant layer: segment %lld: a level is not "
                   "finite",
                   static_cast<long long>(j));
     for (int64_t c = 0; frozen && c < C; ++c)
-      if ((read16(t, C * kLevels + c) & 0x7fff) > 0x7c00)
+      if ((read16(t, table.thresholdAt(c)) & 0x7fff) > 0x7c00)
         return fail(kCorrupt, "kvquant layer: an outlier threshold is NaN");
     s.tables.push_back({t, tableBytes});
   }
@@ -311,24 +304,24 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
                   static_cast<long long>(p));
     kvq_status st = KVQ_OK;
     const uint8_t *k =
-        takeBytes(r, keyRowBytes(kOut), "kvquant layer: key row", &st);
+        takeBytes(r, keyRow.bytes(kOut), "kvquant layer: key row", &st);
     if (!k)
       return st;
-    if (!outliersOk(k + keyCodes, kOut, C))
+    if (!outliersOk(k + keyRow.outliersOffset(), kOut, C))
       return fail(kCorrupt, "kvquant layer: token %lld: bad key outlier",
                   static_cast<long long>(p));
     const uint8_t *v =
-        takeBytes(r, valueRowBytes(vOut), "kvquant layer: value row", &st);
+        takeBytes(r, valueRow.bytes(vOut), "kvquant layer: value row", &st);
     if (!v)
       return st;
-    if (!halvesFinite(v, vTables) ||
-        !outliersOk(v + 2 * vTables + valueCodes, vOut, C))
+    if (!halvesFinite(v, valueRow.levels) ||
+        !outliersOk(v + valueRow.outliersOffset(), vOut, C))
       return fail(kCorrupt,
                   "kvquant layer: token %lld: bad value levels or "
                   "outlier",
                   static_cast<long long>(p));
-    row.kq = {k, keyRowBytes(kOut)};
-    row.vq = {v, valueRowBytes(vOut)};
+    row.kq = {k, keyRow.bytes(kOut)};
+    row.vq = {v, valueRow.bytes(vOut)};
     row.kOut = kOut;
     row.vOut = vOut;
   }

@@ -14,6 +14,7 @@
 #define KVQ_RUNTIME_COMMON_LAYER_SECTION_H
 
 #include "bitpack.h"
+#include "blocks.h"
 #include "kvq/runtime.h"
 
 #include <cstdint>
@@ -45,10 +46,10 @@ struct KiviSection {
   /// The running top-k of key norms: (norm, position), in the cache's order.
   std::vector<std::pair<float, int64_t>> top;
   /// Per token, the blocks it holds: fp16 K row (window or sink), fp16 V
-  /// row (window or sink), value block (kiviValueBlockBytes).
+  /// row (window or sink), value block (kiviValueRowLayout).
   std::vector<Span> kf, vf, vq;
   /// Per quantized key group (kiviKeyTarget / G of them): scales, zeros
-  /// and the codes of its non-sink rows (kiviKeyGroupBytes); a null span
+  /// and the codes of its non-sink rows (kiviKeyGroupLayout); a null span
   /// for a group whose rows are all sinks.
   std::vector<Span> keyGroups;
 };
@@ -59,7 +60,7 @@ struct KvquantSection {
   int64_t sinks = 0;   ///< fp16 sinks: positions [0, sinks)
   int64_t seg0End = 0; ///< the prefill fit covers [sinks, seg0End); 0: none
   int64_t quantizedUpTo = 0; ///< [quantizedUpTo, tokens) await a refit
-  /// Key level tables (kvquantTableBytes) of the segments, in order;
+  /// Key level tables (kvquantTableLayout) of the segments, in order;
   /// segment j starts at kvquantSegmentStart.
   std::vector<Span> tables;
   /// A token holds fp16 rows (kf, vf) or quantized rows (kq with kOut key
@@ -71,32 +72,11 @@ struct KvquantSection {
   std::vector<Row> rows;
 };
 
-/// Bytes of a kivi value block: C/G fp16 scales, C/G zeros, packed codes.
-inline int64_t kiviValueBlockBytes(const kvq_config &c) {
-  const int64_t C = int64_t{c.num_kv_heads} * c.head_dim;
-  return 4 * (C / c.group_size) + packedBytes(C, c.value_bits);
-}
-
-/// Bytes of a kivi key group block with `coded` non-sink rows: C fp16
-/// scales, C zeros, then the codes.
-inline int64_t kiviKeyGroupBytes(const kvq_config &c, int64_t coded) {
-  const int64_t C = int64_t{c.num_kv_heads} * c.head_dim;
-  return 4 * C + packedBytes(coded * C, c.key_bits);
-}
-
 /// A kivi key group block holds its codes nibble-major (bitpack.h; the
 /// layout of the CPU store) when this holds, else as one row-major
 /// LSB-first stream.
 inline bool kiviKeysNibbleMajor(const kvq_config &c) {
   return nibbleMajorFits(c.head_dim, c.key_bits);
-}
-
-/// Bytes of a kvquant key segment table: C x 2^kb fp16 levels, then (frozen
-/// keys, refit_interval 0) C fp16 outlier thresholds.
-inline int64_t kvquantTableBytes(const kvq_config &c) {
-  const int64_t C = int64_t{c.num_kv_heads} * c.head_dim;
-  return 2 * C * (int64_t{1} << c.key_bits) +
-         (c.refit_interval == 0 ? 2 * C : 0);
 }
 
 /// First position of key segment j: the prefill fit at the sinks, then a

@@ -85,9 +85,17 @@ private:
   int64_t valueTarget(int64_t L) const { return kiviValueTarget(cfg_, L); }
 
   int64_t keyDone() const { return static_cast<int64_t>(groups_.size()) * G_; }
-  int64_t valueBlockBytes() const { return kiviValueBlockBytes(cfg_); }
+  int64_t valueBlockBytes() const { return kiviValueRowLayout(cfg_).bytes(); }
   int64_t keyGroupBytes(int64_t codedRows) const {
-    return kiviKeyGroupBytes(cfg_, codedRows);
+    return kiviKeyGroupLayout(cfg_, codedRows).bytes();
+  }
+  /// Views of a key group block (C scale/zero pairs) and a value block
+  /// (C / G pairs), blocks.h.
+  UniformBlock<const uint8_t> keyGroup(const uint8_t *b) const {
+    return {b, channels_};
+  }
+  UniformBlock<const uint8_t> valueBlock(const uint8_t *b) const {
+    return {b, channels_ / G_};
   }
   /// Coded (non-sink) rows of key group g, and how many precede pos in it.
   int64_t codedRows(int64_t g) const;
@@ -131,16 +139,17 @@ void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
   std::vector<uint8_t> codes(static_cast<size_t>(channels_));
   halfRowToFloat(row, channels_, x.data());
   const KernelTable &kt = kernels();
+  const UniformBlock<uint8_t> blk{out, groups};
   for (int64_t j = 0; j < groups; ++j) {
     uint16_t scale, zero;
     kt.uniformCalibrate(x.data() + j * G_, G_, 1, nullptr, 0, vb_, &scale,
                         &zero);
     kt.uniformQuantize(x.data() + j * G_, G_, 1, scale, zero, vb_,
                        codes.data() + j * G_, 1);
-    write16(out, j, scale);
-    write16(out, groups + j, zero);
+    blk.setScale(j, scale);
+    blk.setZero(j, zero);
   }
-  kt.packCodes(codes.data(), channels_, vb_, out + 4 * groups);
+  kt.packCodes(codes.data(), channels_, vb_, blk.codes());
 }
 
 void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
@@ -151,14 +160,15 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   for (int64_t i = 0; i < G_; ++i)
     halfRowToFloat(rows[i], C, x.data() + i * C);
   const KernelTable &kt = kernels();
+  const UniformBlock<uint8_t> blk{out, C};
   for (int64_t c = 0; c < C; ++c) {
     uint16_t scale, zero;
     // Calibration exclusion: min/max over the group's non-sink rows only.
     kt.uniformCalibrate(x.data() + c, G_, C, sink, 1, kb_, &scale, &zero);
     kt.uniformQuantize(x.data() + c, G_, C, scale, zero, kb_, codes.data() + c,
                        C);
-    write16(out, c, scale);
-    write16(out, C + c, zero);
+    blk.setScale(c, scale);
+    blk.setZero(c, zero);
   }
   // Sink rows have no code slots: compact the coded rows, then pack.
   int64_t coded = 0;
@@ -170,9 +180,9 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
       ++coded;
     }
   if (nibbleKeys_)
-    packNibbleMajor(codes.data(), coded, C, kb_, out + 4 * C);
+    packNibbleMajor(codes.data(), coded, C, kb_, blk.codes());
   else
-    kt.packCodes(codes.data(), coded * C, kb_, out + 4 * C);
+    kt.packCodes(codes.data(), coded * C, kb_, blk.codes());
 }
 
 int64_t KiviStore::codedRows(int64_t g) const {
@@ -325,24 +335,23 @@ void KiviStore::loadRow(int64_t pos, float *k, float *v) const {
   } else {
     const int64_t g = pos / G_, row = codedBefore(pos);
     const int64_t rows = nibbleKeys_ ? codedRows(g) : 0;
-    const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+    const auto blk = keyGroup(groups_[static_cast<size_t>(g)].p);
     for (int64_t c = 0; c < C; ++c) {
-      const uint8_t code = nibbleKeys_
-                               ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
-                               : packedCodeAt(b + 4 * C, row * C + c, kb_);
-      k[c] = uniformDequant(code, halfToFloat(read16(b, c)),
-                            halfToFloat(read16(b, C + c)));
+      const uint8_t code =
+          nibbleKeys_ ? nibbleMajorCodeAt(blk.codes(), rows, row, c, kb_)
+                      : packedCodeAt(blk.codes(), row * C + c, kb_);
+      k[c] = uniformDequant(code, halfToFloat(blk.scale(c)),
+                            halfToFloat(blk.zero(c)));
     }
   }
   if (s.vf) {
     blockRowToFloat(s.vf.p, C, v);
   } else {
-    const int64_t groups = C / G_;
-    const uint8_t *b = s.vq.p;
+    const auto blk = valueBlock(s.vq.p);
     for (int64_t c = 0; c < C; ++c)
-      v[c] = uniformDequant(packedCodeAt(b + 4 * groups, c, vb_),
-                            halfToFloat(read16(b, c / G_)),
-                            halfToFloat(read16(b, groups + c / G_)));
+      v[c] = uniformDequant(packedCodeAt(blk.codes(), c, vb_),
+                            halfToFloat(blk.scale(c / G_)),
+                            halfToFloat(blk.zero(c / G_)));
   }
 }
 
@@ -424,19 +433,19 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
                                 bool interleaved, float *out,
                                 int64_t outStride) const {
   const int64_t C = channels_, d = job.d, g = t0 / G_;
-  const uint8_t *b = groups_[static_cast<size_t>(g)].p;
+  const auto blk = keyGroup(groups_[static_cast<size_t>(g)].p);
   // The group's scales, then its zeros, converted once per group (the
   // group's tiles follow each other) and kept across chunks.
   job.keyScratch.resize(static_cast<size_t>(2 * C));
   float *sz = job.keyScratch.data();
-  if (job.keyScratchOf != b) {
-    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
-    job.keyScratchOf = b;
+  if (job.keyScratchOf != blk.p) {
+    job.ops.halfToFloatN(
+        reinterpret_cast<const uint16_t *>(blk.scalesThenZeros()), 2 * C, sz);
+    job.keyScratchOf = blk.p;
   }
   const int64_t perNibble = 4 / kb_; // channels per nibble
-  const NibbleKeyTile tile = {b + 4 * C,         codedRows(g),
-                              codedBefore(t0),   h * d / perNibble,
-                              kb_,               sz + h * d,
+  const NibbleKeyTile tile = {blk.codes(),       codedRows(g), codedBefore(t0),
+                              h * d / perNibble, kb_,          sz + h * d,
                               sz + C + h * d};
   if (job.nq == 1 && d % 8 == 0) {
     ropeScoresNibbles(tile, cos, sin, job.ropeQueries, h, interleaved, out,
@@ -479,21 +488,22 @@ void KiviStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
       continue;
     }
     const int64_t gp = p / G_, row = codedBefore(p);
-    const uint8_t *b = groups_[static_cast<size_t>(gp)].p;
+    const auto blk = keyGroup(groups_[static_cast<size_t>(gp)].p);
     if (gp != scalesOf) {
-      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(b), 2 * C, sz);
+      job.ops.halfToFloatN(
+          reinterpret_cast<const uint16_t *>(blk.scalesThenZeros()), 2 * C, sz);
       scalesOf = gp;
     }
     if (!nibbleKeys_ && (row * C * kb_) % 8 == 0) {
-      kernels().unpackCodes(b + 4 * C + row * C * kb_ / 8, C, kb_, codes);
+      kernels().unpackCodes(blk.codes() + row * C * kb_ / 8, C, kb_, codes);
       dequantKeyRow(codes, C, sz, sz + C, k);
       continue;
     }
     const int64_t rows = nibbleKeys_ ? codedRows(gp) : 0;
     for (int64_t c = 0; c < C; ++c) {
-      const uint8_t code = nibbleKeys_
-                               ? nibbleMajorCodeAt(b + 4 * C, rows, row, c, kb_)
-                               : packedCodeAt(b + 4 * C, row * C + c, kb_);
+      const uint8_t code =
+          nibbleKeys_ ? nibbleMajorCodeAt(blk.codes(), rows, row, c, kb_)
+                      : packedCodeAt(blk.codes(), row * C + c, kb_);
       k[c] = uniformDequant(code, sz[c], sz[C + c]);
     }
   }
@@ -550,7 +560,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
       }
       rowOf[static_cast<size_t>(n++)] = p;
     }
-    const uint8_t *codes = block + 4 * C;
+    const uint8_t *codes = keyGroup(block).codes();
     // Without a sink in the group the coded rows are the chunk's rows
     // t .. end - 1, so the kernels write the score rows in place and the
     // bias is added over the whole [rows][heads][nq] block at once; tmp and
@@ -663,7 +673,9 @@ void KiviStore::attendValues(AttendJob &job) const {
 }
 
 void KiviStore::addStats(kvq_stats &st) const {
-  const int64_t groups = channels_ / G_;
+  // Scales and zeros come first in both block kinds (blocks.h).
+  const UniformLayout valueRow = kiviValueRowLayout(cfg_);
+  const int64_t keyGroupHead = kiviKeyGroupLayout(cfg_, 0).codesOffset();
   st.tokens += length();
   for (const Slot &s : slots_) {
     if (s.sink) {
@@ -676,14 +688,14 @@ void KiviStore::addStats(kvq_stats &st) const {
       ++st.compressed_tokens;
     }
     if (s.vq) {
-      st.scale_zero_bytes += 4 * groups;
-      st.code_bytes += s.vq.size - 4 * groups;
+      st.scale_zero_bytes += valueRow.codesOffset();
+      st.code_bytes += s.vq.size - valueRow.codesOffset();
     }
   }
   for (const Blk &b : groups_)
     if (b) {
-      st.scale_zero_bytes += 4 * channels_;
-      st.code_bytes += b.size - 4 * channels_;
+      st.scale_zero_bytes += keyGroupHead;
+      st.code_bytes += b.size - keyGroupHead;
     }
 }
 

@@ -30,13 +30,10 @@ using namespace kvq;
 
 namespace {
 
-/// Bytes of one realised outlier: fp16 value + uint16 channel in the row.
-constexpr int64_t kOutlierBytes = 4;
-
-/// Outlier o of a row's side list: its fp16 value, then its channel.
+/// Outlier o of a row's side list (blocks.h).
 void writeOutlier(uint8_t *outliers, int64_t o, float value, int64_t c) {
-  write16(outliers, 2 * o, floatToHalf(value));
-  write16(outliers, 2 * o + 1, static_cast<uint16_t>(c));
+  OutlierList<uint8_t>{outliers}.set(
+      o, {floatToHalf(value), static_cast<uint16_t>(c)});
 }
 
 class KvquantStore final : public LayerStore {
@@ -44,7 +41,9 @@ public:
   KvquantStore(const kvq_config &cfg, Payload &payload)
       : LayerStore(cfg, payload), kb_(cfg.key_bits), vb_(cfg.value_bits),
         kLevels_(1 << cfg.key_bits), vLevels_(1 << cfg.value_bits),
-        frozen_(cfg.refit_interval == 0) {}
+        frozen_(cfg.refit_interval == 0), keyRow_(kvquantKeyRowLayout(cfg)),
+        valueRow_(kvquantValueRowLayout(cfg)), table_(kvquantTableLayout(cfg)) {
+  }
 
   kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
   int64_t length() const override {
@@ -82,7 +81,7 @@ private:
     Blk table;
   };
 
-  int64_t tableBytes() const { return kvquantTableBytes(cfg_); }
+  int64_t tableBytes() const { return table_.bytes(); }
   /// Fit a key segment on rows x[m, C] into `table`; mask receives the
   /// rank outliers of the batch.
   void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table) const;
@@ -103,6 +102,9 @@ private:
 
   const int kb_, vb_, kLevels_, vLevels_;
   const bool frozen_;       ///< refit_interval == 0: one frozen key segment
+  const KvquantKeyRowLayout keyRow_;     ///< blocks.h
+  const KvquantValueRowLayout valueRow_; ///< blocks.h
+  const KvquantTableLayout table_;       ///< blocks.h
   PagedVector<Slot> slots_; ///< never moves on growth (paged.h)
   std::vector<Segment> segs_;
   int64_t quantizedUpTo_ = 0; ///< refit mode: [quantizedUpTo_, L) await a fit
@@ -130,11 +132,10 @@ private:
   }
   /// Bytes of a quantized key / value row with `outliers` outliers.
   int64_t keyRowBytes(int64_t outliers) const {
-    return packedBytes(channels_, kb_) + kOutlierBytes * outliers;
+    return keyRow_.bytes(outliers);
   }
   int64_t valueRowBytes(int64_t outliers) const {
-    return 2 * int64_t{cfg_.num_kv_heads} * vLevels_ +
-           packedBytes(channels_, vb_) + kOutlierBytes * outliers;
+    return valueRow_.bytes(outliers);
   }
 };
 
@@ -151,9 +152,9 @@ void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
     kt.lloydFit(x + c, m, C, mask + c, C, kb_, cfg_.lloyd_iters, scratch.data(),
                 levels, nullptr);
     for (int l = 0; l < kLevels_; ++l)
-      write16(table, c * kLevels_ + l, floatToHalf(levels[l]));
+      write16(table, table_.levelAt(c, l), floatToHalf(levels[l]));
     if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
-      write16(table, C * kLevels_ + c, floatToHalf(threshold));
+      write16(table, table_.thresholdAt(c), floatToHalf(threshold));
   }
 }
 
@@ -163,10 +164,10 @@ void KvquantStore::writeKeyRow(const float *x, const uint8_t *mask,
   std::vector<uint8_t> codes(static_cast<size_t>(C));
   float levels[kMaxLevels];
   int64_t o = 0;
-  uint8_t *outliers = out + packedBytes(C, kb_);
+  uint8_t *outliers = out + keyRow_.outliersOffset();
   for (int64_t c = 0; c < C; ++c) {
     for (int l = 0; l < kLevels_; ++l)
-      levels[l] = halfToFloat(read16(table, c * kLevels_ + l));
+      levels[l] = halfToFloat(read16(table, table_.levelAt(c, l)));
     // An outlier keeps its (unused) dense code slot, as in the paper's
     // dense-and-sparse split.
     codes[static_cast<size_t>(c)] =
@@ -202,8 +203,8 @@ void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
   const int64_t heads = cfg_.num_kv_heads;
   for (int64_t i = 0; i < heads * vLevels_; ++i)
     write16(out, i, floatToHalf(levels[i]));
-  uint8_t *packed = out + 2 * heads * vLevels_;
-  uint8_t *outliers = packed + packedBytes(C, vb_);
+  uint8_t *packed = out + valueRow_.codesOffset();
+  uint8_t *outliers = out + valueRow_.outliersOffset();
   std::vector<uint8_t> codes(static_cast<size_t>(C));
   int64_t o = 0;
   for (int64_t c = 0; c < C; ++c) {
@@ -265,14 +266,14 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       for (int64_t i = 0; i < m * C; ++i)
         mask[static_cast<size_t>(i)] =
             std::fabs(x[static_cast<size_t>(i)]) >=
-                    halfToFloat(read16(table, C * kLevels_ + i % C))
+                    halfToFloat(read16(table, table_.thresholdAt(i % C)))
                 ? 1
                 : 0;
     }
     for (int64_t p = a; p < b; ++p) {
       const uint8_t *rowMask = mask.data() + (p - a) * C;
       int64_t outs = std::count(rowMask, rowMask + C, uint8_t{1});
-      int64_t bytes = packedBytes(C, kb_) + kOutlierBytes * outs;
+      int64_t bytes = keyRowBytes(outs);
       Blk blk = txn.allocate(bytes);
       if (!blk)
         return false;
@@ -294,7 +295,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       levels = segs_[0].table.p; // the prefill's frozen levels
     }
     if (!quantizeKeys(batch.from, batch.to, levels, batch.fresh))
-      return oom(packedBytes(C, kb_));
+      return oom(keyRowBytes(0));
   }
 
   // Value rows: levels per (token, head), refit on every row.
@@ -307,8 +308,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     for (int64_t p = first; p < quantEnd; ++p) {
       halfRowToFloat(in.value(p), C, row.data());
       int64_t outs = planValueRow(row.data(), vmask.data(), levels.data());
-      int64_t bytes = 2 * cfg_.num_kv_heads * vLevels_ + packedBytes(C, vb_) +
-                      kOutlierBytes * outs;
+      int64_t bytes = valueRowBytes(outs);
       Blk blk = txn.allocate(bytes);
       if (!blk)
         return oom(bytes);
@@ -372,20 +372,20 @@ void KvquantStore::loadRow(int64_t pos, float *k, float *v) const {
   }
   const uint8_t *table = segmentFor(pos).table.p;
   for (int64_t c = 0; c < C; ++c)
-    k[c] =
-        halfToFloat(read16(table, c * kLevels_ + packedCodeAt(s.kq.p, c, kb_)));
-  const uint8_t *kOutliers = s.kq.p + packedBytes(C, kb_);
+    k[c] = halfToFloat(
+        read16(table, table_.levelAt(c, packedCodeAt(s.kq.p, c, kb_))));
+  const OutlierList<const uint8_t> kOutliers{s.kq.p + keyRow_.outliersOffset()};
   for (int64_t o = 0; o < s.kOut; ++o)
-    k[read16(kOutliers, 2 * o + 1)] = halfToFloat(read16(kOutliers, 2 * o));
+    k[kOutliers.at(o).channel] = halfToFloat(kOutliers.at(o).value);
 
-  const int64_t tables = int64_t{cfg_.num_kv_heads} * vLevels_;
-  const uint8_t *packed = s.vq.p + 2 * tables;
+  const uint8_t *packed = s.vq.p + valueRow_.codesOffset();
   for (int64_t c = 0; c < C; ++c)
     v[c] = halfToFloat(
         read16(s.vq.p, (c / D) * vLevels_ + packedCodeAt(packed, c, vb_)));
-  const uint8_t *vOutliers = packed + packedBytes(C, vb_);
+  const OutlierList<const uint8_t> vOutliers{s.vq.p +
+                                             valueRow_.outliersOffset()};
   for (int64_t o = 0; o < s.vOut; ++o)
-    v[read16(vOutliers, 2 * o + 1)] = halfToFloat(read16(vOutliers, 2 * o));
+    v[vOutliers.at(o).channel] = halfToFloat(vOutliers.at(o).value);
 }
 
 /// A key row from its unpacked codes: each channel's level (exact).
@@ -421,9 +421,10 @@ void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
     }
     kernels().unpackCodes(s.kq.p, C, kb_, codes);
     lookupKeyLevels(codes, C, L, levels, k);
-    const uint8_t *outliers = s.kq.p + packedBytes(C, kb_);
+    const OutlierList<const uint8_t> outliers{s.kq.p +
+                                              keyRow_.outliersOffset()};
     for (int64_t o = 0; o < s.kOut; ++o)
-      k[read16(outliers, 2 * o + 1)] = halfToFloat(read16(outliers, 2 * o));
+      k[outliers.at(o).channel] = halfToFloat(outliers.at(o).value);
     // The value pass reads this token's block next (as attendKeys asks).
     for (int64_t off = 0; off < s.vq.size; off += 64)
       __builtin_prefetch(s.vq.p + off);
@@ -476,10 +477,12 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     // for it now, while the key arithmetic runs (as the KIVI store does).
     for (int64_t off = 0; off < s.vq.size; off += 64)
       __builtin_prefetch(s.vq.p + off);
-    const uint8_t *outliers = s.kq.p + packedBytes(C, kb_);
+    const OutlierList<const uint8_t> outliers{s.kq.p +
+                                              keyRow_.outliersOffset()};
     for (int64_t o = 0; o < s.kOut; ++o) {
-      const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
-      const float value = halfToFloat(read16(outliers, 2 * o));
+      const OutlierEntry e = outliers.at(o);
+      const int64_t c = e.channel, h = c / d, cc = c % d;
+      const float value = halfToFloat(e.value);
       const int64_t code = packedCodeAt(s.kq.p, c, kb_);
       float *out = job.scoreRow(t, h);
       for (int64_t j = 0; j < nq; ++j)
@@ -530,7 +533,7 @@ void valueLuts(AttendJob &job, int64_t n, const float *levels, float *luts,
 /// accumulators stay in registers across the rows. Outliers then add
 /// their corrections, token by token.
 void KvquantStore::attendValues(AttendJob &job) const {
-  const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
+  const int64_t d = job.d, nq = job.nq, H = job.heads;
   const int64_t L = vLevels_, E = lutEntries(vb_), chunk = job.t1 - job.t0;
   const int64_t lutStride = H * nq * E;
   // 16 floats of slack: a SIMD lookup may read a whole register of the
@@ -542,7 +545,8 @@ void KvquantStore::attendValues(AttendJob &job) const {
   job.codeRows.resize(static_cast<size_t>(2 * chunk));
   const uint8_t **rowsOut = job.codeRows.data();
   const uint8_t **packedOf = rowsOut + chunk; // each coded token's codes
-  const int64_t n = walkValueRows(job, slots_, 2 * H * L, packedOf);
+  const int64_t n =
+      walkValueRows(job, slots_, valueRow_.codesOffset(), packedOf);
   job.ops.halfRowsToFloat(job.halfRows.data(), n, H * L, levels);
   // One query vector per head: weighted tables, one lookup and addition
   // per element. More (GQA): each code looked up once in its row's level
@@ -607,10 +611,12 @@ void KvquantStore::attendValues(AttendJob &job) const {
     const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];
     const Slot &s = slots_[static_cast<size_t>(t)];
     const uint8_t *packed = packedOf[i];
-    const uint8_t *outliers = packed + packedBytes(C, vb_);
+    // The outliers follow the row's codes (blocks.h).
+    const OutlierList<const uint8_t> outliers{packed + valueRow_.codeBytes};
     for (int64_t o = 0; o < s.vOut; ++o) {
-      const int64_t c = read16(outliers, 2 * o + 1), h = c / d, cc = c % d;
-      const float value = halfToFloat(read16(outliers, 2 * o));
+      const OutlierEntry e = outliers.at(o);
+      const int64_t c = e.channel, h = c / d, cc = c % d;
+      const float value = halfToFloat(e.value);
       const float level =
           levels[(i * H + h) * L + packedCodeAt(packed, c, vb_)];
       const float *w = job.scoreRow(t, h);
@@ -622,8 +628,7 @@ void KvquantStore::attendValues(AttendJob &job) const {
 }
 
 void KvquantStore::addStats(kvq_stats &st) const {
-  const int64_t C = channels_;
-  const int64_t valueTables = 2 * int64_t{cfg_.num_kv_heads} * vLevels_;
+  const int64_t valueTables = valueRow_.codesOffset(); // fp16 levels
   st.tokens += length();
   for (const Slot &s : slots_) {
     if (s.sink) {
@@ -634,7 +639,7 @@ void KvquantStore::addStats(kvq_stats &st) const {
       st.residual_bytes += s.kf.size + s.vf.size;
     } else {
       ++st.compressed_tokens;
-      st.code_bytes += packedBytes(C, kb_) + packedBytes(C, vb_);
+      st.code_bytes += keyRow_.codeBytes + valueRow_.codeBytes;
       st.level_table_bytes += valueTables;
       st.outlier_count += s.kOut + s.vOut;
       st.outlier_bytes += kOutlierBytes * (s.kOut + s.vOut);

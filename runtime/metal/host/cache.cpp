@@ -60,7 +60,7 @@ public:
       : cfg_(cfg), dev_(dev), C_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
         G_(cfg.group_size), kb_(cfg.key_bits), vb_(cfg.value_bits),
         fp16_(cfg.method == KVQ_METHOD_FP16), k_(kiviSinkBudget(cfg)),
-        vBlockBytes_(fp16_ ? 0 : 4 * (C_ / G_) + packedBytes(C_, vb_)),
+        vBlockBytes_(fp16_ ? 0 : kiviValueRowLayout(cfg).bytes()),
         vStride_(align4(vBlockBytes_)), dkref_(dev), dvref_(dev), dpool_(dev),
         dkarena_(dev), dkgoff_(dev), dvq_(dev), rope_(std::move(rope), dev) {}
 
@@ -211,7 +211,7 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
       c += !isSink(start + i);
     coded.push_back(c);
     if (c > 0)
-      arenaNeed += align4(4 * C + packedBytes(c * C, kb_));
+      arenaNeed += align4(kiviKeyGroupLayout(cfg_, c).bytes());
   }
   if (arenaNeed > static_cast<int64_t>(kNoBlock))
     return fail(KVQ_ERR_INVALID_ARGUMENT,
@@ -268,8 +268,9 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
     if (!isSink(p))
       vpos.push_back(p);
   if (!vpos.empty()) {
-    const int64_t m = static_cast<int64_t>(vpos.size()), groups = C / G_;
-    const int64_t packedRow = packedBytes(C, vb_);
+    const UniformLayout layout = kiviValueRowLayout(cfg_); // blocks.h
+    const int64_t m = static_cast<int64_t>(vpos.size()), groups = layout.pairs;
+    const int64_t packedRow = layout.codeBytes;
     const Buffer *bx = st.make(row * m);
     const Buffer *bcodes = st.make(m * C);
     const Buffer *bscale = st.make(2 * m * groups);
@@ -292,13 +293,15 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
             packCodes(st, *bcodes, m, C, vb_, *bpacked, 0, packedRow))
       return s;
     for (int64_t i = 0; i < m; ++i) {
-      uint8_t *blk = dvq_.bytes() + vStride_ * vpos[i];
-      std::memcpy(blk, static_cast<uint8_t *>(bscale->data) + 2 * groups * i,
+      const UniformBlock<uint8_t> blk =
+          uniformBlock(dvq_.bytes() + vStride_ * vpos[i], layout);
+      std::memcpy(blk.scalesThenZeros(),
+                  static_cast<uint8_t *>(bscale->data) + 2 * groups * i,
                   2 * groups);
-      std::memcpy(blk + 2 * groups,
+      std::memcpy(blk.scalesThenZeros() + 2 * groups,
                   static_cast<uint8_t *>(bzero->data) + 2 * groups * i,
                   2 * groups);
-      std::memcpy(blk + 4 * groups,
+      std::memcpy(blk.codes(),
                   static_cast<uint8_t *>(bpacked->data) + packedRow * i,
                   packedRow);
       if (vpos[i] < L0)
@@ -353,16 +356,19 @@ kvq_status Layer::update(const uint16_t *k, const uint16_t *v, int64_t n) {
       kref[pos] = -static_cast<int32_t>(c + 1);
       ++c;
     }
-    const int64_t packed = packedBytes(c * C, kb_);
-    std::memcpy(dkarena_.bytes() + arena, bscale->data, 2 * C);
-    std::memcpy(dkarena_.bytes() + arena + 2 * C, bzero->data, 2 * C);
+    // The CPU store's key group block (blocks.h): scales, zeros, codes.
+    const UniformLayout group = kiviKeyGroupLayout(cfg_, c);
+    const UniformBlock<uint8_t> blk =
+        uniformBlock(dkarena_.bytes() + arena, group);
+    std::memcpy(blk.scalesThenZeros(), bscale->data, 2 * C);
+    std::memcpy(blk.scalesThenZeros() + 2 * C, bzero->data, 2 * C);
     if (kvq_status s = packCodes(st, *bcodes, 1, c * C, kb_, dkarena_.buffer(),
-                                 arena + 4 * C, packed))
+                                 arena + group.codesOffset(), group.codeBytes))
       return s;
     kgoff.push_back(static_cast<uint32_t>(arena));
-    arena += align4(4 * C + packed);
-    keyCode += packed;
-    keyScale += 4 * C;
+    arena += align4(group.bytes());
+    keyCode += group.codeBytes;
+    keyScale += group.codesOffset();
   }
 
   // 6. Commit: nothing below fails.
@@ -425,7 +431,7 @@ void Layer::addStats(kvq_stats &s) const {
     }
     if (vref_[p] < 0) {
       s.scale_zero_bytes += 4 * (C_ / G_);
-      s.code_bytes += vBlockBytes_ - 4 * (C_ / G_);
+      s.code_bytes += kiviValueRowLayout(cfg_).codeBytes;
     }
   }
   s.scale_zero_bytes += keyScaleBytes_;
@@ -530,7 +536,7 @@ void Layer::save(ByteWriter &w) const {
     }
     const int64_t rows = codedRows(static_cast<int64_t>(g));
     const Span block{dkarena_.bytes() + kgoff_[g],
-                     kiviKeyGroupBytes(cfg_, rows)};
+                     kiviKeyGroupLayout(cfg_, rows).bytes()};
     if (!nibble) {
       sec.keyGroups.push_back(block);
       continue;

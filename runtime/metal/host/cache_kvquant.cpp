@@ -43,9 +43,6 @@ using namespace kvq::metal;
 
 namespace {
 
-/// Bytes of one realised outlier: fp16 value + uint16 channel in the row
-/// (the CPU store's unit, which the stats count).
-constexpr int64_t kOutlierBytes = 4;
 /// Arena offsets are uint32 in the token records.
 constexpr int64_t kMaxArenaBytes = 0xffffffffll;
 
@@ -77,9 +74,10 @@ public:
         H_(cfg.num_kv_heads), D_(cfg.head_dim), kb_(cfg.key_bits),
         vb_(cfg.value_bits), kL_(int64_t{1} << cfg.key_bits),
         vL_(int64_t{1} << cfg.value_bits), frozen_(cfg.refit_interval == 0),
-        keyCodes_(packedBytes(C_, kb_)), valueCodes_(packedBytes(C_, vb_)),
-        valueLevels_(2 * H_ * vL_),
-        tableBytes_(2 * C_ * kL_ + (frozen_ ? 2 * C_ : 0)),
+        keyCodes_(kvquantKeyRowLayout(cfg).codeBytes),
+        valueCodes_(kvquantValueRowLayout(cfg).codeBytes),
+        valueLevels_(kvquantValueRowLayout(cfg).codesOffset()),
+        tableBytes_(kvquantTableLayout(cfg).bytes()),
         tableStride_(align4(tableBytes_)), dtok_(dev), dpool_(dev),
         dkarena_(dev), dvarena_(dev), dtables_(dev),
         rope_(std::move(rope), dev) {}
