@@ -11,6 +11,7 @@
 #include "attention.h"
 
 #include "fp16.h"
+#include "parallel.h"
 #include "rope.h"
 #include "rope_keys.h"
 #include "store.h"
@@ -29,6 +30,13 @@ namespace {
 /// than 256 and 64 for a 32K-token KIVI-2 cache (8 heads x 128); a multiple
 /// of the usual key group (32) keeps groups whole inside a chunk.
 constexpr int64_t kChunk = 128;
+
+/// Tokens per independent range of one attention call (a multiple of
+/// kChunk): the unit of work handed to the host's threads. Fixed, so that
+/// the output never depends on the thread count; 1024 gives a 32K-token
+/// cache 32 ranges to share out, and a cache of at most 1024 tokens one
+/// range, exactly the single pass it had before ranges existed.
+constexpr int64_t kAttendRange = 1024;
 
 /// exp(x) for x <= 0 (Cephes' single-precision polynomial, a few ulp),
 /// exactly 0 below -87 and for -inf. Branch-free so the loops over a chunk
@@ -76,43 +84,46 @@ void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
 
 } // namespace
 
-void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
-                      const Rope &rope, const float *queries, int64_t nQueries,
-                      int32_t qHeads, float *out) {
-  AttendJob job(kernels().attend);
-  const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
-  job.d = d;
-  job.heads = H;
-  job.qPerKv = qHeads / H;
-  job.nq = nQueries * job.qPerKv;
-  const int64_t nq = job.nq, K = H * nq;
-  const float scale =
-      static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  // Gather the query vectors of each KV head together and prescale them.
-  job.q.resize(static_cast<size_t>(K * d));
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t j = 0; j < nq; ++j) {
-      int64_t i = j / job.qPerKv, qh = h * job.qPerKv + j % job.qPerKv;
-      const float *src = queries + (i * qHeads + qh) * d;
-      float *dst = job.q.data() + (h * nq + j) * d;
-      for (int64_t c = 0; c < d; ++c)
-        dst[c] = src[c] * scale;
-    }
-  if (rope.enabled())
-    job.ropeQueries.split(job.q.data(), K, d, rope.interleaved());
-  job.acc.assign(static_cast<size_t>(K * d), 0.0f);
-  std::vector<float> runMax(static_cast<size_t>(K),
-                            -std::numeric_limits<float>::infinity());
-  std::vector<float> runSum(static_cast<size_t>(K), 0.0f);
-  std::vector<float> chunkMax(static_cast<size_t>(K));
-  // Visible limit of query vector k = (h, j): position first + j / qPerKv.
-  std::vector<int64_t> lastVisible(static_cast<size_t>(K));
-  const int64_t length = store.length(), first = length - nQueries;
-  for (int64_t k = 0; k < K; ++k)
-    lastVisible[static_cast<size_t>(k)] = first + (k % nq) / job.qPerKv;
+namespace {
 
-  for (int64_t t0 = 0; t0 < length; t0 += kChunk) {
-    const int64_t t1 = std::min(length, t0 + kChunk), n = t1 - t0;
+/// What every token range of one attention call shares: the prescaled
+/// query vectors by KV head (split by RoPE pair for a pre-RoPE cache) and
+/// each vector's last visible position.
+struct AttendQueries {
+  int64_t d = 0, heads = 0, qPerKv = 0, nq = 0;
+  std::vector<float> q;
+  RopeQueries ropeQueries;
+  std::vector<int64_t> lastVisible;
+  int64_t first = 0; ///< position of the first query step
+};
+
+/// The online softmax of one token range: running maxima, sums and the
+/// unnormalised output of each of the K query vectors.
+struct PartialSoftmax {
+  std::vector<float> max, sum, acc;
+};
+
+/// Chunked online softmax over tokens [s0, s1) into r.
+void attendRange(const LayerStore &store, const Rope &rope,
+                 const AttendQueries &aq, int64_t s0, int64_t s1,
+                 PartialSoftmax &r) {
+  AttendJob job(kernels().attend);
+  job.d = aq.d;
+  job.heads = aq.heads;
+  job.qPerKv = aq.qPerKv;
+  job.nq = aq.nq;
+  job.q = aq.q;
+  if (rope.enabled())
+    job.ropeQueries = aq.ropeQueries;
+  const int64_t d = aq.d, K = aq.heads * aq.nq;
+  job.acc.assign(static_cast<size_t>(K * d), 0.0f);
+  std::vector<float> &runMax = r.max, &runSum = r.sum;
+  runMax.assign(static_cast<size_t>(K),
+                -std::numeric_limits<float>::infinity());
+  runSum.assign(static_cast<size_t>(K), 0.0f);
+  std::vector<float> chunkMax(static_cast<size_t>(K)), weightMax;
+  for (int64_t t0 = s0; t0 < s1; t0 += kChunk) {
+    const int64_t t1 = std::min(s1, t0 + kChunk), n = t1 - t0;
     job.t0 = t0;
     job.t1 = t1;
     job.scores.resize(static_cast<size_t>(n * K));
@@ -122,38 +133,119 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
       store.attendKeys(job);
     float *s = job.scores.data();
     // Causal mask: only the last nQueries - 1 positions hide anything.
-    for (int64_t t = std::max(t0, first + 1); t < t1; ++t)
+    for (int64_t t = std::max(t0, aq.first + 1); t < t1; ++t)
       for (int64_t k = 0; k < K; ++k)
-        if (t > lastVisible[static_cast<size_t>(k)])
+        if (t > aq.lastVisible[static_cast<size_t>(k)])
           s[(t - t0) * K + k] = -std::numeric_limits<float>::infinity();
     std::copy(s, s + K, chunkMax.begin());
     for (int64_t t = 1; t < n; ++t)
       for (int64_t k = 0; k < K; ++k)
         chunkMax[static_cast<size_t>(k)] =
             std::max(chunkMax[static_cast<size_t>(k)], s[t * K + k]);
-    // Position 0 is visible to every query, so after the first chunk every
-    // running maximum is finite and the rescale factor below is defined.
+    bool masked = false; // a vector that has seen only masked tokens
     for (int64_t k = 0; k < K; ++k) {
       float m = runMax[static_cast<size_t>(k)];
       float cm = chunkMax[static_cast<size_t>(k)];
       if (cm > m) {
-        float f = expNonPositive(m - cm);
+        float f = expNonPositive(m - cm); // exactly 0 when m is -inf
         runSum[static_cast<size_t>(k)] *= f;
         float *a = job.acc.data() + k * d;
         for (int64_t c = 0; c < d; ++c)
           a[c] *= f;
         runMax[static_cast<size_t>(k)] = cm;
       }
+      masked |= runMax[static_cast<size_t>(k)] ==
+                -std::numeric_limits<float>::infinity();
     }
-    softmaxWeights(s, n, K, runMax.data(), runSum.data());
+    // Masked tokens are a suffix (the positions after a query step), so a
+    // maximum stays -inf only in a range where every token is masked for
+    // that vector; its weights must be 0, not NaN (-inf - -inf), and then
+    // the merge scales its zero sum and output by exp(-inf) = 0. Position 0
+    // is visible to every query: the first range always has finite maxima.
+    const float *wMax = runMax.data();
+    if (masked) {
+      weightMax = runMax;
+      for (float &m : weightMax)
+        if (m == -std::numeric_limits<float>::infinity())
+          m = 0.0f;
+      wMax = weightMax.data();
+    }
+    softmaxWeights(s, n, K, wMax, runSum.data());
     store.attendValues(job);
+  }
+  r.acc.swap(job.acc);
+}
+
+} // namespace
+
+void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
+                      const Rope &rope, const kvq_parallel &parallel,
+                      const float *queries, int64_t nQueries, int32_t qHeads,
+                      float *out) {
+  AttendQueries aq;
+  const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
+  aq.d = d;
+  aq.heads = H;
+  aq.qPerKv = qHeads / H;
+  aq.nq = nQueries * aq.qPerKv;
+  const int64_t nq = aq.nq, K = H * nq;
+  const float scale =
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  // Gather the query vectors of each KV head together and prescale them.
+  aq.q.resize(static_cast<size_t>(K * d));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t j = 0; j < nq; ++j) {
+      int64_t i = j / aq.qPerKv, qh = h * aq.qPerKv + j % aq.qPerKv;
+      const float *src = queries + (i * qHeads + qh) * d;
+      float *dst = aq.q.data() + (h * nq + j) * d;
+      for (int64_t c = 0; c < d; ++c)
+        dst[c] = src[c] * scale;
+    }
+  if (rope.enabled())
+    aq.ropeQueries.split(aq.q.data(), K, d, rope.interleaved());
+  // Visible limit of query vector k = (h, j): position first + j / qPerKv.
+  const int64_t length = store.length();
+  aq.first = length - nQueries;
+  aq.lastVisible.resize(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k)
+    aq.lastVisible[static_cast<size_t>(k)] = aq.first + (k % nq) / aq.qPerKv;
+
+  // Ranges of kAttendRange tokens (flash-decoding): a fixed partition, so
+  // the bits do not depend on the threads that run it.
+  const int64_t ranges = (length + kAttendRange - 1) / kAttendRange;
+  std::vector<PartialSoftmax> part(static_cast<size_t>(ranges));
+  runTasks(parallel, ranges, [&](int64_t i) {
+    attendRange(store, rope, aq, i * kAttendRange,
+                std::min(length, (i + 1) * kAttendRange),
+                part[static_cast<size_t>(i)]);
+  });
+
+  // Merge in range order: each range's sum and output scaled by
+  // exp(its max - the overall max) (exactly 1 for the range holding the
+  // max). One range is taken as it is.
+  PartialSoftmax &total = part[0];
+  for (int64_t i = 1; i < ranges; ++i) {
+    const PartialSoftmax &r = part[static_cast<size_t>(i)];
+    for (int64_t k = 0; k < K; ++k) {
+      float &m = total.max[static_cast<size_t>(k)];
+      const float rm = r.max[static_cast<size_t>(k)];
+      const float M = std::max(m, rm);
+      const float f = expNonPositive(m - M), g = expNonPositive(rm - M);
+      float &sum = total.sum[static_cast<size_t>(k)];
+      sum = sum * f + r.sum[static_cast<size_t>(k)] * g;
+      float *a = total.acc.data() + k * d;
+      const float *b = r.acc.data() + k * d;
+      for (int64_t c = 0; c < d; ++c)
+        a[c] = a[c] * f + b[c] * g;
+      m = M;
+    }
   }
 
   for (int64_t h = 0; h < H; ++h)
     for (int64_t j = 0; j < nq; ++j) {
-      int64_t i = j / job.qPerKv, qh = h * job.qPerKv + j % job.qPerKv;
-      const float inv = 1.0f / runSum[static_cast<size_t>(h * nq + j)];
-      const float *a = job.acc.data() + (h * nq + j) * d;
+      int64_t i = j / aq.qPerKv, qh = h * aq.qPerKv + j % aq.qPerKv;
+      const float inv = 1.0f / total.sum[static_cast<size_t>(h * nq + j)];
+      const float *a = total.acc.data() + (h * nq + j) * d;
       float *dst = out + (i * qHeads + qh) * d;
       for (int64_t c = 0; c < d; ++c)
         dst[c] = a[c] * inv;

@@ -66,10 +66,13 @@ enum class AttendImpl { Fused, Reference };
 
 /// Fused attention over one layer (arguments already validated by the
 /// caller, as in kvq_cache_attend). With an enabled rope, the keys are
-/// rotated at their positions (attendKeysRotated) before the scores.
+/// rotated at their positions (attendKeysRotated) before the scores. The
+/// tokens are split into fixed ranges whose partial softmaxes are merged
+/// in order (flash-decoding), run through `parallel` (parallel.h).
 void attendFused(const LayerStore &store, const kvq_config &cfg,
-                 const Rope &rope, const float *queries, int64_t nQueries,
-                 int32_t qHeads, float *out);
+                 const Rope &rope, const kvq_parallel &parallel,
+                 const float *queries, int64_t nQueries, int32_t qHeads,
+                 float *out);
 
 /// The reference: row-by-row dequantization, double accumulators, exact
 /// exp (the oracle of the attention tests); keys rotated as above.

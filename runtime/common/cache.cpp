@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fp16.h"
 #include "guard.h"
+#include "parallel.h"
 #include "rope.h"
 #include "status.h"
 #include "store.h"
@@ -56,8 +57,9 @@ kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
     return s;
   try {
     if (impl == AttendImpl::Fused)
-      attendFused(store, cache->cfg, cache->rope, queries, n_queries, q_heads,
-                  out);
+      attendFused(store, cache->cfg, cache->rope,
+                  cache->parallel ? *cache->parallel : defaultParallel(),
+                  queries, n_queries, q_heads, out);
     else
       attendReference(store, cache->cfg, cache->rope, queries, n_queries,
                       q_heads, out);
@@ -165,6 +167,31 @@ KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
   return kvq::guarded("kvq_cache_attend", [&]() -> kvq_status {
     return cacheAttend(cache, layer, queries, n_queries, q_heads, out,
                        AttendImpl::Fused);
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_cache_set_parallel(kvq_cache_t *cache,
+                                                const kvq_parallel *p) {
+  return kvq::guarded("kvq_cache_set_parallel", [&]() -> kvq_status {
+    if (!cache)
+      return fail(KVQ_ERR_NULL_POINTER,
+                  "kvq_cache_set_parallel: cache must be non-null");
+    if (kvq_status s = checkParallel("kvq_cache_set_parallel", p))
+      return s;
+    if (p)
+      cache->parallel = *p;
+    else
+      cache->parallel.reset();
+    return KVQ_OK;
+  });
+}
+
+KVQ_RT_EXPORT kvq_status kvq_set_default_parallel(const kvq_parallel *p) {
+  return kvq::guarded("kvq_set_default_parallel", [&]() -> kvq_status {
+    if (kvq_status s = checkParallel("kvq_set_default_parallel", p))
+      return s;
+    setDefaultParallel(p ? *p : kvq_parallel{});
+    return KVQ_OK;
   });
 }
 

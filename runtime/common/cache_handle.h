@@ -15,6 +15,7 @@
 #include "store.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 struct kvq_cache {
@@ -28,6 +29,9 @@ struct kvq_cache {
   kvq::Payload payload;
   kvq::Rope rope; ///< rotates keys of a pre-RoPE cache (disabled otherwise)
   std::vector<std::unique_ptr<kvq::LayerStore>> layers;
+  /// The host's parallel-for of kvq_cache_set_parallel; unset: the process
+  /// default (parallel.h).
+  std::optional<kvq_parallel> parallel;
   int64_t channels() const { return int64_t{cfg.num_kv_heads} * cfg.head_dim; }
 };
 

@@ -110,6 +110,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fork(const kvq_cache_t *cache,
     std::unique_ptr<kvq_cache> fork(raw); // freed if a copy below throws
     for (size_t l = 0; l < fork->layers.size(); ++l)
       fork->layers[l]->copyHistory(*cache->layers[l]);
+    fork->parallel = cache->parallel; // the host's threads, not state
     *out = fork.release();
     return KVQ_OK;
   });

@@ -109,6 +109,34 @@ def main():
             fail("no attention rows for " + c)
         if want_rope and c not in rope_caches:
             fail("no pre-RoPE attention rows for " + c)
+    # Issue 13: --threads N times attention through an N-thread host pool
+    # against one thread, per wanted cache; without it "threads" is null.
+    threads = None
+    for i, a in enumerate(args):
+        if a.startswith("--threads="):
+            threads = int(a.split("=", 1)[1])
+        elif a == "--threads" and i + 1 < len(args):
+            threads = int(args[i + 1])
+    if "threads" not in doc:
+        fail("missing key 'threads'")
+    if threads is None or threads < 2:
+        if doc["threads"] is not None:
+            fail("threads is not null without --threads")
+    else:
+        t = need(doc, "threads", dict)
+        if need(t, "workers", int) != threads:
+            fail("threads.workers is not %d" % threads)
+        timed = set()
+        for row in need(t, "rows", list):
+            timed.add(need(row, "cache", str))
+            need(row, "tokens", int)
+            need(row, "q_per_kv", int)
+            for k in ("ms_1", "ms_n", "speedup"):
+                if need(row, k, num) <= 0:
+                    fail("threads row %s is not positive" % k)
+        for c in wanted:
+            if c not in timed:
+                fail("no threads rows for " + c)
     app = need(doc, "append", dict)
     need(app, "ns_at_1k", num)
     need(app, "ns_at_64k", num)

@@ -19,6 +19,7 @@
 #include "flags.h"
 #include "graph.h"
 #include "harness.h"
+#include "thread_pool.h"
 
 #include "kernels.h"
 #include "kvq/runtime.h"
@@ -57,6 +58,8 @@ struct Options {
   std::string rope = "half";
   /// Context lengths of the attention rows (--tokens; empty: the mode's).
   std::vector<int64_t> tokens;
+  /// --threads N: also time attention through an N-thread host pool.
+  int threads = 1;
   bool runs(const char *section) const { return selected(only, section); }
   bool times(const char *cache) const { return selected(caches, cache); }
   static bool selected(const std::vector<std::string> &list, const char *x) {
@@ -104,6 +107,15 @@ struct Report {
   std::string cpu, date;
   std::vector<QuantRow> quant, dequant;
   std::vector<AttnRow> attention;
+  /// --threads: cold attention on the calling thread (ms1) and through the
+  /// pool of `threads` threads (msN), same cache, same run.
+  struct ThreadRow {
+    std::string cache;
+    int64_t tokens;
+    int qPerKv;
+    double ms1, msN;
+  };
+  std::vector<ThreadRow> threadRows;
   double appendNs1k = 0, appendNs64k = 0;
   bool compiled = false;
   double compileSeconds = 0;
@@ -578,6 +590,47 @@ void measureAttention(const Options &o, Report &r,
       }
 }
 
+/// kvq-bench --threads N: attention with the runtime's work split through
+/// a host pool of N threads (kvq_cache_set_parallel) against the same cache
+/// on one thread, cold; post-RoPE caches, 32K tokens unless --tokens.
+void measureThreads(const Options &o, Report &r,
+                    const std::vector<uint16_t> &pool, int64_t poolTokens) {
+  std::vector<int64_t> lengths = {32768};
+  if (o.smoke)
+    lengths = {2048};
+  if (!o.tokens.empty())
+    lengths = o.tokens;
+  const Effort e = effort(o);
+  kvqbench::ThreadPool threads(o.threads);
+  const kvq_parallel host = threads.handle();
+  for (const CacheKind &kind : cacheKinds())
+    for (int64_t T : lengths) {
+      if (!o.times(kind.name))
+        continue;
+      kvq_config cfg = cacheConfig(kind);
+      kvq_cache_t *cache = nullptr;
+      check(kvq_cache_create(&cfg, &cache), "cache_create");
+      fill(cache, pool, poolTokens, T);
+      for (int qPerKv : {1, 4}) {
+        const int32_t qHeads = kHeads * qPerKv;
+        std::vector<float> q(static_cast<size_t>(qHeads) * kDim);
+        for (size_t i = 0; i < q.size(); ++i)
+          q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
+        std::vector<float> out(q.size());
+        auto attend = [&] {
+          check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
+                "cache_attend");
+        };
+        check(kvq_cache_set_parallel(cache, nullptr), "cache_set_parallel");
+        const double one = medianSecondsAfter(e, evictor(), attend);
+        check(kvq_cache_set_parallel(cache, &host), "cache_set_parallel");
+        const double many = medianSecondsAfter(e, evictor(), attend);
+        r.threadRows.push_back({kind.name, T, qPerKv, one * 1e3, many * 1e3});
+      }
+      kvq_cache_destroy(cache);
+    }
+}
+
 /// ns per single-token append into a KIVI-2 cache already holding `held`
 /// tokens: fresh cache per repetition, 256 appends timed (eight key groups
 /// leave the window in that span, so the flushes are included).
@@ -705,6 +758,16 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                  static_cast<long long>(a.tokens), a.qPerKv, a.ms / post->ms,
                  a.warmMs / post->warmMs);
   }
+  if (!r.threadRows.empty())
+    std::fprintf(f,
+                 "\nthreads: attention through a host pool of %d threads, "
+                 "cold:\n%-15s %7s %4s %9s %9s %8s\n",
+                 o.threads, "cache", "tokens", "q/kv", "1 thread", "N",
+                 "speedup");
+  for (const Report::ThreadRow &t : r.threadRows)
+    std::fprintf(f, "%-15s %7lld %4d %7.3fms %7.3fms %7.2fx\n", t.cache.c_str(),
+                 static_cast<long long>(t.tokens), t.qPerKv, t.ms1, t.msN,
+                 t.ms1 / t.msN);
   if (r.appendNs1k > 0)
     std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
                  r.appendNs1k, r.appendNs64k, r.appendNs64k / r.appendNs1k);
@@ -777,6 +840,22 @@ void printJson(FILE *f, const Report &r, const Options &o) {
                  i + 1 < r.attention.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n");
+  if (r.threadRows.empty()) {
+    std::fprintf(f, "  \"threads\": null,\n");
+  } else {
+    std::fprintf(f, "  \"threads\": {\"workers\": %d, \"rows\": [\n",
+                 o.threads);
+    for (size_t i = 0; i < r.threadRows.size(); ++i) {
+      const Report::ThreadRow &t = r.threadRows[i];
+      std::fprintf(f,
+                   "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
+                   "\"ms_1\": %.4f, \"ms_n\": %.4f, \"speedup\": %.4f}%s\n",
+                   js(t.cache).c_str(), static_cast<long long>(t.tokens),
+                   t.qPerKv, t.ms1, t.msN, t.ms1 / t.msN,
+                   i + 1 < r.threadRows.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]},\n");
+  }
   std::fprintf(f, "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f},\n",
                r.appendNs1k, r.appendNs64k);
   if (r.compiled)
@@ -789,32 +868,37 @@ void printJson(FILE *f, const Report &r, const Options &o) {
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
-               "[--layers N]\n"
-               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
-               "                 [--tokens LIST] [--version]\n"
-               "  (every flag also takes --flag=value)\n"
-               "  --json         one JSON object on stdout (the table goes "
-               "to stderr)\n"
-               "  --quick        reduced set, under a minute\n"
-               "  --kvq-opt=PATH kvq-opt to time (default: next to "
-               "kvq-bench)\n"
-               "  --layers=N     layers of the generated graph (default 32)\n"
-               "  --smoke        tiny sizes, seconds (for the test suite)\n"
-               "  --only=LIST    sections to run, of quantize,attention,append,"
-               "compile\n"
-               "                 (default all; the baseline always runs)\n"
-               "  --caches=LIST  attention caches to time, of fp16,kivi2,kivi3,"
-               "kivi4,\n"
-               "                 kivi_sink2,kvquant2,kvquant3,kvquant4\n"
-               "  --rope=STYLE   RoPE of the pre-RoPE key cache rows (up to "
-               "32K tokens):\n"
-               "                 half (default), interleaved, or none (no "
-               "such rows)\n"
-               "  --tokens=LIST  context lengths of the attention rows "
-               "(default:\n"
-               "                 1024,8192,32768 and, full runs, 131072)\n");
+  std::fprintf(
+      stderr, "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
+              "[--layers N]\n"
+              "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
+              "                 [--tokens LIST] [--threads N] [--version]\n"
+              "  (every flag also takes --flag=value)\n"
+              "  --json         one JSON object on stdout (the table goes "
+              "to stderr)\n"
+              "  --quick        reduced set, under a minute\n"
+              "  --kvq-opt=PATH kvq-opt to time (default: next to "
+              "kvq-bench)\n"
+              "  --layers=N     layers of the generated graph (default 32)\n"
+              "  --smoke        tiny sizes, seconds (for the test suite)\n"
+              "  --only=LIST    sections to run, of quantize,attention,threads,"
+              "append,compile\n"
+              "                 (default all; the baseline always runs)\n"
+              "  --caches=LIST  attention caches to time, of fp16,kivi2,kivi3,"
+              "kivi4,\n"
+              "                 kivi_sink2,kvquant2,kvquant3,kvquant4\n"
+              "  --rope=STYLE   RoPE of the pre-RoPE key cache rows (up to "
+              "32K tokens):\n"
+              "                 half (default), interleaved, or none (no "
+              "such rows)\n"
+              "  --tokens=LIST  context lengths of the attention rows "
+              "(default:\n"
+              "                 1024,8192,32768 and, full runs, 131072)\n"
+              "  --threads=N    also time attention through a host pool of N "
+              "threads\n"
+              "                 (kvq_cache_set_parallel) against one thread, "
+              "32K tokens\n"
+              "                 unless --tokens (section 'threads')\n");
 }
 
 } // namespace
@@ -841,6 +925,8 @@ int main(int argc, char **argv) {
       o.caches = p.listValue();
     else if (p.is("--rope"))
       o.rope = p.value();
+    else if (p.is("--threads"))
+      o.threads = static_cast<int>(p.intValue(1, KVQ_MAX_WORKERS));
     else if (p.is("--tokens")) {
       for (const std::string &t : p.listValue()) {
         char *end = nullptr;
@@ -880,7 +966,8 @@ int main(int argc, char **argv) {
       }
     return true;
   };
-  if (!allKnown(o.only, {"quantize", "attention", "append", "compile"}) ||
+  if (!allKnown(o.only,
+                {"quantize", "attention", "threads", "append", "compile"}) ||
       !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
   Report r;
@@ -901,6 +988,8 @@ int main(int argc, char **argv) {
   const int64_t poolTokens = T / 2;
   if (o.runs("attention"))
     measureAttention(o, r, k, poolTokens);
+  if (o.threads > 1 && o.runs("threads"))
+    measureThreads(o, r, k, poolTokens);
   const int64_t big = o.smoke ? 4096 : 65536;
   if (o.runs("append")) {
     r.appendNs1k = appendNs(o, k, poolTokens, 1024);

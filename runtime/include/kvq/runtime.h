@@ -295,6 +295,46 @@ KVQ_RT_EXPORT kvq_status kvq_cache_attend(const kvq_cache_t *cache,
                                           int64_t n_queries, int32_t q_heads,
                                           float *out);
 
+/*===----------------------------------------------------------------------===*
+ * Threads from the host (docs/RUNTIME.md, "Threads")
+ *===----------------------------------------------------------------------===*/
+
+/// The host's parallel-for: call task(task_ctx, i) exactly once for every i
+/// in [0, n), on any of the host's threads (the calling one included), in
+/// any order, and return when every call has returned. The runtime never
+/// starts threads of its own; this is how an engine (llama.cpp's pool,
+/// IREE's task system, GCD) lends it its workers. Tasks never call back
+/// into the host and never throw.
+typedef void (*kvq_parallel_for_fn)(void *host_ctx, int64_t n,
+                                    void (*task)(void *task_ctx, int64_t i),
+                                    void *task_ctx);
+
+typedef struct kvq_parallel {
+  kvq_parallel_for_fn parallel_for; ///< null: run on the calling thread
+  void *host_ctx;                   ///< passed back to parallel_for
+  int32_t workers; ///< threads behind parallel_for, 1..KVQ_MAX_WORKERS (a
+                   ///< hint: below 2 the runtime does not call it; results
+                   ///< never depend on it)
+} kvq_parallel;
+
+#define KVQ_MAX_WORKERS 4096
+
+/// Hand `cache` a parallel-for for kvq_cache_attend (decode attention is
+/// split over fixed ranges of tokens and the partial softmaxes merged in a
+/// fixed order, so the output has the same bits with any thread count or
+/// none). p null returns the cache to the process default
+/// (kvq_set_default_parallel). Forks inherit it; kvq_cache_save does not
+/// store it. A null cache is KVQ_ERR_NULL_POINTER, workers out of range
+/// KVQ_ERR_INVALID_ARGUMENT; either leaves the cache unchanged. Not
+/// to be called while another thread uses the cache.
+KVQ_RT_EXPORT kvq_status kvq_cache_set_parallel(kvq_cache_t *cache,
+                                                const kvq_parallel *p);
+
+/// The parallel-for of every cache that has none of its own, including the
+/// caches a compiled graph creates (the host calls this before running it).
+/// p null: none (one thread, the default). Call it while no attention runs.
+KVQ_RT_EXPORT kvq_status kvq_set_default_parallel(const kvq_parallel *p);
+
 /// Byte partition of `layer`, or of the whole cache when layer == -1.
 KVQ_RT_EXPORT kvq_status kvq_cache_stats(const kvq_cache_t *cache,
                                          int32_t layer, kvq_stats *out);

@@ -1,0 +1,233 @@
+//===- parallel_test.cpp - Attention through the host's parallel-for ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// kvq_cache_set_parallel / kvq_set_default_parallel: the runtime hands
+// decode attention to the host's parallel-for in fixed token ranges, so
+// the output has the same bits with no threads, 2, 3 or 8; the host's
+// callback is really used (and not below two workers); long caches, where
+// the ranges' partial softmaxes are merged, still agree with float64
+// attention over the fetched K/V; bad arguments change nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "reference_attention.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace kvqtest;
+
+namespace {
+
+/// A test pool: `threads` std::threads take task indices from a shared
+/// counter, so tasks really run concurrently and in no fixed order.
+struct TestPool {
+  int threads = 1;
+  std::atomic<int64_t> calls{0}, tasks{0};
+
+  static void parallelFor(void *self, int64_t n,
+                          void (*task)(void *, int64_t), void *ctx) {
+    auto *pool = static_cast<TestPool *>(self);
+    ++pool->calls;
+    pool->tasks += n;
+    std::atomic<int64_t> next{0};
+    auto worker = [&] {
+      for (int64_t i; (i = next++) < n;)
+        task(ctx, i);
+    };
+    std::vector<std::thread> ts;
+    for (int t = 1; t < pool->threads; ++t)
+      ts.emplace_back(worker);
+    worker();
+    for (std::thread &t : ts)
+      t.join();
+  }
+  kvq_parallel handle() { return {&parallelFor, this, threads}; }
+};
+
+std::vector<float> queries(uint64_t seed, int64_t n, int qHeads, int d) {
+  Rng rng(seed);
+  std::vector<float> q(static_cast<size_t>(n * qHeads * d));
+  for (float &x : q)
+    x = static_cast<float>(rng.normal());
+  return q;
+}
+
+std::vector<float> attend(const kvq_cache_t *c, const std::vector<float> &q,
+                          int64_t n, int qHeads, int d) {
+  std::vector<float> out(static_cast<size_t>(n * qHeads * d));
+  EXPECT_EQ(kvq_cache_attend(c, 0, q.data(), n, qHeads, out.data()), KVQ_OK)
+      << kvq_last_error();
+  return out;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct Case {
+  const char *name;
+  kvq_method method;
+  int32_t rope;
+};
+
+kvq_config caseConfig(const Case &c) {
+  kvq_config cfg = config(c.method, 2, 64);
+  cfg.rope_style = c.rope;
+  cfg.rope_theta = 10000.0f;
+  return cfg;
+}
+
+class ParallelAttend : public ::testing::TestWithParam<Case> {};
+
+} // namespace
+
+// 2100 tokens: three ranges of 1024. With 1100 query steps the first ones
+// see no token of the second and third ranges (the merge skips them).
+TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
+  const kvq_config cfg = caseConfig(GetParam());
+  const int d = 64, qHeads = 4;
+  KV kv = gaussianKV(7, 2100, 2, d);
+  Cache c(cfg);
+  feed(c.h, kv, 2000);
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{1100}}) {
+    const std::vector<float> q = queries(11 + n, n, qHeads, d);
+    const std::vector<float> serial = attend(c.h, q, n, qHeads, d);
+    for (int threads : {2, 3, 8}) {
+      TestPool pool;
+      pool.threads = threads;
+      const kvq_parallel p = pool.handle();
+      ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK) << kvq_last_error();
+      EXPECT_TRUE(sameBits(attend(c.h, q, n, qHeads, d), serial))
+          << threads << " threads, " << n << " queries";
+      EXPECT_EQ(pool.calls, 1);
+      EXPECT_EQ(pool.tasks, 3); // ceil(2100 / 1024) ranges
+    }
+    ASSERT_EQ(kvq_cache_set_parallel(c.h, nullptr), KVQ_OK);
+  }
+}
+
+// The merged ranges are still attention: float64 attention over what
+// kvq_cache_fetch returns (the same keys the scores used).
+TEST_P(ParallelAttend, MergedRangesAgreeWithFloat64AttentionOverFetch) {
+  const kvq_config cfg = caseConfig(GetParam());
+  const int d = 64, qHeads = 2;
+  KV kv = laplaceKV(3, 2600, 2, d);
+  Cache c(cfg);
+  feed(c.h, kv, 2590);
+  TestPool pool;
+  pool.threads = 2;
+  const kvq_parallel p = pool.handle();
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  for (int64_t n : {int64_t{1}, int64_t{1700}}) {
+    const std::vector<float> q = queries(5 + n, n, qHeads, d);
+    const std::vector<float> got = attend(c.h, q, n, qHeads, d);
+    Fetched f = fetch(c.h);
+    const std::vector<double> want =
+        attention64(f.k, f.v, 2600, 2, d, q, n, qHeads);
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << ", " << n
+                                         << " queries";
+      worst = std::max(worst, std::fabs(got[i] - want[i]));
+      scale = std::max(scale, std::fabs(want[i]));
+    }
+    EXPECT_LE(worst, 2e-5 * scale) << n << " queries";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, ParallelAttend,
+    ::testing::Values(Case{"fp16", KVQ_METHOD_FP16, KVQ_ROPE_NONE},
+                      Case{"kivi", KVQ_METHOD_KIVI, KVQ_ROPE_NONE},
+                      Case{"kivi_sink", KVQ_METHOD_KIVI_SINK, KVQ_ROPE_NONE},
+                      Case{"kvquant", KVQ_METHOD_KVQUANT, KVQ_ROPE_NONE},
+                      Case{"kivi_rope_half", KVQ_METHOD_KIVI, KVQ_ROPE_HALF},
+                      Case{"kvquant_rope_interleaved", KVQ_METHOD_KVQUANT,
+                           KVQ_ROPE_INTERLEAVED}),
+    [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+TEST(Parallel, OneRangeOrOneWorkerNeverCallsTheHost) {
+  const int d = 64;
+  KV kv = gaussianKV(1, 1024, 2, d);
+  Cache c(config(KVQ_METHOD_KIVI, 2, d));
+  feed(c.h, kv, 1024);
+  TestPool pool;
+  pool.threads = 4;
+  kvq_parallel p = pool.handle();
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  const std::vector<float> q = queries(2, 1, 2, d);
+  attend(c.h, q, 1, 2, d); // 1024 tokens: one range
+  EXPECT_EQ(pool.calls, 0);
+  ASSERT_EQ(append(c.h, kv, 0, 1), KVQ_OK);
+  p.workers = 1;
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  attend(c.h, q, 1, 2, d); // two ranges, but one worker
+  EXPECT_EQ(pool.calls, 0);
+  p.workers = 2;
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  attend(c.h, q, 1, 2, d);
+  EXPECT_EQ(pool.calls, 1);
+}
+
+TEST(Parallel, BadArgumentsChangeNothing) {
+  const int d = 64;
+  KV kv = gaussianKV(4, 2048 + 5, 2, d);
+  Cache c(config(KVQ_METHOD_FP16, 2, d));
+  feed(c.h, kv, 2048 + 5);
+  TestPool pool;
+  pool.threads = 2;
+  kvq_parallel good = pool.handle();
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &good), KVQ_OK);
+  for (int32_t workers : {0, -1, KVQ_MAX_WORKERS + 1}) {
+    kvq_parallel bad = good;
+    bad.workers = workers;
+    EXPECT_EQ(kvq_cache_set_parallel(c.h, &bad), KVQ_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvq_last_error()).find("workers"),
+              std::string::npos)
+        << kvq_last_error();
+    EXPECT_EQ(kvq_set_default_parallel(&bad), KVQ_ERR_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(kvq_cache_set_parallel(nullptr, &good), KVQ_ERR_NULL_POINTER);
+  // The cache still uses the good setting.
+  const std::vector<float> q = queries(9, 1, 2, d);
+  attend(c.h, q, 1, 2, d);
+  EXPECT_EQ(pool.calls, 1);
+  // Without a parallel-for, workers are not looked at.
+  kvq_parallel none{nullptr, nullptr, 0};
+  EXPECT_EQ(kvq_cache_set_parallel(c.h, &none), KVQ_OK);
+  attend(c.h, q, 1, 2, d);
+  EXPECT_EQ(pool.calls, 1);
+}
+
+TEST(Parallel, ForksInheritTheCachesSettingAndOthersTheDefault) {
+  const int d = 64;
+  KV kv = gaussianKV(6, 3000, 2, d);
+  TestPool own, shared;
+  own.threads = shared.threads = 2;
+  const kvq_parallel p = own.handle(), dflt = shared.handle();
+  ASSERT_EQ(kvq_set_default_parallel(&dflt), KVQ_OK);
+  Cache c(config(KVQ_METHOD_KIVI_SINK, 2, d));
+  feed(c.h, kv, 3000);
+  const std::vector<float> q = queries(3, 1, 2, d);
+  const std::vector<float> viaDefault = attend(c.h, q, 1, 2, d);
+  EXPECT_EQ(shared.calls, 1);
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  kvq_cache_t *fork = nullptr;
+  ASSERT_EQ(kvq_cache_fork(c.h, &fork), KVQ_OK);
+  EXPECT_TRUE(sameBits(attend(fork, q, 1, 2, d), viaDefault));
+  EXPECT_EQ(own.calls, 1);
+  kvq_cache_destroy(fork);
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, nullptr), KVQ_OK); // the default
+  attend(c.h, q, 1, 2, d);
+  EXPECT_EQ(shared.calls, 2);
+  ASSERT_EQ(kvq_set_default_parallel(nullptr), KVQ_OK);
+  EXPECT_TRUE(sameBits(attend(c.h, q, 1, 2, d), viaDefault));
+  EXPECT_EQ(shared.calls, 2);
+}
