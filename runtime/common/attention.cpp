@@ -285,7 +285,7 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
   job.scratch.resize(static_cast<size_t>(kKeyTile * (C + 2 * P)));
   float *keys = job.scratch.data(), *cosT = keys + kKeyTile * C;
   float *sinT = cosT + kKeyTile * P;
-  const uint16_t *half[kKeyTile], *headRows[kKeyTile];
+  const uint16_t *headRows[kKeyTile];
   for (int64_t a = job.t0, b; a < job.t1; a = b) {
     b = std::min(job.t1, (a / kKeyTile + 1) * kKeyTile);
     const int64_t n = b - a;
@@ -294,11 +294,11 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
       for (int64_t h = 0; h < H; ++h)
         store.scoreKeyColumns(job, a, h, cosT, sinT, interleaved,
                               job.scoreRow(a, h), K);
-    } else if (store.halfKeyRows(a, b, half)) {
+    } else if (store.halfKeyRows(a, b, 0, headRows)) {
       rope.anglesTile(a, n, cursor, cosT, sinT, P, 1);
       for (int64_t h = 0; h < H; ++h) {
-        for (int64_t t = 0; t < n; ++t)
-          headRows[t] = half[t] + h * d;
+        if (h > 0)
+          store.halfKeyRows(a, b, h, headRows);
         ropeScoresHalfRows(headRows, n, cosT, sinT, job.ropeQueries, h * nq,
                            nq, interleaved, job.scoreRow(a, h), K);
       }
@@ -319,7 +319,8 @@ void LayerStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
     loadRow(t, out + (t - t0) * channels_, job.scratch3.data());
 }
 
-bool LayerStore::halfKeyRows(int64_t, int64_t, const uint16_t **) const {
+bool LayerStore::halfKeyRows(int64_t, int64_t, int64_t,
+                             const uint16_t **) const {
   return false;
 }
 

@@ -75,7 +75,15 @@ bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
 //===----------------------------------------------------------------------===//
 
 void kvq::writeSection(ByteWriter &w, const Fp16Section &s) {
-  w.u64(static_cast<uint64_t>(s.k.size()));
+  writeFp16Tokens(w, static_cast<int64_t>(s.k.size()));
+  writeFp16Rows(w, s);
+}
+
+void kvq::writeFp16Tokens(ByteWriter &w, int64_t tokens) {
+  w.u64(static_cast<uint64_t>(tokens));
+}
+
+void kvq::writeFp16Rows(ByteWriter &w, const Fp16Section &s) {
   for (size_t t = 0; t < s.k.size(); ++t) {
     put(w, s.k[t]);
     put(w, s.v[t]);

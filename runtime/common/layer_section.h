@@ -87,6 +87,11 @@ inline int64_t kvquantSegmentStart(const kvq_config &c, const KvquantSection &s,
 }
 
 void writeSection(ByteWriter &w, const Fp16Section &s);
+/// The fp16 section in parts, for a store that gathers its rows a few
+/// tokens at a time: the token count, then the rows of consecutive tokens
+/// (writeSection(Fp16Section) is the one, then the other, for all rows).
+void writeFp16Tokens(ByteWriter &w, int64_t tokens);
+void writeFp16Rows(ByteWriter &w, const Fp16Section &rows);
 void writeSection(ByteWriter &w, const KiviSection &s);
 void writeSection(ByteWriter &w, const KvquantSection &s);
 

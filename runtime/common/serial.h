@@ -49,6 +49,8 @@ public:
     size_ += n;
   }
   int64_t size() const { return size_; }
+  /// A size pass (no buffer): what is written is only counted.
+  bool sizing() const { return out_ == nullptr; }
 
 private:
   void uint(uint64_t v, int n) {

@@ -22,6 +22,17 @@ struct AttendJob;
 class ByteReader;
 class ByteWriter;
 
+/// Tokens per page of the fp16 store (store_fp16.cpp), which holds each
+/// full page's keys head by head ([head][token][head_dim]), then its values
+/// so. 64: a head's run of keys or values is then 16 KB at head_dim 128,
+/// long enough for the hardware prefetcher to stream and for the jump to
+/// the next page to cost nothing measurable; it is a multiple of the
+/// pre-RoPE key tile (kKeyTile, 16) and divides attention's chunk (128), so
+/// tiles and chunks cover whole pages; and the tail kept in per-token
+/// blocks (fewer than 64 tokens) stays small, so repacking it when it fills
+/// a page copies each token once more, amortised O(1) per append.
+constexpr int64_t kFp16PageTokens = 64;
+
 class LayerStore {
 public:
   LayerStore(const kvq_config &cfg, Payload &payload)
@@ -65,10 +76,11 @@ public:
   virtual void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                         float *out) const;
 
-  /// The fp16 key rows of tokens [t0, t1) (rows[t - t0], head h at
-  /// + h * head_dim) when the store holds every one of them as fp16, so the
-  /// key pass converts them in registers; else false (the default).
-  virtual bool halfKeyRows(int64_t t0, int64_t t1,
+  /// The fp16 key rows of head h of tokens [t0, t1) (rows[t - t0], head_dim
+  /// halves each) when the store holds every one of them as fp16, so the
+  /// key pass converts them in registers; else false (the default). The
+  /// answer does not depend on h.
+  virtual bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                            const uint16_t **rows) const;
 
   /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile

@@ -58,7 +58,7 @@ public:
   void attendValues(AttendJob &job) const override;
   void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                 float *out) const override;
-  bool halfKeyRows(int64_t t0, int64_t t1,
+  bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                    const uint16_t **rows) const override;
   bool keyTileByColumns(int64_t t0) const override;
   void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
@@ -403,13 +403,14 @@ void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
 }
 
 /// The fp16 window and sinks.
-bool KiviStore::halfKeyRows(int64_t t0, int64_t t1,
+bool KiviStore::halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                             const uint16_t **rows) const {
   for (int64_t t = t0; t < t1; ++t) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     if (!s.kf)
       return false;
-    rows[t - t0] = reinterpret_cast<const uint16_t *>(s.kf.p);
+    rows[t - t0] = reinterpret_cast<const uint16_t *>(s.kf.p) +
+                   h * int64_t{cfg_.head_dim};
   }
   return true;
 }
