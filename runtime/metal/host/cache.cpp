@@ -3,7 +3,7 @@
 //
 // kvq_metal_cache_* entry points. The host keeps the bookkeeping (which
 // tokens are fp16, which are quantized, the running sink top-k) and
-// executes the update plan of runtime/common/kivi_plan.h, as the CPU store
+// executes the update plan of runtime/methods/kivi_plan.h, as the CPU store
 // does, so a Metal cache holds the same tokens fp16, the same codes and the
 // same sinks as a CPU cache of the same configuration. The payload (fp16 pool,
 // key-group blocks, value blocks, per-token references) lives in device

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One layer of a Metal cache with method kvquant. The host executes the
-// update plan of runtime/common/kvquant_plan.h, as the CPU store does
+// update plan of runtime/methods/kvquant_plan.h, as the CPU store does
 // (which prefill tokens are fp16 sinks, which batches get a fresh key fit,
 // which tokens wait fp16 for their refit), and keeps the segment every key
 // row uses, so

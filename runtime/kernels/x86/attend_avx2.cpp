@@ -8,7 +8,7 @@
 // checked against the reference with a tolerance, unlike the quantizers.
 //
 // Every dot product uses one canonical order, shared with the NEON kernels
-// (runtime/neon/attend_neon.cpp) so that x86_64 and arm64 give the same bits
+// (runtime/kernels/neon/attend_neon.cpp) so that x86_64 and arm64 give the same bits
 // (test/e2e/cross-arch.mlir): sixteen partial sums S_l over the channels
 // c = l (mod 16), each a chain of fused multiply-adds in channel order from
 // +0, then T_l = S_l + S_{l+8}, U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2} and

@@ -7,7 +7,7 @@
 // so fused multiply-adds are fine here (unlike in the quantizers).
 //
 // Dot products follow the canonical order of the AVX2 kernels
-// (runtime/x86/attend_avx2.cpp), so x86_64 and arm64 give the same bits
+// (runtime/kernels/x86/attend_avx2.cpp), so x86_64 and arm64 give the same bits
 // (test/e2e/cross-arch.mlir): sixteen partial sums over c = l (mod 16),
 // fused multiply-adds in channel order from +0, then reduce16's tree.
 // Weighted sums are one fmla per element and row, rows in order (2-bit

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One place that decides which implementation of the hot primitives runs:
-// the SIMD table of this build and CPU (runtime/x86, runtime/neon), unless
+// the SIMD table of this build and CPU (runtime/kernels/x86, runtime/kernels/neon), unless
 // the environment asks for the reference with KVQ_KERNELS=reference (or
 // for another table this CPU runs by its name, e.g. KVQ_KERNELS=avx2).
 //

@@ -5,7 +5,7 @@
 // x86_64 kernel files. Every function carries the target attribute instead
 // of the files being compiled with -mavx2: inline functions and templates
 // from shared headers then stay baseline code, so nothing AVX2 can leak into
-// a path that runs before the cpuid check (runtime/x86/table_avx2.cpp).
+// a path that runs before the cpuid check (runtime/kernels/x86/table_avx2.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_X86_AVX2_UTIL_H

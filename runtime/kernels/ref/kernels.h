@@ -4,8 +4,8 @@
 // The numerical primitives behind both the stateless C kernels and the cache
 // stores, on float vectors with strides. Callers reach them through
 // kernels(), a table of function pointers chosen once (kernel_table.cpp):
-// the scalar reference here, or the AVX2 / NEON table of runtime/x86 and
-// runtime/neon, which must give the reference's bits (their differential
+// the scalar reference here, or the AVX2 / NEON table of runtime/kernels/x86 and
+// runtime/kernels/neon, which must give the reference's bits (their differential
 // tests check it).
 //
 //===----------------------------------------------------------------------===//
@@ -352,7 +352,7 @@ const KernelTable *simdKernels();
 /// cover each; empty when there is none.
 std::vector<const KernelTable *> simdKernelVariants();
 
-/// Provided by the SIMD backend of this target (runtime/x86, runtime/neon):
+/// Provided by the SIMD backend of this target (runtime/kernels/x86, runtime/kernels/neon):
 /// its table, or null when the CPU lacks the features. kernel_table.cpp
 /// supplies a null one for targets without a backend.
 const KernelTable *simdKernelTable();

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# perf_tables.py — the markdown tables of docs/PERFORMANCE.md from one run.
+#
+#   scripts/perf_tables.py docs/perf-results.json > /tmp/tables.md
+#
+# Reads what `kvq-bench --json` printed and writes every table the
+# performance page quotes (the run's machine and load, attention against
+# the bound and against fp16, the GQA factor, issue 13's targets, threads,
+# pre-RoPE ratios, quantize), so the page's figures are copied from the
+# tool's output by a program, never by hand.
+import json
+import sys
+
+
+def rows(doc, **want):
+    out = []
+    for r in doc["attention"]:
+        if all(r.get(k, "none" if k == "rope" else None) == v
+               for k, v in want.items()):
+            out.append(r)
+    return out
+
+
+def one(doc, **want):
+    found = rows(doc, **want)
+    return found[0] if found else None
+
+
+def main():
+    doc = json.load(open(sys.argv[1]))
+    base, machine, load = doc["baseline"], doc["machine"], doc["load_average"]
+    print("**Run:** %s, %s, kernel table `%s`, mode %s; load average %.2f at "
+          "the start, %.2f at the end. Best read loop `%s`: %.1f GB/s "
+          "(memcpy %.1f GB/s); last-level cache %.0f MB, %.0f MB evicted "
+          "before each cold repetition.\n" %
+          (machine["date"], machine["cpu"], doc["kernels"], doc["mode"],
+           load["start"], load["end"], base["read_loop"], base["read_gbps"],
+           base["memcpy_gbps"], base["llc_bytes"] / 2**20,
+           base["evict_bytes"] / 2**20))
+
+    caches = []
+    for r in doc["attention"]:
+        if r["cache"] not in caches:
+            caches.append(r["cache"])
+    lengths = sorted({r["tokens"] for r in doc["attention"]})
+
+    for T in lengths:
+        print("\n**Attention at %d tokens**, one thread, 8 KV heads x 128, "
+              "post-RoPE keys; x bound = cold ms / (bytes / best read "
+              "bandwidth); GQA = 4 query heads per KV head over 1:\n" % T)
+        print("| cache | MB read | cold ms | x bound | warm x bound | "
+              "x faster than fp16 | GQA 4/1 |")
+        print("|---|---|---|---|---|---|---|")
+        fp16 = one(doc, cache="fp16", tokens=T, q_per_kv=1, rope="none")
+        for c in caches:
+            a = one(doc, cache=c, tokens=T, q_per_kv=1, rope="none")
+            g = one(doc, cache=c, tokens=T, q_per_kv=4, rope="none")
+            if not a:
+                continue
+            vs = "%.2f" % (fp16["ms"] / a["ms"]) if fp16 else "-"
+            gqa = "%.2f" % (g["ms"] / a["ms"]) if g else "-"
+            print("| %s | %.1f | %.3f | %.2f | %.2f | %s | %s |" %
+                  (c, a["bytes_read"] / 1e6, a["ms"], a["ms"] / a["bound_ms"],
+                   a["warm_ms"] / a["bound_ms"], vs, gqa))
+
+    # Issue 13's targets at 32K, cold, one query head per KV head.
+    T = 32768 if 32768 in lengths else lengths[-1]
+    print("\n**Issue 13's targets** (%d tokens, cold, one thread):\n" % T)
+    print("| target | measured | |")
+    print("|---|---|---|")
+
+    def target(name, caches_, limit, key):
+        for c in caches_:
+            a = one(doc, cache=c, tokens=T, q_per_kv=1, rope="none")
+            g = one(doc, cache=c, tokens=T, q_per_kv=4, rope="none")
+            if not a:
+                continue
+            v = a["ms"] / a["bound_ms"] if key == "bound" else g["ms"] / a["ms"]
+            print("| %s %s <= %.1fx | %.2fx | %s |" %
+                  (c, name, limit, v,
+                   "met" if v <= limit else "missed by %.2fx" % (v / limit)))
+
+    target("x bound", ["fp16"], 1.3, "bound")
+    target("x bound", ["kivi2", "kivi3", "kivi4", "kivi_sink2"], 2.0, "bound")
+    target("x bound", ["kvquant3", "kvquant4"], 3.0, "bound")
+    target("4 q/kv over 1 q/kv", caches, 1.5, "gqa")
+
+    t = doc.get("threads")
+    if t:
+        print("\n**Threads** (a host pool of %d, kvq_cache_set_parallel; "
+              "cold):\n" % t["workers"])
+        print("| cache | tokens | q/kv | 1 thread ms | %d threads ms | "
+              "speedup |" % t["workers"])
+        print("|---|---|---|---|---|---|")
+        for r in t["rows"]:
+            print("| %s | %d | %d | %.3f | %.3f | %.2fx |" %
+                  (r["cache"], r["tokens"], r["q_per_kv"], r["ms_1"], r["ms_n"],
+                   r["speedup"]))
+
+    pre = [r for r in doc["attention"] if r.get("rope", "none") != "none"]
+    if pre:
+        print("\n**Pre-RoPE key caches** (rope style `%s`): time over the "
+              "same method's post-RoPE row, cold (warm):\n" % pre[0]["rope"])
+        print("| cache | tokens | 1 q/kv | 4 q/kv |")
+        print("|---|---|---|---|")
+        for c in caches:
+            for T2 in lengths:
+                a = [r for r in pre if r["cache"] == c and r["tokens"] == T2]
+                if not a:
+                    continue
+                by = {r["q_per_kv"]: r for r in a}
+                cell = lambda r: "%.2fx (%.2fx)" % (
+                    r["vs_post_rope"], r["warm_vs_post_rope"]) if r else "-"
+                print("| %s | %d | %s | %s |" %
+                      (c, T2, cell(by.get(1)), cell(by.get(4))))
+
+    print("\n**Quantize and dequantize** (fp16-equivalent GB/s, cold; warm "
+          "in brackets; the scalar reference beside):\n")
+    print("| method | bits | quantize | reference | dequantize |")
+    print("|---|---|---|---|---|")
+    deq = {(r["method"], r["bits"]): r for r in doc["dequantize"]}
+    for r in doc["quantize"]:
+        d = deq.get((r["method"], r["bits"]))
+        print("| %s | %d | %.2f (%.2f) | %.2f | %s |" %
+              (r["method"], r["bits"], r["gbps"], r["warm_gbps"],
+               r["ref_gbps"],
+               "%.2f (%.2f)" % (d["gbps"], d["warm_gbps"]) if d else "-"))
+
+    app = doc["append"]
+    print("\nAppend (kivi2, one token): %.0f ns at 1K tokens, %.0f ns at 64K "
+          "(%.2fx)." % (app["ns_at_1k"], app["ns_at_64k"],
+                        app["ns_at_64k"] / app["ns_at_1k"]))
+    if doc.get("compile"):
+        print("Compile (`kvq-opt --kvq-to-llvm`, %d layers): %.3f s." %
+              (doc["compile"]["layers"], doc["compile"]["seconds"]))
+
+
+if __name__ == "__main__":
+    main()
