@@ -543,6 +543,28 @@ void fill(kvq_cache_t *cache, const std::vector<uint16_t> &pool,
   }
 }
 
+/// One decode step of attention on layer 0 with a fixed query (the same
+/// in every row), qPerKv query heads per KV head.
+class OneStep {
+public:
+  OneStep(const kvq_cache_t *cache, int qPerKv)
+      : cache_(cache), qHeads_(kHeads * qPerKv),
+        q_(static_cast<size_t>(qHeads_) * kDim), out_(q_.size()) {
+    for (size_t i = 0; i < q_.size(); ++i)
+      q_[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
+  }
+  void operator()() const {
+    check(kvq_cache_attend(cache_, 0, q_.data(), 1, qHeads_, out_.data()),
+          "cache_attend");
+  }
+
+private:
+  const kvq_cache_t *cache_;
+  int32_t qHeads_;
+  std::vector<float> q_;
+  mutable std::vector<float> out_;
+};
+
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
   // 128K only in a full run: filling its caches takes minutes.
@@ -571,15 +593,7 @@ void measureAttention(const Options &o, Report &r,
         kvq_stats st;
         check(kvq_cache_stats(cache, 0, &st), "cache_stats");
         for (int qPerKv : {1, 4}) {
-          const int32_t qHeads = kHeads * qPerKv;
-          std::vector<float> q(static_cast<size_t>(qHeads) * kDim);
-          for (size_t i = 0; i < q.size(); ++i)
-            q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
-          std::vector<float> out(q.size());
-          auto attend = [&] {
-            check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
-                  "cache_attend");
-          };
+          const OneStep attend(cache, qPerKv);
           const double t = medianSecondsAfter(e, evictor(), attend);
           const double tWarm = medianSeconds(e, attend);
           r.attention.push_back({kind.name, T, qPerKv, t * 1e3, st.total_bytes,
@@ -612,15 +626,7 @@ void measureThreads(const Options &o, Report &r,
       check(kvq_cache_create(&cfg, &cache), "cache_create");
       fill(cache, pool, poolTokens, T);
       for (int qPerKv : {1, 4}) {
-        const int32_t qHeads = kHeads * qPerKv;
-        std::vector<float> q(static_cast<size_t>(qHeads) * kDim);
-        for (size_t i = 0; i < q.size(); ++i)
-          q[i] = static_cast<float>((i * 7919) % 17) / 8.0f - 1.0f;
-        std::vector<float> out(q.size());
-        auto attend = [&] {
-          check(kvq_cache_attend(cache, 0, q.data(), 1, qHeads, out.data()),
-                "cache_attend");
-        };
+        const OneStep attend(cache, qPerKv);
         check(kvq_cache_set_parallel(cache, nullptr), "cache_set_parallel");
         const double one = medianSecondsAfter(e, evictor(), attend);
         check(kvq_cache_set_parallel(cache, &host), "cache_set_parallel");
