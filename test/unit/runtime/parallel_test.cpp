@@ -30,8 +30,8 @@ struct TestPool {
   int threads = 1;
   std::atomic<int64_t> calls{0}, tasks{0};
 
-  static void parallelFor(void *self, int64_t n,
-                          void (*task)(void *, int64_t), void *ctx) {
+  static void parallelFor(void *self, int64_t n, void (*task)(void *, int64_t),
+                          void *ctx) {
     auto *pool = static_cast<TestPool *>(self);
     ++pool->calls;
     pool->tasks += n;
@@ -88,57 +88,69 @@ class ParallelAttend : public ::testing::TestWithParam<Case> {};
 
 } // namespace
 
-// 2100 tokens: three ranges of 1024. With 1100 query steps the first ones
-// see no token of the second and third ranges (the merge skips them).
+/// A cache of `tokens` tokens of one configuration (prefill then single
+/// tokens, so the quantized methods have left their window several times).
+struct Shape {
+  int64_t tokens, queries, ranges;
+};
+
+// Ranges of 1024 tokens: 2100 tokens are three; with 80 query steps over
+// 1100 tokens the first four steps (positions 1020..1023) see no token of
+// the second range, whose maxima stay -inf for them (weights 0 in the merge).
+const Shape kShapes[] = {{2100, 1, 3}, {2100, 3, 3}, {1100, 80, 2}};
+
 TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
   const kvq_config cfg = caseConfig(GetParam());
   const int d = 64, qHeads = 4;
-  KV kv = gaussianKV(7, 2100, 2, d);
-  Cache c(cfg);
-  feed(c.h, kv, 2000);
-  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{1100}}) {
-    const std::vector<float> q = queries(11 + n, n, qHeads, d);
-    const std::vector<float> serial = attend(c.h, q, n, qHeads, d);
+  for (const Shape &sh : kShapes) {
+    KV kv = gaussianKV(7, sh.tokens, 2, d);
+    Cache c(cfg);
+    feed(c.h, kv, sh.tokens - 100);
+    const std::vector<float> q =
+        queries(11 + sh.queries, sh.queries, qHeads, d);
+    const std::vector<float> serial = attend(c.h, q, sh.queries, qHeads, d);
     for (int threads : {2, 3, 8}) {
       TestPool pool;
       pool.threads = threads;
       const kvq_parallel p = pool.handle();
       ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK) << kvq_last_error();
-      EXPECT_TRUE(sameBits(attend(c.h, q, n, qHeads, d), serial))
-          << threads << " threads, " << n << " queries";
+      EXPECT_TRUE(sameBits(attend(c.h, q, sh.queries, qHeads, d), serial))
+          << threads << " threads, " << sh.tokens << " tokens, " << sh.queries
+          << " queries";
       EXPECT_EQ(pool.calls, 1);
-      EXPECT_EQ(pool.tasks, 3); // ceil(2100 / 1024) ranges
+      EXPECT_EQ(pool.tasks, sh.ranges);
     }
-    ASSERT_EQ(kvq_cache_set_parallel(c.h, nullptr), KVQ_OK);
   }
 }
 
 // The merged ranges are still attention: float64 attention over what
-// kvq_cache_fetch returns (the same keys the scores used).
+// kvq_cache_fetch returns (the same keys the scores used), finite even
+// where a range is masked for some query steps.
 TEST_P(ParallelAttend, MergedRangesAgreeWithFloat64AttentionOverFetch) {
   const kvq_config cfg = caseConfig(GetParam());
   const int d = 64, qHeads = 2;
-  KV kv = laplaceKV(3, 2600, 2, d);
-  Cache c(cfg);
-  feed(c.h, kv, 2590);
-  TestPool pool;
-  pool.threads = 2;
-  const kvq_parallel p = pool.handle();
-  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
-  for (int64_t n : {int64_t{1}, int64_t{1700}}) {
-    const std::vector<float> q = queries(5 + n, n, qHeads, d);
-    const std::vector<float> got = attend(c.h, q, n, qHeads, d);
+  for (const Shape &sh : {Shape{2600, 1, 3}, Shape{1100, 80, 2}}) {
+    KV kv = laplaceKV(3, sh.tokens, 2, d);
+    Cache c(cfg);
+    feed(c.h, kv, sh.tokens - 10);
+    TestPool pool;
+    pool.threads = 2;
+    const kvq_parallel p = pool.handle();
+    ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+    const std::vector<float> q = queries(5 + sh.queries, sh.queries, qHeads, d);
+    const std::vector<float> got = attend(c.h, q, sh.queries, qHeads, d);
     Fetched f = fetch(c.h);
     const std::vector<double> want =
-        attention64(f.k, f.v, 2600, 2, d, q, n, qHeads);
+        attention64(f.k, f.v, sh.tokens, 2, d, q, sh.queries, qHeads);
     double worst = 0.0, scale = 0.0;
     for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << ", " << n
-                                         << " queries";
+      ASSERT_TRUE(std::isfinite(got[i]))
+          << "output " << i << ", " << sh.queries << " queries";
       worst = std::max(worst, std::fabs(got[i] - want[i]));
       scale = std::max(scale, std::fabs(want[i]));
     }
-    EXPECT_LE(worst, 2e-5 * scale) << n << " queries";
+    EXPECT_LE(worst, 2e-5 * scale) << sh.queries << " queries";
+    EXPECT_EQ(pool.tasks, sh.ranges);
   }
 }
 
@@ -189,8 +201,7 @@ TEST(Parallel, BadArgumentsChangeNothing) {
     kvq_parallel bad = good;
     bad.workers = workers;
     EXPECT_EQ(kvq_cache_set_parallel(c.h, &bad), KVQ_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(kvq_last_error()).find("workers"),
-              std::string::npos)
+    EXPECT_NE(std::string(kvq_last_error()).find("workers"), std::string::npos)
         << kvq_last_error();
     EXPECT_EQ(kvq_set_default_parallel(&bad), KVQ_ERR_INVALID_ARGUMENT);
   }
