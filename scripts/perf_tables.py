@@ -3,12 +3,18 @@
 # perf_tables.py — the markdown tables of docs/PERFORMANCE.md from one run.
 #
 #   scripts/perf_tables.py docs/perf-results.json > /tmp/tables.md
+#   scripts/perf_tables.py docs/perf-results.json --check docs/PERFORMANCE.md
+#
+# --check exits 1 unless the page holds the rendering verbatim (ctest
+# perf-doc-matches-its-run), so the page cannot drift from its JSON.
 #
 # Reads what `kvq-bench --json` printed and writes every table the
 # performance page quotes (the run's machine and load, attention against
 # the bound and against fp16, the GQA factor, issue 13's targets, threads,
 # pre-RoPE ratios, quantize), so the page's figures are copied from the
 # tool's output by a program, never by hand.
+import contextlib
+import io
 import json
 import sys
 
@@ -137,4 +143,15 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[2] == "--check":
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main()
+        page = open(sys.argv[3], encoding="utf-8").read()
+        if out.getvalue().strip() not in page:
+            sys.exit("%s does not hold the tables of %s (run "
+                     "scripts/perf_tables.py and paste them)" %
+                     (sys.argv[3], sys.argv[1]))
+        print("%s holds the tables of %s" % (sys.argv[3], sys.argv[1]))
+    else:
+        main()

@@ -82,10 +82,6 @@ void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
     }
 }
 
-} // namespace
-
-namespace {
-
 /// What every token range of one attention call shares: the prescaled
 /// query vectors by KV head (split by RoPE pair for a pre-RoPE cache) and
 /// each vector's last visible position.

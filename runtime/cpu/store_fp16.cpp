@@ -328,13 +328,19 @@ private:
   int64_t tailLength() const { return static_cast<int64_t>(tail_.size()); }
   int64_t pageBytes() const { return P * 4 * channels_; }
 
+  /// The page layout, in halves from the page's start: head h's key row
+  /// of the page's token i, and its value row (written once; every access
+  /// below goes through these two).
+  int64_t keyAt(int64_t i, int64_t h) const { return (h * P + i) * d_; }
+  int64_t valueAt(int64_t i, int64_t h) const {
+    return P * channels_ + keyAt(i, h);
+  }
   /// Head h's key / value row of token t of a full page.
   const uint16_t *pageKey(int64_t t, int64_t h) const {
-    return halves(pages_[static_cast<size_t>(t / P)]) + (h * P + t % P) * d_;
+    return halves(pages_[static_cast<size_t>(t / P)]) + keyAt(t % P, h);
   }
   const uint16_t *pageValue(int64_t t, int64_t h) const {
-    return halves(pages_[static_cast<size_t>(t / P)]) + P * channels_ +
-           (h * P + t % P) * d_;
+    return halves(pages_[static_cast<size_t>(t / P)]) + valueAt(t % P, h);
   }
   /// Token t of the tail: its K row then its V row.
   const uint16_t *tailRow(int64_t t) const {
@@ -353,18 +359,16 @@ private:
                 const uint8_t *v) const {
     const size_t row = static_cast<size_t>(2 * d_);
     for (int64_t h = 0; h < cfg_.num_kv_heads; ++h) {
-      std::memcpy(page + 2 * (h * P + i) * d_, k + 2 * h * d_, row);
-      std::memcpy(page + 2 * (P * channels_ + (h * P + i) * d_),
-                  v + 2 * h * d_, row);
+      std::memcpy(page + 2 * keyAt(i, h), k + 2 * h * d_, row);
+      std::memcpy(page + 2 * valueAt(i, h), v + 2 * h * d_, row);
     }
   }
   void getToken(const uint8_t *page, int64_t i, uint8_t *k,
                 uint8_t *v) const {
     const size_t row = static_cast<size_t>(2 * d_);
     for (int64_t h = 0; h < cfg_.num_kv_heads; ++h) {
-      std::memcpy(k + 2 * h * d_, page + 2 * (h * P + i) * d_, row);
-      std::memcpy(v + 2 * h * d_,
-                  page + 2 * (P * channels_ + (h * P + i) * d_), row);
+      std::memcpy(k + 2 * h * d_, page + 2 * keyAt(i, h), row);
+      std::memcpy(v + 2 * h * d_, page + 2 * valueAt(i, h), row);
     }
   }
 

@@ -230,15 +230,8 @@ std::vector<KV> layersKV(int32_t layers, int64_t total) {
 }
 
 std::vector<float> attendAll(const kvq_cache_t *c, int32_t layer, int64_t nq) {
-  std::vector<float> q(static_cast<size_t>(nq * 2 * kHeads * kDim));
-  Rng rng(77);
-  for (float &x : q)
-    x = static_cast<float>(rng.normal());
-  std::vector<float> out(q.size());
-  EXPECT_EQ(kvq_cache_attend(c, layer, q.data(), nq, 2 * kHeads, out.data()),
-            KVQ_OK)
-      << kvq_last_error();
-  return out;
+  return attendQueries(c, layer, randomQueries(77, nq, 2 * kHeads, kDim), nq,
+                       2 * kHeads);
 }
 
 /// The same cache: length, fetch, stats, attention bits and saved bytes.

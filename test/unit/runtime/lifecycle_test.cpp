@@ -66,15 +66,8 @@ void build(Built &b, const kvq_config &cfg, const KV &kv0, const KV &kv1,
 }
 
 std::vector<float> attend(const kvq_cache_t *c, int32_t layer, int64_t nq) {
-  std::vector<float> q(static_cast<size_t>(nq * 2 * kHeads * kDim));
-  Rng rng(77);
-  for (float &x : q)
-    x = static_cast<float>(rng.normal());
-  std::vector<float> out(q.size());
-  EXPECT_EQ(kvq_cache_attend(c, layer, q.data(), nq, 2 * kHeads, out.data()),
-            KVQ_OK)
-      << kvq_last_error();
-  return out;
+  return attendQueries(c, layer, randomQueries(77, nq, 2 * kHeads, kDim), nq,
+                       2 * kHeads);
 }
 
 /// a and b hold the same cache: fetch and attention bits, stats, sinks and

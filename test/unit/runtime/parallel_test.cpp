@@ -50,22 +50,6 @@ struct TestPool {
   kvq_parallel handle() { return {&parallelFor, this, threads}; }
 };
 
-std::vector<float> queries(uint64_t seed, int64_t n, int qHeads, int d) {
-  Rng rng(seed);
-  std::vector<float> q(static_cast<size_t>(n * qHeads * d));
-  for (float &x : q)
-    x = static_cast<float>(rng.normal());
-  return q;
-}
-
-std::vector<float> attend(const kvq_cache_t *c, const std::vector<float> &q,
-                          int64_t n, int qHeads, int d) {
-  std::vector<float> out(static_cast<size_t>(n * qHeads * d));
-  EXPECT_EQ(kvq_cache_attend(c, 0, q.data(), n, qHeads, out.data()), KVQ_OK)
-      << kvq_last_error();
-  return out;
-}
-
 bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() &&
          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -107,14 +91,16 @@ TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
     Cache c(cfg);
     feed(c.h, kv, sh.tokens - 100);
     const std::vector<float> q =
-        queries(11 + sh.queries, sh.queries, qHeads, d);
-    const std::vector<float> serial = attend(c.h, q, sh.queries, qHeads, d);
+        randomQueries(11 + sh.queries, sh.queries, qHeads, d);
+    const std::vector<float> serial =
+        attendQueries(c.h, 0, q, sh.queries, qHeads);
     for (int threads : {2, 3, 8}) {
       TestPool pool;
       pool.threads = threads;
       const kvq_parallel p = pool.handle();
       ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK) << kvq_last_error();
-      EXPECT_TRUE(sameBits(attend(c.h, q, sh.queries, qHeads, d), serial))
+      EXPECT_TRUE(
+          sameBits(attendQueries(c.h, 0, q, sh.queries, qHeads), serial))
           << threads << " threads, " << sh.tokens << " tokens, " << sh.queries
           << " queries";
       EXPECT_EQ(pool.calls, 1);
@@ -137,8 +123,9 @@ TEST_P(ParallelAttend, MergedRangesAgreeWithFloat64AttentionOverFetch) {
     pool.threads = 2;
     const kvq_parallel p = pool.handle();
     ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
-    const std::vector<float> q = queries(5 + sh.queries, sh.queries, qHeads, d);
-    const std::vector<float> got = attend(c.h, q, sh.queries, qHeads, d);
+    const std::vector<float> q =
+        randomQueries(5 + sh.queries, sh.queries, qHeads, d);
+    const std::vector<float> got = attendQueries(c.h, 0, q, sh.queries, qHeads);
     Fetched f = fetch(c.h);
     const std::vector<double> want =
         attention64(f.k, f.v, sh.tokens, 2, d, q, sh.queries, qHeads);
@@ -174,17 +161,17 @@ TEST(Parallel, OneRangeOrOneWorkerNeverCallsTheHost) {
   pool.threads = 4;
   kvq_parallel p = pool.handle();
   ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
-  const std::vector<float> q = queries(2, 1, 2, d);
-  attend(c.h, q, 1, 2, d); // 1024 tokens: one range
+  const std::vector<float> q = randomQueries(2, 1, 2, d);
+  attendQueries(c.h, 0, q, 1, 2); // 1024 tokens: one range
   EXPECT_EQ(pool.calls, 0);
   ASSERT_EQ(append(c.h, kv, 0, 1), KVQ_OK);
   p.workers = 1;
   ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
-  attend(c.h, q, 1, 2, d); // two ranges, but one worker
+  attendQueries(c.h, 0, q, 1, 2); // two ranges, but one worker
   EXPECT_EQ(pool.calls, 0);
   p.workers = 2;
   ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
-  attend(c.h, q, 1, 2, d);
+  attendQueries(c.h, 0, q, 1, 2);
   EXPECT_EQ(pool.calls, 1);
 }
 
@@ -207,13 +194,13 @@ TEST(Parallel, BadArgumentsChangeNothing) {
   }
   EXPECT_EQ(kvq_cache_set_parallel(nullptr, &good), KVQ_ERR_NULL_POINTER);
   // The cache still uses the good setting.
-  const std::vector<float> q = queries(9, 1, 2, d);
-  attend(c.h, q, 1, 2, d);
+  const std::vector<float> q = randomQueries(9, 1, 2, d);
+  attendQueries(c.h, 0, q, 1, 2);
   EXPECT_EQ(pool.calls, 1);
   // Without a parallel-for, workers are not looked at.
   kvq_parallel none{nullptr, nullptr, 0};
   EXPECT_EQ(kvq_cache_set_parallel(c.h, &none), KVQ_OK);
-  attend(c.h, q, 1, 2, d);
+  attendQueries(c.h, 0, q, 1, 2);
   EXPECT_EQ(pool.calls, 1);
 }
 
@@ -226,19 +213,19 @@ TEST(Parallel, ForksInheritTheCachesSettingAndOthersTheDefault) {
   ASSERT_EQ(kvq_set_default_parallel(&dflt), KVQ_OK);
   Cache c(config(KVQ_METHOD_KIVI_SINK, 2, d));
   feed(c.h, kv, 3000);
-  const std::vector<float> q = queries(3, 1, 2, d);
-  const std::vector<float> viaDefault = attend(c.h, q, 1, 2, d);
+  const std::vector<float> q = randomQueries(3, 1, 2, d);
+  const std::vector<float> viaDefault = attendQueries(c.h, 0, q, 1, 2);
   EXPECT_EQ(shared.calls, 1);
   ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
   kvq_cache_t *fork = nullptr;
   ASSERT_EQ(kvq_cache_fork(c.h, &fork), KVQ_OK);
-  EXPECT_TRUE(sameBits(attend(fork, q, 1, 2, d), viaDefault));
+  EXPECT_TRUE(sameBits(attendQueries(fork, 0, q, 1, 2), viaDefault));
   EXPECT_EQ(own.calls, 1);
   kvq_cache_destroy(fork);
   ASSERT_EQ(kvq_cache_set_parallel(c.h, nullptr), KVQ_OK); // the default
-  attend(c.h, q, 1, 2, d);
+  attendQueries(c.h, 0, q, 1, 2);
   EXPECT_EQ(shared.calls, 2);
   ASSERT_EQ(kvq_set_default_parallel(nullptr), KVQ_OK);
-  EXPECT_TRUE(sameBits(attend(c.h, q, 1, 2, d), viaDefault));
+  EXPECT_TRUE(sameBits(attendQueries(c.h, 0, q, 1, 2), viaDefault));
   EXPECT_EQ(shared.calls, 2);
 }

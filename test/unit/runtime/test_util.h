@@ -178,6 +178,26 @@ inline void feed(kvq_cache_t *c, const KV &kv, int64_t prefill) {
     ASSERT_EQ(append(c, kv, t, t + 1), KVQ_OK) << kvq_last_error();
 }
 
+/// n query steps of qHeads heads x d standard-normal floats from seed.
+inline std::vector<float> randomQueries(uint64_t seed, int64_t n, int qHeads,
+                                        int d) {
+  Rng rng(seed);
+  std::vector<float> q(static_cast<size_t>(n * qHeads * d));
+  for (float &x : q)
+    x = static_cast<float>(rng.normal());
+  return q;
+}
+
+/// kvq_cache_attend of the n query steps q ([n, qHeads, d]) on layer.
+inline std::vector<float> attendQueries(const kvq_cache_t *c, int32_t layer,
+                                        const std::vector<float> &q, int64_t n,
+                                        int qHeads) {
+  std::vector<float> out(q.size());
+  EXPECT_EQ(kvq_cache_attend(c, layer, q.data(), n, qHeads, out.data()), KVQ_OK)
+      << kvq_last_error();
+  return out;
+}
+
 struct Fetched {
   std::vector<float> k, v;
   std::vector<uint16_t> kh, vh;
