@@ -73,22 +73,22 @@ runtimeFieldsOf(Method method, int64_t keyBits, int64_t valueBits,
                 int64_t kvquantGroupSize, RopeAttr rope) {
   ::kvq::ConfigFields fields;
   fields.method = static_cast<int64_t>(method);
-  fields.keyBits = keyBits;
-  fields.valueBits = valueBits;
-  fields.groupSize = groupSize;
-  fields.residualLength = residualLength;
-  fields.residualMode = static_cast<int64_t>(residualMode);
-  fields.nSinkTokens = nSinkTokens;
-  fields.outlierFraction =
+  fields.key_bits = keyBits;
+  fields.value_bits = valueBits;
+  fields.group_size = groupSize;
+  fields.residual_length = residualLength;
+  fields.residual_mode = static_cast<int64_t>(residualMode);
+  fields.n_sink_tokens = nSinkTokens;
+  fields.outlier_fraction =
       static_cast<float>(outlierFraction.convertToDouble());
-  fields.lloydIters = lloydIters;
-  fields.refitInterval = refitInterval;
-  fields.kvquantNSink = kvquantNSink;
-  fields.kvquantGroupSize = kvquantGroupSize;
-  fields.ropeStyle = rope ? static_cast<int64_t>(rope.getStyle())
-                          : static_cast<int64_t>(KVQ_ROPE_NONE);
-  fields.ropeTheta = rope ? static_cast<float>(rope.getThetaValue())
-                          : ::kvq::kDefaultRopeTheta;
+  fields.lloyd_iters = lloydIters;
+  fields.refit_interval = refitInterval;
+  fields.kvquant_n_sink = kvquantNSink;
+  fields.kvquant_group_size = kvquantGroupSize;
+  fields.rope_style = rope ? static_cast<int64_t>(rope.getStyle())
+                           : static_cast<int64_t>(KVQ_ROPE_NONE);
+  fields.rope_theta = rope ? static_cast<float>(rope.getThetaValue())
+                           : ::kvq::kDefaultRopeTheta;
   return fields;
 }
 

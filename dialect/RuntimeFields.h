@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The dialect's verifiers apply the runtime's rules (kvq/config_rules.h) to
-// the values the lowering passes. Private to dialect/: kvq/config_rules.h
+// the values the lowering passes, and the lowering passes exactly these.
+// Private to dialect/ and convert-kvq-to-runtime: kvq/config_rules.h
 // declares ::kvq, which public MLIR headers must not see next to
 // mlir::kvq.
 //

@@ -12,6 +12,8 @@
 #include "kvq/passes/Passes.h"
 #include "passes/conversions/RuntimeABI.h"
 
+#include "dialect/RuntimeFields.h"
+
 #include "kvq/config_limits.h"
 #include "kvq/runtime.h"
 
@@ -100,6 +102,9 @@ public:
     return arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
                                           APFloat(float(value)));
   }
+  /// A C scalar as the constant of its ABI type.
+  Value scalar(int32_t value) { return i32(value); }
+  Value scalar(float value) { return f32(value); }
   Value indexToI64(Value index) {
     return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
                                       index);
@@ -676,28 +681,22 @@ struct CacheCreateLowering : KvqLowering<CacheCreateOp> {
     CacheType type = op.getCache().getType();
     CacheConfigAttr c = type.getConfig();
     Value slot = allocaSlot(rewriter, loc);
-    // The value given, or the method's default (5 for kivi_sink, else 0):
-    // the verifier has applied the runtime's rule for plain kivi already.
-    int64_t sinkTokens = c.getSinkTokens();
     int32_t backend = options.target == RuntimeTarget::Metal ? KVQ_BACKEND_METAL
                                                              : KVQ_BACKEND_CPU;
-    // No RoPE: style 0 (the theta is then not read; pass the default).
-    RopeAttr rope = c.getRope();
-    int32_t ropeStyle =
-        rope ? static_cast<int32_t>(rope.getStyle()) : KVQ_ROPE_NONE;
-    double ropeTheta = rope ? rope.getThetaValue() : ::kvq::kDefaultRopeTheta;
-    // The dialect's enum values are the runtime's (static_asserts in
-    // dialect/KvqAttrs.cpp).
-    b.call(RuntimeFn::CacheCreate,
-           {b.i32(static_cast<int32_t>(c.getMethod())), b.i32(c.getKeyBits()),
-            b.i32(c.getValueBits()), b.i32(c.getGroupSize()),
-            b.i32(c.getResidualLength()),
-            b.i32(static_cast<int32_t>(c.getResidualMode())), b.i32(sinkTokens),
-            b.f32(c.getOutlierFractionValue()), b.i32(c.getLloydIters()),
-            b.i32(c.getRefitInterval()), b.i32(c.getKvquantNSink()),
-            b.i32(c.getKvquantGroupSize()), b.i32(type.getLayers()),
-            b.i32(type.getKvHeads()), b.i32(type.getHeadDim()), b.i32(backend),
-            b.i32(ropeStyle), b.f32(ropeTheta), b.pointerTo(slot)});
+    // The fields as the verifier judged them (runtimeFields: n_sink_tokens
+    // defaulted per method, no RoPE as KVQ_ROPE_NONE), one operand per
+    // kvq_config field in the flat constructor's order.
+    const kvq_config cfg = ::kvq::runtimeConfig(
+        runtimeFields(c),
+        ::kvq::CacheShape{type.getLayers(), type.getKvHeads(),
+                          type.getHeadDim()},
+        backend);
+    SmallVector<Value> operands;
+#define KVQ_OPERAND(type, name) operands.push_back(b.scalar(cfg.name));
+    KVQ_CONFIG_FIELDS(KVQ_OPERAND)
+#undef KVQ_OPERAND
+    operands.push_back(b.pointerTo(slot));
+    b.call(RuntimeFn::CacheCreate, operands);
     Value handle = LLVM::IntToPtrOp::create(
         rewriter, loc, LLVM::LLVMPointerType::get(op.getContext()),
         loadSlot(rewriter, loc, slot, 0));

@@ -51,6 +51,36 @@ template <typename R, typename... Args> struct Forms<R(Args...)> {
       #MetalSymbol " is not declared as kvq/entry_points.def says");
 #include "kvq/entry_points.def"
 
+// kvq/config_fields.h lists exactly kvq_config's fields but the allocator,
+// with their types, in their order, with no gap: the flat constructors and
+// the lowering, which pass the configuration field by field, cannot skip,
+// reorder or mistype one.
+#define KVQ_FIELD_TYPE_IS(type, name)                                          \
+  static_assert(std::is_same_v<decltype(kvq_config::name), type>,              \
+                "kvq_config::" #name " is not " #type                          \
+                " as kvq/config_fields.h says");
+KVQ_CONFIG_FIELDS(KVQ_FIELD_TYPE_IS)
+#undef KVQ_FIELD_TYPE_IS
+namespace {
+#define KVQ_FIELD_SPAN(type, name) {offsetof(kvq_config, name), sizeof(type)},
+constexpr struct {
+  size_t offset, size;
+} kListedFields[] = {KVQ_CONFIG_FIELDS(KVQ_FIELD_SPAN)};
+#undef KVQ_FIELD_SPAN
+constexpr bool listedFieldsTile() {
+  size_t end = 0;
+  for (const auto &field : kListedFields) {
+    if (field.offset != end)
+      return false;
+    end += field.size;
+  }
+  return end == offsetof(kvq_config, allocator);
+}
+} // namespace
+static_assert(listedFieldsTile(),
+              "kvq/config_fields.h and kvq_config differ in their fields or "
+              "their order");
+
 // Generated code reads kvq_stats as consecutive 8-byte slots (the lowering
 // derives the slot of each field from this struct); the layout is pinned
 // because it is part of the stable ABI.
@@ -65,20 +95,12 @@ namespace {
 thread_local int32_t pendingStatus = KVQ_OK;
 } // namespace
 
-extern "C" KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
-    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
-    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
-    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
-    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
-    float rope_theta, kvq_cache_t **out) {
+extern "C" KVQ_RT_EXPORT kvq_status
+kvq_cache_create_flat(KVQ_CONFIG_FIELDS(KVQ_CONFIG_PARAM) kvq_cache_t **out) {
   return kvq::guarded("kvq_cache_create_flat", [&]() -> kvq_status {
-    kvq_config cfg = kvq::flatConfig(
-        method, key_bits, value_bits, group_size, residual_length,
-        residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
-        refit_interval, kvquant_n_sink, kvquant_group_size, num_layers,
-        num_kv_heads, head_dim, backend, rope_style, rope_theta);
-    return kvq_cache_create(&cfg, out);
+    kvq_config flat = kvq::flatConfigBase();
+    KVQ_CONFIG_FIELDS(KVQ_SET_FLAT_FIELD)
+    return kvq_cache_create(&flat, out);
   });
 }
 

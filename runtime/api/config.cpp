@@ -52,23 +52,15 @@ kvq_status kvq::validateConfig(const kvq_config &c) {
   // The rules the dialect applies too (kvq/config_rules.h), then what only
   // the runtime can be given: a backend and an allocator.
   ConfigFields fields;
-  fields.method = c.method;
-  fields.keyBits = c.key_bits;
-  fields.valueBits = c.value_bits;
-  fields.groupSize = c.group_size;
-  fields.residualLength = c.residual_length;
-  fields.residualMode = c.residual_mode;
-  fields.nSinkTokens = c.n_sink_tokens;
-  fields.outlierFraction = c.outlier_fraction;
-  fields.lloydIters = c.lloyd_iters;
-  fields.refitInterval = c.refit_interval;
-  fields.kvquantNSink = c.kvquant_n_sink;
-  fields.kvquantGroupSize = c.kvquant_group_size;
-  fields.ropeStyle = c.rope_style;
-  fields.ropeTheta = c.rope_theta;
-  if (ConfigVerdict v = checkConfig(
-          fields, CacheShape{c.num_layers, c.num_kv_heads, c.head_dim});
-      v.failed())
+  CacheShape shape;
+#define KVQ_JUDGE(type, name) fields.name = c.name;
+  KVQ_CONFIG_METHOD_FIELDS(KVQ_JUDGE)
+  KVQ_CONFIG_ROPE_FIELDS(KVQ_JUDGE)
+#undef KVQ_JUDGE
+#define KVQ_JUDGE_SHAPE(type, name) shape.name = c.name;
+  KVQ_CONFIG_SHAPE_FIELDS(KVQ_JUDGE_SHAPE)
+#undef KVQ_JUDGE_SHAPE
+  if (ConfigVerdict v = checkConfig(fields, shape); v.failed())
     return fail(v.status, "%s", v.message);
   if (c.backend != KVQ_BACKEND_CPU)
     return fail(KVQ_ERR_INVALID_ARGUMENT,
@@ -89,34 +81,8 @@ extern "C" KVQ_RT_EXPORT kvq_status kvq_config_validate(const kvq_config *cfg) {
   });
 }
 
-kvq_config kvq::flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
-                           int32_t groupSize, int32_t residualLength,
-                           int32_t residualMode, int32_t nSinkTokens,
-                           float outlierFraction, int32_t lloydIters,
-                           int32_t refitInterval, int32_t kvquantNSink,
-                           int32_t kvquantGroupSize, int32_t numLayers,
-                           int32_t numKvHeads, int32_t headDim, int32_t backend,
-                           int32_t ropeStyle, float ropeTheta) {
+kvq_config kvq::flatConfigBase() {
   kvq_config cfg;
-  // Every field but the allocator is set below: init only zeroes that one.
-  kvq_config_init(&cfg, KVQ_METHOD_FP16);
-  cfg.method = method;
-  cfg.key_bits = keyBits;
-  cfg.value_bits = valueBits;
-  cfg.group_size = groupSize;
-  cfg.residual_length = residualLength;
-  cfg.residual_mode = residualMode;
-  cfg.n_sink_tokens = nSinkTokens;
-  cfg.outlier_fraction = outlierFraction;
-  cfg.lloyd_iters = lloydIters;
-  cfg.refit_interval = refitInterval;
-  cfg.kvquant_n_sink = kvquantNSink;
-  cfg.kvquant_group_size = kvquantGroupSize;
-  cfg.num_layers = numLayers;
-  cfg.num_kv_heads = numKvHeads;
-  cfg.head_dim = headDim;
-  cfg.backend = backend;
-  cfg.rope_style = ropeStyle;
-  cfg.rope_theta = ropeTheta;
+  kvq_config_init(&cfg, KVQ_METHOD_FP16); // zeroes the allocator: malloc
   return cfg;
 }

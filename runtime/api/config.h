@@ -22,17 +22,16 @@ static_assert(limits::kLayerTokens * kMaxChannels * 2 * 2 * limits::kLayers <
 /// Full validation; distinct status per problem, message via fail().
 kvq_status validateConfig(const kvq_config &cfg);
 
-/// The configuration the flat constructors of compiled graphs
-/// (kvq_cache_create_flat, kvq_metal_cache_create_flat) receive field by
-/// field; the allocator is malloc/free (a graph cannot pass one).
-kvq_config flatConfig(int32_t method, int32_t keyBits, int32_t valueBits,
-                      int32_t groupSize, int32_t residualLength,
-                      int32_t residualMode, int32_t nSinkTokens,
-                      float outlierFraction, int32_t lloydIters,
-                      int32_t refitInterval, int32_t kvquantNSink,
-                      int32_t kvquantGroupSize, int32_t numLayers,
-                      int32_t numKvHeads, int32_t headDim, int32_t backend,
-                      int32_t ropeStyle, float ropeTheta);
+/// The body of a flat constructor (kvq_cache_create_flat,
+/// kvq_metal_cache_create_flat), whose parameters are kvq_config's fields
+/// (kvq/config_fields.h): `KVQ_CONFIG_FIELDS(KVQ_SET_FLAT_FIELD)` copies
+/// each into the kvq_config `flat` in scope. Start `flat` from
+/// flatConfigBase(): a graph cannot pass an allocator.
+#define KVQ_SET_FLAT_FIELD(type, name) flat.name = name;
+
+/// A configuration with the malloc allocator, for a flat constructor to
+/// fill (KVQ_SET_FLAT_FIELD).
+kvq_config flatConfigBase();
 
 } // namespace kvq
 

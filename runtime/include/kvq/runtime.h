@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kvq/config_fields.h"
+
 #if defined(_WIN32)
 #define KVQ_RT_EXPORT __declspec(dllexport)
 #else
@@ -501,15 +503,12 @@ KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
  * functions above take as structs, and give the status check a home.
  *===----------------------------------------------------------------------===*/
 
-/// kvq_cache_create with the configuration as scalars (in kvq_config field
-/// order; the allocator is malloc). Same ownership and statuses.
-KVQ_RT_EXPORT kvq_status kvq_cache_create_flat(
-    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
-    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
-    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
-    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
-    float rope_theta, kvq_cache_t **out);
+/// kvq_cache_create with the configuration as scalars: one parameter per
+/// field of kvq_config but the allocator (malloc), named and typed as the
+/// field, in its order (KVQ_CONFIG_FIELDS, kvq/config_fields.h). Same
+/// ownership and statuses.
+KVQ_RT_EXPORT kvq_status
+kvq_cache_create_flat(KVQ_CONFIG_FIELDS(KVQ_CONFIG_PARAM) kvq_cache_t **out);
 
 /// The check generated after every runtime call. A non-zero status is
 /// printed to stderr as "kvq: error: <site>: <status>: <message>" and kept

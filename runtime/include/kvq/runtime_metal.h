@@ -113,12 +113,7 @@ typedef struct kvq_metal_cache kvq_metal_cache_t;
 /// cache does); head_dim > 256 gives KVQ_ERR_INVALID_ARGUMENT
 /// (docs/METAL.md).
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
-    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
-    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
-    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
-    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend,
-    int32_t rope_style, float rope_theta, kvq_metal_cache_t **out);
+    KVQ_CONFIG_FIELDS(KVQ_CONFIG_PARAM) kvq_metal_cache_t **out);
 
 /// Free a Metal cache and its device buffers. Null is a no-op.
 KVQ_RT_EXPORT void kvq_metal_cache_destroy(kvq_metal_cache_t *cache);

@@ -690,12 +690,7 @@ kvq_status newCache(const char *entry, const kvq_config &cfg,
 extern "C" {
 
 KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
-    int32_t method, int32_t key_bits, int32_t value_bits, int32_t group_size,
-    int32_t residual_length, int32_t residual_mode, int32_t n_sink_tokens,
-    float outlier_fraction, int32_t lloyd_iters, int32_t refit_interval,
-    int32_t kvquant_n_sink, int32_t kvquant_group_size, int32_t num_layers,
-    int32_t num_kv_heads, int32_t head_dim, int32_t backend, int32_t rope_style,
-    float rope_theta, kvq_metal_cache_t **out) {
+    KVQ_CONFIG_FIELDS(KVQ_CONFIG_PARAM) kvq_metal_cache_t **out) {
   return kvq::guarded("kvq_metal_cache_create_flat", [&]() -> kvq_status {
     if (!out)
       return fail(KVQ_ERR_NULL_POINTER,
@@ -706,16 +701,14 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_create_flat(
                   "KVQ_BACKEND_METAL",
                   backend);
     // Validated by the CPU rules (which reject METAL), then marked Metal.
-    kvq_config cfg = flatConfig(
-        method, key_bits, value_bits, group_size, residual_length,
-        residual_mode, n_sink_tokens, outlier_fraction, lloyd_iters,
-        refit_interval, kvquant_n_sink, kvquant_group_size, num_layers,
-        num_kv_heads, head_dim, KVQ_BACKEND_CPU, rope_style, rope_theta);
-    if (kvq_status s = kvq_config_validate(&cfg))
+    kvq_config flat = flatConfigBase();
+    KVQ_CONFIG_FIELDS(KVQ_SET_FLAT_FIELD)
+    flat.backend = KVQ_BACKEND_CPU;
+    if (kvq_status s = kvq_config_validate(&flat))
       return s;
-    cfg.backend = KVQ_BACKEND_METAL;
+    flat.backend = KVQ_BACKEND_METAL;
     std::unique_ptr<kvq_metal_cache> cache;
-    if (kvq_status s = newCache("kvq_metal_cache_create_flat", cfg, cache))
+    if (kvq_status s = newCache("kvq_metal_cache_create_flat", flat, cache))
       return s;
     *out = cache.release();
     return KVQ_OK;
