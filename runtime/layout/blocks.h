@@ -15,8 +15,10 @@
 #define KVQ_RUNTIME_COMMON_BLOCKS_H
 
 #include "bitpack.h"
+#include "block_layout.h"
 #include "kvq/runtime.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -28,8 +30,18 @@ struct OutlierEntry {
   uint16_t value;
   uint16_t channel;
 };
-static_assert(sizeof(OutlierEntry) == 4, "outlier entries are 4 bytes");
+static_assert(sizeof(OutlierEntry) == KVQ_OUTLIER_BYTES &&
+                  offsetof(OutlierEntry, value) ==
+                      2 * kvq_outlier_value_half(0) &&
+                  offsetof(OutlierEntry, channel) ==
+                      2 * kvq_outlier_channel_half(0),
+              "OutlierEntry is not the entry of block_layout.h");
 constexpr int64_t kOutlierBytes = sizeof(OutlierEntry);
+
+/// An offset of block_layout.h as the stores' signed sizes.
+constexpr int64_t at(kvq_block_index offset) {
+  return static_cast<int64_t>(offset);
+}
 
 /// A list of n outlier entries at p.
 template <class Byte> struct OutlierList {
@@ -51,23 +63,32 @@ template <class Byte> struct OutlierList {
 struct UniformLayout {
   int64_t pairs = 0;
   int64_t codeBytes = 0;
-  int64_t codesOffset() const { return 4 * pairs; }
-  int64_t bytes() const { return 4 * pairs + codeBytes; }
+  int64_t codesOffset() const {
+    return at(kvq_uniform_codes_offset(static_cast<kvq_block_index>(pairs)));
+  }
+  int64_t bytes() const { return codesOffset() + codeBytes; }
 };
 
 /// A view of one uniform block's bytes (const or writable).
 template <class Byte> struct UniformBlock {
   Byte *p;
   int64_t pairs;
-  uint16_t scale(int64_t i) const { return half(i); }
-  uint16_t zero(int64_t i) const { return half(pairs + i); }
-  void setScale(int64_t i, uint16_t v) const { setHalf(i, v); }
-  void setZero(int64_t i, uint16_t v) const { setHalf(pairs + i, v); }
+  uint16_t scale(int64_t i) const { return half(scaleAt(i)); }
+  uint16_t zero(int64_t i) const { return half(zeroAt(i)); }
+  void setScale(int64_t i, uint16_t v) const { setHalf(scaleAt(i), v); }
+  void setZero(int64_t i, uint16_t v) const { setHalf(zeroAt(i), v); }
   /// The scales and then the zeros: 2 * pairs consecutive fp16 values.
   Byte *scalesThenZeros() const { return p; }
-  Byte *codes() const { return p + 4 * pairs; }
+  Byte *codes() const { return p + UniformLayout{pairs, 0}.codesOffset(); }
 
 private:
+  static int64_t scaleAt(int64_t i) {
+    return at(kvq_uniform_scale_half(static_cast<kvq_block_index>(i)));
+  }
+  int64_t zeroAt(int64_t i) const {
+    return at(kvq_uniform_zero_half(static_cast<kvq_block_index>(pairs),
+                                    static_cast<kvq_block_index>(i)));
+  }
   uint16_t half(int64_t i) const {
     uint16_t v;
     std::memcpy(&v, p + 2 * i, 2);
@@ -112,16 +133,25 @@ inline KvquantKeyRowLayout kvquantKeyRowLayout(const kvq_config &c) {
 /// A KVQuant value row: per head its 2^bits fp16 levels, then C packed
 /// level indices, then its outliers.
 struct KvquantValueRowLayout {
-  int64_t levels = 0; ///< fp16 levels of all heads
+  int64_t heads = 0, bits = 0;
   int64_t codeBytes = 0;
-  int64_t codesOffset() const { return 2 * levels; }
-  int64_t outliersOffset() const { return 2 * levels + codeBytes; }
+  /// fp16 levels of all heads.
+  int64_t levels() const {
+    return at(kvq_level_half(static_cast<kvq_block_index>(heads),
+                             static_cast<kvq_block_index>(bits), 0));
+  }
+  int64_t codesOffset() const {
+    return at(
+        kvq_kvquant_value_codes_offset(static_cast<kvq_block_index>(heads),
+                                       static_cast<kvq_block_index>(bits)));
+  }
+  int64_t outliersOffset() const { return codesOffset() + codeBytes; }
   int64_t bytes(int64_t outliers) const {
     return outliersOffset() + kOutlierBytes * outliers;
   }
 };
 inline KvquantValueRowLayout kvquantValueRowLayout(const kvq_config &c) {
-  return {int64_t{c.num_kv_heads} << c.value_bits,
+  return {c.num_kv_heads, c.value_bits,
           packedBytes(channelsOf(c), c.value_bits)};
 }
 
@@ -129,16 +159,21 @@ inline KvquantValueRowLayout kvquantValueRowLayout(const kvq_config &c) {
 /// (frozen levels only) per channel the fp16 outlier threshold that screens
 /// decode keys.
 struct KvquantTableLayout {
-  int64_t channels = 0, levels = 0;
+  int64_t channels = 0, bits = 0;
   bool thresholds = false;
-  int64_t levelAt(int64_t c, int64_t l) const { return c * levels + l; }
-  int64_t thresholdAt(int64_t c) const { return channels * levels + c; }
+  int64_t levels() const { return int64_t{1} << bits; }
+  int64_t levelAt(int64_t c, int64_t l) const {
+    return at(kvq_level_half(static_cast<kvq_block_index>(c),
+                             static_cast<kvq_block_index>(bits),
+                             static_cast<kvq_block_index>(l)));
+  }
+  int64_t thresholdAt(int64_t c) const { return levelAt(channels, 0) + c; }
   int64_t bytes() const {
-    return 2 * channels * levels + (thresholds ? 2 * channels : 0);
+    return 2 * (levelAt(channels, 0) + (thresholds ? channels : 0));
   }
 };
 inline KvquantTableLayout kvquantTableLayout(const kvq_config &c) {
-  return {channelsOf(c), int64_t{1} << c.key_bits, c.refit_interval == 0};
+  return {channelsOf(c), c.key_bits, c.refit_interval == 0};
 }
 
 } // namespace kvq

@@ -286,7 +286,7 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
         takeBytes(r, tableBytes, "kvquant layer: key levels", &st);
     if (!t)
       return st;
-    if (!halvesFinite(t, C * table.levels))
+    if (!halvesFinite(t, C * table.levels()))
       return fail(kCorrupt,
                   "kvquant layer: segment %lld: a level is not "
                   "finite",
@@ -322,7 +322,7 @@ kvq_status kvq::readSection(ByteReader &r, const kvq_config &cfg,
         takeBytes(r, valueRow.bytes(vOut), "kvquant layer: value row", &st);
     if (!v)
       return st;
-    if (!halvesFinite(v, valueRow.levels) ||
+    if (!halvesFinite(v, valueRow.levels()) ||
         !outliersOk(v + valueRow.outliersOffset(), vOut, C))
       return fail(kCorrupt,
                   "kvquant layer: token %lld: bad value levels or "

@@ -45,15 +45,15 @@ inline float kvq_kvq_patch(device const uchar *list, uint count, uint c,
   uint first = 0u, n = count;
   while (n > 0u) { // lower bound of c among the channels
     uint step = n / 2u;
-    if (kvq_kvq_u16(list, 2ul * ulong(first + step) + 1ul) < c) {
+    if (kvq_kvq_u16(list, kvq_outlier_channel_half(first + step)) < c) {
       first += step + 1u;
       n -= step + 1u;
     } else {
       n = step;
     }
   }
-  if (first < count && kvq_kvq_u16(list, 2ul * ulong(first) + 1ul) == c)
-    return float(as_type<half>(ushort(kvq_kvq_u16(list, 2ul * ulong(first)))));
+  if (first < count && kvq_kvq_u16(list, kvq_outlier_channel_half(first)) == c)
+    return float(as_type<half>(ushort(kvq_kvq_u16(list, kvq_outlier_value_half(first)))));
   return dense;
 }
 
@@ -71,7 +71,7 @@ inline float kvq_kvq_key(device const kvq_metal_kvquant_token *tok,
       (device const half *)(tables +
                             ulong(tok[t].segment) * ulong(p.table_stride));
   const uint code = kvq_code_at(row, KVQ_K_CODES_PACKED, c, p.key_bits);
-  const float dense = float(levels[(c << p.key_bits) + ulong(code)]);
+  const float dense = float(levels[kvq_level_half(c, p.key_bits, code)]);
   return kvq_kvq_patch(row + p.key_codes, tok[t].kout, uint(c), dense);
 }
 
@@ -105,10 +105,10 @@ inline float kvq_kvq_value(device const kvq_metal_kvquant_token *tok,
   device const uchar *block = varena + tok[t].vblock;
   device const half *levels = (device const half *)block;
   device const uchar *packed =
-      block + 2ul * (ulong(p.kv_heads) << p.value_bits);
+      block + kvq_kvquant_value_codes_offset(p.kv_heads, p.value_bits);
   const uint code = kvq_code_at(packed, KVQ_K_CODES_PACKED, c, p.value_bits);
   const float dense =
-      float(levels[((c / ulong(p.head_dim)) << p.value_bits) + ulong(code)]);
+      float(levels[kvq_level_half(c / ulong(p.head_dim), p.value_bits, code)]);
   return kvq_kvq_patch(packed + p.value_codes, tok[t].vout, uint(c), dense);
 }
 

@@ -38,9 +38,10 @@ inline float kvq_cache_key(device const int *kref, device const half *pool,
   ulong row = ulong(-(ref + 1));
   device const uchar *block = karena + kgoff[t / ulong(p.group)];
   device const half *params = (device const half *)block;
-  uint code = kvq_code_at(block + 4ul * channels, KVQ_K_CODES_PACKED,
-                          row * channels + c, p.key_bits);
-  return kvq_uniform_value(code, float(params[c]), float(params[channels + c]));
+  uint code = kvq_code_at(block + kvq_uniform_codes_offset(channels),
+                          KVQ_K_CODES_PACKED, row * channels + c, p.key_bits);
+  return kvq_uniform_value(code, float(params[kvq_uniform_scale_half(c)]),
+                           float(params[kvq_uniform_zero_half(channels, c)]));
 }
 
 /// Key element (t, c) as attention and fetch use it: rotated at position t
@@ -72,9 +73,10 @@ inline float kvq_cache_value(device const int *vref, device const half *pool,
   device const uchar *block = vq + t * ulong(p.value_stride);
   device const half *params = (device const half *)block;
   ulong g = c / ulong(p.group);
-  uint code =
-      kvq_code_at(block + 4ul * groups, KVQ_K_CODES_PACKED, c, p.value_bits);
-  return kvq_uniform_value(code, float(params[g]), float(params[groups + g]));
+  uint code = kvq_code_at(block + kvq_uniform_codes_offset(groups),
+                          KVQ_K_CODES_PACKED, c, p.value_bits);
+  return kvq_uniform_value(code, float(params[kvq_uniform_scale_half(g)]),
+                           float(params[kvq_uniform_zero_half(groups, g)]));
 }
 
 kernel void kvq_cache_fetch(device const int *kref [[buffer(0)]],

@@ -19,6 +19,7 @@
 #pragma METAL fp contract(off)
 #endif
 
+#include "block_layout.h" // runtime/layout: the blocks the host writes
 #include "kvq_params.h"
 
 /// kvq_dtype values and code layouts (runtime.h).

@@ -46,7 +46,7 @@ TEST(Blocks, KvquantLayouts) {
   EXPECT_EQ(key.codeBytes, 48); // 128 x 3 bits
   EXPECT_EQ(key.bytes(5), 48 + 20);
   KvquantValueRowLayout value = kvquantValueRowLayout(c);
-  EXPECT_EQ(value.levels, 32); // 2 heads x 16 levels
+  EXPECT_EQ(value.levels(), 32); // 2 heads x 16 levels
   EXPECT_EQ(value.codesOffset(), 64);
   EXPECT_EQ(value.outliersOffset(), 64 + 64);
   EXPECT_EQ(value.bytes(2), 128 + 8);
