@@ -61,22 +61,40 @@ kvq_status checkNuqGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
 }
 
 /// One branch-free pass over `n` levels in tables of `count` (it
-/// vectorizes: it runs on every kvq_nuq_quant call, and the scalar checks
-/// cost as much as the kernel): all finite, each table ascending. Finite
-/// fp16 values order as the integers sign ? -magnitude : magnitude, which
-/// makes -0 and +0 equal as float comparison does.
+/// vectorizes in 16-bit lanes: it runs on every kvq_nuq_quant call, and the
+/// scalar checks cost as much as the kernel): all finite, each table
+/// ascending. Finite fp16 values order as the integers sign ? -magnitude :
+/// magnitude, which makes -0 and +0 equal as float comparison does. The
+/// first level of a table is not compared with the one before it: a
+/// 16-entry mask, periodic in count (a power of two <= 16 here), skips it.
 bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
                               int64_t count) {
   auto key = [](uint16_t h) {
-    const int32_t mag = h & 0x7fff;
-    return (h & 0x8000) ? -mag : mag;
+    const int16_t mag = static_cast<int16_t>(h & 0x7fff);
+    return static_cast<int16_t>((h & 0x8000) ? -mag : mag);
   };
-  unsigned bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    bad |= (levels[i] & 0x7c00u) == 0x7c00u;
-  for (int64_t i = 1; i < n; ++i)
-    bad |= ((i & (count - 1)) != 0) & (key(levels[i]) < key(levels[i - 1]));
-  return bad == 0;
+  uint16_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) // exponent 0x1f carries into bit 15
+    bad |= static_cast<uint16_t>((levels[i] & 0x7c00u) + 0x0400u);
+  if (count > 16) {
+    for (int64_t i = 1; i < n; ++i)
+      if (i % count != 0 && key(levels[i]) < key(levels[i - 1]))
+        return false;
+    return (bad & 0x8000u) == 0;
+  }
+  uint16_t inside[16];
+  for (int j = 0; j < 16; ++j)
+    inside[j] = (j % count) != 0 ? 0xffffu : 0u;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 1; j < 16; ++j)
+      bad |= static_cast<uint16_t>(
+          inside[j] &
+          (key(levels[i + j]) < key(levels[i + j - 1]) ? 0x8000u : 0u));
+  for (int64_t k = i + 1; k < n; ++k)
+    if ((k - i) % count != 0 && key(levels[k]) < key(levels[k - 1]))
+      return false;
+  return (bad & 0x8000u) == 0;
 }
 
 } // namespace

@@ -59,21 +59,37 @@ struct SharedTable {
   __m512i first;
 };
 
-KVQ_AVX512 inline SharedTable loadShared(const uint16_t *levels, int count) {
-  __m256i h = _mm256_setzero_si256();
-  std::memcpy(&h, levels, static_cast<size_t>(count) * 2);
-  const __m512 t = _mm512_cvtph_ps(h);
+template <int Count>
+KVQ_AVX512 inline SharedTable loadShared(const uint16_t *levels) {
+  // Loads of exactly the table's size: a copy through the stack would
+  // stall on store forwarding once per table.
+  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+  static_assert(Count == 2 || Count == 4 || Count == 8 || Count == 16,
+                "2 to 16 levels");
+  if constexpr (Count == 16) {
+    lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(levels));
+    hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(levels + 8));
+  } else if constexpr (Count == 8) {
+    lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(levels));
+  } else if constexpr (Count == 4) {
+    lo = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(levels));
+  } else {
+    uint32_t w;
+    std::memcpy(&w, levels, 4);
+    lo = _mm_cvtsi32_si128(static_cast<int>(w));
+  }
+  const __m512 t = _mm512_cvtph_ps(_mm256_set_m128i(hi, lo));
   const __m512i idx = laneIndex();
   const __m512i prev = _mm512_max_epi32(
       _mm512_sub_epi32(idx, _mm512_set1_epi32(1)), _mm512_setzero_si512());
   // Lane l points at l - 1 when both hold the same value (-0 == +0, as in
-  // the reference's lower_bound); four pointer doublings reach the first
-  // lane of any run of at most 16.
+  // the reference's lower_bound); log2(Count) pointer doublings reach the
+  // first lane of any run of at most Count.
   const __mmask16 same = static_cast<__mmask16>(
       _mm512_cmp_ps_mask(t, _mm512_permutexvar_ps(prev, t), _CMP_EQ_OQ) &
       0xfffeu);
   __m512i p = _mm512_mask_mov_epi32(idx, same, prev);
-  for (int k = 0; k < 4; ++k)
+  for (int k = 1; k < Count; k *= 2)
     p = _mm512_permutexvar_epi32(p, p);
   return {t, p};
 }
@@ -110,12 +126,12 @@ KVQ_AVX512 inline __m512i nearestShared(const SharedTable &t, __m512 x) {
 }
 
 /// Per-token groups of a multiple of 32, one table per group.
-template <int Bits>
+template <int Bits, int Layout>
 KVQ_AVX512 void nuqRows(const void *x, kvq_dtype dtype, const Grid &g,
-                        const uint16_t *levels, int layout, uint8_t *codes) {
-  constexpr int bits = Bits, count = 1 << Bits;
+                        const uint16_t *levels, uint8_t *codes) {
+  constexpr int bits = Bits, count = 1 << Bits, layout = Layout;
   for (int64_t v = 0; v < g.vectors(); ++v) {
-    const SharedTable t = loadShared(levels + v * count, count);
+    const SharedTable t = loadShared<count>(levels + v * count);
     const int64_t base = g.base(v);
     for (int64_t i = 0; i < g.group; i += 32) {
       const __m512i a = nearestShared<count>(t, load16(x, dtype, base + i));
@@ -131,10 +147,11 @@ KVQ_AVX512 void nuqRows(const void *x, kvq_dtype dtype, const Grid &g,
 //===----------------------------------------------------------------------===//
 
 /// Level-major tables of sixteen channels: level l of lane i at
-/// level[l][i], and the first index of that level's value.
+/// level[l][i], and what the scan needs of index l in one word:
+/// (l + 1) << 8 | the first index of level l's value.
 struct LaneTables {
   alignas(64) float level[16][16];
-  alignas(64) int32_t first[16][16];
+  alignas(64) int32_t index[16][16];
 };
 
 /// Transpose the tables of channels 16 * half .. + 16 from `conv` (the
@@ -154,42 +171,43 @@ KVQ_AVX512 inline void buildLanes(LaneTables &t, const float *conv, int count,
                                     _mm512_cmp_ps_mask(lv, prev, _CMP_EQ_OQ),
                                     first);
     _mm512_store_ps(t.level[l], lv);
-    _mm512_store_si512(t.first[l], first);
+    _mm512_store_si512(t.index[l],
+                       _mm512_or_si512(_mm512_set1_epi32((l + 1) << 8), first));
     prev = lv;
   }
 }
 
 /// nearestLevel of sixteen values, lane i against table i. The levels are
 /// ascending, so the lanes where level l < x form a prefix of l: the last
-/// masked move leaves level[hi - 1], level[hi] and first[hi - 1].
+/// masked moves leave level[hi - 1], level[hi] and index[hi - 1], which
+/// holds hi and the first index of level[hi - 1]'s value (0 and 0 when no
+/// level is below x: x at or below level 0, or NaN, returns 0 either way).
 template <int Count>
 KVQ_AVX512 inline __m512i nearestLanes(const LaneTables &t, __m512 x) {
   constexpr int count = Count;
-  const __m512i one = _mm512_set1_epi32(1);
   __m512 lvLo = _mm512_load_ps(t.level[0]), lvHi = lvLo;
-  __m512i hi = _mm512_setzero_si512(), first = _mm512_setzero_si512();
+  __m512i index = _mm512_setzero_si512();
   __mmask16 below = 0;
   for (int l = 0; l < count; ++l) {
     const __m512 lv = _mm512_load_ps(t.level[l]);
     below = _mm512_cmp_ps_mask(lv, x, _CMP_LT_OQ);
     lvLo = _mm512_mask_mov_ps(lvLo, below, lv);
-    first = _mm512_mask_mov_epi32(first, below, _mm512_load_si512(t.first[l]));
-    hi = _mm512_mask_add_epi32(hi, below, hi, one);
+    index = _mm512_mask_mov_epi32(index, below, _mm512_load_si512(t.index[l]));
     if (l + 1 < count)
       lvHi = _mm512_mask_mov_ps(lvHi, below, _mm512_load_ps(t.level[l + 1]));
   }
-  // hi == 0 (x at or below level 0, or NaN) returns 0 either way.
   const __m512 dLo = _mm512_sub_ps(x, lvLo), dHi = _mm512_sub_ps(lvHi, x);
   const __mmask16 takeHi = _mm512_mask_cmp_ps_mask(
       static_cast<__mmask16>(~below), dHi, dLo, _CMP_LT_OQ);
-  return _mm512_mask_mov_epi32(first, takeHi, hi);
+  return _mm512_mask_srli_epi32(
+      _mm512_and_si512(index, _mm512_set1_epi32(0xff)), takeHi, index, 8);
 }
 
 /// Per-channel groups, 32 columns at a time (cols % 32 == 0).
-template <int Bits>
+template <int Bits, int Layout>
 KVQ_AVX512 void nuqColumns(const void *x, kvq_dtype dtype, const Grid &g,
-                           const uint16_t *levels, int layout, uint8_t *codes) {
-  constexpr int bits = Bits, count = 1 << Bits;
+                           const uint16_t *levels, uint8_t *codes) {
+  constexpr int bits = Bits, count = 1 << Bits, layout = Layout;
   const int64_t C = g.cols, G = g.group;
   alignas(64) float conv[32 * 16];
   LaneTables t[2];
@@ -218,25 +236,41 @@ KVQ_AVX512 void nuqColumns(const void *x, kvq_dtype dtype, const Grid &g,
     }
 }
 
+using Kernel = void (*)(const void *, kvq_dtype, const Grid &, const uint16_t *,
+                        uint8_t *);
+
+/// Bits and layout as template arguments: writeCodes32 folds to one
+/// packing and the level loops unroll.
+template <int Bits> KVQ_AVX512 Kernel pick(bool rows, int layout) {
+  if (layout == KVQ_CODES_PACKED)
+    return rows ? nuqRows<Bits, KVQ_CODES_PACKED>
+                : nuqColumns<Bits, KVQ_CODES_PACKED>;
+  return rows ? nuqRows<Bits, KVQ_CODES_UNPACKED>
+              : nuqColumns<Bits, KVQ_CODES_UNPACKED>;
+}
+
 KVQ_AVX512 void nuqQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
                                int bits, const uint16_t *levels, int layout,
                                uint8_t *codes) {
   const bool rows = g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0;
   const bool cols = g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0;
+  Kernel k = nullptr;
   if (rows || cols)
     switch (bits) {
     case 2:
-      return rows ? nuqRows<2>(x, dtype, g, levels, layout, codes)
-                  : nuqColumns<2>(x, dtype, g, levels, layout, codes);
+      k = pick<2>(rows, layout);
+      break;
     case 3:
-      return rows ? nuqRows<3>(x, dtype, g, levels, layout, codes)
-                  : nuqColumns<3>(x, dtype, g, levels, layout, codes);
+      k = pick<3>(rows, layout);
+      break;
     case 4:
-      return rows ? nuqRows<4>(x, dtype, g, levels, layout, codes)
-                  : nuqColumns<4>(x, dtype, g, levels, layout, codes);
+      k = pick<4>(rows, layout);
+      break;
     default:
       break;
     }
+  if (k)
+    return k(x, dtype, g, levels, codes);
   x86::nuqQuantAvx2(x, dtype, g, bits, levels, layout, codes);
 }
 
