@@ -11,25 +11,18 @@
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
+#include "avx512_util.h"
 #include "x86_kernels.h"
 
 #include "kernels.h"
 
 #include <algorithm>
 
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
-
 using namespace kvq;
 using namespace kvq::avx2;
+using namespace kvq::avx512;
 
 namespace {
-
-KVQ_AVX512 inline __m512 load16(const void *x, kvq_dtype dtype, int64_t i) {
-  if (dtype == KVQ_DTYPE_F16)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-        static_cast<const uint16_t *>(x) + i)));
-  return _mm512_loadu_ps(static_cast<const float *>(x) + i);
-}
 
 template <bool IsMax> KVQ_AVX512 inline __m512 op16(__m512 a, __m512 b) {
   return IsMax ? _mm512_max_ps(a, b) : _mm512_min_ps(a, b);
@@ -110,9 +103,7 @@ KVQ_AVX512 inline __m256i codes32(__m512 a0, __m512 a1, __m512 s0, __m512 r0,
   const __m512i zero = _mm512_setzero_si512();
   k0 = _mm512_min_epi32(_mm512_max_epi32(k0, zero), maxc);
   k1 = _mm512_min_epi32(_mm512_max_epi32(k1, zero), maxc);
-  return _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm512_cvtepi32_epi8(k0)),
-      _mm512_cvtepi32_epi8(k1), 1);
+  return narrow16x2(k0, k1);
 }
 
 /// Per-token groups of a multiple of 32, sixteen groups per step (a last

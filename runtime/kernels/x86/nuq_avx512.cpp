@@ -15,32 +15,18 @@
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
+#include "avx512_util.h"
 #include "x86_kernels.h"
 
 #include "kernels.h"
 
 #include <cstring>
 
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
-
 using namespace kvq;
 using namespace kvq::avx2;
+using namespace kvq::avx512;
 
 namespace {
-
-KVQ_AVX512 inline __m512 load16(const void *x, kvq_dtype dtype, int64_t i) {
-  if (dtype == KVQ_DTYPE_F16)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-        static_cast<const uint16_t *>(x) + i)));
-  return _mm512_loadu_ps(static_cast<const float *>(x) + i);
-}
-
-/// Two vectors of sixteen int32 codes (each < 256) -> 32 bytes in order.
-KVQ_AVX512 inline __m256i narrow16x2(__m512i a, __m512i b) {
-  return _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm512_cvtepi32_epi8(a)), _mm512_cvtepi32_epi8(b),
-      1);
-}
 
 KVQ_AVX512 inline __m512i laneIndex() {
   return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
