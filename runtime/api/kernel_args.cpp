@@ -60,6 +60,43 @@ kvq_status checkNuqGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
   return checkHalfTable(levels, g->vectors() * (int64_t{1} << bits), "level");
 }
 
+/// One branch-free pass over `n` levels in tables of `count` (it
+/// vectorizes in 16-bit lanes: it runs on every kvq_nuq_quant call, and the
+/// scalar checks cost as much as the kernel): all finite, each table
+/// ascending. Finite fp16 values order as the integers sign ? -magnitude :
+/// magnitude, which makes -0 and +0 equal as float comparison does. The
+/// first level of a table is not compared with the one before it: a
+/// 16-entry mask, periodic in count (a power of two <= 16 here), skips it.
+bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
+                              int64_t count) {
+  auto key = [](uint16_t h) {
+    const int16_t mag = static_cast<int16_t>(h & 0x7fff);
+    return static_cast<int16_t>((h & 0x8000) ? -mag : mag);
+  };
+  uint16_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) // exponent 0x1f carries into bit 15
+    bad |= static_cast<uint16_t>((levels[i] & 0x7c00u) + 0x0400u);
+  if (count > 16) {
+    for (int64_t i = 1; i < n; ++i)
+      if (i % count != 0 && key(levels[i]) < key(levels[i - 1]))
+        return false;
+    return (bad & 0x8000u) == 0;
+  }
+  uint16_t inside[16];
+  for (int j = 0; j < 16; ++j)
+    inside[j] = (j % count) != 0 ? 0xffffu : 0u;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 1; j < 16; ++j)
+      bad |= static_cast<uint16_t>(
+          inside[j] &
+          (key(levels[i + j]) < key(levels[i + j - 1]) ? 0x8000u : 0u));
+  for (int64_t k = i + 1; k < n; ++k)
+    if ((k - i) % count != 0 && key(levels[k]) < key(levels[k - 1]))
+      return false;
+  return (bad & 0x8000u) == 0;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -131,11 +168,12 @@ kvq_status kvq::checkLayout(kvq_code_layout layout) {
 kvq_status kvq::checkFinite(const void *x, kvq_dtype dtype, int64_t n) {
   bool bad = false;
   if (dtype == KVQ_DTYPE_F16) {
+    // Exponent 0x1f carries into bit 15; 16-bit lanes, full vectors.
     const uint16_t *h = static_cast<const uint16_t *>(x);
-    unsigned any = 0;
+    uint16_t any = 0;
     for (int64_t i = 0; i < n; ++i)
-      any |= (h[i] & 0x7c00u) == 0x7c00u;
-    bad = any != 0;
+      any |= static_cast<uint16_t>((h[i] & 0x7c00u) + 0x0400u);
+    bad = (any & 0x8000u) != 0;
   } else {
     const float *f = static_cast<const float *>(x);
     unsigned any = 0;
@@ -282,9 +320,14 @@ kvq_status kvq::validateNuqQuantArgs(const char *entry, const void *x,
   if (!x || !levels || !codes)
     return nullArgs(entry, "x, levels and codes");
   if (kvq_status s =
-          checkNuqGrid(dtype, bits, rows, cols, axis, group, layout, levels, g))
+          checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
     return s;
   const int64_t count = int64_t{1} << bits;
+  if (levelsFiniteAndAscending(levels, g->vectors() * count, count))
+    return checkFinite(x, dtype, rows * cols);
+  // Some table is bad: the checks in their order name the first offender.
+  if (kvq_status s = checkHalfTable(levels, g->vectors() * count, "level"))
+    return s;
   for (int64_t v = 0; v < g->vectors(); ++v)
     for (int64_t l = 1; l < count; ++l)
       if (halfToFloat(levels[v * count + l]) <

@@ -136,11 +136,33 @@ KVQ_AVX2 inline void writeCodes32(uint8_t *codes, int layout, int64_t e,
                                       _mm256_extracti128_si256(w, 1)));
     return;
   }
-  // 3 bits: eight codes at a time through the scalar shift-or packing.
+  if (bits == 3) {
+    // Byte pairs (c0 + c1 << 3), word pairs (12 bits per dword), dword
+    // pairs (24 bits, eight codes, per qword); then the three low bytes of
+    // each qword, six per 128-bit lane, twelve bytes stored exactly.
+    const __m256i d = _mm256_madd_epi16(
+        _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x0801)),
+        _mm256_set1_epi32(0x00400001));
+    const __m256i q =
+        _mm256_or_si256(_mm256_and_si256(d, _mm256_set1_epi64x(0xfff)),
+                        _mm256_srli_epi64(d, 20));
+    const __m256i g = _mm256_shuffle_epi8(
+        q, _mm256_setr_epi8(0, 1, 2, 8, 9, 10, -1, -1, -1, -1, -1, -1, -1, -1,
+                            -1, -1, 0, 1, 2, 8, 9, 10, -1, -1, -1, -1, -1, -1,
+                            -1, -1, -1, -1));
+    const __m128i r =
+        _mm_or_si128(_mm256_castsi256_si128(g),
+                     _mm_slli_si128(_mm256_extracti128_si256(g, 1), 6));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), r);
+    const uint32_t tail = static_cast<uint32_t>(_mm_extract_epi32(r, 2));
+    std::memcpy(p + 8, &tail, 4);
+    return;
+  }
+  // Other widths: eight codes at a time through the scalar shift-or packing.
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), bytes);
   for (int i = 0; i < 4; ++i)
-    storeBytes(p + 3 * i, compress8(lanes[i], 3), 3);
+    storeBytes(p + bits * i, compress8(lanes[i], bits), bits);
 }
 
 /// Read 8 codes of elements [e, e+8) as int32 lanes.

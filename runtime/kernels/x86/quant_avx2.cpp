@@ -20,6 +20,23 @@
 using namespace kvq;
 using namespace kvq::avx2;
 
+/// The reference takes the first minimal element, so a minimum of zero
+/// carries the sign of the first zero in the group (it ends up in the fp16
+/// zero point). SIMD min does not know the order: look it up.
+float kvq::x86::fixZeroSign(float lo, const void *x, kvq_dtype dtype,
+                            int64_t base, int64_t n, int64_t stride) {
+  if (lo != 0.0f)
+    return lo;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = loadElement(x, dtype, base + i * stride);
+    if (v == 0.0f)
+      return v;
+  }
+  return lo;
+}
+
+using kvq::x86::fixZeroSign;
+
 namespace {
 
 /// Codes of 8 values: clamp(rint((x - z) / s), 0, maxc), 0 where s == 0.
@@ -70,21 +87,6 @@ KVQ_AVX2 inline __m256i fastCodes8(__m256 a, __m256 r, __m256 &near) {
 KVQ_AVX2 inline __m256i exactCodes8(__m256 a, __m256 s, __m256 nonzero) {
   const __m256 t = _mm256_min_ps(_mm256_div_ps(a, s), _mm256_set1_ps(512.0f));
   return _mm256_and_si256(_mm256_cvtps_epi32(t), _mm256_castps_si256(nonzero));
-}
-
-/// The reference takes the first minimal element, so a minimum of zero
-/// carries the sign of the first zero in the group (it ends up in the fp16
-/// zero point). SIMD min does not know the order: look it up.
-float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
-                  int64_t n, int64_t stride) {
-  if (lo != 0.0f)
-    return lo;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = loadElement(x, dtype, base + i * stride);
-    if (v == 0.0f)
-      return v;
-  }
-  return lo;
 }
 
 /// fp16 scale/zero of eight groups from their min/max, as uniformParams
@@ -290,6 +292,11 @@ KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype, const Grid &g,
       }
       for (int64_t i = 0; i < G; ++i) {
         const int64_t e = base + i * C;
+        // The next 32 columns' rows are a stride apart, which the hardware
+        // prefetchers miss: fetch them while this chunk computes.
+        _mm_prefetch(static_cast<const char *>(x) +
+                         (e + 32) * (dtype == KVQ_DTYPE_F16 ? 2 : 4),
+                     _MM_HINT_T0);
         __m256 a[4];
         __m256i k[4];
         __m256 near = _mm256_setzero_ps();
@@ -346,20 +353,6 @@ KVQ_AVX2 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
             codes, layout, base + i * C, bits,
             quantize8(load8(x, dtype, base + i * C), z, s, r, maxc, nz));
     }
-}
-
-KVQ_AVX2 void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g,
-                             int bits, const uint8_t *exclude, int layout,
-                             uint8_t *codes, uint16_t *scale, uint16_t *zero) {
-  if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0)
-    return groupQuantRows32(x, dtype, g, bits, layout, codes, scale, zero);
-  if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0)
-    return groupQuantColumns32(x, dtype, g, bits, layout, codes, scale, zero);
-  if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0)
-    return groupQuantRows(x, dtype, g, bits, layout, codes, scale, zero);
-  if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0)
-    return groupQuantColumns(x, dtype, g, bits, layout, codes, scale, zero);
-  groupQuantRef(x, dtype, g, bits, exclude, layout, codes, scale, zero);
 }
 
 KVQ_AVX2 void groupDequantAvx2(const uint8_t *codes, int layout,
@@ -449,39 +442,6 @@ KVQ_AVX2 inline __m256i nearest8(const LaneLevels &t, __m256 x) {
   return _mm256_blendv_epi8(first, hi, takeHi);
 }
 
-KVQ_AVX2 void nuqQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g,
-                           int bits, const uint16_t *levels, int layout,
-                           uint8_t *codes) {
-  const int count = 1 << bits;
-  LaneLevels t;
-  t.count = count;
-  if (count <= 16 && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
-    for (int64_t v = 0; v < g.vectors(); ++v) {
-      for (int lane = 0; lane < 8; ++lane)
-        setLane(t, lane, levels + v * count, count);
-      const int64_t base = g.base(v);
-      for (int64_t i = 0; i < g.group; i += 8)
-        writeCodes8(codes, layout, base + i, bits,
-                    nearest8(t, load8(x, dtype, base + i)));
-    }
-    return;
-  }
-  if (count <= 16 && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0) {
-    const int64_t C = g.cols, G = g.group;
-    for (int64_t rg = 0; rg < g.rows / G; ++rg)
-      for (int64_t c = 0; c < C; c += 8) {
-        for (int lane = 0; lane < 8; ++lane)
-          setLane(t, lane, levels + (rg * C + c + lane) * count, count);
-        for (int64_t i = 0; i < G; ++i) {
-          const int64_t e = (rg * G + i) * C + c;
-          writeCodes8(codes, layout, e, bits, nearest8(t, load8(x, dtype, e)));
-        }
-      }
-    return;
-  }
-  nuqQuantRef(x, dtype, g, bits, levels, layout, codes);
-}
-
 KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
                              const uint16_t *levels, const Grid &g, int bits,
                              void *out, kvq_dtype dtype) {
@@ -569,13 +529,63 @@ KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
 
 } // namespace
 
+KVQ_AVX2 void kvq::x86::groupQuantAvx2(const void *x, kvq_dtype dtype,
+                                       const Grid &g, int bits,
+                                       const uint8_t *exclude, int layout,
+                                       uint8_t *codes, uint16_t *scale,
+                                       uint16_t *zero) {
+  if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0)
+    return groupQuantRows32(x, dtype, g, bits, layout, codes, scale, zero);
+  if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0)
+    return groupQuantColumns32(x, dtype, g, bits, layout, codes, scale, zero);
+  if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0)
+    return groupQuantRows(x, dtype, g, bits, layout, codes, scale, zero);
+  if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0)
+    return groupQuantColumns(x, dtype, g, bits, layout, codes, scale, zero);
+  groupQuantRef(x, dtype, g, bits, exclude, layout, codes, scale, zero);
+}
+
+KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const void *x, kvq_dtype dtype,
+                                     const Grid &g, int bits,
+                                     const uint16_t *levels, int layout,
+                                     uint8_t *codes) {
+  const int count = 1 << bits;
+  LaneLevels t;
+  t.count = count;
+  if (count <= 16 && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
+    for (int64_t v = 0; v < g.vectors(); ++v) {
+      for (int lane = 0; lane < 8; ++lane)
+        setLane(t, lane, levels + v * count, count);
+      const int64_t base = g.base(v);
+      for (int64_t i = 0; i < g.group; i += 8)
+        writeCodes8(codes, layout, base + i, bits,
+                    nearest8(t, load8(x, dtype, base + i)));
+    }
+    return;
+  }
+  if (count <= 16 && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0) {
+    const int64_t C = g.cols, G = g.group;
+    for (int64_t rg = 0; rg < g.rows / G; ++rg)
+      for (int64_t c = 0; c < C; c += 8) {
+        for (int lane = 0; lane < 8; ++lane)
+          setLane(t, lane, levels + (rg * C + c + lane) * count, count);
+        for (int64_t i = 0; i < G; ++i) {
+          const int64_t e = (rg * G + i) * C + c;
+          writeCodes8(codes, layout, e, bits, nearest8(t, load8(x, dtype, e)));
+        }
+      }
+    return;
+  }
+  nuqQuantRef(x, dtype, g, bits, levels, layout, codes);
+}
+
 void kvq::x86::fillQuantAvx2(KernelTable &t) {
   t.packCodes = packCodesSwar;
   t.unpackCodes = unpackCodesSwar;
   t.uniformCalibrate = uniformCalibrateAvx2;
   t.uniformQuantize = uniformQuantizeAvx2;
-  t.groupQuant = groupQuantAvx2;
+  t.groupQuant = x86::groupQuantAvx2;
   t.groupDequant = groupDequantAvx2;
-  t.nuqQuant = nuqQuantAvx2;
+  t.nuqQuant = x86::nuqQuantAvx2;
   t.nuqDequant = nuqDequantAvx2;
 }

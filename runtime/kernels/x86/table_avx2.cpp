@@ -68,6 +68,8 @@ const kvq::KernelTable &avx512Table() {
     kvq::x86::fillPairsAvx512(t.attend);
     kvq::x86::fillGroupWeightsAvx512(t.attend);
     kvq::x86::fillLutAvx512(t.attend);
+    kvq::x86::fillNuqAvx512(t);
+    kvq::x86::fillGroupQuantAvx512(t);
     return t;
   }();
   return table;

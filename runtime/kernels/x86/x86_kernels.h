@@ -15,6 +15,21 @@ namespace x86 {
 
 /// quant_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
 void fillQuantAvx2(KernelTable &t);
+/// quant_avx2.cpp: the reference's sign for a zero minimum `lo` of a
+/// group (the first zero among its n elements, `stride` apart).
+float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
+                  int64_t n, int64_t stride);
+/// quant_avx2.cpp: KernelTable::groupQuant on AVX2 (any grid).
+void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
+                    const uint8_t *exclude, int layout, uint8_t *codes,
+                    uint16_t *scale, uint16_t *zero);
+/// group_quant_avx512.cpp: groupQuant for groups of 32 codes at a time.
+void fillGroupQuantAvx512(KernelTable &t);
+/// quant_avx2.cpp: KernelTable::nuqQuant on AVX2 (any grid).
+void nuqQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
+                  const uint16_t *levels, int layout, uint8_t *codes);
+/// nuq_avx512.cpp: nuqQuant for 2-4 bits without gathers.
+void fillNuqAvx512(KernelTable &t);
 /// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
 void fillMiscAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.

@@ -89,6 +89,12 @@ std::vector<Case> gridCases() {
     }
   cases.push_back({32, 20, 4, KVQ_AXIS_PER_TOKEN}); // odd column count
   cases.push_back({8, 20, 8, KVQ_AXIS_PER_CHANNEL});
+  // The AVX-512 kernels' shapes: sixteen per-token groups per step with a
+  // partial last step, head-sized groups, 32-column chunks.
+  cases.push_back({13, 96, 32, KVQ_AXIS_PER_TOKEN});
+  cases.push_back({5, 256, 128, KVQ_AXIS_PER_TOKEN});
+  cases.push_back({64, 96, 32, KVQ_AXIS_PER_CHANNEL});
+  cases.push_back({32, 32, 16, KVQ_AXIS_PER_CHANNEL});
   return cases;
 }
 
@@ -155,38 +161,41 @@ TEST(SimdTable, MatchesTheCpuFeatures) {
 
 TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {
   REQUIRE_SIMD();
+  (void)simd;
   uint64_t seed = 1;
-  for (const Case &c : gridCases())
-    for (int bits : {2, 3, 4, 8})
-      for (int pattern = 0; pattern < 5; ++pattern)
-        for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
-          for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED}) {
-            const Grid g = toGrid(c);
-            const int64_t n = c.rows * c.cols;
-            auto f = awkwardData(seed++, n, pattern);
-            auto h = toHalfs(f);
-            const int64_t codeBytes =
-                layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
-            std::vector<uint8_t> c1(codeBytes, 0xAA), c2(codeBytes, 0x55);
-            std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()),
-                z1(g.vectors()), z2(g.vectors());
-            ref.groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
-                           c1.data(), s1.data(), z1.data());
-            simd->groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
-                             c2.data(), s2.data(), z2.data());
-            const std::string what = label(c, bits, dt, layout, pattern);
-            ASSERT_EQ(s1, s2) << what;
-            ASSERT_EQ(z1, z2) << what;
-            ASSERT_EQ(c1, c2) << what;
-            const size_t outBytes =
-                static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
-            std::vector<uint8_t> o1(outBytes), o2(outBytes);
-            ref.groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
-                             o1.data(), dt);
-            simd->groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
-                               o2.data(), dt);
-            ASSERT_EQ(o1, o2) << what;
-          }
+  for (const KernelTable *table : simdKernelVariants())
+    for (const Case &c : gridCases())
+      for (int bits : {2, 3, 4, 8})
+        for (int pattern = 0; pattern < 5; ++pattern)
+          for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+            for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED}) {
+              const Grid g = toGrid(c);
+              const int64_t n = c.rows * c.cols;
+              auto f = awkwardData(seed++, n, pattern);
+              auto h = toHalfs(f);
+              const int64_t codeBytes =
+                  layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
+              std::vector<uint8_t> c1(codeBytes, 0xAA), c2(codeBytes, 0x55);
+              std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()),
+                  z1(g.vectors()), z2(g.vectors());
+              ref.groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
+                             c1.data(), s1.data(), z1.data());
+              table->groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
+                                c2.data(), s2.data(), z2.data());
+              const std::string what =
+                  table->name + (" " + label(c, bits, dt, layout, pattern));
+              ASSERT_EQ(s1, s2) << what;
+              ASSERT_EQ(z1, z2) << what;
+              ASSERT_EQ(c1, c2) << what;
+              const size_t outBytes =
+                  static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
+              std::vector<uint8_t> o1(outBytes), o2(outBytes);
+              ref.groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
+                               o1.data(), dt);
+              table->groupDequant(c1.data(), layout, s1.data(), z1.data(), g,
+                                  bits, o2.data(), dt);
+              ASSERT_EQ(o1, o2) << what;
+            }
 }
 
 TEST(SimdUniform, ExcludedElementsFallBackIdentically) {
@@ -247,46 +256,50 @@ TEST(SimdUniform, StorePrimitivesAreBitIdentical) {
 
 TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
   REQUIRE_SIMD();
+  (void)simd;
   uint64_t seed = 300;
-  for (const Case &c : gridCases())
-    for (int bits : {2, 3, 4, 8})
-      for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
-        for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED})
-          for (int pattern : {0, 1, 4}) {
-            const Grid g = toGrid(c);
-            const int64_t n = c.rows * c.cols, L = 1 << bits;
-            auto f = awkwardData(seed++, n, pattern);
-            auto h = toHalfs(f);
-            // Ascending fp16 levels with duplicates and exact midpoints.
-            Rng rng(seed);
-            std::vector<uint16_t> levels(static_cast<size_t>(g.vectors() * L));
-            for (int64_t v = 0; v < g.vectors(); ++v) {
-              float l = -2.0f;
-              for (int64_t i = 0; i < L; ++i) {
-                if (rng.uniform() > 0.2)
-                  l +=
-                      static_cast<float>(std::nearbyint(rng.uniform() * 8) / 8);
-                levels[static_cast<size_t>(v * L + i)] = floatToHalf(l);
+  for (const KernelTable *table : simdKernelVariants())
+    for (const Case &c : gridCases())
+      for (int bits : {2, 3, 4, 8})
+        for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+          for (int layout : {KVQ_CODES_UNPACKED, KVQ_CODES_PACKED})
+            for (int pattern : {0, 1, 4}) {
+              const Grid g = toGrid(c);
+              const int64_t n = c.rows * c.cols, L = 1 << bits;
+              auto f = awkwardData(seed++, n, pattern);
+              auto h = toHalfs(f);
+              // Ascending fp16 levels with duplicates and exact midpoints.
+              Rng rng(seed);
+              std::vector<uint16_t> levels(
+                  static_cast<size_t>(g.vectors() * L));
+              for (int64_t v = 0; v < g.vectors(); ++v) {
+                float l = -2.0f;
+                for (int64_t i = 0; i < L; ++i) {
+                  if (rng.uniform() > 0.2)
+                    l += static_cast<float>(std::nearbyint(rng.uniform() * 8) /
+                                            8);
+                  levels[static_cast<size_t>(v * L + i)] = floatToHalf(l);
+                }
               }
+              const int64_t codeBytes =
+                  layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
+              std::vector<uint8_t> c1(codeBytes), c2(codeBytes);
+              ref.nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
+                           c1.data());
+              table->nuqQuant(data(dt, f, h), dt, g, bits, levels.data(),
+                              layout, c2.data());
+              const std::string what =
+                  table->name + (" " + label(c, bits, dt, layout, pattern));
+              ASSERT_EQ(c1, c2) << what;
+              const size_t outBytes =
+                  static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
+              std::vector<uint8_t> o1(outBytes), o2(outBytes);
+              ref.nuqDequant(c1.data(), layout, levels.data(), g, bits,
+                             o1.data(), dt);
+              table->nuqDequant(c1.data(), layout, levels.data(), g, bits,
+                                o2.data(), dt);
+              ASSERT_EQ(o1, o2) << what;
             }
-            const int64_t codeBytes =
-                layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
-            std::vector<uint8_t> c1(codeBytes), c2(codeBytes);
-            ref.nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
-                         c1.data());
-            simd->nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
-                           c2.data());
-            const std::string what = label(c, bits, dt, layout, pattern);
-            ASSERT_EQ(c1, c2) << what;
-            const size_t outBytes =
-                static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
-            std::vector<uint8_t> o1(outBytes), o2(outBytes);
-            ref.nuqDequant(c1.data(), layout, levels.data(), g, bits, o1.data(),
-                           dt);
-            simd->nuqDequant(c1.data(), layout, levels.data(), g, bits,
-                             o2.data(), dt);
-            ASSERT_EQ(o1, o2) << what;
-          }
 }
 
 TEST(SimdNuq, LloydFitGivesTheSameLevels) {
