@@ -103,7 +103,7 @@ struct PartialSoftmax {
 void attendRange(const LayerStore &store, const Rope &rope,
                  const AttendQueries &aq, int64_t s0, int64_t s1,
                  PartialSoftmax &r) {
-  AttendJob job(kernels().attend);
+  AttendJob job(store.attendOps());
   job.d = aq.d;
   job.heads = aq.heads;
   job.qPerKv = aq.qPerKv;

@@ -9,6 +9,7 @@
 #ifndef KVQ_RUNTIME_COMMON_STORE_H
 #define KVQ_RUNTIME_COMMON_STORE_H
 
+#include "kernels.h"
 #include "kvq/runtime.h"
 #include "payload.h"
 
@@ -37,8 +38,16 @@ class LayerStore {
 public:
   LayerStore(const kvq_config &cfg, Payload &payload)
       : cfg_(cfg), payload_(payload),
-        channels_(int64_t{cfg.num_kv_heads} * cfg.head_dim) {}
+        channels_(int64_t{cfg.num_kv_heads} * cfg.head_dim),
+        attendOps_(selectAttendOps(kernels(),
+                                   AttendShape{cfg.head_dim, cfg.num_kv_heads,
+                                               cfg.group_size, cfg.key_bits,
+                                               cfg.value_bits})) {}
   virtual ~LayerStore() = default;
+
+  /// The attention inner kernels of this store's shape, chosen when it is
+  /// created (or loaded, which creates it first) on the active table.
+  const AttendOps &attendOps() const { return attendOps_; }
 
   /// Append n tokens; k and v are [n, channels] fp16 bits, already checked
   /// finite. All-or-nothing: returns KVQ_ERR_OUT_OF_MEMORY (and changes
@@ -129,6 +138,9 @@ protected:
   kvq_config cfg_;
   Payload &payload_;
   int64_t channels_;
+
+private:
+  AttendOps attendOps_;
 };
 
 /// Reserve room for `size` elements, growing geometrically so that appending

@@ -638,12 +638,16 @@ void KiviStore::attendValues(AttendJob &job) const {
   // The blocks were prefetched during the key pass (attendKeys).
   const int64_t n = walkValueRows(job, slots_, 4 * perRow, blocks);
   // Group weights and zero-point sums from the coded tokens' headers: in
-  // one fused call where the table has one, else converted in one call and
-  // summed by the portable loops (the same bits either way).
+  // one fused call where the cache's ops have one (its shape) and the call
+  // has one query vector per head (nq varies per call, so it is decided
+  // here), else converted in one call and summed by the portable loops (the
+  // same bits either way).
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
-  if (!job.ops.groupWeightsHalf(job.halfRows.data(), rowOf, n, scores, H, nq,
-                                perHead, ws, zsum)) {
+  if (job.ops.groupWeightsHalf && nq == 1) {
+    job.ops.groupWeightsHalf(job.halfRows.data(), rowOf, n, scores, H, nq,
+                             perHead, ws, zsum);
+  } else {
     job.ops.halfRowsToFloat(job.halfRows.data(), n, 2 * perRow, sz);
     groupWeightsPortable(scores, rowOf, n, sz, H, nq, perHead, ws, zsum);
   }

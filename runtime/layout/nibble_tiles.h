@@ -19,6 +19,15 @@ namespace kvq {
 /// (head_dim 512 at 2 bits, 256 at 4); longer rows take the reference.
 constexpr int64_t kMaxTileNibbles = 256;
 
+/// The head rows the SIMD dotNibbleRows kernels cover: 2- or 4-bit codes,
+/// P = d * bits / 4 nibbles in whole words of four, at most
+/// kMaxTileNibbles. The cache's shape decides it (selectAttendOps).
+inline bool nibbleTiles(int bits, int64_t d) {
+  const int64_t P = d * bits / 4;
+  return (bits == 2 || bits == 4) && (d * bits) % 4 == 0 && P % 4 == 0 &&
+         P <= kMaxTileNibbles;
+}
+
 /// Nibble i of rows [r, r + rows) (rows <= 16) of a block of n rows as one
 /// word: for tiles that are partial or start at an odd nibble.
 inline uint64_t gatherTileWord(const uint8_t *codes, int64_t n, int64_t i,

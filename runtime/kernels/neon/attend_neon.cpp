@@ -11,9 +11,10 @@
 // (test/e2e/cross-arch.mlir): sixteen partial sums over c = l (mod 16),
 // fused multiply-adds in channel order from +0, then reduce16's tree.
 // Weighted sums are one fmla per element and row, rows in order (2-bit
-// rows in pairs: one addition of pairTerm per element and pair). Every op
-// takes its SIMD path under exactly the AVX2 conditions and falls back to
-// the reference otherwise.
+// rows in pairs: one addition of pairTerm per element and pair).
+// fillAttendNeon declares the shapes each kernel covers: the AVX2 ones for
+// every op whose reference sums in another order (so both ISAs give the
+// same bits), the kernels assert them.
 //
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
@@ -21,6 +22,8 @@
 
 #include "bitpack.h"
 #include "fp16.h"
+
+#include <cassert>
 
 using namespace kvq;
 using namespace kvq::neon;
@@ -127,9 +130,18 @@ struct GroupWeight {
 };
 
 /// The AVX2 kernels' condition for the SIMD paths (see the file comment).
-bool aligned(int64_t first, int bits, int64_t d) {
-  return (first * bits) % 8 == 0 && d % 16 == 0;
+/// Whole blocks of 16 channels per head row.
+bool whole16(int64_t d) { return d % 16 == 0; }
+
+/// A code row starting at a byte: `first` is a multiple of d (kernels.h,
+/// AttendShape), so whole16(d) gives it for every width.
+[[maybe_unused]] bool aligned(int64_t first, int bits, int64_t d) {
+  return supportedBits(bits) && (first * bits) % 8 == 0 && whole16(d);
 }
+
+/// Value groups of a power of two >= 8 channels (whole registers of
+/// weights), as on AVX2.
+bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
 
 void halfToFloatNNeon(const uint16_t *h, int64_t n, float *out) {
   int64_t i = 0;
@@ -151,8 +163,7 @@ void halfRowsToFloatNeon(const uint16_t *const *rows, int64_t n, int64_t count,
 
 void mulHalfNeon(const uint16_t *h, const float *q, int64_t nq, int64_t d,
                  float *out) {
-  if (d % 8 != 0)
-    return referenceAttendOps().mulHalf(h, q, nq, d, out);
+  assert(d % 8 == 0);
   for (int64_t c = 0; c < d; c += 8) {
     float32x4_t s0, s1;
     load8(h, KVQ_DTYPE_F16, c, s0, s1);
@@ -166,31 +177,26 @@ void mulHalfNeon(const uint16_t *h, const float *q, int64_t nq, int64_t d,
 
 void dotHalfNeon(const uint16_t *row, const float *q, int64_t nq, int64_t d,
                  float *out) {
-  if (d % 16 != 0)
-    return referenceAttendOps().dotHalf(row, q, nq, d, out);
+  assert(whole16(d));
   dotRow(HalfRow{row}, q, nq, d, out);
 }
 
 void axpyHalfNeon(const uint16_t *row, const float *w, int64_t nq, int64_t d,
                   float *acc) {
-  if (d % 16 != 0)
-    return referenceAttendOps().axpyHalf(row, w, nq, d, acc);
+  assert(whole16(d));
   axpyRow(HalfRow{row}, TokenWeight{w}, nq, d, acc);
 }
 
 void dotCodesNeon(const uint8_t *packed, int64_t first, int bits,
                   const float *q, int64_t nq, int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotCodes(packed, first, bits, q, nq, d, out);
+  assert(aligned(first, bits, d));
   dotRow(CodeRow{packed + first * bits / 8, bits}, q, nq, d, out);
 }
 
 void axpyCodesNeon(const uint8_t *packed, int64_t first, int bits,
                    const float *ws, int64_t G, int64_t nq, int64_t d,
                    float *acc) {
-  if (!aligned(first, bits, d) || G % 8 != 0)
-    return referenceAttendOps().axpyCodes(packed, first, bits, ws, G, nq, d,
-                                          acc);
+  assert(aligned(first, bits, d) && G % 8 == 0 && d % G == 0);
   axpyRow(CodeRow{packed + first * bits / 8, bits}, GroupWeight{ws, G, d / G},
           nq, d, acc);
 }
@@ -244,9 +250,7 @@ void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
 void axpyCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                        const float *ws, int64_t wsStride, int64_t G, int64_t nq,
                        int64_t d, float *acc) {
-  if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
-    return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
-                                              nq, d, acc);
+  assert(whole16(d) && groups8(G));
   if (bits == 2)
     return axpyCodePairsNeon(rows, n, ws, wsStride, G, nq, d, acc);
   for (int64_t r = 0; r < n; ++r)
@@ -263,8 +267,7 @@ void axpyHalfRowsNeon(const uint16_t *const *rows, int64_t n, const float *w,
 /// additions instead of fused multiply-adds, as the AVX2 gather version.
 void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
                 const float *lut, int64_t nq, int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
+  assert(aligned(first, bits, d));
   const uint8_t *p = packed + first * bits / 8;
   const int64_t L = int64_t{1} << bits;
   for (int64_t j = 0; j < nq; ++j) {
@@ -292,9 +295,7 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
 void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
                    const float *levels, const float *q, int64_t nq, int64_t d,
                    float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq, d,
-                                          out);
+  assert(aligned(first, bits, d));
   dotRow(LevelRow{packed + first * bits / 8, levels, bits, int64_t{1} << bits},
          q, nq, d, out);
 }
@@ -302,9 +303,7 @@ void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
 void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                        const float *levels, int64_t levelStride, const float *w,
                        int64_t wStride, int64_t nq, int64_t d, float *acc) {
-  if (d % 16 != 0)
-    return referenceAttendOps().axpyLevelRows(
-        rows, n, bits, levels, levelStride, w, wStride, nq, d, acc);
+  assert(whole16(d));
   for (int64_t r = 0; r < n; ++r)
     axpyRow(LevelRow{rows[r], levels + r * levelStride, bits, 0},
             TokenWeight{w + r * wStride}, nq, d, acc);
@@ -319,21 +318,34 @@ void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
 
 } // namespace
 
-void kvq::neon::fillAttendNeon(AttendOps &ops) {
+void kvq::neon::fillAttendNeon(const AttendShape &s, AttendOps &ops) {
   ops.halfToFloatN = halfToFloatNNeon;
   ops.halfRowsToFloat = halfRowsToFloatNeon;
-  ops.mulHalf = mulHalfNeon;
-  ops.dotHalf = dotHalfNeon;
-  ops.axpyHalf = axpyHalfNeon;
-  ops.dotCodes = dotCodesNeon;
-  ops.axpyCodes = axpyCodesNeon;
-  ops.dotCodesRows = dotCodesRowsNeon;
-  ops.axpyCodesRows = axpyCodesRowsNeon;
-  ops.axpyHalfRows = axpyHalfRowsNeon;
-  ops.dotLut = dotLutNeon;
-  ops.dotLutHeads = dotLutHeadsNeon;
-  ops.dotLevels = dotLevelsNeon;
-  ops.axpyLevelRows = axpyLevelRowsNeon;
+  // mulHalf is also called on all heads at once (d = heads * head_dim),
+  // which d % 8 == 0 covers too. Exact either way (one rounding).
+  if (s.d % 8 == 0)
+    ops.mulHalf = mulHalfNeon;
   // axpyLutRows stays the reference: one addition per element and row, the
   // same operations the AVX2 version does.
+  if (!whole16(s.d))
+    return; // every other kernel walks blocks of 16 channels
+  ops.dotHalf = dotHalfNeon;
+  ops.axpyHalf = axpyHalfNeon;
+  ops.axpyHalfRows = axpyHalfRowsNeon;
+  if (supportedBits(s.keyBits)) {
+    ops.dotCodes = dotCodesNeon;
+    ops.dotCodesRows = dotCodesRowsNeon;
+    ops.dotLut = dotLutNeon;
+    ops.dotLutHeads = dotLutHeadsNeon;
+    ops.dotLevels = dotLevelsNeon;
+  }
+  if (supportedBits(s.valueBits)) {
+    if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
+      ops.axpyCodes = axpyCodesNeon;
+    if (groups8(s.G) && s.d % s.G == 0)
+      ops.axpyCodesRows = axpyCodesRowsNeon;
+    // Any width, 8 bits too (AVX2: 2 to 4): one FMA per element and row,
+    // the reference's bits either way.
+    ops.axpyLevelRows = axpyLevelRowsNeon;
+  }
 }

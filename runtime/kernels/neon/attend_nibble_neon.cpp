@@ -17,6 +17,7 @@
 #include <arm_neon.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 using namespace kvq;
@@ -80,10 +81,8 @@ void tileSums(TileWords w, const float *q, int64_t d, int64_t P, float *out8) {
 void dotNibbleRowsNeon(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
                        int64_t nib0, int bits, const float *q, int64_t nq,
                        int64_t d, float *out, int64_t outStride) {
+  assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
-  if (P % 4 != 0 || P > kMaxTileNibbles)
-    return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
-                                              nq, d, out, outStride);
   uint64_t buf[kMaxTileNibbles];
   float v[16];
   for (int64_t r = 0; r < m; r += 8) {
@@ -109,6 +108,7 @@ void dotNibbleRowsNeon(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
 
 } // namespace
 
-void kvq::neon::fillNibbleNeon(AttendOps &ops) {
-  ops.dotNibbleRows = dotNibbleRowsNeon;
+void kvq::neon::fillNibbleNeon(const AttendShape &s, AttendOps &ops) {
+  if (nibbleTiles(s.keyBits, s.d))
+    ops.dotNibbleRows = dotNibbleRowsNeon;
 }

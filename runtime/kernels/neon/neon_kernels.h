@@ -16,10 +16,10 @@ namespace neon {
 /// quant_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
 /// outlier screening.
 void fillQuantNeon(KernelTable &t);
-/// attend_neon.cpp: the fused-attention inner kernels.
-void fillAttendNeon(AttendOps &ops);
+/// attend_neon.cpp: the fused-attention inner kernels that cover shape s.
+void fillAttendNeon(const AttendShape &s, AttendOps &ops);
 /// attend_nibble_neon.cpp: key dots over nibble-major blocks.
-void fillNibbleNeon(AttendOps &ops);
+void fillNibbleNeon(const AttendShape &s, AttendOps &ops);
 
 } // namespace neon
 } // namespace kvq

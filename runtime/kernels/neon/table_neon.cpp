@@ -10,6 +10,17 @@
 
 #include "kernels_fast.h"
 
+namespace {
+
+kvq::AttendOps attendNeon(const kvq::AttendShape &s) {
+  kvq::AttendOps ops{};
+  kvq::neon::fillAttendNeon(s, ops);
+  kvq::neon::fillNibbleNeon(s, ops);
+  return ops;
+}
+
+} // namespace
+
 const kvq::KernelTable *kvq::simdKernelTable() {
   static const KernelTable table = [] {
     KernelTable t = referenceKernels();
@@ -17,8 +28,7 @@ const kvq::KernelTable *kvq::simdKernelTable() {
     t.lloydFit = lloydFitWalk;
     t.lloydFitGathered = lloydFitGatheredWalk;
     neon::fillQuantNeon(t);
-    neon::fillAttendNeon(t.attend);
-    neon::fillNibbleNeon(t.attend);
+    t.attendFor = attendNeon;
     return t;
   }();
   return &table;

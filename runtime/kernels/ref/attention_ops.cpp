@@ -188,20 +188,14 @@ void axpyLevelRowsRef(const uint8_t *const *rows, int64_t n, int bits,
     }
 }
 
-bool groupWeightsHalfNone(const uint16_t *const *, const int64_t *, int64_t,
-                          const float *, int64_t, int64_t, int64_t, float *,
-                          float *) {
-  return false; // the portable path: halfRowsToFloat + groupWeightsPortable
-}
-
 } // namespace
 
 const AttendOps &kvq::referenceAttendOps() {
   static const AttendOps ops = {
-      halfToFloatNRef,     halfRowsToFloatRef, mulHalfRef,   dotHalfRef,
-      axpyHalfRef,         dotCodesRef,        axpyCodesRef, dotCodesRowsRef,
-      axpyCodesRowsRef,    axpyHalfRowsRef,    dotLutRef,    axpyLutRowsRef,
-      dotNibbleRowsRef,    dotLutHeadsRef,     dotLevelsRef, axpyLevelRowsRef,
-      groupWeightsHalfNone};
+      halfToFloatNRef,  halfRowsToFloatRef, mulHalfRef,   dotHalfRef,
+      axpyHalfRef,      dotCodesRef,        axpyCodesRef, dotCodesRowsRef,
+      axpyCodesRowsRef, axpyHalfRowsRef,    dotLutRef,    axpyLutRowsRef,
+      dotNibbleRowsRef, dotLutHeadsRef,     dotLevelsRef, axpyLevelRowsRef,
+      nullptr}; // groupWeightsHalf: halfRowsToFloat + groupWeightsPortable
   return ops;
 }

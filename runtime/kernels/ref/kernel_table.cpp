@@ -18,14 +18,21 @@ const kvq::KernelTable *kvq::simdKernelTable() { return nullptr; }
 const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }
 #endif
 
+namespace {
+
+/// No attention kernels of its own: selectAttendOps fills every entry from
+/// referenceAttendOps().
+kvq::AttendOps noAttendKernels(const kvq::AttendShape &) { return {}; }
+
+} // namespace
+
 const kvq::KernelTable &kvq::referenceKernels() {
   static const KernelTable table = {
-      "reference",         packCodesRef,        unpackCodesRef,
-      uniformCalibrateRef, uniformQuantizeRef,  lloydFitRef,
-      topkAbsRef,          groupQuantRef,       groupDequantRef,
-      nuqQuantRef,         nuqDequantRef,       lloydFitGathered,
-      outlierSplitRef,     outlierScreenRef,    keyNormRef,
-      topkIndicesRef,      referenceAttendOps()};
+      "reference",        packCodesRef,     unpackCodesRef, uniformCalibrateRef,
+      uniformQuantizeRef, lloydFitRef,      topkAbsRef,     groupQuantRef,
+      groupDequantRef,    nuqQuantRef,      nuqDequantRef,  lloydFitGathered,
+      outlierSplitRef,    outlierScreenRef, keyNormRef,     topkIndicesRef,
+      noAttendKernels};
   return table;
 }
 

@@ -166,6 +166,21 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 // Fused attention inner kernels (attention.h drives them)
 //===----------------------------------------------------------------------===//
 
+/// What the attention ops' fast paths depend on: fixed when a cache is
+/// created (kvq_config), so a cache picks its ops once (selectAttendOps).
+/// The stores call every op with these: d = head_dim (mulHalf also with
+/// d = heads * head_dim), key ops (dotCodes, dotCodesRows, dotLut,
+/// dotLutHeads, dotLevels, dotNibbleRows) with keyBits, value ops
+/// (axpyCodes, axpyCodesRows, axpyLutRows, axpyLevelRows) with valueBits
+/// and G, and every `first` a multiple of d. Only nq (query steps x query
+/// heads per KV head) varies per call.
+struct AttendShape {
+  int64_t d = 0;                  ///< head_dim
+  int64_t heads = 0;              ///< KV heads
+  int64_t G = 0;                  ///< channels per value group (KIVI; 0: none)
+  int keyBits = 0, valueBits = 0; ///< code widths (0: no codes)
+};
+
 /// One head row of d channels against nq query vectors. Codes are read from
 /// a packed stream starting at code index `first` (any bit offset).
 /// Every SIMD table sums in one canonical order per op, so x86_64 and arm64
@@ -260,13 +275,33 @@ struct AttendOps {
                         float *acc);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
-  /// conversion fused in; returns false, touching nothing, for shapes it
-  /// does not take (the caller then converts with halfRowsToFloat and calls
-  /// groupWeightsPortable). Same bits either way.
-  bool (*groupWeightsHalf)(const uint16_t *const *headers, const int64_t *rowOf,
+  /// conversion fused in, for nq == 1. Null where no fused version covers
+  /// the shape (always in the reference): the caller then converts with
+  /// halfRowsToFloat and calls groupWeightsPortable. Same bits either way.
+  void (*groupWeightsHalf)(const uint16_t *const *headers, const int64_t *rowOf,
                            int64_t n, const float *scores, int64_t heads,
                            int64_t nq, int64_t perHead, float *ws, float *zsum);
 };
+
+/// Every entry of AttendOps, for code that treats them alike.
+#define KVQ_ATTEND_OPS(X)                                                      \
+  X(halfToFloatN)                                                              \
+  X(halfRowsToFloat)                                                           \
+  X(mulHalf)                                                                   \
+  X(dotHalf)                                                                   \
+  X(axpyHalf)                                                                  \
+  X(dotCodes)                                                                  \
+  X(axpyCodes)                                                                 \
+  X(dotCodesRows)                                                              \
+  X(axpyCodesRows)                                                             \
+  X(axpyHalfRows)                                                              \
+  X(dotLut)                                                                    \
+  X(axpyLutRows)                                                               \
+  X(dotNibbleRows)                                                             \
+  X(dotLutHeads)                                                               \
+  X(dotLevels)                                                                 \
+  X(axpyLevelRows)                                                             \
+  X(groupWeightsHalf)
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
 /// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).
@@ -291,8 +326,16 @@ constexpr int64_t lutEntries(int bits) {
   return (int64_t{1} << bits) > 16 ? (int64_t{1} << bits) : 16;
 }
 
-/// The portable versions of the attention inner kernels.
+/// The portable versions of the attention inner kernels: any shape.
 const AttendOps &referenceAttendOps();
+
+struct KernelTable;
+
+/// The attention ops a cache of this shape runs on table t, chosen once per
+/// cache (LayerStore): each entry is t's kernel where t covers the shape,
+/// else the reference's. SIMD kernels never fall back themselves; they
+/// assert the conditions their table declared.
+AttendOps selectAttendOps(const KernelTable &t, const AttendShape &shape);
 
 //===----------------------------------------------------------------------===//
 // Dispatch table
@@ -301,7 +344,8 @@ const AttendOps &referenceAttendOps();
 /// The hot primitives. kernels() picks a SIMD table (AVX2+F16C on x86_64
 /// when the CPU has it, NEON on arm64) at first use; every SIMD entry gives
 /// the same bytes as the reference (differential tests in test/unit), except
-/// the attention ops, whose float sums may be reordered.
+/// the attention ops, whose float sums may be reordered and which a cache
+/// takes through selectAttendOps.
 struct KernelTable {
   const char *name;
   void (*packCodes)(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
@@ -333,7 +377,9 @@ struct KernelTable {
   void (*keyNorm)(const void *, kvq_dtype, int64_t, int, int64_t, float *);
   /// kvq_sink_select after validation (topkIndicesRef's contract).
   void (*topkIndices)(const float *, int64_t, int64_t, int64_t *);
-  AttendOps attend;
+  /// The table's attention kernels that cover `shape`, null for the others
+  /// (selectAttendOps fills those from the reference).
+  AttendOps (*attendFor)(const AttendShape &shape);
 };
 
 /// The active kernel table: the SIMD table of this CPU, or the reference

@@ -8,13 +8,14 @@
 // checked against the reference with a tolerance, unlike the quantizers.
 //
 // Every dot product uses one canonical order, shared with the NEON kernels
-// (runtime/kernels/neon/attend_neon.cpp) so that x86_64 and arm64 give the same bits
-// (test/e2e/cross-arch.mlir): sixteen partial sums S_l over the channels
+// (runtime/kernels/neon/attend_neon.cpp) so that x86_64 and arm64 give the same
+// bits (test/e2e/cross-arch.mlir): sixteen partial sums S_l over the channels
 // c = l (mod 16), each a chain of fused multiply-adds in channel order from
 // +0, then T_l = S_l + S_{l+8}, U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2} and
 // W_0 + W_1 (two accumulators of 8 lanes and hsum here). Weighted sums are
-// one FMA per element and row, rows in order. Both ISAs take the SIMD path
-// under the same conditions (d % 16 == 0, ...) and the reference otherwise.
+// one FMA per element and row, rows in order. fillAttendAvx2 declares the
+// shapes each kernel covers (the NEON file the same ones, where the
+// reference sums in another order); the kernels assert them.
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
@@ -23,6 +24,7 @@
 #include "fp16.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace kvq;
 using namespace kvq::avx2;
@@ -326,9 +328,25 @@ KVQ_AVX2 void dotFourRows(const uint8_t *const *rows, const float *q, int64_t d,
     out[i * outStride] = v[i];
 }
 
-bool aligned(int64_t first, int bits, int64_t d) {
-  return (first * bits) % 8 == 0 && d % 16 == 0;
+//===----------------------------------------------------------------------===//
+// Coverage: what a kernel needs of the cache's shape (AttendShape)
+//===----------------------------------------------------------------------===//
+
+/// Whole blocks of 16 channels per head row.
+bool whole16(int64_t d) { return d % 16 == 0; }
+
+/// A code row starting at a byte: `first` is a multiple of d (kernels.h,
+/// AttendShape), so whole16(d) gives it for every width.
+[[maybe_unused]] bool aligned(int64_t first, int bits, int64_t d) {
+  return supportedBits(bits) && (first * bits) % 8 == 0 && whole16(d);
 }
+
+/// Value groups of a power of two >= 8 channels: whole registers of weights
+/// (the pair kernels also index them by shifts).
+bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
+
+/// Per-row lookups of 2- to 4-bit codes (at most 16 table entries).
+bool lutBits(int bits) { return bits >= 2 && bits <= 4; }
 
 //===----------------------------------------------------------------------===//
 // The AttendOps entries
@@ -351,8 +369,7 @@ KVQ_AVX2 void halfRowsToFloatAvx2(const uint16_t *const *rows, int64_t n,
 
 KVQ_AVX2 void mulHalfAvx2(const uint16_t *h, const float *q, int64_t nq,
                           int64_t d, float *out) {
-  if (d % 8 != 0)
-    return referenceAttendOps().mulHalf(h, q, nq, d, out);
+  assert(d % 8 == 0);
   for (int64_t c = 0; c < d; c += 8) {
     const __m256 s = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(h + c)));
@@ -364,22 +381,19 @@ KVQ_AVX2 void mulHalfAvx2(const uint16_t *h, const float *q, int64_t nq,
 
 KVQ_AVX2 void dotHalfAvx2(const uint16_t *row, const float *q, int64_t nq,
                           int64_t d, float *out) {
-  if (d % 16 != 0)
-    return referenceAttendOps().dotHalf(row, q, nq, d, out);
+  assert(whole16(d));
   dotRows(HalfRow{row}, q, nq, d, out);
 }
 
 KVQ_AVX2 void axpyHalfAvx2(const uint16_t *row, const float *w, int64_t nq,
                            int64_t d, float *acc) {
-  if (d % 16 != 0)
-    return referenceAttendOps().axpyHalf(row, w, nq, d, acc);
+  assert(whole16(d));
   axpyRows(HalfRow{row}, TokenWeight{w}, nq, d, acc);
 }
 
 KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
                            const float *q, int64_t nq, int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotCodes(packed, first, bits, q, nq, d, out);
+  assert(aligned(first, bits, d));
   const uint8_t *p = packed + first * bits / 8;
 #define KVQ_DOT(B) dotRows(CodeRowB<B>{p}, q, nq, d, out)
   KVQ_WITH_BITS(bits, KVQ_DOT)
@@ -389,9 +403,7 @@ KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
 KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
                             const float *ws, int64_t G, int64_t nq, int64_t d,
                             float *acc) {
-  if (!aligned(first, bits, d) || G % 8 != 0)
-    return referenceAttendOps().axpyCodes(packed, first, bits, ws, G, nq, d,
-                                          acc);
+  assert(aligned(first, bits, d) && G % 8 == 0 && d % G == 0);
   const uint8_t *p = packed + first * bits / 8;
 #define KVQ_AXPY(B)                                                            \
   axpyRows(CodeRowB<B>{p}, GroupWeight{ws, G, d / G}, nq, d, acc)
@@ -402,9 +414,7 @@ KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
 KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
                                const float *q, int64_t nq, int64_t d,
                                float *out, int64_t outStride) {
-  if (d % 16 != 0)
-    return referenceAttendOps().dotCodesRows(rows, n, bits, q, nq, d, out,
-                                             outStride);
+  assert(whole16(d) && supportedBits(bits));
   int64_t r = 0;
 #define KVQ_DOT_ROWS(B)                                                        \
   if (nq == 1)                                                                 \
@@ -416,17 +426,12 @@ KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 #undef KVQ_DOT_ROWS
 }
 
-} // namespace
-
-KVQ_AVX2 void kvq::x86::axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n,
-                                          int bits, const float *ws,
-                                          int64_t wsStride, int64_t G,
-                                          int64_t nq, int64_t d, float *acc) {
+KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                                const float *ws, int64_t wsStride, int64_t G,
+                                int64_t nq, int64_t d, float *acc) {
+  assert(whole16(d) && groups8(G) && supportedBits(bits));
   if (bits == 2) // rows in pairs (attend_pairs.cpp)
-    return axpyCodePairsAvx2(rows, n, ws, wsStride, G, nq, d, acc);
-  if (d % 16 != 0 || G % 8 != 0 || (G & (G - 1)) != 0)
-    return referenceAttendOps().axpyCodesRows(rows, n, bits, ws, wsStride, G,
-                                              nq, d, acc);
+    return x86::axpyCodePairsAvx2(rows, n, ws, wsStride, G, nq, d, acc);
   const RowGroupWeight weight{ws, __builtin_ctzll(static_cast<uint64_t>(G)),
                               d / G, wsStride};
 #define KVQ_AXPY_ROWS(B)                                                       \
@@ -438,13 +443,10 @@ KVQ_AVX2 void kvq::x86::axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n,
 #undef KVQ_AXPY_ROWS
 }
 
-namespace {
-
 KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
                                const float *w, int64_t wStride, int64_t nq,
                                int64_t d, float *acc) {
-  if (d % 16 != 0)
-    return referenceAttendOps().axpyHalfRows(rows, n, w, wStride, nq, d, acc);
+  assert(whole16(d));
   axpyTiles<true>(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
 }
 
@@ -519,9 +521,7 @@ template <int BITS> struct LevelRowB {
 KVQ_AVX2 void dotLevelsAvx2(const uint8_t *packed, int64_t first, int bits,
                             const float *levels, const float *q, int64_t nq,
                             int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLevels(packed, first, bits, levels, q, nq, d,
-                                          out);
+  assert(aligned(first, bits, d));
   const uint8_t *row = packed + first * bits / 8;
 #define KVQ_DOT_LEVELS(B) dotRows(LevelRowB<B>{row, levels, d}, q, nq, d, out)
   KVQ_WITH_BITS(bits, KVQ_DOT_LEVELS)
@@ -555,9 +555,7 @@ KVQ_AVX2 void axpyLevelRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
                                 const float *levels, int64_t levelStride,
                                 const float *w, int64_t wStride, int64_t nq,
                                 int64_t d, float *acc) {
-  if (d % 16 != 0 || bits < 2 || bits > 4)
-    return referenceAttendOps().axpyLevelRows(
-        rows, n, bits, levels, levelStride, w, wStride, nq, d, acc);
+  assert(whole16(d) && lutBits(bits));
   const RowTokenWeight weight{w, wStride};
   switch (bits) {
   case 2:
@@ -599,13 +597,9 @@ KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
   }
 }
 
-} // namespace
-
-KVQ_AVX2 void kvq::x86::dotLutAvx2(const uint8_t *packed, int64_t first,
-                                   int bits, const float *lut, int64_t nq,
-                                   int64_t d, float *out) {
-  if (!aligned(first, bits, d))
-    return referenceAttendOps().dotLut(packed, first, bits, lut, nq, d, out);
+KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
+                         const float *lut, int64_t nq, int64_t d, float *out) {
+  assert(aligned(first, bits, d));
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
   case 2:
@@ -618,8 +612,6 @@ KVQ_AVX2 void kvq::x86::dotLutAvx2(const uint8_t *packed, int64_t first,
     return dotLutRow<8>(row, lut, nq, d, out);
   }
 }
-
-namespace {
 
 /// acc[j0+jj][c0 .. c0+W) += the rows' table entries, with NJ*W/8
 /// accumulators held in registers for the whole pass (as axpyBlock); each
@@ -669,15 +661,10 @@ KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n, const float *luts,
   }
 }
 
-} // namespace
-
-KVQ_AVX2 void kvq::x86::axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n,
-                                        int bits, const float *luts,
-                                        int64_t lutStride, int64_t nq,
-                                        int64_t d, float *acc) {
-  if (d % 16 != 0 || bits > 4)
-    return referenceAttendOps().axpyLutRows(rows, n, bits, luts, lutStride, nq,
-                                            d, acc);
+KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
+                              const float *luts, int64_t lutStride, int64_t nq,
+                              int64_t d, float *acc) {
+  assert(whole16(d) && lutBits(bits));
   switch (bits) {
   case 2:
     return lutTiles<2>(rows, n, luts, lutStride, nq, d, acc);
@@ -688,32 +675,42 @@ KVQ_AVX2 void kvq::x86::axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n,
   }
 }
 
-namespace {
-
 void dotLutHeadsAvx2(const uint8_t *packed, int bits, const float *lut,
                      int64_t heads, int64_t nq, int64_t d, float *out) {
   const int64_t L = int64_t{1} << bits;
   for (int64_t h = 0; h < heads; ++h)
-    x86::dotLutAvx2(packed, h * d, bits, lut + h * nq * d * L, nq, d,
-                    out + h * nq);
+    dotLutAvx2(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
 }
 
 } // namespace
 
-void kvq::x86::fillAttendAvx2(AttendOps &ops) {
+void kvq::x86::fillAttendAvx2(const AttendShape &s, AttendOps &ops) {
   ops.halfToFloatN = halfToFloatNAvx2;
   ops.halfRowsToFloat = halfRowsToFloatAvx2;
-  ops.mulHalf = mulHalfAvx2;
+  // mulHalf is also called on all heads at once (d = heads * head_dim),
+  // which d % 8 == 0 covers too. Exact either way (one rounding).
+  if (s.d % 8 == 0)
+    ops.mulHalf = mulHalfAvx2;
+  if (!whole16(s.d))
+    return; // every other kernel walks blocks of 16 channels
   ops.dotHalf = dotHalfAvx2;
   ops.axpyHalf = axpyHalfAvx2;
-  ops.dotCodes = dotCodesAvx2;
-  ops.axpyCodes = axpyCodesAvx2;
-  ops.dotCodesRows = dotCodesRowsAvx2;
-  ops.axpyCodesRows = x86::axpyCodesRowsAvx2;
   ops.axpyHalfRows = axpyHalfRowsAvx2;
-  ops.dotLut = x86::dotLutAvx2;
-  ops.dotLutHeads = dotLutHeadsAvx2;
-  ops.dotLevels = dotLevelsAvx2;
-  ops.axpyLevelRows = axpyLevelRowsAvx2;
-  ops.axpyLutRows = x86::axpyLutRowsAvx2;
+  if (supportedBits(s.keyBits)) {
+    ops.dotCodes = dotCodesAvx2;
+    ops.dotCodesRows = dotCodesRowsAvx2;
+    ops.dotLut = dotLutAvx2;
+    ops.dotLutHeads = dotLutHeadsAvx2;
+    ops.dotLevels = dotLevelsAvx2;
+  }
+  if (supportedBits(s.valueBits)) {
+    if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
+      ops.axpyCodes = axpyCodesAvx2;
+    if (groups8(s.G) && s.d % s.G == 0)
+      ops.axpyCodesRows = axpyCodesRowsAvx2;
+  }
+  if (lutBits(s.valueBits)) {
+    ops.axpyLevelRows = axpyLevelRowsAvx2;
+    ops.axpyLutRows = axpyLutRowsAvx2;
+  }
 }

@@ -16,6 +16,7 @@
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
+#include <cassert>
 #include <cstring>
 
 #define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
@@ -23,6 +24,17 @@
 using namespace kvq;
 
 namespace {
+
+/// dotLut / dotLutHeads here: 2- to 4-bit codes (tables of at most 16
+/// entries, two per register pair) in blocks of 16 channels.
+bool lutDots(int bits, int64_t d) {
+  return bits >= 2 && bits <= 4 && d % 16 == 0;
+}
+
+/// axpyLutRows here: 2- to 4-bit codes, blocks of 64 channels.
+bool lutRows(int bits, int64_t d) {
+  return bits >= 2 && bits <= 4 && d % 64 == 0;
+}
 
 /// Lane 2k holds channel k of the block and lane 2k + 1 channel 8 + k: the
 /// codes of channels 0-7 and 8-15 sit in the two 32-bit halves of one
@@ -115,8 +127,7 @@ KVQ_AVX512 void lutHeads512(const uint8_t *packed, const float *lut,
 KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
                              const float *lut, int64_t nq, int64_t d,
                              float *out) {
-  if (bits == 8 || (first * bits) % 8 != 0 || d % 16 != 0)
-    return x86::dotLutAvx2(packed, first, bits, lut, nq, d, out);
+  assert(lutDots(bits, d) && (first * bits) % 8 == 0);
   // One head: its nq queries are the streams (the row is read per query).
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
@@ -132,13 +143,7 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
 KVQ_AVX512 void dotLutHeadsAvx512(const uint8_t *packed, int bits,
                                   const float *lut, int64_t heads, int64_t nq,
                                   int64_t d, float *out) {
-  if (bits == 8 || (d * bits) % 8 != 0 || d % 16 != 0) {
-    const int64_t L = int64_t{1} << bits;
-    for (int64_t h = 0; h < heads; ++h)
-      dotLutAvx512(packed, h * d, bits, lut + h * nq * d * L, nq, d,
-                   out + h * nq);
-    return;
-  }
+  assert(lutDots(bits, d));
   switch (bits) {
   case 2:
     return lutHeads512<2>(packed, lut, heads, nq, d, out);
@@ -220,8 +225,7 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
                                   int bits, const float *luts,
                                   int64_t lutStride, int64_t nq, int64_t d,
                                   float *acc) {
-  if (d % 64 != 0 || bits < 2 || bits > 4)
-    return x86::axpyLutRowsAvx2(rows, n, bits, luts, lutStride, nq, d, acc);
+  assert(lutRows(bits, d));
   switch (bits) {
   case 2:
     return lutTiles512<2>(rows, n, luts, lutStride, nq, d, acc);
@@ -234,8 +238,12 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
 
 } // namespace
 
-void kvq::x86::fillLutAvx512(AttendOps &ops) {
-  ops.dotLut = dotLutAvx512;
-  ops.dotLutHeads = dotLutHeadsAvx512;
-  ops.axpyLutRows = axpyLutRowsAvx512;
+void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
+  // Other shapes keep the AVX2 entries (8-bit keys: its gathers).
+  if (lutDots(s.keyBits, s.d)) {
+    ops.dotLut = dotLutAvx512;
+    ops.dotLutHeads = dotLutHeadsAvx512;
+  }
+  if (lutRows(s.valueBits, s.d))
+    ops.axpyLutRows = axpyLutRowsAvx512;
 }

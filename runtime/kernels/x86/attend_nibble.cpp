@@ -23,6 +23,7 @@
 #include "nibble_tiles.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace kvq;
 
@@ -156,10 +157,8 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
                                 int64_t m, int64_t nib0, int bits,
                                 const float *q, int64_t nq, int64_t d,
                                 float *out, int64_t outStride) {
+  assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
-  if (P % 4 != 0 || P > kMaxTileNibbles)
-    return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
-                                              nq, d, out, outStride);
   uint64_t buf[kMaxTileNibbles];
   alignas(32) float va[8], vb[8];
   int64_t j = 0;
@@ -261,20 +260,20 @@ KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
                                     int64_t m, int64_t nib0, int bits,
                                     const float *q, int64_t nq, int64_t d,
                                     float *out, int64_t outStride) {
+  assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
-  if (P % 4 != 0 || P > kMaxTileNibbles)
-    return referenceAttendOps().dotNibbleRows(codes, n, r0, m, nib0, bits, q,
-                                              nq, d, out, outStride);
   walkTilePairs<16>(codes, n, r0, m, nib0, P, q, 0, nq, d, out, outStride,
                     TwoTilesAvx512{bits, P});
 }
 
 } // namespace
 
-void kvq::x86::fillNibbleAvx2(AttendOps &ops) {
-  ops.dotNibbleRows = dotNibbleRowsAvx2;
+void kvq::x86::fillNibbleAvx2(const AttendShape &s, AttendOps &ops) {
+  if (nibbleTiles(s.keyBits, s.d))
+    ops.dotNibbleRows = dotNibbleRowsAvx2;
 }
 
-void kvq::x86::fillNibbleAvx512(AttendOps &ops) {
-  ops.dotNibbleRows = dotNibbleRowsAvx512;
+void kvq::x86::fillNibbleAvx512(const AttendShape &s, AttendOps &ops) {
+  if (nibbleTiles(s.keyBits, s.d))
+    ops.dotNibbleRows = dotNibbleRowsAvx512;
 }

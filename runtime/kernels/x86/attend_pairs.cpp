@@ -20,6 +20,8 @@
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
+#include <cassert>
+
 using namespace kvq;
 
 /// Applied to every function that uses AVX-512 intrinsics.
@@ -217,6 +219,12 @@ KVQ_AVX512 void pairTilesAvx512(const uint8_t *const *rows, int64_t n,
 
 bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/// The AVX-512 pair kernel: 2-bit rows, 64 channels per block and whole
+/// registers of weights (16 channels per group and more).
+bool pairsAvx512(int bits, int64_t d, int64_t G) {
+  return bits == 2 && d % 64 == 0 && G % 16 == 0 && powerOfTwo(G);
+}
+
 PairWeights pairWeights(const float *ws, int64_t wsStride, int64_t G,
                         int64_t d) {
   return {ws, wsStride, d / G, __builtin_ctzll(static_cast<uint64_t>(G))};
@@ -228,9 +236,8 @@ KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n,
                                           const float *ws, int64_t wsStride,
                                           int64_t G, int64_t nq, int64_t d,
                                           float *acc) {
-  if (d % 16 != 0 || G % 8 != 0 || !powerOfTwo(G))
-    return referenceAttendOps().axpyCodesRows(rows, n, 2, ws, wsStride, G, nq,
-                                              d, acc);
+  // Covered where axpyCodesRowsAvx2 is (fillAttendAvx2), which calls it.
+  assert(d % 16 == 0 && G % 8 == 0 && powerOfTwo(G));
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 8:
@@ -248,8 +255,8 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
                                     int bits, const float *ws, int64_t wsStride,
                                     int64_t G, int64_t nq, int64_t d,
                                     float *acc) {
-  if (bits != 2 || d % 64 != 0 || G % 16 != 0 || !powerOfTwo(G))
-    return x86::axpyCodesRowsAvx2(rows, n, bits, ws, wsStride, G, nq, d, acc);
+  assert(pairsAvx512(bits, d, G));
+  (void)bits;
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 16:
@@ -263,6 +270,8 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
 
 } // namespace
 
-void kvq::x86::fillPairsAvx512(AttendOps &ops) {
-  ops.axpyCodesRows = axpyCodesRowsAvx512;
+void kvq::x86::fillPairsAvx512(const AttendShape &s, AttendOps &ops) {
+  // Other shapes keep the AVX2 entry (the table starts from the AVX2 one).
+  if (pairsAvx512(s.valueBits, s.d, s.G) && s.d % s.G == 0)
+    ops.axpyCodesRows = axpyCodesRowsAvx512;
 }

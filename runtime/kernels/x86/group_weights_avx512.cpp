@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "x86_kernels.h"
 
+#include <cassert>
 #include <immintrin.h>
 
 #define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
@@ -19,15 +20,22 @@ using namespace kvq;
 
 namespace {
 
-KVQ_AVX512 bool groupWeightsHalfAvx512(const uint16_t *const *headers,
+/// Sixteen lanes cover whole heads: perHead divides 16 and 16 divides
+/// perRow = heads * perHead.
+bool wholeHeads(int64_t heads, int64_t perHead) {
+  return perHead > 0 && 16 % perHead == 0 && (heads * perHead) % 16 == 0;
+}
+
+KVQ_AVX512 void groupWeightsHalfAvx512(const uint16_t *const *headers,
                                        const int64_t *rowOf, int64_t n,
                                        const float *scores, int64_t heads,
                                        int64_t nq, int64_t perHead, float *ws,
                                        float *zsum) {
+  // nq is per call (query steps x query heads per KV head): the caller
+  // takes the portable path for nq > 1 (KiviStore::attendValues).
+  assert(nq == 1 && wholeHeads(heads, perHead));
+  (void)nq;
   const int64_t perRow = heads * perHead;
-  // Sixteen lanes cover whole heads: perHead divides 16 and so does perRow.
-  if (nq != 1 || perRow % 16 != 0 || perHead > 16 || 16 % perHead != 0)
-    return false;
   const int shift = __builtin_ctzll(static_cast<uint64_t>(perHead));
   // Lane l of a chunk holds a group of head l >> shift of the chunk's heads.
   const __m512i headOfLane = _mm512_srlv_epi32(
@@ -52,11 +60,12 @@ KVQ_AVX512 bool groupWeightsHalfAvx512(const uint16_t *const *headers,
     }
     _mm512_storeu_ps(zsum + l0, z);
   }
-  return true;
 }
 
 } // namespace
 
-void kvq::x86::fillGroupWeightsAvx512(AttendOps &ops) {
-  ops.groupWeightsHalf = groupWeightsHalfAvx512;
+void kvq::x86::fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops) {
+  // perHead = d / G value groups per head row.
+  if (s.G > 0 && s.d % s.G == 0 && wholeHeads(s.heads, s.d / s.G))
+    ops.groupWeightsHalf = groupWeightsHalfAvx512;
 }

@@ -46,14 +46,32 @@ bool cpuHasAvx512f() {
   return (lo & 0xe6u) == 0xe6u;
 }
 
+kvq::AttendOps attendAvx2(const kvq::AttendShape &s) {
+  kvq::AttendOps ops{};
+  kvq::x86::fillAttendAvx2(s, ops);
+  kvq::x86::fillNibbleAvx2(s, ops);
+  return ops;
+}
+
+/// The AVX2 kernels with the AVX-512 ones swapped in where those cover the
+/// shape; elsewhere the AVX2 entry stays (or the reference where that is
+/// null).
+kvq::AttendOps attendAvx512(const kvq::AttendShape &s) {
+  kvq::AttendOps ops = attendAvx2(s);
+  kvq::x86::fillNibbleAvx512(s, ops);
+  kvq::x86::fillPairsAvx512(s, ops);
+  kvq::x86::fillGroupWeightsAvx512(s, ops);
+  kvq::x86::fillLutAvx512(s, ops);
+  return ops;
+}
+
 const kvq::KernelTable &avx2Table() {
   static const kvq::KernelTable table = [] {
     kvq::KernelTable t = kvq::referenceKernels();
     t.name = "avx2";
     kvq::x86::fillQuantAvx2(t);
     kvq::x86::fillMiscAvx2(t);
-    kvq::x86::fillAttendAvx2(t.attend);
-    kvq::x86::fillNibbleAvx2(t.attend);
+    t.attendFor = attendAvx2;
     return t;
   }();
   return table;
@@ -64,12 +82,9 @@ const kvq::KernelTable &avx512Table() {
   static const kvq::KernelTable table = [] {
     kvq::KernelTable t = avx2Table();
     t.name = "avx512";
-    kvq::x86::fillNibbleAvx512(t.attend);
-    kvq::x86::fillPairsAvx512(t.attend);
-    kvq::x86::fillGroupWeightsAvx512(t.attend);
-    kvq::x86::fillLutAvx512(t.attend);
     kvq::x86::fillNuqAvx512(t);
     kvq::x86::fillGroupQuantAvx512(t);
+    t.attendFor = attendAvx512;
     return t;
   }();
   return table;

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each x86 kernel file fills its part of the table; table_avx2.cpp checks
-// the CPU and assembles them.
+// the CPU and assembles them. The attention fill* functions take a cache's
+// shape and set only the entries whose kernels cover it (selectAttendOps).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_X86_X86_KERNELS_H
@@ -33,32 +34,21 @@ void fillNuqAvx512(KernelTable &t);
 /// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
 void fillMiscAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
-void fillAttendAvx2(AttendOps &ops);
+void fillAttendAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
-void fillNibbleAvx2(AttendOps &ops);
-void fillNibbleAvx512(AttendOps &ops);
-/// attend_avx2.cpp: AttendOps::axpyCodesRows on AVX2 (any width).
-void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
-                       int64_t d, float *acc);
-/// attend_avx2.cpp: AttendOps::dotLut on AVX2 (any width).
-void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
-                const float *lut, int64_t nq, int64_t d, float *out);
-/// attend_avx2.cpp: AttendOps::axpyLutRows on AVX2.
-void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                     const float *luts, int64_t lutStride, int64_t nq,
-                     int64_t d, float *acc);
+void fillNibbleAvx2(const AttendShape &s, AttendOps &ops);
+void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits), and
 /// axpyLutRows on 16 channels per register.
-void fillLutAvx512(AttendOps &ops);
-/// attend_pairs.cpp: its 2-bit case (rows in pairs), and the AVX-512
-/// version of axpyCodesRows.
+void fillLutAvx512(const AttendShape &s, AttendOps &ops);
+/// attend_pairs.cpp: the 2-bit case of axpyCodesRowsAvx2 (rows in pairs),
+/// and the AVX-512 version of axpyCodesRows.
 void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
-void fillPairsAvx512(AttendOps &ops);
+void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
-void fillGroupWeightsAvx512(AttendOps &ops);
+void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq

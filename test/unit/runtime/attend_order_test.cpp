@@ -89,7 +89,14 @@ std::vector<float> rowCodes(const Data &t, int bits, int64_t r) {
   return v;
 }
 
-/// Runs CHECK(ops) for every SIMD table this CPU runs (AVX-512 and the
+/// The ops a cache of Data's head_dim with these code widths and value
+/// groups runs on table k (selectAttendOps): the shapes here are ones the
+/// SIMD kernels cover, except where a check says otherwise.
+AttendOps opsFor(const KernelTable &k, int bits, int64_t G = 32) {
+  return selectAttendOps(k, AttendShape{Data{}.d, 1, G, bits, bits});
+}
+
+/// Runs CHECK(table) for every SIMD table this CPU runs (AVX-512 and the
 /// AVX2-only one on such a machine, NEON under qemu).
 #define FOR_EACH_SIMD_TABLE(CHECK)                                             \
   const std::vector<const KernelTable *> tables = simdKernelVariants();        \
@@ -97,13 +104,14 @@ std::vector<float> rowCodes(const Data &t, int bits, int64_t r) {
     GTEST_SKIP() << "no SIMD table on this CPU";                               \
   for (const KernelTable *k : tables) {                                        \
     SCOPED_TRACE(k->name);                                                     \
-    CHECK(k->attend);                                                          \
+    CHECK(*k);                                                                 \
     if (HasFatalFailure())                                                     \
       return;                                                                  \
   }
 
-void checkDotsOfCodesAndHalfsAreCanonical(const AttendOps &ops) {
+void checkDotsOfCodesAndHalfsAreCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4, 8}) {
+    const AttendOps ops = opsFor(table, bits);
     const Data t = makeData(bits, 40 + bits);
     for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}}) {
       // dotCodesRows: nq == 1 takes the four-rows-at-once kernel on AVX2.
@@ -145,8 +153,9 @@ TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical);
 }
 
-void checkPerChannelLookupDotIsCanonical(const AttendOps &ops) {
+void checkPerChannelLookupDotIsCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4}) {
+    const AttendOps ops = opsFor(table, bits);
     const Data t = makeData(bits, 70 + bits);
     const int64_t L = int64_t{1} << bits, nq = 2;
     std::vector<float> lut(static_cast<size_t>(nq * t.d * L));
@@ -179,9 +188,10 @@ TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
 /// channels read as one token of rows*d channels) against their tables, each
 /// the canonical lookup sum; 1 to 3 query vectors cover the interleaved
 /// streams and their remainders.
-void checkLookupDotsOfAllHeadsAreCanonical(const AttendOps &ops) {
+void checkLookupDotsOfAllHeadsAreCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4})
     for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+      const AttendOps ops = opsFor(table, bits);
       const Data t = makeData(bits, 80 + bits);
       const int64_t L = int64_t{1} << bits, heads = t.rows, d = t.d;
       std::vector<float> lut(static_cast<size_t>(heads * nq * d * L));
@@ -209,9 +219,10 @@ void checkLookupDotsOfAllHeadsAreCanonical(const AttendOps &ops) {
 /// dotLevels: each code dequantized by its channel's level table, then the
 /// canonical FMA chains, for 1 to 5 query vectors (GQA blocks of 4 and the
 /// remainders).
-void checkLevelDotsAreCanonical(const AttendOps &ops) {
+void checkLevelDotsAreCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4, 8})
     for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const AttendOps ops = opsFor(table, bits);
       const Data t = makeData(bits, 60 + bits);
       const int64_t L = int64_t{1} << bits;
       std::vector<float> levels(static_cast<size_t>(t.d * L)),
@@ -245,9 +256,10 @@ TEST(AttendOrder, LevelDotsAreCanonical) {
 
 /// axpyLevelRows: each row's codes looked up in its own level table, then
 /// one FMA per element, query vector and row, rows in order.
-void checkLevelSumsAreOneFmaPerElementAndRow(const AttendOps &ops) {
+void checkLevelSumsAreOneFmaPerElementAndRow(const KernelTable &table) {
   for (int bits : {2, 3, 4})
     for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
+      const AttendOps ops = opsFor(table, bits);
       const Data t = makeData(bits, 50 + bits);
       const int64_t L = int64_t{1} << bits, stride = L + 3, wStride = nq + 1;
       // Tables of exactly L levels at an odd stride; 16 floats of slack
@@ -282,7 +294,7 @@ void checkLevelSumsAreOneFmaPerElementAndRow(const AttendOps &ops) {
 }
 
 TEST(AttendOrder, LevelSumsAreOneFmaPerElementAndRow) {
-  checkLevelSumsAreOneFmaPerElementAndRow(referenceAttendOps());
+  checkLevelSumsAreOneFmaPerElementAndRow(referenceKernels());
   if (HasFatalFailure())
     return;
   FOR_EACH_SIMD_TABLE(checkLevelSumsAreOneFmaPerElementAndRow);
@@ -292,8 +304,10 @@ TEST(AttendOrder, LookupDotsOfAllHeadsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLookupDotsOfAllHeadsAreCanonical);
 }
 
-void checkPerRowLookupSumsAreOneAdditionPerElement(const AttendOps &ops) {
+void checkPerRowLookupSumsAreOneAdditionPerElement(const KernelTable &table) {
+  // 8 bits: the reference on every table (one addition per element too).
   for (int bits : {2, 3, 4, 8}) {
+    const AttendOps ops = opsFor(table, bits);
     const Data t = makeData(bits, 110 + bits);
     const int64_t nq = 3, E = lutEntries(bits), stride = nq * E + 5;
     // One table per (row, query vector); rows padded apart by 5 floats.
@@ -360,10 +374,9 @@ std::vector<float> canonicalAxpyCodes(const Data &t, int bits,
 }
 
 TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
-  std::vector<std::pair<std::string, const AttendOps *>> tables = {
-      {"reference", &referenceAttendOps()}};
+  std::vector<const KernelTable *> tables = {&referenceKernels()};
   for (const KernelTable *k : simdKernelVariants())
-    tables.push_back({k->name, &k->attend});
+    tables.push_back(k);
   for (int bits : {2, 4, 8}) {
     const Data t = makeData(bits, 90 + bits); // 9 rows: a lone last row
     std::vector<const uint8_t *> rows;
@@ -379,21 +392,24 @@ TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
         const std::vector<float> start(static_cast<size_t>(nq * t.d), 0.25f);
         const std::vector<float> want =
             canonicalAxpyCodes(t, bits, ws, wsStride, G, nq, start);
-        for (const auto &[name, ops] : tables) {
+        for (const KernelTable *k : tables) {
           std::vector<float> acc = start;
-          ops->axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G,
+          opsFor(*k, bits, G)
+              .axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G,
                              nq, t.d, acc.data());
           for (size_t e = 0; e < acc.size(); ++e)
             ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
-                << name << " bits " << bits << " G " << G << " nq " << nq
+                << k->name << " bits " << bits << " G " << G << " nq " << nq
                 << " element " << e;
         }
       }
   }
 }
 
-void checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow(const AttendOps &ops) {
+void checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow(
+    const KernelTable &table) {
   const Data t = makeData(4, 94);
+  const AttendOps ops = opsFor(table, 16); // fp16 rows: no codes
   std::vector<const uint16_t *> halfRows;
   for (int64_t r = 0; r < t.rows; ++r)
     halfRows.push_back(t.half.data() + r * t.d);

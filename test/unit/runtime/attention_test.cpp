@@ -28,6 +28,7 @@ struct AttendCase {
   kvq_method method;
   int bits;
   int heads, dim;
+  int group = 0; ///< KIVI group_size (0: the default)
 };
 
 const AttendCase kCases[] = {
@@ -40,6 +41,19 @@ const AttendCase kCases[] = {
     {"kvquant3", KVQ_METHOD_KVQUANT, 3, 2, 64},
     {"kvquant2", KVQ_METHOD_KVQUANT, 2, 1, 128},
     {"kvquant4", KVQ_METHOD_KVQUANT, 4, 2, 64},
+    // 8 heads of 2 value groups: AVX-512's fused group weights cover the
+    // shape, and take the calls with one query vector per KV head only.
+    {"kivi2_h8", KVQ_METHOD_KIVI, 2, 8, 64},
+    // Shapes the SIMD kernels do not cover, so the cache's selected ops
+    // (selectAttendOps) mix SIMD and reference entries: head_dim not a
+    // multiple of 16 (40, 24) or of 8 (12), 3-bit rows of 36 bits, odd
+    // groups (3, 5) and groups of 8k that are no power of two (24).
+    {"kivi3_d12_g3", KVQ_METHOD_KIVI, 3, 2, 12, 3},
+    {"kivi2_d40_g5", KVQ_METHOD_KIVI, 2, 2, 40, 5},
+    {"kivi4_d48_g24", KVQ_METHOD_KIVI, 4, 2, 48, 24},
+    {"kivi8_d24_g8", KVQ_METHOD_KIVI, 8, 2, 24, 8},
+    {"kvquant3_d24", KVQ_METHOD_KVQUANT, 3, 2, 24},
+    {"fp16_d24", KVQ_METHOD_FP16, 16, 2, 24},
 };
 
 kvq_config caseConfig(const AttendCase &c) {
@@ -48,6 +62,8 @@ kvq_config caseConfig(const AttendCase &c) {
     cfg.key_bits = c.bits;
     cfg.value_bits = c.bits;
   }
+  if (c.group)
+    cfg.group_size = c.group;
   return cfg;
 }
 

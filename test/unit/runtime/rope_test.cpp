@@ -193,7 +193,7 @@ TEST(RopeCache, KeyPassIsTheCanonicalScoreOfTheStoredKeys) {
         const kvq::LayerStore &store = *c.h->layers[0];
         const int64_t d = cs.d, C = heads * d, length = store.length();
         ASSERT_EQ(length, 300);
-        kvq::AttendJob job(kvq::kernels().attend);
+        kvq::AttendJob job(store.attendOps());
         job.d = d;
         job.heads = heads;
         job.qPerKv = nq;

@@ -1,0 +1,221 @@
+//===- attend_select_test.cpp - The one choice of a cache's attention ops -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// selectAttendOps against the coverage each SIMD table declares, restated
+// here per op as a specification: for shapes on both sides of every
+// condition (head_dim a multiple of 16 or 8 or neither, code widths,
+// value group sizes, nibble rows, whole heads of group weights), each entry
+// is the table's kernel exactly where it covers the shape and the
+// reference elsewhere. And the stores run the ops chosen for their shape,
+// at creation and after a load.
+//
+//===----------------------------------------------------------------------===//
+#include "cache_handle.h"
+#include "kernels.h"
+#include "saved_file_util.h"
+#include "store.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace kvq;
+
+namespace {
+
+bool supported(int bits) {
+  return bits == 2 || bits == 3 || bits == 4 || bits == 8;
+}
+bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
+
+/// Which entries table `name` ("avx2", "avx512", "neon") covers for s:
+/// the declared coverage, written out independently of the kernel files.
+struct Coverage {
+  bool mulHalf, half, keyCodes, axpyCodes, axpyCodesRows, nibble, levelRows,
+      lutRows, groupWeights;
+};
+
+Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
+  const bool w16 = s.d % 16 == 0, x86 = name != "neon";
+  const int64_t P = s.d * s.keyBits / 4;
+  Coverage c{};
+  c.mulHalf = s.d % 8 == 0;
+  c.half = w16;
+  c.keyCodes = w16 && supported(s.keyBits);
+  c.axpyCodes =
+      w16 && supported(s.valueBits) && divides(s.G, s.d) && s.G % 8 == 0;
+  c.axpyCodesRows = w16 && supported(s.valueBits) && divides(s.G, s.d) &&
+                    s.G >= 8 && pow2(s.G);
+  c.nibble = (s.keyBits == 2 || s.keyBits == 4) && P % 4 == 0 && P <= 256;
+  const bool lutBits = s.valueBits >= 2 && s.valueBits <= 4;
+  c.levelRows = w16 && (x86 ? lutBits : supported(s.valueBits));
+  c.lutRows = x86 && w16 && lutBits;
+  const int64_t perHead = divides(s.G, s.d) ? s.d / s.G : 0;
+  c.groupWeights = name == "avx512" && perHead > 0 && 16 % perHead == 0 &&
+                   (s.heads * perHead) % 16 == 0;
+  return c;
+}
+
+std::vector<AttendShape> shapesAroundEveryCondition() {
+  std::vector<AttendShape> out;
+  for (int64_t d : {8, 12, 24, 40, 48, 64, 128, 256, 512})
+    for (int64_t heads : {1, 2, 8})
+      for (int64_t G : {0, 3, 4, 5, 8, 16, 24, 32, 64})
+        for (int bits : {0, 2, 3, 4, 8, 16})
+          out.push_back(AttendShape{d, heads, G, bits, bits});
+  // Key and value widths apart (the entries take one or the other).
+  for (int kb : {2, 3, 4, 8})
+    for (int vb : {2, 3, 4, 8})
+      out.push_back(AttendShape{128, 8, 32, kb, vb});
+  return out;
+}
+
+std::string describe(const AttendShape &s) {
+  return "d " + std::to_string(s.d) + " heads " + std::to_string(s.heads) +
+         " G " + std::to_string(s.G) + " key bits " +
+         std::to_string(s.keyBits) + " value bits " +
+         std::to_string(s.valueBits);
+}
+
+TEST(SelectAttendOps, TheReferenceTableGivesTheReferenceForEveryShape) {
+  const AttendOps &ref = referenceAttendOps();
+  EXPECT_EQ(ref.groupWeightsHalf, nullptr); // the portable path
+  for (const AttendShape &s : shapesAroundEveryCondition()) {
+    const AttendOps ops = selectAttendOps(referenceKernels(), s);
+#define KVQ_EXPECT_REFERENCE(op) EXPECT_EQ(ops.op, ref.op) << #op;
+    KVQ_ATTEND_OPS(KVQ_EXPECT_REFERENCE)
+#undef KVQ_EXPECT_REFERENCE
+  }
+}
+
+TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
+  const std::vector<const KernelTable *> tables = simdKernelVariants();
+  if (tables.empty())
+    GTEST_SKIP() << "no SIMD table on this CPU";
+  const AttendOps &ref = referenceAttendOps();
+  int simdEntries = 0, referenceEntries = 0;
+  for (const KernelTable *t : tables)
+    for (const AttendShape &s : shapesAroundEveryCondition()) {
+      const AttendOps ops = selectAttendOps(*t, s);
+      const Coverage want = expectedCoverage(t->name, s);
+      const std::string what = std::string(t->name) + " " + describe(s);
+      // Every entry is set: a table's kernel or the reference's.
+#define KVQ_EXPECT_SET(op)                                                     \
+  if (ref.op)                                                                  \
+    EXPECT_NE(ops.op, nullptr) << #op << " " << what;
+      KVQ_ATTEND_OPS(KVQ_EXPECT_SET)
+#undef KVQ_EXPECT_SET
+      auto check = [&](const char *op, bool simd, bool covered) {
+        EXPECT_EQ(simd, covered) << op << " " << what;
+        ++(simd ? simdEntries : referenceEntries);
+      };
+      check("halfToFloatN", ops.halfToFloatN != ref.halfToFloatN, true);
+      check("halfRowsToFloat", ops.halfRowsToFloat != ref.halfRowsToFloat,
+            true);
+      check("mulHalf", ops.mulHalf != ref.mulHalf, want.mulHalf);
+      check("dotHalf", ops.dotHalf != ref.dotHalf, want.half);
+      check("axpyHalf", ops.axpyHalf != ref.axpyHalf, want.half);
+      check("axpyHalfRows", ops.axpyHalfRows != ref.axpyHalfRows, want.half);
+      check("dotCodes", ops.dotCodes != ref.dotCodes, want.keyCodes);
+      check("dotCodesRows", ops.dotCodesRows != ref.dotCodesRows,
+            want.keyCodes);
+      check("dotLut", ops.dotLut != ref.dotLut, want.keyCodes);
+      check("dotLutHeads", ops.dotLutHeads != ref.dotLutHeads, want.keyCodes);
+      check("dotLevels", ops.dotLevels != ref.dotLevels, want.keyCodes);
+      check("axpyCodes", ops.axpyCodes != ref.axpyCodes, want.axpyCodes);
+      check("axpyCodesRows", ops.axpyCodesRows != ref.axpyCodesRows,
+            want.axpyCodesRows);
+      check("dotNibbleRows", ops.dotNibbleRows != ref.dotNibbleRows,
+            want.nibble);
+      check("axpyLevelRows", ops.axpyLevelRows != ref.axpyLevelRows,
+            want.levelRows);
+      check("axpyLutRows", ops.axpyLutRows != ref.axpyLutRows, want.lutRows);
+      check("groupWeightsHalf", ops.groupWeightsHalf != nullptr,
+            want.groupWeights);
+    }
+  // Both sides of the conditions were reached.
+  EXPECT_GT(simdEntries, 0);
+  EXPECT_GT(referenceEntries, 0);
+}
+
+#if defined(__x86_64__)
+TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
+  const std::vector<const KernelTable *> tables = simdKernelVariants();
+  if (tables.size() < 2)
+    GTEST_SKIP() << "no AVX-512 table on this CPU";
+  ASSERT_STREQ(tables[0]->name, "avx512");
+  ASSERT_STREQ(tables[1]->name, "avx2");
+  for (const AttendShape &s : shapesAroundEveryCondition()) {
+    const AttendOps a512 = selectAttendOps(*tables[0], s);
+    const AttendOps a2 = selectAttendOps(*tables[1], s);
+    const std::string what = describe(s);
+    const bool lutBits = s.keyBits >= 2 && s.keyBits <= 4;
+    const bool lutValueBits = s.valueBits >= 2 && s.valueBits <= 4;
+    // Own kernels where they cover; the AVX2 (or reference) entry elsewhere.
+    EXPECT_EQ(a512.dotLut != a2.dotLut, s.d % 16 == 0 && lutBits) << what;
+    EXPECT_EQ(a512.dotLutHeads != a2.dotLutHeads, s.d % 16 == 0 && lutBits)
+        << what;
+    EXPECT_EQ(a512.axpyLutRows != a2.axpyLutRows, s.d % 64 == 0 && lutValueBits)
+        << what;
+    EXPECT_EQ(a512.axpyCodesRows != a2.axpyCodesRows,
+              s.valueBits == 2 && s.d % 64 == 0 && divides(s.G, s.d) &&
+                  s.G % 16 == 0 && pow2(s.G))
+        << what;
+    EXPECT_EQ(a512.dotNibbleRows != a2.dotNibbleRows,
+              a2.dotNibbleRows != referenceAttendOps().dotNibbleRows)
+        << what;
+    EXPECT_EQ(a512.dotCodes, a2.dotCodes) << what;
+    EXPECT_EQ(a512.axpyLevelRows, a2.axpyLevelRows) << what;
+    EXPECT_EQ(a2.groupWeightsHalf, nullptr) << what;
+  }
+}
+#endif
+
+/// The ops a store attends with are the ones selected for its
+/// configuration on the active table, at creation and after a load.
+TEST(SelectAttendOps, StoresRunTheOpsOfTheirShape) {
+  struct Case {
+    kvq_method method;
+    int bits, heads, dim, group;
+  };
+  const Case cases[] = {{KVQ_METHOD_KIVI, 2, 8, 128, 32},
+                        {KVQ_METHOD_KIVI, 3, 2, 12, 3},
+                        {KVQ_METHOD_KIVI_SINK, 4, 2, 40, 5},
+                        {KVQ_METHOD_KVQUANT, 3, 2, 24, 0},
+                        {KVQ_METHOD_FP16, 16, 2, 64, 0}};
+  for (const Case &c : cases) {
+    kvq_config cfg = kvqtest::config(c.method, c.heads, c.dim);
+    if (c.method != KVQ_METHOD_FP16)
+      cfg.key_bits = cfg.value_bits = c.bits;
+    if (c.group)
+      cfg.group_size = c.group;
+    kvqtest::Cache cache(cfg);
+    ASSERT_NE(cache.h, nullptr) << kvq_last_error();
+    kvqtest::KV kv = kvqtest::gaussianKV(3, 40, c.heads, c.dim);
+    kvqtest::feed(cache.h, kv, 30);
+    const AttendOps want =
+        selectAttendOps(kernels(), AttendShape{c.dim, c.heads, cfg.group_size,
+                                               cfg.key_bits, cfg.value_bits});
+    const std::vector<uint8_t> saved = kvqtest::saveBytes(cache.h);
+    kvq_cache_t *loaded = nullptr;
+    ASSERT_EQ(kvq_cache_load(saved.data(), static_cast<int64_t>(saved.size()),
+                             nullptr, &loaded),
+              KVQ_OK)
+        << kvq_last_error();
+    for (const kvq_cache_t *h : {static_cast<const kvq_cache_t *>(cache.h),
+                                 static_cast<const kvq_cache_t *>(loaded)})
+      for (const auto &layer : h->layers) {
+        const AttendOps &got = layer->attendOps();
+#define KVQ_EXPECT_SAME(op)                                                    \
+  EXPECT_EQ(got.op, want.op) << #op << " method " << c.method << " d " << c.dim;
+        KVQ_ATTEND_OPS(KVQ_EXPECT_SAME)
+#undef KVQ_EXPECT_SAME
+      }
+    kvq_cache_destroy(loaded);
+  }
+}
+
+} // namespace
