@@ -579,8 +579,19 @@ void KiviStore::attendKeys(AttendJob &job) const {
       float *out = inPlace ? job.scoreRow(t, h) : tmp;
       const int64_t stride = inPlace ? K : nq;
       if (nibbleKeys_) {
-        job.ops.dotNibbleRows(codes, groupRows, row, n, h * d * kb_ / 4, kb_,
-                              folded + h * nq * d, nq, d, out, stride);
+        NibbleRowsDot a;
+        a.codes = codes;
+        a.n = groupRows;
+        a.r0 = row;
+        a.m = n;
+        a.nib0 = h * d * kb_ / 4;
+        a.bits = kb_;
+        a.q = folded + h * nq * d;
+        a.nq = nq;
+        a.d = d;
+        a.out = out;
+        a.outStride = stride;
+        job.ops.dotNibbleRows(a);
       } else if (byteRows) {
         for (int64_t i = 0; i < n; ++i)
           job.codeRows[static_cast<size_t>(i)] =
@@ -645,8 +656,17 @@ void KiviStore::attendValues(AttendJob &job) const {
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
   if (job.ops.groupWeightsHalf && nq == 1) {
-    job.ops.groupWeightsHalf(job.halfRows.data(), rowOf, n, scores, H, nq,
-                             perHead, ws, zsum);
+    GroupWeightsArgs a;
+    a.headers = job.halfRows.data();
+    a.rowOf = rowOf;
+    a.n = n;
+    a.scores = scores;
+    a.heads = H;
+    a.nq = nq;
+    a.perHead = perHead;
+    a.ws = ws;
+    a.zsum = zsum;
+    job.ops.groupWeightsHalf(a);
   } else {
     job.ops.halfRowsToFloat(job.halfRows.data(), n, 2 * perRow, sz);
     groupWeightsPortable(scores, rowOf, n, sz, H, nq, perHead, ws, zsum);
@@ -658,8 +678,17 @@ void KiviStore::attendValues(AttendJob &job) const {
       const int64_t off = h * d * vb_ / 8;
       for (int64_t i = 0; i < n; ++i)
         rowsOut[i] = blocks[i] + off;
-      job.ops.axpyCodesRows(rowsOut, n, vb_, wsHead, wsStride, G_, nq, d,
-                            job.accumulator(h));
+      CodeRowsAxpy a;
+      a.rows = rowsOut;
+      a.n = n;
+      a.bits = vb_;
+      a.ws = wsHead;
+      a.wsStride = wsStride;
+      a.G = G_;
+      a.nq = nq;
+      a.d = d;
+      a.acc = job.accumulator(h);
+      job.ops.axpyCodesRows(a);
     } else {
       for (int64_t i = 0; i < n; ++i)
         job.ops.axpyCodes(blocks[i], h * d, vb_, wsHead + i * wsStride, G_, nq,

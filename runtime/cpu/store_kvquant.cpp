@@ -604,8 +604,18 @@ void KvquantStore::attendValues(AttendJob &job) const {
           w + i * nq,
           job.scoreRow(job.t0 + job.positions[static_cast<size_t>(i)], h),
           static_cast<size_t>(nq) * sizeof(float));
-    job.ops.axpyLevelRows(rowsOut, n, vb_, levels + h * L, H * L, w, nq, nq, d,
-                          job.accumulator(h));
+    LevelRowsAxpy a;
+    a.rows = rowsOut;
+    a.n = n;
+    a.bits = vb_;
+    a.levels = levels + h * L; // the head's table of each row
+    a.levelStride = H * L;
+    a.w = w;
+    a.wStride = nq;
+    a.nq = nq;
+    a.d = d;
+    a.acc = job.accumulator(h);
+    job.ops.axpyLevelRows(a);
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];

@@ -343,9 +343,9 @@ void kvq::neon::fillAttendNeon(const AttendShape &s, AttendOps &ops) {
     if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
       ops.axpyCodes = axpyCodesNeon;
     if (groups8(s.G) && s.d % s.G == 0)
-      ops.axpyCodesRows = axpyCodesRowsNeon;
+      ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsNeon>;
     // Any width, 8 bits too (AVX2: 2 to 4): one FMA per element and row,
     // the reference's bits either way.
-    ops.axpyLevelRows = axpyLevelRowsNeon;
+    ops.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsNeon>;
   }
 }

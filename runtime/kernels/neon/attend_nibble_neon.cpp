@@ -110,5 +110,5 @@ void dotNibbleRowsNeon(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
 
 void kvq::neon::fillNibbleNeon(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsNeon;
+    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsNeon>;
 }

@@ -191,11 +191,26 @@ void axpyLevelRowsRef(const uint8_t *const *rows, int64_t n, int bits,
 } // namespace
 
 const AttendOps &kvq::referenceAttendOps() {
-  static const AttendOps ops = {
-      halfToFloatNRef,  halfRowsToFloatRef, mulHalfRef,   dotHalfRef,
-      axpyHalfRef,      dotCodesRef,        axpyCodesRef, dotCodesRowsRef,
-      axpyCodesRowsRef, axpyHalfRowsRef,    dotLutRef,    axpyLutRowsRef,
-      dotNibbleRowsRef, dotLutHeadsRef,     dotLevelsRef, axpyLevelRowsRef,
-      nullptr}; // groupWeightsHalf: halfRowsToFloat + groupWeightsPortable
+  static const AttendOps ops = [] {
+    AttendOps o{};
+    o.halfToFloatN = halfToFloatNRef;
+    o.halfRowsToFloat = halfRowsToFloatRef;
+    o.mulHalf = mulHalfRef;
+    o.dotHalf = dotHalfRef;
+    o.axpyHalf = axpyHalfRef;
+    o.dotCodes = dotCodesRef;
+    o.axpyCodes = axpyCodesRef;
+    o.dotCodesRows = dotCodesRowsRef;
+    o.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsRef>;
+    o.axpyHalfRows = axpyHalfRowsRef;
+    o.dotLut = dotLutRef;
+    o.axpyLutRows = axpyLutRowsRef;
+    o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
+    o.dotLutHeads = dotLutHeadsRef;
+    o.dotLevels = dotLevelsRef;
+    o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
+    // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
+    return o;
+  }();
   return ops;
 }

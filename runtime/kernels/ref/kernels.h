@@ -181,6 +181,57 @@ struct AttendShape {
   int keyBits = 0, valueBits = 0; ///< code widths (0: no codes)
 };
 
+// The operands of the AttendOps entries with the most arguments, by name
+// (their contracts are at the entries below).
+
+/// axpyCodesRows' operands.
+struct CodeRowsAxpy {
+  const uint8_t *const *rows = nullptr; ///< n byte-aligned head rows
+  int64_t n = 0;
+  int bits = 0;
+  const float *ws = nullptr; ///< group weights, wsStride floats per row
+  int64_t wsStride = 0;
+  int64_t G = 0; ///< channels per group
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [nq][d]
+};
+
+/// axpyLevelRows' operands.
+struct LevelRowsAxpy {
+  const uint8_t *const *rows = nullptr;
+  int64_t n = 0;
+  int bits = 0;
+  const float *levels = nullptr; ///< a table of levels per row
+  int64_t levelStride = 0;
+  const float *w = nullptr; ///< nq weights per row, wStride apart
+  int64_t wStride = 0;
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [nq][d]
+};
+
+/// dotNibbleRows' operands.
+struct NibbleRowsDot {
+  const uint8_t *codes = nullptr; ///< a nibble-major block of n rows
+  int64_t n = 0;
+  int64_t r0 = 0, m = 0; ///< rows [r0, r0 + m)
+  int64_t nib0 = 0;      ///< the head's first nibble
+  int bits = 0;
+  const float *q = nullptr; ///< [nq][d] folded queries
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< out[r*outStride + j]
+  int64_t outStride = 0;
+};
+
+/// groupWeightsHalf's operands.
+struct GroupWeightsArgs {
+  const uint16_t *const *headers = nullptr; ///< n tokens' fp16 headers
+  const int64_t *rowOf = nullptr;           ///< their score rows
+  int64_t n = 0;
+  const float *scores = nullptr;
+  int64_t heads = 0, nq = 0, perHead = 0;
+  float *ws = nullptr, *zsum = nullptr;
+};
+
 /// One head row of d channels against nq query vectors. Codes are read from
 /// a packed stream starting at code index `first` (any bit offset).
 /// Every SIMD table sums in one canonical order per op, so x86_64 and arm64
@@ -225,9 +276,7 @@ struct AttendOps {
   /// pairTerm(w_2k, a, w_2k+1, b) per element and pair (a lone last row:
   /// one FMA). The pair's 16 possible terms are one table, so AVX-512 looks
   /// them up with one permute per 16 channels of two rows.
-  void (*axpyCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
-                        const float *ws, int64_t wsStride, int64_t G,
-                        int64_t nq, int64_t d, float *acc);
+  void (*axpyCodesRows)(const CodeRowsAxpy &a);
   /// acc[j*d + c] += w[r*wStride + j] * half(rows[r][c]).
   void (*axpyHalfRows)(const uint16_t *const *rows, int64_t n, const float *w,
                        int64_t wStride, int64_t nq, int64_t d, float *acc);
@@ -249,9 +298,7 @@ struct AttendOps {
   /// of the row's nibble x. Rows sit in vector lanes, so a 16-entry table
   /// lookup per nibble replaces per-code arithmetic; every ISA computes the
   /// same terms in the same order, so they give the same bits.
-  void (*dotNibbleRows)(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
-                        int64_t nib0, int bits, const float *q, int64_t nq,
-                        int64_t d, float *out, int64_t outStride);
+  void (*dotNibbleRows)(const NibbleRowsDot &a);
   /// dotLut for every head of one row: out[h*nq + j] = dotLut(packed,
   /// h*d, bits, lut + h*nq*d*2^bits, nq, d) for h < heads, each with
   /// dotLut's bits. One call per token lets SIMD versions interleave heads.
@@ -269,19 +316,31 @@ struct AttendOps {
   /// element and row; a row's table holds 2^bits levels, readable up to 16
   /// floats). Each code is looked up once for all nq query vectors, where
   /// axpyLutRows needs a weighted table per query (GQA).
-  void (*axpyLevelRows)(const uint8_t *const *rows, int64_t n, int bits,
-                        const float *levels, int64_t levelStride,
-                        const float *w, int64_t wStride, int64_t nq, int64_t d,
-                        float *acc);
+  void (*axpyLevelRows)(const LevelRowsAxpy &a);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
   /// conversion fused in, for nq == 1. Null where no fused version covers
   /// the shape (always in the reference): the caller then converts with
   /// halfRowsToFloat and calls groupWeightsPortable. Same bits either way.
-  void (*groupWeightsHalf)(const uint16_t *const *headers, const int64_t *rowOf,
-                           int64_t n, const float *scores, int64_t heads,
-                           int64_t nq, int64_t perHead, float *ws, float *zsum);
+  void (*groupWeightsHalf)(const GroupWeightsArgs &a);
 };
+
+/// The entry of a kernel written with positional arguments (in the order
+/// of the struct's fields): kernels keep plain locals, callers name them.
+template <auto F> void axpyCodesRowsEntry(const CodeRowsAxpy &a) {
+  F(a.rows, a.n, a.bits, a.ws, a.wsStride, a.G, a.nq, a.d, a.acc);
+}
+template <auto F> void axpyLevelRowsEntry(const LevelRowsAxpy &a) {
+  F(a.rows, a.n, a.bits, a.levels, a.levelStride, a.w, a.wStride, a.nq, a.d,
+    a.acc);
+}
+template <auto F> void dotNibbleRowsEntry(const NibbleRowsDot &a) {
+  F(a.codes, a.n, a.r0, a.m, a.nib0, a.bits, a.q, a.nq, a.d, a.out,
+    a.outStride);
+}
+template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
+  F(a.headers, a.rowOf, a.n, a.scores, a.heads, a.nq, a.perHead, a.ws, a.zsum);
+}
 
 /// Every entry of AttendOps, for code that treats them alike.
 #define KVQ_ATTEND_OPS(X)                                                      \

@@ -707,10 +707,10 @@ void kvq::x86::fillAttendAvx2(const AttendShape &s, AttendOps &ops) {
     if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
       ops.axpyCodes = axpyCodesAvx2;
     if (groups8(s.G) && s.d % s.G == 0)
-      ops.axpyCodesRows = axpyCodesRowsAvx2;
+      ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx2>;
   }
   if (lutBits(s.valueBits)) {
-    ops.axpyLevelRows = axpyLevelRowsAvx2;
+    ops.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsAvx2>;
     ops.axpyLutRows = axpyLutRowsAvx2;
   }
 }

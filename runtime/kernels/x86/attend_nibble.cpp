@@ -270,10 +270,10 @@ KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
 
 void kvq::x86::fillNibbleAvx2(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsAvx2;
+    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsAvx2>;
 }
 
 void kvq::x86::fillNibbleAvx512(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsAvx512;
+    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsAvx512>;
 }

@@ -273,5 +273,5 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
 void kvq::x86::fillPairsAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entry (the table starts from the AVX2 one).
   if (pairsAvx512(s.valueBits, s.d, s.G) && s.d % s.G == 0)
-    ops.axpyCodesRows = axpyCodesRowsAvx512;
+    ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx512>;
 }

@@ -67,5 +67,5 @@ KVQ_AVX512 void groupWeightsHalfAvx512(const uint16_t *const *headers,
 void kvq::x86::fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops) {
   // perHead = d / G value groups per head row.
   if (s.G > 0 && s.d % s.G == 0 && wholeHeads(s.heads, s.d / s.G))
-    ops.groupWeightsHalf = groupWeightsHalfAvx512;
+    ops.groupWeightsHalf = groupWeightsHalfEntry<groupWeightsHalfAvx512>;
 }

@@ -275,8 +275,18 @@ void checkLevelSumsAreOneFmaPerElementAndRow(const KernelTable &table) {
       for (int64_t r = 0; r < t.rows; ++r)
         rows.push_back(t.packed.data() + r * t.d * bits / 8);
       std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f), want = acc;
-      ops.axpyLevelRows(rows.data(), t.rows, bits, levels.data(), stride,
-                        w.data(), wStride, nq, t.d, acc.data());
+      LevelRowsAxpy args;
+      args.rows = rows.data();
+      args.n = t.rows;
+      args.bits = bits;
+      args.levels = levels.data();
+      args.levelStride = stride;
+      args.w = w.data();
+      args.wStride = wStride;
+      args.nq = nq;
+      args.d = t.d;
+      args.acc = acc.data();
+      ops.axpyLevelRows(args);
       for (int64_t r = 0; r < t.rows; ++r)
         for (int64_t j = 0; j < nq; ++j)
           for (int64_t c = 0; c < t.d; ++c) {
@@ -394,9 +404,17 @@ TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
             canonicalAxpyCodes(t, bits, ws, wsStride, G, nq, start);
         for (const KernelTable *k : tables) {
           std::vector<float> acc = start;
-          opsFor(*k, bits, G)
-              .axpyCodesRows(rows.data(), t.rows, bits, ws.data(), wsStride, G,
-                             nq, t.d, acc.data());
+          CodeRowsAxpy args;
+          args.rows = rows.data();
+          args.n = t.rows;
+          args.bits = bits;
+          args.ws = ws.data();
+          args.wsStride = wsStride;
+          args.G = G;
+          args.nq = nq;
+          args.d = t.d;
+          args.acc = acc.data();
+          opsFor(*k, bits, G).axpyCodesRows(args);
           for (size_t e = 0; e < acc.size(); ++e)
             ASSERT_EQ(bitsOf(acc[e]), bitsOf(want[e]))
                 << k->name << " bits " << bits << " G " << G << " nq " << nq

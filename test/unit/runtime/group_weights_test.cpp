@@ -74,8 +74,17 @@ TEST(GroupWeights, FusedHeadersGiveThePortableBitsOnEveryTable) {
               continue; // the store takes the portable path
             std::vector<float> ws(wsSize, -3.0f);
             std::vector<float> z(static_cast<size_t>(K * perHead), 0.5f);
-            ops.groupWeightsHalf(headers.data(), rowOf.data(), n, scores.data(),
-                                 heads, nq, perHead, ws.data(), z.data());
+            GroupWeightsArgs a;
+            a.headers = headers.data();
+            a.rowOf = rowOf.data();
+            a.n = n;
+            a.scores = scores.data();
+            a.heads = heads;
+            a.nq = nq;
+            a.perHead = perHead;
+            a.ws = ws.data();
+            a.zsum = z.data();
+            ops.groupWeightsHalf(a);
             const std::string what =
                 std::string(k->name) + " heads " + std::to_string(heads) +
                 " perHead " + std::to_string(perHead) + " nq " +

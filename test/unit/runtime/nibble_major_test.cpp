@@ -134,8 +134,19 @@ TEST(NibbleMajor, RowDotsFollowTheCanonicalOrderOnEveryTable) {
               for (int64_t h = 0; h < heads; ++h) {
                 const int64_t m = n - r0, stride = nq + 3;
                 std::vector<float> out(static_cast<size_t>(m * stride), -7.0f);
-                o.ops.dotNibbleRows(packed.data(), n, r0, m, h * d * bits / 4,
-                                    bits, q.data(), nq, d, out.data(), stride);
+                NibbleRowsDot args;
+                args.codes = packed.data();
+                args.n = n;
+                args.r0 = r0;
+                args.m = m;
+                args.nib0 = h * d * bits / 4;
+                args.bits = bits;
+                args.q = q.data();
+                args.nq = nq;
+                args.d = d;
+                args.out = out.data();
+                args.outStride = stride;
+                o.ops.dotNibbleRows(args);
                 for (int64_t r = 0; r < m; ++r)
                   for (int64_t j = 0; j < stride; ++j) {
                     const float got = out[static_cast<size_t>(r * stride + j)];
