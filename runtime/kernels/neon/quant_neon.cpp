@@ -12,6 +12,7 @@
 
 #include "bitpack.h"
 #include "fp16.h"
+#include "kernels_fast.h"
 
 #include <algorithm>
 
@@ -28,18 +29,6 @@ inline uint32x4_t quantize4(float32x4_t x, float32x4_t z, float32x4_t s,
   // Lanes with s == 0 hold NaN or inf here: masked to +0 before converting.
   q = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(q), nonzero));
   return vcvtq_u32_f32(q);
-}
-
-float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
-                  int64_t n, int64_t stride) {
-  if (lo != 0.0f)
-    return lo;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = loadElement(x, dtype, base + i * stride);
-    if (v == 0.0f)
-      return v;
-  }
-  return lo;
 }
 
 void groupQuantNeon(const void *x, kvq_dtype dtype, const Grid &g, int bits,

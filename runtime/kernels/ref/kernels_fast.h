@@ -10,6 +10,7 @@
 #ifndef KVQ_RUNTIME_COMMON_KERNELS_FAST_H
 #define KVQ_RUNTIME_COMMON_KERNELS_FAST_H
 
+#include "fp16.h"
 #include "kernels.h"
 
 namespace kvq {
@@ -26,6 +27,23 @@ int64_t lloydFitWalk(const float *x, int64_t n, int64_t stride,
                      const uint8_t *exclude, int64_t exStride, int bits,
                      int iters, float *scratch, float *levels,
                      double *distortion);
+
+/// The reference takes the first minimal element, so a minimum of zero
+/// carries the sign of the first zero in the group (it ends up in the fp16
+/// zero point); SIMD min does not know the order. The sign of the group's
+/// minimum `lo` as the reference has it: the first zero among the n
+/// elements, `stride` apart from `base`.
+inline float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
+                         int64_t n, int64_t stride) {
+  if (lo != 0.0f)
+    return lo;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = loadElement(x, dtype, base + i * stride);
+    if (v == 0.0f)
+      return v;
+  }
+  return lo;
+}
 
 } // namespace kvq
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
 #include "avx512_util.h"
+#include "kernels_fast.h"
 #include "x86_kernels.h"
 
 #include "kernels.h"
@@ -138,7 +139,7 @@ KVQ_AVX512 void groupQuantRows(const void *x, kvq_dtype dtype, const Grid &g,
       alignas(64) float l[16];
       _mm512_store_ps(l, los);
       for (int k = 0; k < nv; ++k)
-        l[k] = x86::fixZeroSign(l[k], x, dtype, (v0 + k) * G, G, 1);
+        l[k] = fixZeroSign(l[k], x, dtype, (v0 + k) * G, G, 1);
       los = _mm512_load_ps(l);
     }
     const Params16 p = params16(los, his, bits);
@@ -193,7 +194,7 @@ KVQ_AVX512 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
           _mm512_store_ps(l, lo[j]);
           for (int lane = 0; lane < 16; ++lane)
             l[lane] =
-                x86::fixZeroSign(l[lane], x, dtype, base + 16 * j + lane, G, C);
+                fixZeroSign(l[lane], x, dtype, base + 16 * j + lane, G, C);
           lo[j] = _mm512_load_ps(l);
         }
         p[j] = params16(lo[j], hi[j], bits);

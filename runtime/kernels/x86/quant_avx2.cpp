@@ -14,28 +14,12 @@
 #include "bitpack.h"
 #include "fp16.h"
 #include "kernels.h"
+#include "kernels_fast.h"
 
 #include <algorithm>
 
 using namespace kvq;
 using namespace kvq::avx2;
-
-/// The reference takes the first minimal element, so a minimum of zero
-/// carries the sign of the first zero in the group (it ends up in the fp16
-/// zero point). SIMD min does not know the order: look it up.
-float kvq::x86::fixZeroSign(float lo, const void *x, kvq_dtype dtype,
-                            int64_t base, int64_t n, int64_t stride) {
-  if (lo != 0.0f)
-    return lo;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = loadElement(x, dtype, base + i * stride);
-    if (v == 0.0f)
-      return v;
-  }
-  return lo;
-}
-
-using kvq::x86::fixZeroSign;
 
 namespace {
 

@@ -16,10 +16,6 @@ namespace x86 {
 
 /// quant_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
 void fillQuantAvx2(KernelTable &t);
-/// quant_avx2.cpp: the reference's sign for a zero minimum `lo` of a
-/// group (the first zero among its n elements, `stride` apart).
-float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
-                  int64_t n, int64_t stride);
 /// quant_avx2.cpp: KernelTable::groupQuant on AVX2 (any grid).
 void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
                     const uint8_t *exclude, int layout, uint8_t *codes,
