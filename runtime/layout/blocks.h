@@ -39,7 +39,7 @@ static_assert(sizeof(OutlierEntry) == KVQ_OUTLIER_BYTES &&
 constexpr int64_t kOutlierBytes = sizeof(OutlierEntry);
 
 /// An offset of block_layout.h as the stores' signed sizes.
-constexpr int64_t at(kvq_block_index offset) {
+constexpr int64_t blockOffset(kvq_block_index offset) {
   return static_cast<int64_t>(offset);
 }
 
@@ -64,7 +64,8 @@ struct UniformLayout {
   int64_t pairs = 0;
   int64_t codeBytes = 0;
   int64_t codesOffset() const {
-    return at(kvq_uniform_codes_offset(static_cast<kvq_block_index>(pairs)));
+    return blockOffset(
+        kvq_uniform_codes_offset(static_cast<kvq_block_index>(pairs)));
   }
   int64_t bytes() const { return codesOffset() + codeBytes; }
 };
@@ -83,11 +84,11 @@ template <class Byte> struct UniformBlock {
 
 private:
   static int64_t scaleAt(int64_t i) {
-    return at(kvq_uniform_scale_half(static_cast<kvq_block_index>(i)));
+    return blockOffset(kvq_uniform_scale_half(static_cast<kvq_block_index>(i)));
   }
   int64_t zeroAt(int64_t i) const {
-    return at(kvq_uniform_zero_half(static_cast<kvq_block_index>(pairs),
-                                    static_cast<kvq_block_index>(i)));
+    return blockOffset(kvq_uniform_zero_half(
+        static_cast<kvq_block_index>(pairs), static_cast<kvq_block_index>(i)));
   }
   uint16_t half(int64_t i) const {
     uint16_t v;
@@ -137,11 +138,11 @@ struct KvquantValueRowLayout {
   int64_t codeBytes = 0;
   /// fp16 levels of all heads.
   int64_t levels() const {
-    return at(kvq_level_half(static_cast<kvq_block_index>(heads),
-                             static_cast<kvq_block_index>(bits), 0));
+    return blockOffset(kvq_level_half(static_cast<kvq_block_index>(heads),
+                                      static_cast<kvq_block_index>(bits), 0));
   }
   int64_t codesOffset() const {
-    return at(
+    return blockOffset(
         kvq_kvquant_value_codes_offset(static_cast<kvq_block_index>(heads),
                                        static_cast<kvq_block_index>(bits)));
   }
@@ -163,9 +164,9 @@ struct KvquantTableLayout {
   bool thresholds = false;
   int64_t levels() const { return int64_t{1} << bits; }
   int64_t levelAt(int64_t c, int64_t l) const {
-    return at(kvq_level_half(static_cast<kvq_block_index>(c),
-                             static_cast<kvq_block_index>(bits),
-                             static_cast<kvq_block_index>(l)));
+    return blockOffset(kvq_level_half(static_cast<kvq_block_index>(c),
+                                      static_cast<kvq_block_index>(bits),
+                                      static_cast<kvq_block_index>(l)));
   }
   int64_t thresholdAt(int64_t c) const { return levelAt(channels, 0) + c; }
   int64_t bytes() const {

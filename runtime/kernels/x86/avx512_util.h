@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
 
@@ -33,6 +34,19 @@ KVQ_AVX512 inline __m256i narrow16x2(__m512i a, __m512i b) {
   return _mm256_inserti128_si256(
       _mm256_castsi128_si256(_mm512_cvtepi32_epi8(a)), _mm512_cvtepi32_epi8(b),
       1);
+}
+
+/// pick(std::integral_constant<int, B>{}) for the code width B = bits
+/// among Widths, a null kernel for any other width: how the quantizers
+/// turn a run-time width into their specialised kernel.
+template <int... Widths, class Pick>
+auto kernelForBits(int bits, Pick pick)
+    -> decltype(pick(std::integral_constant<int, 2>{})) {
+  decltype(pick(std::integral_constant<int, 2>{})) kernel = nullptr;
+  ((bits == Widths ? (kernel = pick(std::integral_constant<int, Widths>{}))
+                   : kernel),
+   ...);
+  return kernel;
 }
 
 } // namespace avx512

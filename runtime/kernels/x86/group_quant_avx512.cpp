@@ -107,6 +107,23 @@ KVQ_AVX512 inline __m256i codes32(__m512 a0, __m512 a1, __m512 s0, __m512 r0,
   return narrow16x2(k0, k1);
 }
 
+/// `lo`, the minima of 16 groups, with each zero given the sign of its
+/// group's first zero (fixZeroSign): lane k's group, for k < lanes, has n
+/// elements `stride` apart from first + k * laneStep. Only a zero minimum
+/// needs it, so lanes are stored and looked up only when there is one.
+KVQ_AVX512 inline __m512 fixZeroSigns16(__m512 lo, const void *x,
+                                        kvq_dtype dtype, int64_t first,
+                                        int64_t laneStep, int lanes, int64_t n,
+                                        int64_t stride) {
+  if (!_mm512_cmp_ps_mask(lo, _mm512_setzero_ps(), _CMP_EQ_OQ))
+    return lo;
+  alignas(64) float l[16];
+  _mm512_store_ps(l, lo);
+  for (int k = 0; k < lanes; ++k)
+    l[k] = fixZeroSign(l[k], x, dtype, first + k * laneStep, n, stride);
+  return _mm512_load_ps(l);
+}
+
 /// Per-token groups of a multiple of 32, sixteen groups per step (a last
 /// partial step repeats its last group in the missing lanes). Bits and
 /// layout are template arguments so writeCodes32 folds to one packing.
@@ -133,15 +150,9 @@ KVQ_AVX512 void groupQuantRows(const void *x, kvq_dtype dtype, const Grid &g,
         hi[k] = _mm512_max_ps(hi[k], _mm512_max_ps(f0, f1));
       }
     }
-    __m512 los = reduce16x16<false>(lo);
+    const __m512 los =
+        fixZeroSigns16(reduce16x16<false>(lo), x, dtype, v0 * G, G, nv, G, 1);
     const __m512 his = reduce16x16<true>(hi);
-    if (_mm512_cmp_ps_mask(los, _mm512_setzero_ps(), _CMP_EQ_OQ)) {
-      alignas(64) float l[16];
-      _mm512_store_ps(l, los);
-      for (int k = 0; k < nv; ++k)
-        l[k] = fixZeroSign(l[k], x, dtype, (v0 + k) * G, G, 1);
-      los = _mm512_load_ps(l);
-    }
     const Params16 p = params16(los, his, bits);
     alignas(32) uint16_t sH[16], zH[16];
     alignas(64) float sF[16], zF[16], rF[16];
@@ -188,16 +199,9 @@ KVQ_AVX512 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
         }
       Params16 p[2];
       for (int j = 0; j < 2; ++j) {
-        // Only a zero minimum needs the sign of the group's first zero.
-        if (_mm512_cmp_ps_mask(lo[j], _mm512_setzero_ps(), _CMP_EQ_OQ)) {
-          alignas(64) float l[16];
-          _mm512_store_ps(l, lo[j]);
-          for (int lane = 0; lane < 16; ++lane)
-            l[lane] =
-                fixZeroSign(l[lane], x, dtype, base + 16 * j + lane, G, C);
-          lo[j] = _mm512_load_ps(l);
-        }
-        p[j] = params16(lo[j], hi[j], bits);
+        p[j] = params16(
+            fixZeroSigns16(lo[j], x, dtype, base + 16 * j, 1, 16, G, C), hi[j],
+            bits);
         _mm256_storeu_si256(
             reinterpret_cast<__m256i *>(scale + rg * C + c + 16 * j), p[j].sh);
         _mm256_storeu_si256(
@@ -234,24 +238,12 @@ KVQ_AVX512 void groupQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
                                  uint16_t *zero) {
   const bool rows = g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0;
   const bool cols = g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0;
-  Kernel k = nullptr;
-  if (!exclude && (rows || cols))
-    switch (bits) {
-    case 2:
-      k = pick<2>(rows, layout);
-      break;
-    case 3:
-      k = pick<3>(rows, layout);
-      break;
-    case 4:
-      k = pick<4>(rows, layout);
-      break;
-    case 8:
-      k = pick<8>(rows, layout);
-      break;
-    default:
-      break;
-    }
+  const Kernel k =
+      !exclude && (rows || cols)
+          ? kernelForBits<2, 3, 4, 8>(
+                bits,
+                [&](auto b) { return pick<decltype(b)::value>(rows, layout); })
+          : nullptr;
   if (k)
     return k(x, dtype, g, codes, scale, zero);
   x86::groupQuantAvx2(x, dtype, g, bits, exclude, layout, codes, scale, zero);

@@ -240,21 +240,12 @@ KVQ_AVX512 void nuqQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
                                uint8_t *codes) {
   const bool rows = g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0;
   const bool cols = g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0;
-  Kernel k = nullptr;
-  if (rows || cols)
-    switch (bits) {
-    case 2:
-      k = pick<2>(rows, layout);
-      break;
-    case 3:
-      k = pick<3>(rows, layout);
-      break;
-    case 4:
-      k = pick<4>(rows, layout);
-      break;
-    default:
-      break;
-    }
+  const Kernel k =
+      rows || cols
+          ? kernelForBits<2, 3, 4>(
+                bits,
+                [&](auto b) { return pick<decltype(b)::value>(rows, layout); })
+          : nullptr;
   if (k)
     return k(x, dtype, g, levels, codes);
   x86::nuqQuantAvx2(x, dtype, g, bits, levels, layout, codes);
