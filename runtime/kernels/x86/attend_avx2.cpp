@@ -18,6 +18,7 @@
 // reference sums in another order); the kernels assert them.
 //
 //===----------------------------------------------------------------------===//
+#include "acc_tiles.h"
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
@@ -28,6 +29,7 @@
 
 using namespace kvq;
 using namespace kvq::avx2;
+using kvq::x86::forEachAccTile;
 
 namespace {
 
@@ -210,56 +212,49 @@ struct GroupWeight { // one weight per (query vector, group of G channels)
 //===----------------------------------------------------------------------===//
 
 /// acc[j0+jj][c0 .. c0+W) += weight(r, jj, c) * row_r[c] over all rows, with
-/// NJ*W/8 accumulators held in registers for the whole pass. Same16: the
-/// weight is constant on aligned blocks of 16 channels (token weights,
-/// groups of 16 or more), so it is loaded once per block: fewer loads and
-/// registers, the same products.
-template <int NJ, int W, bool Same16, class Rows, class Weight>
-KVQ_AVX2 void axpyBlock(const Rows &rows, int64_t n, const Weight &weight,
-                        int64_t j0, int64_t c0, int64_t d, float *acc) {
-  __m256 a[NJ][W / 8];
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
-  for (int64_t r = 0; r < n; ++r) {
-    const auto row = rows(r);
-    for (int i = 0; i < W / 8; i += 2) {
-      __m256 v0, v1;
-      row(c0 + 8 * i, v0, v1);
-      for (int jj = 0; jj < NJ; ++jj) {
-        const __m256 w0 = weight(r, j0 + jj, c0 + 8 * i);
-        const __m256 w1 = Same16 ? w0 : weight(r, j0 + jj, c0 + 8 * i + 8);
-        a[jj][i] = _mm256_fmadd_ps(w0, v0, a[jj][i]);
-        a[jj][i + 1] = _mm256_fmadd_ps(w1, v1, a[jj][i + 1]);
+/// NJ*W/8 accumulators held in registers for the whole pass (a tile of
+/// forEachAccTile: at most 8 accumulators). Same16: the weight is constant
+/// on aligned blocks of 16 channels (token weights, groups of 16 or more),
+/// so it is loaded once per block: fewer loads and registers, the same
+/// products.
+template <bool Same16, class Rows, class Weight> struct AxpyTile {
+  const Rows &rows;
+  int64_t n;
+  const Weight &weight;
+  int64_t d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX2 void run(int64_t j0, int64_t c0) const {
+    __m256 a[NJ][W / 8];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    for (int64_t r = 0; r < n; ++r) {
+      const auto row = rows(r);
+      for (int i = 0; i < W / 8; i += 2) {
+        __m256 v0, v1;
+        row(c0 + 8 * i, v0, v1);
+        for (int jj = 0; jj < NJ; ++jj) {
+          const __m256 w0 = weight(r, j0 + jj, c0 + 8 * i);
+          const __m256 w1 = Same16 ? w0 : weight(r, j0 + jj, c0 + 8 * i + 8);
+          a[jj][i] = _mm256_fmadd_ps(w0, v0, a[jj][i]);
+          a[jj][i + 1] = _mm256_fmadd_ps(w1, v1, a[jj][i + 1]);
+        }
       }
     }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
   }
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
-}
+};
 
-/// Tile the (query, channel) plane so every tile has 8 accumulators:
-/// one query x 64 channels, two x 32, four x 16 (d % 16 == 0).
+/// Tiles of 8 accumulators: one query x 64 channels, two x 16, four x 16
+/// (d % 16 == 0).
 template <bool Same16, class Rows, class Weight>
 KVQ_AVX2 void axpyTiles(const Rows &rows, int64_t n, const Weight &weight,
                         int64_t nq, int64_t d, float *acc) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    for (int64_t c = 0; c < d; c += 16)
-      axpyBlock<4, 16, Same16>(rows, n, weight, j, c, d, acc);
-  if (nq - j >= 2) {
-    for (int64_t c = 0; c < d; c += 16)
-      axpyBlock<2, 16, Same16>(rows, n, weight, j, c, d, acc);
-    j += 2;
-  }
-  if (nq - j == 1) {
-    int64_t c = 0;
-    for (; c + 64 <= d; c += 64)
-      axpyBlock<1, 64, Same16>(rows, n, weight, j, c, d, acc);
-    for (; c < d; c += 16)
-      axpyBlock<1, 16, Same16>(rows, n, weight, j, c, d, acc);
-  }
+  forEachAccTile<16, 64>(
+      nq, d, AxpyTile<Same16, Rows, Weight>{rows, n, weight, d, acc});
 }
 
 template <int BITS> struct CodeRows {
@@ -614,51 +609,42 @@ KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
 }
 
 /// acc[j0+jj][c0 .. c0+W) += the rows' table entries, with NJ*W/8
-/// accumulators held in registers for the whole pass (as axpyBlock); each
+/// accumulators held in registers for the whole pass (as AxpyTile); each
 /// row's table is read from L1 by the lookups.
-template <int NJ, int W, int BITS>
-KVQ_AVX2 void lutBlock(const uint8_t *const *rows, int64_t n, const float *luts,
-                       int64_t lutStride, int64_t j0, int64_t c0, int64_t d,
-                       float *acc) {
-  __m256 a[NJ][W / 8];
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
-  for (int64_t r = 0; r < n; ++r) {
-    const float *t = luts + r * lutStride + j0 * 16;
-#pragma GCC unroll 8
-    for (int i = 0; i < W / 8; ++i) {
-      const __m256i index = lutIndex8<BITS>(rows[r], c0 + 8 * i, d);
-#pragma GCC unroll 4
-      for (int jj = 0; jj < NJ; ++jj)
-        a[jj][i] = _mm256_add_ps(a[jj][i], lutLookup<BITS>(t + jj * 16, index));
-    }
-  }
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
-}
+template <int BITS> struct LutTile {
+  const uint8_t *const *rows;
+  int64_t n;
+  const float *luts;
+  int64_t lutStride, d;
+  float *acc;
 
-/// The (query, channel) plane in tiles of 8 accumulators, as axpyTiles.
+  template <int NJ, int W> KVQ_AVX2 void run(int64_t j0, int64_t c0) const {
+    __m256 a[NJ][W / 8];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    for (int64_t r = 0; r < n; ++r) {
+      const float *t = luts + r * lutStride + j0 * 16;
+#pragma GCC unroll 8
+      for (int i = 0; i < W / 8; ++i) {
+        const __m256i index = lutIndex8<BITS>(rows[r], c0 + 8 * i, d);
+#pragma GCC unroll 4
+        for (int jj = 0; jj < NJ; ++jj)
+          a[jj][i] =
+              _mm256_add_ps(a[jj][i], lutLookup<BITS>(t + jj * 16, index));
+      }
+    }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+  }
+};
+
 template <int BITS>
 KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n, const float *luts,
                        int64_t lutStride, int64_t nq, int64_t d, float *acc) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    for (int64_t c = 0; c < d; c += 16)
-      lutBlock<4, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
-  if (nq - j >= 2) {
-    for (int64_t c = 0; c < d; c += 16)
-      lutBlock<2, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
-    j += 2;
-  }
-  if (nq - j == 1) {
-    int64_t c = 0;
-    for (; c + 64 <= d; c += 64)
-      lutBlock<1, 64, BITS>(rows, n, luts, lutStride, j, c, d, acc);
-    for (; c < d; c += 16)
-      lutBlock<1, 16, BITS>(rows, n, luts, lutStride, j, c, d, acc);
-  }
+  forEachAccTile<16, 64>(nq, d,
+                         LutTile<BITS>{rows, n, luts, lutStride, d, acc});
 }
 
 KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,

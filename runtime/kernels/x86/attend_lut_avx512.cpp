@@ -13,15 +13,15 @@
 // one addition per element and row as everywhere.
 //
 //===----------------------------------------------------------------------===//
+#include "acc_tiles.h"
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
 #include <cassert>
 #include <cstring>
 
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
-
 using namespace kvq;
+using kvq::x86::forEachAccTile;
 
 namespace {
 
@@ -173,52 +173,50 @@ KVQ_AVX512 inline __m512i blockIndex(const uint8_t *row, int64_t c) {
 
 /// acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4 accumulators in
 /// registers, lanes in blockCodes order (permuted on load and store).
-template <int BITS, int NJ>
-KVQ_AVX512 void lutBlock512(const uint8_t *const *rows, int64_t n,
-                            const float *luts, int64_t lutStride, int64_t j0,
-                            int64_t c0, int64_t d, float *acc) {
-  constexpr int64_t E = 16; // lutEntries for 2-4 bits
-  const __m512i channelOfLane =
-      _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-  const __m512i laneOfChannel =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-  __m512 a[NJ][4];
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int b = 0; b < 4; ++b)
-      a[jj][b] = _mm512_permutexvar_ps(
-          channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
-  for (int64_t r = 0; r < n; ++r) {
-    __m512i idx[4];
-    for (int b = 0; b < 4; ++b)
-      idx[b] = blockIndex<BITS>(rows[r], c0 + 16 * b);
-    for (int jj = 0; jj < NJ; ++jj) {
-      const __m512 table =
-          _mm512_loadu_ps(luts + r * lutStride + (j0 + jj) * E);
+template <int BITS> struct LutTile512 {
+  const uint8_t *const *rows;
+  int64_t n;
+  const float *luts;
+  int64_t lutStride, d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
+    static_assert(W == 64, "four zmm accumulators per query");
+    constexpr int64_t E = 16; // lutEntries for 2-4 bits
+    const __m512i channelOfLane =
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i laneOfChannel =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    __m512 a[NJ][4];
+    for (int jj = 0; jj < NJ; ++jj)
       for (int b = 0; b < 4; ++b)
-        a[jj][b] =
-            _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+        a[jj][b] = _mm512_permutexvar_ps(
+            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+    for (int64_t r = 0; r < n; ++r) {
+      __m512i idx[4];
+      for (int b = 0; b < 4; ++b)
+        idx[b] = blockIndex<BITS>(rows[r], c0 + 16 * b);
+      for (int jj = 0; jj < NJ; ++jj) {
+        const __m512 table =
+            _mm512_loadu_ps(luts + r * lutStride + (j0 + jj) * E);
+        for (int b = 0; b < 4; ++b)
+          a[jj][b] =
+              _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+      }
     }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
+                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
   }
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int b = 0; b < 4; ++b)
-      _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
-                       _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
-}
+};
 
 template <int BITS>
 KVQ_AVX512 void lutTiles512(const uint8_t *const *rows, int64_t n,
                             const float *luts, int64_t lutStride, int64_t nq,
                             int64_t d, float *acc) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    for (int64_t c = 0; c < d; c += 64)
-      lutBlock512<BITS, 4>(rows, n, luts, lutStride, j, c, d, acc);
-  for (; j + 2 <= nq; j += 2)
-    for (int64_t c = 0; c < d; c += 64)
-      lutBlock512<BITS, 2>(rows, n, luts, lutStride, j, c, d, acc);
-  for (; j < nq; ++j)
-    for (int64_t c = 0; c < d; c += 64)
-      lutBlock512<BITS, 1>(rows, n, luts, lutStride, j, c, d, acc);
+  forEachAccTile<64, 64>(nq, d,
+                         LutTile512<BITS>{rows, n, luts, lutStride, d, acc});
 }
 
 KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,

@@ -27,9 +27,6 @@
 
 using namespace kvq;
 
-/// Applied to every function that uses AVX-512 intrinsics.
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
-
 namespace {
 
 //===----------------------------------------------------------------------===//

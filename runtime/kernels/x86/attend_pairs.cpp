@@ -17,15 +17,14 @@
 // A lone last row takes one FMA per element, as the other widths do.
 //
 //===----------------------------------------------------------------------===//
+#include "acc_tiles.h"
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
 #include <cassert>
 
 using namespace kvq;
-
-/// Applied to every function that uses AVX-512 intrinsics.
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
+using kvq::x86::forEachAccTile;
 
 namespace {
 
@@ -51,87 +50,82 @@ struct PairWeights {
 
 /// SPAN: channels that share one weight inside the block (min(G, W)), so
 /// a pair's product table and weight broadcast are built once per span.
-template <int NJ, int W, int SPAN>
-KVQ_AVX2 void pairBlockAvx2(const uint8_t *const *rows, int64_t n,
-                            const PairWeights &w, int64_t j0, int64_t c0,
-                            int64_t d, float *acc) {
-  const __m256 codes = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
-  const __m256i s0 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m256i s1 = _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30);
-  __m256 a[NJ][W / 8];
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
-  int64_t r = 0;
-  for (; r + 2 <= n; r += 2) {
-    // products[jj][s] = wa * {0,1,2,3} and wb of span s of query jj.
-    __m256 products[NJ][W / SPAN], wbs[NJ][W / SPAN];
+template <int SPAN16, int SPAN32> struct PairTileAvx2 {
+  const uint8_t *const *rows;
+  int64_t n;
+  PairWeights w;
+  int64_t d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX2 void run(int64_t j0, int64_t c0) const {
+    constexpr int SPAN = W == 16 ? SPAN16 : SPAN32;
+    const __m256 codes = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+    const __m256i s0 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i s1 = _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30);
+    __m256 a[NJ][W / 8];
     for (int jj = 0; jj < NJ; ++jj)
-      for (int sp = 0; sp < W / SPAN; ++sp) {
-        const int64_t c = c0 + SPAN * sp;
-        products[jj][sp] =
-            _mm256_mul_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), codes);
-        wbs[jj][sp] = _mm256_set1_ps(*w.at(r + 1, j0 + jj, c));
-      }
-    for (int i = 0; i < W / 8; i += 2) { // one 32-bit word: 16 channels
-      const int64_t c = c0 + 8 * i;
-      const __m256i A =
-          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
-      const __m256i B =
-          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r + 1] + c / 4)));
-      const __m256i ia[2] = {_mm256_srlv_epi32(A, s0),
-                             _mm256_srlv_epi32(A, s1)};
-      const __m256 bv[2] = {
-          _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s0)),
-          _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s1))};
+      for (int i = 0; i < W / 8; ++i)
+        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    int64_t r = 0;
+    for (; r + 2 <= n; r += 2) {
+      // products[jj][s] = wa * {0,1,2,3} and wb of span s of query jj.
+      __m256 products[NJ][W / SPAN], wbs[NJ][W / SPAN];
       for (int jj = 0; jj < NJ; ++jj)
-        for (int h = 0; h < 2; ++h) {
-          const int sp = (8 * (i + h)) / SPAN;
-          const __m256 lo = _mm256_permutevar_ps(products[jj][sp], ia[h]);
-          a[jj][i + h] = _mm256_add_ps(a[jj][i + h],
-                                       _mm256_fmadd_ps(wbs[jj][sp], bv[h], lo));
+        for (int sp = 0; sp < W / SPAN; ++sp) {
+          const int64_t c = c0 + SPAN * sp;
+          products[jj][sp] =
+              _mm256_mul_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), codes);
+          wbs[jj][sp] = _mm256_set1_ps(*w.at(r + 1, j0 + jj, c));
         }
-    }
-  }
-  if (r < n) // the lone last row: one FMA per element
-    for (int i = 0; i < W / 8; i += 2) {
-      const int64_t c = c0 + 8 * i;
-      const __m256i A =
-          _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
-      const __m256 v0 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s0));
-      const __m256 v1 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s1));
-      for (int jj = 0; jj < NJ; ++jj) {
-        a[jj][i] =
-            _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), v0, a[jj][i]);
-        a[jj][i + 1] = _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c + 8)),
-                                       v1, a[jj][i + 1]);
+      for (int i = 0; i < W / 8; i += 2) { // one 32-bit word: 16 channels
+        const int64_t c = c0 + 8 * i;
+        const __m256i A =
+            _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
+        const __m256i B = _mm256_set1_epi32(
+            static_cast<int32_t>(word32(rows[r + 1] + c / 4)));
+        const __m256i ia[2] = {_mm256_srlv_epi32(A, s0),
+                               _mm256_srlv_epi32(A, s1)};
+        const __m256 bv[2] = {
+            _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s0)),
+            _mm256_permutevar_ps(codes, _mm256_srlv_epi32(B, s1))};
+        for (int jj = 0; jj < NJ; ++jj)
+          for (int h = 0; h < 2; ++h) {
+            const int sp = (8 * (i + h)) / SPAN;
+            const __m256 lo = _mm256_permutevar_ps(products[jj][sp], ia[h]);
+            a[jj][i + h] = _mm256_add_ps(
+                a[jj][i + h], _mm256_fmadd_ps(wbs[jj][sp], bv[h], lo));
+          }
       }
     }
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int i = 0; i < W / 8; ++i)
-      _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
-}
+    if (r < n) // the lone last row: one FMA per element
+      for (int i = 0; i < W / 8; i += 2) {
+        const int64_t c = c0 + 8 * i;
+        const __m256i A =
+            _mm256_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4)));
+        const __m256 v0 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s0));
+        const __m256 v1 = _mm256_permutevar_ps(codes, _mm256_srlv_epi32(A, s1));
+        for (int jj = 0; jj < NJ; ++jj) {
+          a[jj][i] = _mm256_fmadd_ps(_mm256_set1_ps(*w.at(r, j0 + jj, c)), v0,
+                                     a[jj][i]);
+          a[jj][i + 1] = _mm256_fmadd_ps(
+              _mm256_set1_ps(*w.at(r, j0 + jj, c + 8)), v1, a[jj][i + 1]);
+        }
+      }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+  }
+};
 
 /// Tiles of at most 8 accumulators: four queries x 16 channels, two x 16,
 /// one x 32 (more would spill: each pair step needs eight temporaries).
+/// SPAN16, SPAN32: the span of the tiles 16 and 32 channels wide.
 template <int SPAN16, int SPAN32>
 KVQ_AVX2 void pairTilesAvx2(const uint8_t *const *rows, int64_t n,
                             const PairWeights &w, int64_t nq, int64_t d,
                             float *acc) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    for (int64_t c = 0; c < d; c += 16)
-      pairBlockAvx2<4, 16, SPAN16>(rows, n, w, j, c, d, acc);
-  for (; j + 2 <= nq; j += 2)
-    for (int64_t c = 0; c < d; c += 16)
-      pairBlockAvx2<2, 16, SPAN16>(rows, n, w, j, c, d, acc);
-  if (nq - j == 1) {
-    int64_t c = 0;
-    for (; c + 32 <= d; c += 32)
-      pairBlockAvx2<1, 32, SPAN32>(rows, n, w, j, c, d, acc);
-    for (; c < d; c += 16)
-      pairBlockAvx2<1, 16, SPAN16>(rows, n, w, j, c, d, acc);
-  }
+  forEachAccTile<16, 32>(nq, d,
+                         PairTileAvx2<SPAN16, SPAN32>{rows, n, w, d, acc});
 }
 
 //===----------------------------------------------------------------------===//
@@ -140,81 +134,79 @@ KVQ_AVX2 void pairTilesAvx2(const uint8_t *const *rows, int64_t n,
 
 /// BPG: 16-channel blocks per group within the 64 channels (G = 16, 32, or
 /// a multiple of 64), so a table is built only where a group starts.
-template <int NJ, int BPG>
-KVQ_AVX512 void pairBlockAvx512(const uint8_t *const *rows, int64_t n,
-                                const PairWeights &w, int64_t j0, int64_t c0,
-                                int64_t d, float *acc) {
-  const __m512 c1 =
-      _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3); // x & 3
-  const __m512 c2 =
-      _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3); // x >> 2
-  // Lane l: code l of row a in bits 0-1 (shift by 2l), code l of row b in
-  // bits 2-3 (rotate right by 2l - 2).
-  const __m512i sa = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
-                                       22, 24, 26, 28, 30);
-  const __m512i sb = _mm512_setr_epi32(30, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
-                                       20, 22, 24, 26, 28);
-  const __m512i low2 = _mm512_set1_epi32(3);
-  __m512 a[NJ][4];
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int b = 0; b < 4; ++b)
-      a[jj][b] = _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b);
-  int64_t r = 0;
-  for (; r + 2 <= n; r += 2) {
-    __m512i idx[4];
-    for (int b = 0; b < 4; ++b) {
-      const int64_t byte = (c0 + 16 * b) / 4;
-      const __m512i A = _mm512_srlv_epi32(
-          _mm512_set1_epi32(static_cast<int32_t>(word32(rows[r] + byte))), sa);
-      const __m512i B = _mm512_rorv_epi32(
-          _mm512_set1_epi32(static_cast<int32_t>(word32(rows[r + 1] + byte))),
-          sb);
-      idx[b] = _mm512_ternarylogic_epi32(A, B, low2, 0xe4); // low2 ? A : B
-    }
-    for (int jj = 0; jj < NJ; ++jj) {
-      __m512 table = _mm512_setzero_ps();
+template <int BPG> struct PairTileAvx512 {
+  const uint8_t *const *rows;
+  int64_t n;
+  PairWeights w;
+  int64_t d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
+    static_assert(W == 64, "one zmm table covers 64 channels");
+    const __m512 c1 =
+        _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3); // x & 3
+    const __m512 c2 = _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3,
+                                     3, 3); // x >> 2
+    // Lane l: code l of row a in bits 0-1 (shift by 2l), code l of row b in
+    // bits 2-3 (rotate right by 2l - 2).
+    const __m512i sa = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                                         22, 24, 26, 28, 30);
+    const __m512i sb = _mm512_setr_epi32(30, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
+                                         20, 22, 24, 26, 28);
+    const __m512i low2 = _mm512_set1_epi32(3);
+    __m512 a[NJ][4];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        a[jj][b] = _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b);
+    int64_t r = 0;
+    for (; r + 2 <= n; r += 2) {
+      __m512i idx[4];
       for (int b = 0; b < 4; ++b) {
-        const int64_t c = c0 + 16 * b;
-        if (b % BPG == 0)
-          table = _mm512_fmadd_ps(
-              _mm512_set1_ps(*w.at(r + 1, j0 + jj, c)), c2,
-              _mm512_mul_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), c1));
-        a[jj][b] =
-            _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+        const int64_t byte = (c0 + 16 * b) / 4;
+        const __m512i A = _mm512_srlv_epi32(
+            _mm512_set1_epi32(static_cast<int32_t>(word32(rows[r] + byte))),
+            sa);
+        const __m512i B = _mm512_rorv_epi32(
+            _mm512_set1_epi32(static_cast<int32_t>(word32(rows[r + 1] + byte))),
+            sb);
+        idx[b] = _mm512_ternarylogic_epi32(A, B, low2, 0xe4); // low2 ? A : B
+      }
+      for (int jj = 0; jj < NJ; ++jj) {
+        __m512 table = _mm512_setzero_ps();
+        for (int b = 0; b < 4; ++b) {
+          const int64_t c = c0 + 16 * b;
+          if (b % BPG == 0)
+            table = _mm512_fmadd_ps(
+                _mm512_set1_ps(*w.at(r + 1, j0 + jj, c)), c2,
+                _mm512_mul_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), c1));
+          a[jj][b] =
+              _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
+        }
       }
     }
+    if (r < n) // the lone last row: one FMA per element
+      for (int b = 0; b < 4; ++b) {
+        const int64_t c = c0 + 16 * b;
+        const __m512 v = _mm512_permutexvar_ps(
+            _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int32_t>(
+                                  word32(rows[r] + c / 4))),
+                              sa),
+            c1);
+        for (int jj = 0; jj < NJ; ++jj)
+          a[jj][b] = _mm512_fmadd_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), v,
+                                     a[jj][b]);
+      }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
   }
-  if (r < n) // the lone last row: one FMA per element
-    for (int b = 0; b < 4; ++b) {
-      const int64_t c = c0 + 16 * b;
-      const __m512 v = _mm512_permutexvar_ps(
-          _mm512_srlv_epi32(
-              _mm512_set1_epi32(static_cast<int32_t>(word32(rows[r] + c / 4))),
-              sa),
-          c1);
-      for (int jj = 0; jj < NJ; ++jj)
-        a[jj][b] =
-            _mm512_fmadd_ps(_mm512_set1_ps(*w.at(r, j0 + jj, c)), v, a[jj][b]);
-    }
-  for (int jj = 0; jj < NJ; ++jj)
-    for (int b = 0; b < 4; ++b)
-      _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
-}
+};
 
 template <int BPG>
 KVQ_AVX512 void pairTilesAvx512(const uint8_t *const *rows, int64_t n,
                                 const PairWeights &w, int64_t nq, int64_t d,
                                 float *acc) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    for (int64_t c = 0; c < d; c += 64)
-      pairBlockAvx512<4, BPG>(rows, n, w, j, c, d, acc);
-  for (; j + 2 <= nq; j += 2)
-    for (int64_t c = 0; c < d; c += 64)
-      pairBlockAvx512<2, BPG>(rows, n, w, j, c, d, acc);
-  for (; j < nq; ++j)
-    for (int64_t c = 0; c < d; c += 64)
-      pairBlockAvx512<1, BPG>(rows, n, w, j, c, d, acc);
+  forEachAccTile<64, 64>(nq, d, PairTileAvx512<BPG>{rows, n, w, d, acc});
 }
 
 bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }

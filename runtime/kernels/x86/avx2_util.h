@@ -2,10 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Loads, stores, code (un)packing and horizontal reductions used by the
-// x86_64 kernel files. Every function carries the target attribute instead
-// of the files being compiled with -mavx2: inline functions and templates
-// from shared headers then stay baseline code, so nothing AVX2 can leak into
-// a path that runs before the cpuid check (runtime/kernels/x86/table_avx2.cpp).
+// x86_64 kernel files. Every function carries the target attribute
+// (x86_target.h says why).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_X86_AVX2_UTIL_H
@@ -13,14 +11,12 @@
 
 #include "bitpack_swar.h"
 #include "kvq/runtime.h"
+#include "x86_target.h"
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
-
-/// Applied to every function that uses AVX2, F16C or FMA intrinsics.
-#define KVQ_AVX2 __attribute__((target("avx2,f16c,fma")))
 
 namespace kvq {
 namespace avx2 {

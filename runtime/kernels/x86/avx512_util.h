@@ -10,13 +10,12 @@
 #define KVQ_RUNTIME_X86_AVX512_UTIL_H
 
 #include "kvq/runtime.h"
+#include "x86_target.h"
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <type_traits>
-
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
 
 namespace kvq {
 namespace avx512 {

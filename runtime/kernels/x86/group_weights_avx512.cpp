@@ -10,11 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "x86_kernels.h"
+#include "x86_target.h"
 
 #include <cassert>
 #include <immintrin.h>
-
-#define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
 
 using namespace kvq;
 
