@@ -12,21 +12,23 @@
 // fused multiply-adds in channel order from +0, then reduce16's tree.
 // Weighted sums are one fmla per element and row, rows in order (2-bit
 // rows in pairs: one addition of pairTerm per element and pair).
-// fillAttendNeon declares the shapes each kernel covers: the AVX2 ones for
-// every op whose reference sums in another order (so both ISAs give the
-// same bits), the kernels assert them.
+// The shapes each kernel covers are the block-16 family's, shared with
+// AVX2 (block16_family.h), so both ISAs give the same bits wherever the
+// reference sums in another order; the kernels assert them.
 //
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
 #include "neon_util.h"
 
 #include "bitpack.h"
+#include "block16_family.h"
 #include "fp16.h"
 
 #include <cassert>
 
 using namespace kvq;
 using namespace kvq::neon;
+using namespace kvq::block16;
 
 namespace {
 
@@ -129,20 +131,6 @@ struct GroupWeight {
   }
 };
 
-/// The AVX2 kernels' condition for the SIMD paths (see the file comment).
-/// Whole blocks of 16 channels per head row.
-bool whole16(int64_t d) { return d % 16 == 0; }
-
-/// A code row starting at a byte: `first` is a multiple of d (kernels.h,
-/// AttendShape), so whole16(d) gives it for every width.
-[[maybe_unused]] bool aligned(int64_t first, int bits, int64_t d) {
-  return supportedBits(bits) && (first * bits) % 8 == 0 && whole16(d);
-}
-
-/// Value groups of a power of two >= 8 channels (whole registers of
-/// weights), as on AVX2.
-bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
-
 void halfToFloatNNeon(const uint16_t *h, int64_t n, float *out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -196,7 +184,7 @@ void dotCodesNeon(const uint8_t *packed, int64_t first, int bits,
 void axpyCodesNeon(const uint8_t *packed, int64_t first, int bits,
                    const float *ws, int64_t G, int64_t nq, int64_t d,
                    float *acc) {
-  assert(aligned(first, bits, d) && G % 8 == 0 && d % G == 0);
+  assert(aligned(first, bits, d) && groupsOf8(G, d));
   axpyRow(CodeRow{packed + first * bits / 8, bits}, GroupWeight{ws, G, d / G},
           nq, d, acc);
 }
@@ -316,36 +304,32 @@ void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
     dotLutNeon(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
 }
 
+/// The NEON member of the block-16 family (block16_family.h).
+struct NeonKernels {
+  static constexpr auto halfToFloatN = halfToFloatNNeon;
+  static constexpr auto halfRowsToFloat = halfRowsToFloatNeon;
+  static constexpr auto mulHalf = mulHalfNeon;
+  static constexpr auto dotHalf = dotHalfNeon;
+  static constexpr auto axpyHalf = axpyHalfNeon;
+  static constexpr auto axpyHalfRows = axpyHalfRowsNeon;
+  static constexpr auto dotCodes = dotCodesNeon;
+  static constexpr auto dotCodesRows = dotCodesRowsNeon;
+  static constexpr auto dotLut = dotLutNeon;
+  static constexpr auto dotLutHeads = dotLutHeadsNeon;
+  static constexpr auto dotLevels = dotLevelsNeon;
+  static constexpr auto axpyCodes = axpyCodesNeon;
+  static constexpr auto axpyCodesRows = axpyCodesRowsNeon;
+  static constexpr auto axpyLevelRows = axpyLevelRowsNeon;
+  /// The reference: one addition per element and row, the same operations
+  /// the AVX2 version does.
+  static constexpr decltype(AttendOps::axpyLutRows) axpyLutRows = nullptr;
+  /// Any width, 8 bits too (AVX2: 2 to 4): one FMA per element and row,
+  /// the reference's bits either way.
+  static bool levelRowsCover(int bits) { return supportedBits(bits); }
+};
+
 } // namespace
 
 void kvq::neon::fillAttendNeon(const AttendShape &s, AttendOps &ops) {
-  ops.halfToFloatN = halfToFloatNNeon;
-  ops.halfRowsToFloat = halfRowsToFloatNeon;
-  // mulHalf is also called on all heads at once (d = heads * head_dim),
-  // which d % 8 == 0 covers too. Exact either way (one rounding).
-  if (s.d % 8 == 0)
-    ops.mulHalf = mulHalfNeon;
-  // axpyLutRows stays the reference: one addition per element and row, the
-  // same operations the AVX2 version does.
-  if (!whole16(s.d))
-    return; // every other kernel walks blocks of 16 channels
-  ops.dotHalf = dotHalfNeon;
-  ops.axpyHalf = axpyHalfNeon;
-  ops.axpyHalfRows = axpyHalfRowsNeon;
-  if (supportedBits(s.keyBits)) {
-    ops.dotCodes = dotCodesNeon;
-    ops.dotCodesRows = dotCodesRowsNeon;
-    ops.dotLut = dotLutNeon;
-    ops.dotLutHeads = dotLutHeadsNeon;
-    ops.dotLevels = dotLevelsNeon;
-  }
-  if (supportedBits(s.valueBits)) {
-    if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
-      ops.axpyCodes = axpyCodesNeon;
-    if (groups8(s.G) && s.d % s.G == 0)
-      ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsNeon>;
-    // Any width, 8 bits too (AVX2: 2 to 4): one FMA per element and row,
-    // the reference's bits either way.
-    ops.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsNeon>;
-  }
+  block16::fillAttend<NeonKernels>(s, ops);
 }

@@ -13,15 +13,16 @@
 // c = l (mod 16), each a chain of fused multiply-adds in channel order from
 // +0, then T_l = S_l + S_{l+8}, U_l = T_l + T_{l+4}, W_l = U_l + U_{l+2} and
 // W_0 + W_1 (two accumulators of 8 lanes and hsum here). Weighted sums are
-// one FMA per element and row, rows in order. fillAttendAvx2 declares the
-// shapes each kernel covers (the NEON file the same ones, where the
-// reference sums in another order); the kernels assert them.
+// one FMA per element and row, rows in order. The shapes each kernel covers
+// are the block-16 family's (block16_family.h, shared with NEON); the
+// kernels assert them.
 //
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
+#include "block16_family.h"
 #include "fp16.h"
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 
 using namespace kvq;
 using namespace kvq::avx2;
+using namespace kvq::block16;
 using kvq::x86::forEachAccTile;
 
 namespace {
@@ -324,26 +326,6 @@ KVQ_AVX2 void dotFourRows(const uint8_t *const *rows, const float *q, int64_t d,
 }
 
 //===----------------------------------------------------------------------===//
-// Coverage: what a kernel needs of the cache's shape (AttendShape)
-//===----------------------------------------------------------------------===//
-
-/// Whole blocks of 16 channels per head row.
-bool whole16(int64_t d) { return d % 16 == 0; }
-
-/// A code row starting at a byte: `first` is a multiple of d (kernels.h,
-/// AttendShape), so whole16(d) gives it for every width.
-[[maybe_unused]] bool aligned(int64_t first, int bits, int64_t d) {
-  return supportedBits(bits) && (first * bits) % 8 == 0 && whole16(d);
-}
-
-/// Value groups of a power of two >= 8 channels: whole registers of weights
-/// (the pair kernels also index them by shifts).
-bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
-
-/// Per-row lookups of 2- to 4-bit codes (at most 16 table entries).
-bool lutBits(int bits) { return bits >= 2 && bits <= 4; }
-
-//===----------------------------------------------------------------------===//
 // The AttendOps entries
 //===----------------------------------------------------------------------===//
 
@@ -398,7 +380,7 @@ KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
 KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
                             const float *ws, int64_t G, int64_t nq, int64_t d,
                             float *acc) {
-  assert(aligned(first, bits, d) && G % 8 == 0 && d % G == 0);
+  assert(aligned(first, bits, d) && groupsOf8(G, d));
   const uint8_t *p = packed + first * bits / 8;
 #define KVQ_AXPY(B)                                                            \
   axpyRows(CodeRowB<B>{p}, GroupWeight{ws, G, d / G}, nq, d, acc)
@@ -668,35 +650,29 @@ void dotLutHeadsAvx2(const uint8_t *packed, int bits, const float *lut,
     dotLutAvx2(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
 }
 
+/// The AVX2 member of the block-16 family (block16_family.h).
+struct Avx2Kernels {
+  static constexpr auto halfToFloatN = halfToFloatNAvx2;
+  static constexpr auto halfRowsToFloat = halfRowsToFloatAvx2;
+  static constexpr auto mulHalf = mulHalfAvx2;
+  static constexpr auto dotHalf = dotHalfAvx2;
+  static constexpr auto axpyHalf = axpyHalfAvx2;
+  static constexpr auto axpyHalfRows = axpyHalfRowsAvx2;
+  static constexpr auto dotCodes = dotCodesAvx2;
+  static constexpr auto dotCodesRows = dotCodesRowsAvx2;
+  static constexpr auto dotLut = dotLutAvx2;
+  static constexpr auto dotLutHeads = dotLutHeadsAvx2;
+  static constexpr auto dotLevels = dotLevelsAvx2;
+  static constexpr auto axpyCodes = axpyCodesAvx2;
+  static constexpr auto axpyCodesRows = axpyCodesRowsAvx2;
+  static constexpr auto axpyLevelRows = axpyLevelRowsAvx2;
+  static constexpr auto axpyLutRows = axpyLutRowsAvx2;
+  /// Levels looked up in one register of 8 or 16 floats.
+  static bool levelRowsCover(int bits) { return lutBits(bits); }
+};
+
 } // namespace
 
 void kvq::x86::fillAttendAvx2(const AttendShape &s, AttendOps &ops) {
-  ops.halfToFloatN = halfToFloatNAvx2;
-  ops.halfRowsToFloat = halfRowsToFloatAvx2;
-  // mulHalf is also called on all heads at once (d = heads * head_dim),
-  // which d % 8 == 0 covers too. Exact either way (one rounding).
-  if (s.d % 8 == 0)
-    ops.mulHalf = mulHalfAvx2;
-  if (!whole16(s.d))
-    return; // every other kernel walks blocks of 16 channels
-  ops.dotHalf = dotHalfAvx2;
-  ops.axpyHalf = axpyHalfAvx2;
-  ops.axpyHalfRows = axpyHalfRowsAvx2;
-  if (supportedBits(s.keyBits)) {
-    ops.dotCodes = dotCodesAvx2;
-    ops.dotCodesRows = dotCodesRowsAvx2;
-    ops.dotLut = dotLutAvx2;
-    ops.dotLutHeads = dotLutHeadsAvx2;
-    ops.dotLevels = dotLevelsAvx2;
-  }
-  if (supportedBits(s.valueBits)) {
-    if (s.G % 8 == 0 && s.G > 0 && s.d % s.G == 0)
-      ops.axpyCodes = axpyCodesAvx2;
-    if (groups8(s.G) && s.d % s.G == 0)
-      ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx2>;
-  }
-  if (lutBits(s.valueBits)) {
-    ops.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsAvx2>;
-    ops.axpyLutRows = axpyLutRowsAvx2;
-  }
+  block16::fillAttend<Avx2Kernels>(s, ops);
 }
