@@ -194,8 +194,15 @@ public:
             rows[t - job.t0] = tailRow(t) + channels_ + h * d;
         }
       }
-      job.ops.axpyHalfRows(job.halfRows.data(), n, job.scoreRow(job.t0, h),
-                           job.heads * job.nq, job.nq, d, job.accumulator(h));
+      HalfRowsAxpy a;
+      a.rows = job.halfRows.data();
+      a.n = n;
+      a.w = job.scoreRow(job.t0, h);
+      a.wStride = job.heads * job.nq;
+      a.nq = job.nq;
+      a.d = d;
+      a.acc = job.accumulator(h);
+      job.ops.axpyHalfRows(a);
     }
   }
 

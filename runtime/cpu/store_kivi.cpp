@@ -596,12 +596,28 @@ void KiviStore::attendKeys(AttendJob &job) const {
         for (int64_t i = 0; i < n; ++i)
           job.codeRows[static_cast<size_t>(i)] =
               codes + ((row + i) * C + h * d) * kb_ / 8;
-        job.ops.dotCodesRows(job.codeRows.data(), n, kb_, folded + h * nq * d,
-                             nq, d, out, stride);
+        CodeRowsDot a;
+        a.rows = job.codeRows.data();
+        a.n = n;
+        a.bits = kb_;
+        a.q = folded + h * nq * d;
+        a.nq = nq;
+        a.d = d;
+        a.out = out;
+        a.outStride = stride;
+        job.ops.dotCodesRows(a);
       } else {
-        for (int64_t i = 0; i < n; ++i)
-          job.ops.dotCodes(codes, (row + i) * C + h * d, kb_,
-                           folded + h * nq * d, nq, d, out + i * stride);
+        CodesDot a;
+        a.packed = codes;
+        a.bits = kb_;
+        a.q = folded + h * nq * d;
+        a.nq = nq;
+        a.d = d;
+        for (int64_t i = 0; i < n; ++i) {
+          a.first = (row + i) * C + h * d;
+          a.out = out + i * stride;
+          job.ops.dotCodes(a);
+        }
       }
       const int64_t p1 = std::min(end, t + (h + 1) * share);
       for (int64_t p = t + h * share; p < p1; ++p)
@@ -690,9 +706,18 @@ void KiviStore::attendValues(AttendJob &job) const {
       a.acc = job.accumulator(h);
       job.ops.axpyCodesRows(a);
     } else {
-      for (int64_t i = 0; i < n; ++i)
-        job.ops.axpyCodes(blocks[i], h * d, vb_, wsHead + i * wsStride, G_, nq,
-                          d, job.accumulator(h));
+      CodesAxpy a;
+      a.first = h * d;
+      a.bits = vb_;
+      a.G = G_;
+      a.nq = nq;
+      a.d = d;
+      a.acc = job.accumulator(h);
+      for (int64_t i = 0; i < n; ++i) {
+        a.packed = blocks[i];
+        a.ws = wsHead + i * wsStride;
+        job.ops.axpyCodes(a);
+      }
     }
   }
   // One zero-point sum per (query vector, group), added to its G channels.

@@ -466,12 +466,30 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     }
     // One query vector per head: product tables, looked up per code. More
     // (GQA): dequantize each code once and share it between the queries.
-    if (nq == 1)
-      job.ops.dotLutHeads(s.kq.p, kb_, lut, H, nq, d, job.scoreRow(t, 0));
-    else
-      for (int64_t h = 0; h < H; ++h)
-        job.ops.dotLevels(s.kq.p, h * d, kb_, levels + h * d * L, job.query(h),
-                          nq, d, job.scoreRow(t, h));
+    if (nq == 1) {
+      LutHeadsDot a;
+      a.packed = s.kq.p;
+      a.bits = kb_;
+      a.lut = lut;
+      a.heads = H;
+      a.nq = nq;
+      a.d = d;
+      a.out = job.scoreRow(t, 0);
+      job.ops.dotLutHeads(a);
+    } else {
+      LevelsDot a;
+      a.packed = s.kq.p;
+      a.bits = kb_;
+      a.nq = nq;
+      a.d = d;
+      for (int64_t h = 0; h < H; ++h) {
+        a.first = h * d;
+        a.levels = levels + h * d * L;
+        a.q = job.query(h);
+        a.out = job.scoreRow(t, h);
+        job.ops.dotLevels(a);
+      }
+    }
     // The value pass that follows reads this token's value block (its own
     // allocation, a stride the hardware prefetcher does not follow): ask
     // for it now, while the key arithmetic runs (as the KIVI store does).
@@ -594,8 +612,16 @@ void KvquantStore::attendValues(AttendJob &job) const {
       }
     }
     if (nq == 1) {
-      job.ops.axpyLutRows(rowsOut, n, vb_, luts + h * nq * E, lutStride, nq, d,
-                          job.accumulator(h));
+      LutRowsAxpy a;
+      a.rows = rowsOut;
+      a.n = n;
+      a.bits = vb_;
+      a.luts = luts + h * nq * E;
+      a.lutStride = lutStride;
+      a.nq = nq;
+      a.d = d;
+      a.acc = job.accumulator(h);
+      job.ops.axpyLutRows(a);
       continue;
     }
     float *w = luts; // the chunk's weights of this head, [i][j]
@@ -608,7 +634,7 @@ void KvquantStore::attendValues(AttendJob &job) const {
     a.rows = rowsOut;
     a.n = n;
     a.bits = vb_;
-    a.levels = levels + h * L; // the head's table of each row
+    a.levels = levels + h * L; // the head's table per row
     a.levelStride = H * L;
     a.w = w;
     a.wStride = nq;

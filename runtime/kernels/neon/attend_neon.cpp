@@ -322,7 +322,7 @@ struct NeonKernels {
   static constexpr auto axpyLevelRows = axpyLevelRowsNeon;
   /// The reference: one addition per element and row, the same operations
   /// the AVX2 version does.
-  static constexpr decltype(AttendOps::axpyLutRows) axpyLutRows = nullptr;
+  static constexpr std::nullptr_t axpyLutRows = nullptr;
   /// Any width, 8 bits too (AVX2: 2 to 4): one FMA per element and row,
   /// the reference's bits either way.
   static bool levelRowsCover(int bits) { return supportedBits(bits); }

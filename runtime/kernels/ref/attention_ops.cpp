@@ -198,16 +198,16 @@ const AttendOps &kvq::referenceAttendOps() {
     o.mulHalf = mulHalfRef;
     o.dotHalf = dotHalfRef;
     o.axpyHalf = axpyHalfRef;
-    o.dotCodes = dotCodesRef;
-    o.axpyCodes = axpyCodesRef;
-    o.dotCodesRows = dotCodesRowsRef;
+    o.dotCodes = dotCodesEntry<dotCodesRef>;
+    o.axpyCodes = axpyCodesEntry<axpyCodesRef>;
+    o.dotCodesRows = dotCodesRowsEntry<dotCodesRowsRef>;
     o.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsRef>;
-    o.axpyHalfRows = axpyHalfRowsRef;
-    o.dotLut = dotLutRef;
-    o.axpyLutRows = axpyLutRowsRef;
+    o.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsRef>;
+    o.dotLut = dotLutEntry<dotLutRef>;
+    o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
-    o.dotLutHeads = dotLutHeadsRef;
-    o.dotLevels = dotLevelsRef;
+    o.dotLutHeads = dotLutHeadsEntry<dotLutHeadsRef>;
+    o.dotLevels = dotLevelsEntry<dotLevelsRef>;
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
     return o;

@@ -39,9 +39,9 @@ inline bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
 inline bool lutBits(int bits) { return bits >= 2 && bits <= 4; }
 
 /// The entries of AttendOps for the shape s, from the family member
-/// Kernels: static members named as the entries, the many-row ones
-/// (axpyCodesRows, axpyLevelRows) with positional arguments; axpyLutRows
-/// may be null (the reference stays), and levelRowsCover(bits) says which
+/// Kernels: static members named as the entries, with positional
+/// arguments (the entries' operand structs in order); axpyLutRows may be
+/// null (the reference stays), and levelRowsCover(bits) says which
 /// level widths its axpyLevelRows takes. Entries it leaves null are the
 /// reference's (selectAttendOps).
 template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
@@ -55,24 +55,25 @@ template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
     return; // every other kernel walks blocks of 16 channels
   ops.dotHalf = Kernels::dotHalf;
   ops.axpyHalf = Kernels::axpyHalf;
-  ops.axpyHalfRows = Kernels::axpyHalfRows;
+  ops.axpyHalfRows = axpyHalfRowsEntry<Kernels::axpyHalfRows>;
   if (supportedBits(s.keyBits)) {
-    ops.dotCodes = Kernels::dotCodes;
-    ops.dotCodesRows = Kernels::dotCodesRows;
-    ops.dotLut = Kernels::dotLut;
-    ops.dotLutHeads = Kernels::dotLutHeads;
-    ops.dotLevels = Kernels::dotLevels;
+    ops.dotCodes = dotCodesEntry<Kernels::dotCodes>;
+    ops.dotCodesRows = dotCodesRowsEntry<Kernels::dotCodesRows>;
+    ops.dotLut = dotLutEntry<Kernels::dotLut>;
+    ops.dotLutHeads = dotLutHeadsEntry<Kernels::dotLutHeads>;
+    ops.dotLevels = dotLevelsEntry<Kernels::dotLevels>;
   }
   if (supportedBits(s.valueBits)) {
     if (groupsOf8(s.G, s.d))
-      ops.axpyCodes = Kernels::axpyCodes;
+      ops.axpyCodes = axpyCodesEntry<Kernels::axpyCodes>;
     if (groups8(s.G) && s.d % s.G == 0)
       ops.axpyCodesRows = axpyCodesRowsEntry<Kernels::axpyCodesRows>;
     if (Kernels::levelRowsCover(s.valueBits))
       ops.axpyLevelRows = axpyLevelRowsEntry<Kernels::axpyLevelRows>;
   }
-  if (lutBits(s.valueBits) && Kernels::axpyLutRows)
-    ops.axpyLutRows = Kernels::axpyLutRows;
+  if constexpr (Kernels::axpyLutRows != nullptr)
+    if (lutBits(s.valueBits))
+      ops.axpyLutRows = axpyLutRowsEntry<Kernels::axpyLutRows>;
 }
 
 } // namespace block16

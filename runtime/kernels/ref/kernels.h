@@ -181,8 +181,92 @@ struct AttendShape {
   int keyBits = 0, valueBits = 0; ///< code widths (0: no codes)
 };
 
-// The operands of the AttendOps entries with the most arguments, by name
-// (their contracts are at the entries below).
+// The operands of the AttendOps entries with six or more, by name (their
+// contracts are at the entries below; the five-operand fp16 entries keep
+// BLAS-like positional arguments).
+
+/// dotCodes' operands.
+struct CodesDot {
+  const uint8_t *packed = nullptr; ///< a packed code stream
+  int64_t first = 0;               ///< the row's first code index
+  int bits = 0;
+  const float *q = nullptr; ///< [nq][d] folded queries
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< [nq]
+};
+
+/// axpyCodes' operands.
+struct CodesAxpy {
+  const uint8_t *packed = nullptr;
+  int64_t first = 0;
+  int bits = 0;
+  const float *ws = nullptr; ///< [nq][d/G] group weights
+  int64_t G = 0;             ///< channels per group
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [nq][d]
+};
+
+/// dotCodesRows' operands.
+struct CodeRowsDot {
+  const uint8_t *const *rows = nullptr; ///< n byte-aligned head rows
+  int64_t n = 0;
+  int bits = 0;
+  const float *q = nullptr; ///< [nq][d] folded queries
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< out[r*outStride + j]
+  int64_t outStride = 0;
+};
+
+/// axpyHalfRows' operands.
+struct HalfRowsAxpy {
+  const uint16_t *const *rows = nullptr; ///< n fp16 head rows
+  int64_t n = 0;
+  const float *w = nullptr; ///< nq weights per row, wStride apart
+  int64_t wStride = 0;
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [nq][d]
+};
+
+/// dotLut's operands.
+struct LutDot {
+  const uint8_t *packed = nullptr;
+  int64_t first = 0;
+  int bits = 0;
+  const float *lut = nullptr; ///< [nq][d][2^bits] per-channel tables
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< [nq]
+};
+
+/// axpyLutRows' operands.
+struct LutRowsAxpy {
+  const uint8_t *const *rows = nullptr;
+  int64_t n = 0;
+  int bits = 0;
+  const float *luts = nullptr; ///< a table per row and query vector
+  int64_t lutStride = 0;       ///< floats between rows' tables
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [nq][d]
+};
+
+/// dotLutHeads' operands.
+struct LutHeadsDot {
+  const uint8_t *packed = nullptr; ///< one token's codes, every head
+  int bits = 0;
+  const float *lut = nullptr; ///< [heads][nq][d][2^bits]
+  int64_t heads = 0, nq = 0, d = 0;
+  float *out = nullptr; ///< [heads][nq]
+};
+
+/// dotLevels' operands.
+struct LevelsDot {
+  const uint8_t *packed = nullptr;
+  int64_t first = 0;
+  int bits = 0;
+  const float *levels = nullptr; ///< [d][2^bits] per-channel levels
+  const float *q = nullptr;      ///< [nq][d]
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< [nq]
+};
 
 /// axpyCodesRows' operands.
 struct CodeRowsAxpy {
@@ -257,19 +341,14 @@ struct AttendOps {
   void (*axpyHalf)(const uint16_t *row, const float *w, int64_t nq, int64_t d,
                    float *acc);
   /// out[j] = sum_c q[j*d + c] * code_c (uniform codes, scales folded in q).
-  void (*dotCodes)(const uint8_t *packed, int64_t first, int bits,
-                   const float *q, int64_t nq, int64_t d, float *out);
+  void (*dotCodes)(const CodesDot &a);
   /// acc[j*d + c] += ws[j*(d/G) + c/G] * code_c (per-token groups of G).
-  void (*axpyCodes)(const uint8_t *packed, int64_t first, int bits,
-                    const float *ws, int64_t G, int64_t nq, int64_t d,
-                    float *acc);
+  void (*axpyCodes)(const CodesAxpy &a);
   /// Many rows of one head at once, so SIMD versions keep accumulators in
   /// registers across rows. rows[r] is the byte-aligned start of a head
   /// row's packed codes (or fp16 values).
   /// out[r*outStride + j] = sum_c q[j*d + c] * code(rows[r], c).
-  void (*dotCodesRows)(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *q, int64_t nq, int64_t d, float *out,
-                       int64_t outStride);
+  void (*dotCodesRows)(const CodeRowsDot &a);
   /// acc[j*d + c] += ws[r*wsStride + j*(d/G) + c/G] * code(rows[r], c),
   /// rows in order, one fused multiply-add per element and row; except
   /// 2-bit codes, whose rows go in pairs (2k, 2k+1): one addition of
@@ -278,18 +357,14 @@ struct AttendOps {
   /// them up with one permute per 16 channels of two rows.
   void (*axpyCodesRows)(const CodeRowsAxpy &a);
   /// acc[j*d + c] += w[r*wStride + j] * half(rows[r][c]).
-  void (*axpyHalfRows)(const uint16_t *const *rows, int64_t n, const float *w,
-                       int64_t wStride, int64_t nq, int64_t d, float *acc);
+  void (*axpyHalfRows)(const HalfRowsAxpy &a);
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
-  void (*dotLut)(const uint8_t *packed, int64_t first, int bits,
-                 const float *lut, int64_t nq, int64_t d, float *out);
+  void (*dotLut)(const LutDot &a);
   /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
   /// c)] over the rows in order (one table per row and query vector, e.g.
   /// weight x the row's levels). One addition per element and row, so
   /// every ISA gives the same bits.
-  void (*axpyLutRows)(const uint8_t *const *rows, int64_t n, int bits,
-                      const float *luts, int64_t lutStride, int64_t nq,
-                      int64_t d, float *acc);
+  void (*axpyLutRows)(const LutRowsAxpy &a);
   /// Key dots over a nibble-major block (bitpack.h) of n rows of 2- or
   /// 4-bit codes: rows [r0, r0 + m), the head's P = d*bits/4 nibbles
   /// starting at nibble index nib0, against nq folded query vectors:
@@ -302,15 +377,12 @@ struct AttendOps {
   /// dotLut for every head of one row: out[h*nq + j] = dotLut(packed,
   /// h*d, bits, lut + h*nq*d*2^bits, nq, d) for h < heads, each with
   /// dotLut's bits. One call per token lets SIMD versions interleave heads.
-  void (*dotLutHeads)(const uint8_t *packed, int bits, const float *lut,
-                      int64_t heads, int64_t nq, int64_t d, float *out);
+  void (*dotLutHeads)(const LutHeadsDot &a);
   /// out[j] = sum_c q[j*d + c] * levels[c * 2^bits + code_c]: each code
   /// dequantized by its channel's level table, then dotCodes' sum (sixteen
   /// FMA chains in SIMD versions). One lookup per code serves all nq query
   /// vectors, where dotLut looks up a product table per query (GQA).
-  void (*dotLevels)(const uint8_t *packed, int64_t first, int bits,
-                    const float *levels, const float *q, int64_t nq, int64_t d,
-                    float *out);
+  void (*dotLevels)(const LevelsDot &a);
   /// acc[j*d + c] = fma(w[r*wStride + j], levels[r*levelStride +
   /// code(rows[r], c)], acc[j*d + c]) over the rows in order (one FMA per
   /// element and row; a row's table holds 2^bits levels, readable up to 16
@@ -327,6 +399,30 @@ struct AttendOps {
 
 /// The entry of a kernel written with positional arguments (in the order
 /// of the struct's fields): kernels keep plain locals, callers name them.
+template <auto F> void dotCodesEntry(const CodesDot &a) {
+  F(a.packed, a.first, a.bits, a.q, a.nq, a.d, a.out);
+}
+template <auto F> void axpyCodesEntry(const CodesAxpy &a) {
+  F(a.packed, a.first, a.bits, a.ws, a.G, a.nq, a.d, a.acc);
+}
+template <auto F> void dotCodesRowsEntry(const CodeRowsDot &a) {
+  F(a.rows, a.n, a.bits, a.q, a.nq, a.d, a.out, a.outStride);
+}
+template <auto F> void axpyHalfRowsEntry(const HalfRowsAxpy &a) {
+  F(a.rows, a.n, a.w, a.wStride, a.nq, a.d, a.acc);
+}
+template <auto F> void dotLutEntry(const LutDot &a) {
+  F(a.packed, a.first, a.bits, a.lut, a.nq, a.d, a.out);
+}
+template <auto F> void axpyLutRowsEntry(const LutRowsAxpy &a) {
+  F(a.rows, a.n, a.bits, a.luts, a.lutStride, a.nq, a.d, a.acc);
+}
+template <auto F> void dotLutHeadsEntry(const LutHeadsDot &a) {
+  F(a.packed, a.bits, a.lut, a.heads, a.nq, a.d, a.out);
+}
+template <auto F> void dotLevelsEntry(const LevelsDot &a) {
+  F(a.packed, a.first, a.bits, a.levels, a.q, a.nq, a.d, a.out);
+}
 template <auto F> void axpyCodesRowsEntry(const CodeRowsAxpy &a) {
   F(a.rows, a.n, a.bits, a.ws, a.wsStride, a.G, a.nq, a.d, a.acc);
 }

@@ -239,9 +239,9 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
 void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entries (8-bit keys: its gathers).
   if (lutDots(s.keyBits, s.d)) {
-    ops.dotLut = dotLutAvx512;
-    ops.dotLutHeads = dotLutHeadsAvx512;
+    ops.dotLut = dotLutEntry<dotLutAvx512>;
+    ops.dotLutHeads = dotLutHeadsEntry<dotLutHeadsAvx512>;
   }
   if (lutRows(s.valueBits, s.d))
-    ops.axpyLutRows = axpyLutRowsAvx512;
+    ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;
 }

@@ -119,13 +119,28 @@ void checkDotsOfCodesAndHalfsAreCanonical(const KernelTable &table) {
       for (int64_t r = 0; r < t.rows; ++r)
         rows.push_back(t.packed.data() + r * t.d * bits / 8);
       std::vector<float> out(static_cast<size_t>(t.rows * nq));
-      ops.dotCodesRows(rows.data(), t.rows, bits, t.q.data(), nq, t.d,
-                       out.data(), nq);
+      CodeRowsDot many;
+      many.rows = rows.data();
+      many.n = t.rows;
+      many.bits = bits;
+      many.q = t.q.data();
+      many.nq = nq;
+      many.d = t.d;
+      many.out = out.data();
+      many.outStride = nq;
+      ops.dotCodesRows(many);
       for (int64_t r = 0; r < t.rows; ++r) {
         const std::vector<float> v = rowCodes(t, bits, r);
         std::vector<float> one(static_cast<size_t>(nq));
-        ops.dotCodes(t.packed.data(), r * t.d, bits, t.q.data(), nq, t.d,
-                     one.data());
+        CodesDot single;
+        single.packed = t.packed.data();
+        single.first = r * t.d;
+        single.bits = bits;
+        single.q = t.q.data();
+        single.nq = nq;
+        single.d = t.d;
+        single.out = one.data();
+        ops.dotCodes(single);
         std::vector<float> h(static_cast<size_t>(nq));
         ops.dotHalf(t.half.data() + r * t.d, t.q.data(), nq, t.d, h.data());
         std::vector<float> hv(static_cast<size_t>(t.d));
@@ -164,8 +179,15 @@ void checkPerChannelLookupDotIsCanonical(const KernelTable &table) {
       x = static_cast<float>(rng.normal());
     for (int64_t r = 0; r < t.rows; ++r) {
       std::vector<float> out(static_cast<size_t>(nq));
-      ops.dotLut(t.packed.data(), r * t.d, bits, lut.data(), nq, t.d,
-                 out.data());
+      LutDot args;
+      args.packed = t.packed.data();
+      args.first = r * t.d;
+      args.bits = bits;
+      args.lut = lut.data();
+      args.nq = nq;
+      args.d = t.d;
+      args.out = out.data();
+      ops.dotLut(args);
       for (int64_t j = 0; j < nq; ++j) {
         std::vector<float> v(static_cast<size_t>(t.d));
         for (int64_t c = 0; c < t.d; ++c)
@@ -199,8 +221,15 @@ void checkLookupDotsOfAllHeadsAreCanonical(const KernelTable &table) {
       for (float &x : lut)
         x = static_cast<float>(rng.normal());
       std::vector<float> out(static_cast<size_t>(heads * nq));
-      ops.dotLutHeads(t.packed.data(), bits, lut.data(), heads, nq, d,
-                      out.data());
+      LutHeadsDot args;
+      args.packed = t.packed.data();
+      args.bits = bits;
+      args.lut = lut.data();
+      args.heads = heads;
+      args.nq = nq;
+      args.d = d;
+      args.out = out.data();
+      ops.dotLutHeads(args);
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t j = 0; j < nq; ++j) {
           std::vector<float> v(static_cast<size_t>(d));
@@ -234,8 +263,16 @@ void checkLevelDotsAreCanonical(const KernelTable &table) {
         x = static_cast<float>(rng.normal());
       for (int64_t r = 0; r < t.rows; ++r) {
         std::vector<float> out(static_cast<size_t>(nq));
-        ops.dotLevels(t.packed.data(), r * t.d, bits, levels.data(), q.data(),
-                      nq, t.d, out.data());
+        LevelsDot args;
+        args.packed = t.packed.data();
+        args.first = r * t.d;
+        args.bits = bits;
+        args.levels = levels.data();
+        args.q = q.data();
+        args.nq = nq;
+        args.d = t.d;
+        args.out = out.data();
+        ops.dotLevels(args);
         std::vector<float> v(static_cast<size_t>(t.d));
         for (int64_t c = 0; c < t.d; ++c)
           v[static_cast<size_t>(c)] = levels[static_cast<size_t>(
@@ -336,8 +373,16 @@ void checkPerRowLookupSumsAreOneAdditionPerElement(const KernelTable &table) {
     for (int64_t r = 0; r < t.rows; ++r)
       rows.push_back(t.packed.data() + r * t.d * bits / 8);
     std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.5f), want = acc;
-    ops.axpyLutRows(rows.data(), t.rows, bits, luts.data(), stride, nq, t.d,
-                    acc.data());
+    LutRowsAxpy args;
+    args.rows = rows.data();
+    args.n = t.rows;
+    args.bits = bits;
+    args.luts = luts.data();
+    args.lutStride = stride;
+    args.nq = nq;
+    args.d = t.d;
+    args.acc = acc.data();
+    ops.axpyLutRows(args);
     for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t j = 0; j < nq; ++j)
         for (int64_t c = 0; c < t.d; ++c)
@@ -437,8 +482,15 @@ void checkWeightedSumsOfHalfsAreOneFmaPerElementAndRow(
     for (float &x : w)
       x = static_cast<float>(rng.uniform());
     std::vector<float> acc(static_cast<size_t>(nq * t.d), 0.25f), want = acc;
-    ops.axpyHalfRows(halfRows.data(), t.rows, w.data(), nq, nq, t.d,
-                     acc.data());
+    HalfRowsAxpy args;
+    args.rows = halfRows.data();
+    args.n = t.rows;
+    args.w = w.data();
+    args.wStride = nq;
+    args.nq = nq;
+    args.d = t.d;
+    args.acc = acc.data();
+    ops.axpyHalfRows(args);
     for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t j = 0; j < nq; ++j)
         for (int64_t c = 0; c < t.d; ++c) {

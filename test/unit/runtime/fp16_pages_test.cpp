@@ -66,9 +66,15 @@ public:
       for (int64_t t = job.t0; t < job.t1; ++t)
         job.halfRows[static_cast<size_t>(t - job.t0)] =
             row(t) + channels_ + h * job.d;
-      job.ops.axpyHalfRows(job.halfRows.data(), n, job.scoreRow(job.t0, h),
-                           job.heads * job.nq, job.nq, job.d,
-                           job.accumulator(h));
+      kvq::HalfRowsAxpy args;
+      args.rows = job.halfRows.data();
+      args.n = n;
+      args.w = job.scoreRow(job.t0, h);
+      args.wStride = job.heads * job.nq;
+      args.nq = job.nq;
+      args.d = job.d;
+      args.acc = job.accumulator(h);
+      job.ops.axpyHalfRows(args);
     }
   }
   bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,

@@ -450,19 +450,47 @@ TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
         r.dotHalf(row.data(), q.data(), nq, d, o1.data());
         s.dotHalf(row.data(), q.data(), nq, d, o2.data());
         close(o1, o2, static_cast<double>(d) * 16, s.dotHalf != r.dotHalf);
-        r.dotCodes(codes.data(), first, bits, q.data(), nq, d, o1.data());
-        s.dotCodes(codes.data(), first, bits, q.data(), nq, d, o2.data());
+        CodesDot dc;
+        dc.packed = codes.data();
+        dc.first = first;
+        dc.bits = bits;
+        dc.q = q.data();
+        dc.nq = nq;
+        dc.d = d;
+        dc.out = o1.data();
+        r.dotCodes(dc);
+        dc.out = o2.data();
+        s.dotCodes(dc);
         close(o1, o2, mag, s.dotCodes != r.dotCodes);
-        r.dotLut(codes.data(), first, bits, lut.data(), nq, d, o1.data());
-        s.dotLut(codes.data(), first, bits, lut.data(), nq, d, o2.data());
+        LutDot dl;
+        dl.packed = codes.data();
+        dl.first = first;
+        dl.bits = bits;
+        dl.lut = lut.data();
+        dl.nq = nq;
+        dl.d = d;
+        dl.out = o1.data();
+        r.dotLut(dl);
+        dl.out = o2.data();
+        s.dotLut(dl);
         close(o1, o2, static_cast<double>(d) * 4, s.dotLut != r.dotLut);
         std::vector<float> a1(static_cast<size_t>(nq * d), 0.5f), a2 = a1;
         r.axpyHalf(row.data(), w.data(), nq, d, a1.data());
         s.axpyHalf(row.data(), w.data(), nq, d, a2.data());
         close(a1, a2, 8, s.axpyHalf != r.axpyHalf);
         a2 = a1;
-        r.axpyCodes(codes.data(), first, bits, ws.data(), G, nq, d, a1.data());
-        s.axpyCodes(codes.data(), first, bits, ws.data(), G, nq, d, a2.data());
+        CodesAxpy ac;
+        ac.packed = codes.data();
+        ac.first = first;
+        ac.bits = bits;
+        ac.ws = ws.data();
+        ac.G = G;
+        ac.nq = nq;
+        ac.d = d;
+        ac.acc = a1.data();
+        r.axpyCodes(ac);
+        ac.acc = a2.data();
+        s.axpyCodes(ac);
         close(a1, a2, 8.0 * static_cast<double>(L), s.axpyCodes != r.axpyCodes);
         {
           // Two rows, each with its own tables (lutEntries floats apiece).
@@ -476,8 +504,18 @@ TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
             if (static_cast<int64_t>(i) % E >= L)
               luts[i] = luts[i - i % E + static_cast<int64_t>(i) % E % L];
           a2 = a1; // the ops above may differ in the last bits
-          r.axpyLutRows(rows2, 2, bits, luts.data(), nq * E, nq, d, a1.data());
-          s.axpyLutRows(rows2, 2, bits, luts.data(), nq * E, nq, d, a2.data());
+          LutRowsAxpy al;
+          al.rows = rows2;
+          al.n = 2;
+          al.bits = bits;
+          al.luts = luts.data();
+          al.lutStride = nq * E;
+          al.nq = nq;
+          al.d = d;
+          al.acc = a1.data();
+          r.axpyLutRows(al);
+          al.acc = a2.data();
+          s.axpyLutRows(al);
           ASSERT_EQ(a1, a2); // one addition per element and row: exact
         }
         std::vector<float> m1(static_cast<size_t>(nq * d)), m2(m1.size());
