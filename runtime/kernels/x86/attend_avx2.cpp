@@ -227,10 +227,9 @@ template <bool Same16, class Rows, class Weight> struct AxpyTile {
   float *acc;
 
   template <int NJ, int W> KVQ_AVX2 void run(int64_t j0, int64_t c0) const {
-    __m256 a[NJ][W / 8];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    AccTile<NJ, W> tile;
+    tile.load(acc, j0, c0, d);
+    auto &a = tile.a;
     for (int64_t r = 0; r < n; ++r) {
       const auto row = rows(r);
       for (int i = 0; i < W / 8; i += 2) {
@@ -244,9 +243,7 @@ template <bool Same16, class Rows, class Weight> struct AxpyTile {
         }
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+    tile.store(acc, j0, c0, d);
   }
 };
 
@@ -601,10 +598,9 @@ template <int BITS> struct LutTile {
   float *acc;
 
   template <int NJ, int W> KVQ_AVX2 void run(int64_t j0, int64_t c0) const {
-    __m256 a[NJ][W / 8];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    AccTile<NJ, W> tile;
+    tile.load(acc, j0, c0, d);
+    auto &a = tile.a;
     for (int64_t r = 0; r < n; ++r) {
       const float *t = luts + r * lutStride + j0 * 16;
 #pragma GCC unroll 8
@@ -616,9 +612,7 @@ template <int BITS> struct LutTile {
               _mm256_add_ps(a[jj][i], lutLookup<BITS>(t + jj * 16, index));
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+    tile.store(acc, j0, c0, d);
   }
 };
 

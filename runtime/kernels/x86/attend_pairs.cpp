@@ -24,6 +24,7 @@
 #include <cassert>
 
 using namespace kvq;
+using kvq::avx2::AccTile;
 using kvq::x86::forEachAccTile;
 
 namespace {
@@ -62,10 +63,9 @@ template <int SPAN16, int SPAN32> struct PairTileAvx2 {
     const __m256 codes = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
     const __m256i s0 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     const __m256i s1 = _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30);
-    __m256 a[NJ][W / 8];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+    AccTile<NJ, W> tile;
+    tile.load(acc, j0, c0, d);
+    auto &a = tile.a;
     int64_t r = 0;
     for (; r + 2 <= n; r += 2) {
       // products[jj][s] = wa * {0,1,2,3} and wb of span s of query jj.
@@ -111,9 +111,7 @@ template <int SPAN16, int SPAN32> struct PairTileAvx2 {
               _mm256_set1_ps(*w.at(r, j0 + jj, c + 8)), v1, a[jj][i + 1]);
         }
       }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int i = 0; i < W / 8; ++i)
-        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+    tile.store(acc, j0, c0, d);
   }
 };
 

@@ -172,6 +172,23 @@ KVQ_AVX2 inline __m256i readCodes8(const uint8_t *codes, int layout, int64_t e,
   return widen8(expand8(loadBytes(codes + e * bits / 8, bits), bits));
 }
 
+/// A tile of accumulators (acc_tiles.h) in registers: a[jj][i] holds
+/// acc[(j0 + jj) * d + c0 + 8 * i ..] for NJ queries and W channels.
+template <int NJ, int W> struct AccTile {
+  __m256 a[NJ][W / 8];
+
+  KVQ_AVX2 void load(const float *acc, int64_t j0, int64_t c0, int64_t d) {
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        a[jj][i] = _mm256_loadu_ps(acc + (j0 + jj) * d + c0 + 8 * i);
+  }
+  KVQ_AVX2 void store(float *acc, int64_t j0, int64_t c0, int64_t d) const {
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int i = 0; i < W / 8; ++i)
+        _mm256_storeu_ps(acc + (j0 + jj) * d + c0 + 8 * i, a[jj][i]);
+  }
+};
+
 } // namespace avx2
 } // namespace kvq
 
