@@ -495,17 +495,30 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     // for it now, while the key arithmetic runs (as the KIVI store does).
     for (int64_t off = 0; off < s.vq.size; off += 64)
       __builtin_prefetch(s.vq.p + off);
+    // Each outlier replaces its dense slot's term: out += q * value - the
+    // table entry, in the stored order. A run of one head's outliers (the
+    // entries are written in channel order) goes through a register per query
+    // rather than through the score in memory, whose store and reload
+    // made a chain twice as long; the same additions in the same order.
     const OutlierList<const uint8_t> outliers{s.kq.p +
                                               keyRow_.outliersOffset()};
-    for (int64_t o = 0; o < s.kOut; ++o) {
-      const OutlierEntry e = outliers.at(o);
-      const int64_t c = e.channel, h = c / d, cc = c % d;
-      const float value = halfToFloat(e.value);
-      const int64_t code = packedCodeAt(s.kq.p, c, kb_);
+    for (int64_t o = 0, end; o < s.kOut; o = end) {
+      const int64_t h = outliers.at(o).channel / d;
+      for (end = o + 1; end < s.kOut && outliers.at(end).channel / d == h;)
+        ++end;
       float *out = job.scoreRow(t, h);
-      for (int64_t j = 0; j < nq; ++j)
-        out[j] += job.query(h)[j * d + cc] * value -
-                  lut[((h * nq + j) * d + cc) * L + code];
+      const float *q = job.query(h);
+      for (int64_t j = 0; j < nq; ++j) {
+        const float *table = lut + (h * nq + j) * d * L;
+        float score = out[j];
+        for (int64_t k = o; k < end; ++k) {
+          const OutlierEntry e = outliers.at(k);
+          const int64_t cc = e.channel % d;
+          score += q[j * d + cc] * halfToFloat(e.value) -
+                   table[cc * L + packedCodeAt(s.kq.p, e.channel, kb_)];
+        }
+        out[j] = score;
+      }
     }
   }
 }
