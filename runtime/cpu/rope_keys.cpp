@@ -121,17 +121,13 @@ inline float keyAt(const uint16_t *row, int64_t c) {
   return halfToFloat(row[c]);
 }
 
-/// The canonical scores of R key rows (rows[r], angles of row r at
-/// cos + r * P) against one query vector, written to out[r * outStride].
-/// Each row keeps its own accumulator, updated in the canonical order; the
-/// rows only share the loads of the query and fill each other's fma
-/// latency (one row alone is a chain of two dependent fmas per 16 pairs).
-/// Inlined into each clone below (so it takes no vector by value).
-template <class Elem, int R>
+/// ropeScoresRows over row pointers of float or fp16 keys; inlined into
+/// each clone below (so it takes no vector by value).
+template <class Elem>
 __attribute__((always_inline)) inline void
-scoreRowGroup(const Elem *const *rows, const float *cos, const float *sin,
-              int64_t P, const float *qa, const float *qb, const float *qn,
-              bool interleaved, float *out, int64_t outStride) {
+scoreRows(const Elem *const *rows, int64_t n, const float *cos,
+          const float *sin, const RopeQueries &q, int64_t k0, int64_t nq,
+          bool interleaved, float *out, int64_t outStride) {
 #define KVQ_KEYS16(p)                                                          \
   ({                                                                           \
     F16 r_;                                                                    \
@@ -141,62 +137,41 @@ scoreRowGroup(const Elem *const *rows, const float *cos, const float *sin,
       r_ = KVQ_LOAD16_HALF(p);                                                 \
     r_;                                                                        \
   })
-  const int64_t full = P - P % 16;
-  F16 S[R] = {};
-  for (int64_t i = 0; i < full; i += 16) {
-    const F16 vqa = KVQ_LOAD16(qa + i), vqb = KVQ_LOAD16(qb + i),
-              vqn = KVQ_LOAD16(qn + i);
-    for (int r = 0; r < R; ++r) {
-      const Elem *k = rows[r];
-      F16 ka, kb;
-      if (interleaved) {
-        const F16 lo = KVQ_KEYS16(k + 2 * i), hi = KVQ_KEYS16(k + 2 * i + 16);
-        ka = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
-                                     20, 22, 24, 26, 28, 30);
-        kb = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19,
-                                     21, 23, 25, 27, 29, 31);
-      } else {
-        ka = KVQ_KEYS16(k + i);
-        kb = KVQ_KEYS16(k + P + i);
+  const int64_t P = q.pairs(), full = P - P % 16;
+  for (int64_t t = 0; t < n; ++t) {
+    const Elem *k = rows[t];
+    const float *c = cos + t * P, *s = sin + t * P;
+    for (int64_t j = 0; j < nq; ++j) {
+      const float *qa = q.a(k0 + j), *qb = q.b(k0 + j), *qn = q.negA(k0 + j);
+      F16 S = {};
+      for (int64_t i = 0; i < full; i += 16) {
+        F16 ka, kb;
+        if (interleaved) {
+          const F16 lo = KVQ_KEYS16(k + 2 * i), hi = KVQ_KEYS16(k + 2 * i + 16);
+          ka = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16,
+                                       18, 20, 22, 24, 26, 28, 30);
+          kb = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17,
+                                       19, 21, 23, 25, 27, 29, 31);
+        } else {
+          ka = KVQ_KEYS16(k + i);
+          kb = KVQ_KEYS16(k + P + i);
+        }
+        S = KVQ_PAIR_STEP(KVQ_LOAD16(qa + i), KVQ_LOAD16(qb + i),
+                          KVQ_LOAD16(qn + i), ka, kb, KVQ_LOAD16(c + i),
+                          KVQ_LOAD16(s + i), S);
       }
-      S[r] = KVQ_PAIR_STEP(vqa, vqb, vqn, ka, kb, KVQ_LOAD16(cos + r * P + i),
-                           KVQ_LOAD16(sin + r * P + i), S[r]);
+      float Sl[16];
+      std::memcpy(Sl, &S, sizeof(Sl));
+      for (int64_t i = full; i < P; ++i) {
+        const float ka = keyAt(k, interleaved ? 2 * i : i);
+        const float kb = keyAt(k, interleaved ? 2 * i + 1 : P + i);
+        Sl[i - full] =
+            pairStep(qa[i], qb[i], qn[i], ka, kb, c[i], s[i], Sl[i - full]);
+      }
+      out[t * outStride + j] = canonicalTree(Sl, 1);
     }
-  }
-  for (int r = 0; r < R; ++r) {
-    const Elem *k = rows[r];
-    const float *c = cos + r * P, *s = sin + r * P;
-    float Sl[16];
-    std::memcpy(Sl, &S[r], sizeof(Sl));
-    for (int64_t i = full; i < P; ++i) {
-      const float ka = keyAt(k, interleaved ? 2 * i : i);
-      const float kb = keyAt(k, interleaved ? 2 * i + 1 : P + i);
-      Sl[i - full] =
-          pairStep(qa[i], qb[i], qn[i], ka, kb, c[i], s[i], Sl[i - full]);
-    }
-    out[r * outStride] = canonicalTree(Sl, 1);
   }
 #undef KVQ_KEYS16
-}
-
-/// ropeScoresRows over row pointers of float or fp16 keys, four rows at a
-/// time.
-template <class Elem>
-__attribute__((always_inline)) inline void
-scoreRows(const Elem *const *rows, int64_t n, const float *cos,
-          const float *sin, const RopeQueries &q, int64_t k0, int64_t nq,
-          bool interleaved, float *out, int64_t outStride) {
-  const int64_t P = q.pairs();
-  for (int64_t j = 0; j < nq; ++j) {
-    const float *qa = q.a(k0 + j), *qb = q.b(k0 + j), *qn = q.negA(k0 + j);
-    int64_t t = 0;
-    for (; t + 4 <= n; t += 4)
-      scoreRowGroup<Elem, 4>(rows + t, cos + t * P, sin + t * P, P, qa, qb, qn,
-                             interleaved, out + t * outStride + j, outStride);
-    for (; t < n; ++t)
-      scoreRowGroup<Elem, 1>(rows + t, cos + t * P, sin + t * P, P, qa, qb, qn,
-                             interleaved, out + t * outStride + j, outStride);
-  }
 }
 
 } // namespace

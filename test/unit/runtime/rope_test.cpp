@@ -150,11 +150,11 @@ float canonicalRopeScore(const float *q, const float *k, const float *cos,
   return (U[0] + U[2]) + (U[1] + U[3]);
 }
 
-// The row kernels of the key pass score rows in groups of four and one at
-// a time: every row count up to a tile, both styles, pairs that fill whole
-// 16-lane steps and pairs that leave a remainder, one and several query
-// vectors, each score bit for bit the canonical one (with the active clone
-// here, and on arm64 under qemu).
+// The row kernels of the key pass, called with any part of a tile (the
+// fp16 walk scores a few rows per call): every row count up to a tile,
+// both styles, pairs that fill whole 16-lane steps and pairs that leave a
+// remainder, one and several query vectors, each score bit for bit the
+// canonical one (with the active clone here, and on arm64 under qemu).
 TEST(RopeKeys, RowKernelsGiveTheCanonicalScoreForEveryRowCount) {
   Rng rng(23);
   int64_t checked = 0;
