@@ -93,8 +93,9 @@ public:
                            const uint16_t **rows) const;
 
   /// Ask for head h's value rows of tokens [t0, t1), which the value pass
-  /// reads next (the key pass of halfKeyRows stores calls it tile by
-  /// tile, as the post-RoPE key passes do); default nothing.
+  /// reads next: the pre-RoPE key pass over fp16 rows calls it a few rows
+  /// at a time, as the post-RoPE key passes ask for their values; default
+  /// nothing.
   virtual void prefetchValues(int64_t t0, int64_t t1, int64_t h) const;
 
   /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile
