@@ -85,12 +85,18 @@ public:
   virtual void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                         float *out) const;
 
-  /// The fp16 key rows of head h of tokens [t0, t1) (rows[t - t0], head_dim
-  /// halves each) when the store holds every one of them as fp16, so the
-  /// key pass converts them in registers; else false (the default). The
-  /// answer does not depend on h.
+  /// The fp16 key rows of head h of tokens [t0, t1) (at most kHalfKeyBlock,
+  /// within one aligned block; rows[t - t0], head_dim halves each) when the
+  /// store holds every one of them as fp16, so the key pass converts them in
+  /// registers; else false (the default). The answer does not depend on h.
   virtual bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                            const uint16_t **rows) const;
+
+  /// Ask for head h's value rows of tokens [t0, t1), which the value pass
+  /// reads next: the pre-RoPE key pass over fp16 rows calls it a few rows
+  /// at a time, as the post-RoPE key passes ask for their values; default
+  /// nothing.
+  virtual void prefetchValues(int64_t t0, int64_t t1, int64_t h) const;
 
   /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile
   /// by columns, head by head (scoreKeyColumns); default no.

@@ -174,6 +174,14 @@ public:
     return true;
   }
 
+  void prefetchValues(int64_t t0, int64_t t1, int64_t h) const override {
+    for (int64_t t = t0; t < t1; ++t) {
+      const uint8_t *v = reinterpret_cast<const uint8_t *>(valueRow(t, h));
+      for (int64_t off = 0; off < 2 * d_; off += 64)
+        __builtin_prefetch(v + off, 0, 2);
+    }
+  }
+
   /// Values of the whole chunk per head: the accumulators stay in
   /// registers across tokens (axpyHalfRows); inside a page the head's rows
   /// are contiguous.

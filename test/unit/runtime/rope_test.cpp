@@ -9,8 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "attention.h"
 #include "cache_handle.h"
+#include "fp16.h"
 #include "kernels.h"
 #include "rope.h"
+#include "rope_keys.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -146,6 +148,64 @@ float canonicalRopeScore(const float *q, const float *k, const float *cos,
   for (int l = 0; l < 4; ++l)
     U[l] = T[l] + T[l + 4];
   return (U[0] + U[2]) + (U[1] + U[3]);
+}
+
+// The row kernels of the key pass, called with any part of a tile (the
+// fp16 walk scores a few rows per call): every row count up to a tile,
+// both styles, pairs that fill whole 16-lane steps and pairs that leave a
+// remainder, one and several query vectors, each score bit for bit the
+// canonical one (with the active clone here, and on arm64 under qemu).
+TEST(RopeKeys, RowKernelsGiveTheCanonicalScoreForEveryRowCount) {
+  Rng rng(23);
+  int64_t checked = 0;
+  for (int64_t d : {32, 40, 128})
+    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
+      for (int64_t nq : {1, 2})
+        for (int64_t n = 1; n <= kvq::kKeyTile; ++n) {
+          SCOPED_TRACE(testing::Message() << "d " << d << " style " << style
+                                          << " nq " << nq << " rows " << n);
+          const int64_t P = d / 2, stride = d + 3; // rows not back to back
+          std::vector<float> q(static_cast<size_t>(nq * d));
+          std::vector<uint16_t> halves(static_cast<size_t>(n * stride));
+          std::vector<float> keys(halves.size()),
+              cos(static_cast<size_t>(n * P)), sin(cos.size());
+          for (float &e : q)
+            e = static_cast<float>(rng.normal());
+          for (size_t i = 0; i < halves.size(); ++i) {
+            halves[i] = kvq::floatToHalf(static_cast<float>(rng.laplace()));
+            keys[i] = kvq::halfToFloat(halves[i]);
+          }
+          for (size_t i = 0; i < cos.size(); ++i) {
+            const double angle = rng.uniform(0.0, 6.283185307179586);
+            cos[i] = static_cast<float>(std::cos(angle));
+            sin[i] = static_cast<float>(std::sin(angle));
+          }
+          kvq::RopeQueries rq;
+          rq.split(q.data(), nq, d, style == KVQ_ROPE_INTERLEAVED);
+          std::vector<const uint16_t *> rows(static_cast<size_t>(n));
+          for (int64_t t = 0; t < n; ++t)
+            rows[static_cast<size_t>(t)] = halves.data() + t * stride;
+          const int64_t outStride = nq + 1;
+          std::vector<float> fromHalves(static_cast<size_t>(n * outStride)),
+              fromFloats(fromHalves.size());
+          kvq::ropeScoresHalfRows(rows.data(), n, cos.data(), sin.data(), rq, 0,
+                                  nq, style == KVQ_ROPE_INTERLEAVED,
+                                  fromHalves.data(), outStride);
+          kvq::ropeScoresRows(keys.data(), stride, n, cos.data(), sin.data(),
+                              rq, 0, nq, style == KVQ_ROPE_INTERLEAVED,
+                              fromFloats.data(), outStride);
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t j = 0; j < nq; ++j) {
+              const float want = canonicalRopeScore(
+                  q.data() + j * d, keys.data() + t * stride,
+                  cos.data() + t * P, sin.data() + t * P, d, style);
+              const size_t o = static_cast<size_t>(t * outStride + j);
+              ASSERT_EQ(fromHalves[o], want) << "row " << t << " query " << j;
+              ASSERT_EQ(fromFloats[o], want) << "row " << t << " query " << j;
+              ++checked;
+            }
+        }
+  EXPECT_EQ(checked, int64_t{3} * 2 * (1 + 2) * (16 * 17 / 2));
 }
 
 // The key pass of a pre-RoPE cache (attendKeysRotated) at shapes where
