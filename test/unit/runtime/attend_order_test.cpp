@@ -432,7 +432,7 @@ TEST(AttendOrder, WeightedSumsOfCodesAreCanonicalOnEveryTable) {
   std::vector<const KernelTable *> tables = {&referenceKernels()};
   for (const KernelTable *k : simdKernelVariants())
     tables.push_back(k);
-  for (int bits : {2, 4, 8}) {
+  for (int bits : {2, 3, 4, 8}) {
     const Data t = makeData(bits, 90 + bits); // 9 rows: a lone last row
     std::vector<const uint8_t *> rows;
     for (int64_t r = 0; r < t.rows; ++r)
