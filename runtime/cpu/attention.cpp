@@ -310,6 +310,16 @@ void scoreHalfRowsBlock(const LayerStore &store, AttendJob &job, int64_t a,
     }
 }
 
+/// Where a run of fp16 key rows starting at a ends (rows filled for head
+/// 0), or 0 when the store does not hold [a, b) so: the whole block up to
+/// blockEnd where it can, else the tile [a, b).
+int64_t halfRowsEnd(const LayerStore &store, int64_t a, int64_t b,
+                    int64_t blockEnd, const uint16_t **rows) {
+  if (store.halfKeyRows(a, blockEnd, 0, rows))
+    return blockEnd;
+  return store.halfKeyRows(a, b, 0, rows) ? b : 0;
+}
+
 } // namespace
 
 /// Tiles of kKeyTile tokens: per tile the angles once for every head, then
@@ -340,11 +350,8 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
       for (int64_t h = 0; h < H; ++h)
         store.scoreKeyColumns(job, a, h, cosT, sinT, interleaved,
                               job.scoreRow(a, h), K);
-    } else if (const int64_t e = store.halfKeyRows(a, blockEnd, 0, rows)
-                                     ? blockEnd
-                                 : store.halfKeyRows(a, b, 0, rows) ? b
-                                                                    : 0) {
-      b = e; // the whole block where it is all fp16 rows, else the tile
+    } else if (const int64_t e = halfRowsEnd(store, a, b, blockEnd, rows)) {
+      b = e;
       for (int64_t h = 1; h < H; ++h)
         store.halfKeyRows(a, b, h, rows + h * kHalfKeyBlock);
       rope.anglesTile(a, b - a, cursor, cosT, sinT, P, 1);

@@ -34,12 +34,6 @@ namespace kvq {
 /// keys by columns are 16 lanes per channel (two AVX2 vectors).
 constexpr int64_t kKeyTile = 16;
 
-/// Tokens per block of the pre-RoPE key pass over fp16 key rows
-/// (LayerStore::halfKeyRows): one fp16 page (kFp16PageTokens), whose head
-/// rows are one contiguous run; its angles by rows take 32 KiB at
-/// head_dim 128.
-constexpr int64_t kHalfKeyBlock = 64;
-
 /// The RoPE of a cache: for pair i of a head (channels (2i, 2i+1) when
 /// interleaved, (i, i + d/2) when half), the angle at position p is
 /// p * theta^(-2i/d). cos/sin of position p = 256 m + j are combined in

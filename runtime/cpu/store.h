@@ -34,6 +34,11 @@ class ByteWriter;
 /// a page copies each token once more, amortised O(1) per append.
 constexpr int64_t kFp16PageTokens = 64;
 
+/// Tokens per block of the pre-RoPE key pass over fp16 key rows
+/// (halfKeyRows): one fp16 page, whose head rows are one contiguous run;
+/// its angles by rows take 32 KiB at head_dim 128.
+constexpr int64_t kHalfKeyBlock = kFp16PageTokens;
+
 class LayerStore {
 public:
   LayerStore(const kvq_config &cfg, Payload &payload)

@@ -497,9 +497,9 @@ void KvquantStore::attendKeys(AttendJob &job) const {
       __builtin_prefetch(s.vq.p + off);
     // Each outlier replaces its dense slot's term: out += q * value - the
     // table entry, in the stored order. A run of one head's outliers (the
-    // entries are written in channel order) goes through a register per query
-    // rather than through the score in memory, whose store and reload
-    // made a chain twice as long; the same additions in the same order.
+    // entries are written in channel order) goes through a register per
+    // query rather than a store and reload of the score per outlier; the
+    // same additions in the same order.
     const OutlierList<const uint8_t> outliers{s.kq.p +
                                               keyRow_.outliersOffset()};
     for (int64_t o = 0, end; o < s.kOut; o = end) {

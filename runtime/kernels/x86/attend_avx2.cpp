@@ -54,20 +54,11 @@ struct HalfRow {
 /// code inside the unrolled loops.
 template <int BITS> struct CodeRowB {
   const uint8_t *p;
+  /// The 4- and 8-bit codes as int32 lanes (2 and 3 bits become floats
+  /// straight from a permute, in operator()).
   KVQ_AVX2 void codes(int64_t c, __m256i &a, __m256i &b) const {
-    if constexpr (BITS == 2) { // 16 codes in one 32-bit word
-      uint32_t w;
-      std::memcpy(&w, p + c / 4, 4);
-      const __m256i x = _mm256_set1_epi32(static_cast<int32_t>(w));
-      const __m256i m = _mm256_set1_epi32(3);
-      a = _mm256_and_si256(
-          _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-          m);
-      b = _mm256_and_si256(
-          _mm256_srlv_epi32(x,
-                            _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)),
-          m);
-    } else if constexpr (BITS == 4) { // 8 codes per 32-bit word
+    static_assert(BITS == 4 || BITS == 8, "2 and 3 bits: operator()");
+    if constexpr (BITS == 4) { // 8 codes per 32-bit word
       uint32_t w0, w1;
       std::memcpy(&w0, p + c / 2, 4);
       std::memcpy(&w1, p + c / 2 + 4, 4);
@@ -79,14 +70,11 @@ template <int BITS> struct CodeRowB {
       b = _mm256_and_si256(
           _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), sh),
           m);
-    } else if constexpr (BITS == 8) {
+    } else {
       a = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c)));
       b = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + c + 8)));
-    } else { // 3: eight codes in three bytes
-      a = widen8(expand8(loadBytes(p + c / 8 * 3, 3), 3));
-      b = widen8(expand8(loadBytes(p + c / 8 * 3 + 3, 3), 3));
     }
   }
   KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
