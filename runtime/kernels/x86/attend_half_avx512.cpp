@@ -1,0 +1,129 @@
+//===- attend_half_avx512.cpp - fp16 rows of fused attention, AVX-512 -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The fp16 cache's key dots and value sums on sixteen lanes. Warm, the
+// AVX2 kernels ran the fp16 cache at about 1.5x the machine's DRAM read
+// rate, so cold the arithmetic and the memory wait added up to ~1.7x the
+// bound; a 16-lane conversion and FMA halve the operations per row.
+// Same bits as AVX2 and NEON: a dot keeps the canonical order
+// (attend_avx2.cpp), lane l of one accumulator being the partial sum S_l;
+// a weighted sum is one FMA per element and row, rows in order.
+//
+//===----------------------------------------------------------------------===//
+#include "acc_tiles.h"
+#include "avx2_util.h"
+#include "x86_kernels.h"
+
+#include "block16_family.h"
+
+#include <cassert>
+
+using namespace kvq;
+using kvq::x86::forEachAccTile;
+
+namespace {
+
+/// Channels c .. c+15 of an fp16 row as floats.
+KVQ_AVX512 inline __m512 halfs16(const uint16_t *row, int64_t c) {
+  return _mm512_cvtph_ps(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + c)));
+}
+
+/// The canonical reduction of the sixteen partial sums: T_l = S_l + S_{l+8},
+/// then hsum's U, W and W_0 + W_1.
+KVQ_AVX512 inline float canonicalSum(__m512 s) {
+  return avx2::hsum(_mm256_add_ps(
+      _mm512_castps512_ps256(s),
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1))));
+}
+
+/// out[jj] = q_jj . row for NJ query vectors, one FMA chain each.
+template <int NJ>
+KVQ_AVX512 void dotHalfBlock(const uint16_t *row, const float *q, int64_t d,
+                             float *out) {
+  __m512 acc[NJ];
+  for (int jj = 0; jj < NJ; ++jj)
+    acc[jj] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < d; c += 16) {
+    const __m512 v = halfs16(row, c);
+    for (int jj = 0; jj < NJ; ++jj)
+      acc[jj] = _mm512_fmadd_ps(_mm512_loadu_ps(q + jj * d + c), v, acc[jj]);
+  }
+  for (int jj = 0; jj < NJ; ++jj)
+    out[jj] = canonicalSum(acc[jj]);
+}
+
+KVQ_AVX512 void dotHalfAvx512(const uint16_t *row, const float *q, int64_t nq,
+                              int64_t d, float *out) {
+  assert(block16::whole16(d));
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    dotHalfBlock<4>(row, q + j * d, d, out + j);
+  switch (nq - j) {
+  case 3:
+    dotHalfBlock<3>(row, q + j * d, d, out + j);
+    break;
+  case 2:
+    dotHalfBlock<2>(row, q + j * d, d, out + j);
+    break;
+  case 1:
+    dotHalfBlock<1>(row, q + j * d, d, out + j);
+    break;
+  default:
+    break;
+  }
+}
+
+/// acc[j0+jj][c0 .. c0+W) += w[r][j0+jj] * row_r over all rows, NJ*W/16
+/// accumulators in registers (a tile of forEachAccTile).
+struct HalfTile512 {
+  const uint16_t *const *rows;
+  int64_t n;
+  const float *w;
+  int64_t wStride, d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
+    constexpr int B = W / 16;
+    __m512 a[NJ][B];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        a[jj][b] = _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b);
+    for (int64_t r = 0; r < n; ++r) {
+      const uint16_t *row = rows[r] + c0;
+      __m512 wv[NJ];
+      for (int jj = 0; jj < NJ; ++jj)
+        wv[jj] = _mm512_set1_ps(w[r * wStride + j0 + jj]);
+      for (int b = 0; b < B; ++b) {
+        const __m512 v = halfs16(row, 16 * b);
+        for (int jj = 0; jj < NJ; ++jj)
+          a[jj][b] = _mm512_fmadd_ps(wv[jj], v, a[jj][b]);
+      }
+    }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
+  }
+};
+
+/// Which head widths axpyHalfRowsAvx512 takes: whole tiles of 64 channels.
+bool halfTilesCover(int64_t d) { return d > 0 && d % 64 == 0; }
+
+/// Tiles: four queries x 64 channels (16 accumulators), two x 64, one
+/// query x 128 (8 accumulators: a whole head at head_dim 128).
+KVQ_AVX512 void axpyHalfRowsAvx512(const uint16_t *const *rows, int64_t n,
+                                   const float *w, int64_t wStride, int64_t nq,
+                                   int64_t d, float *acc) {
+  assert(halfTilesCover(d));
+  forEachAccTile<64, 128>(nq, d, HalfTile512{rows, n, w, wStride, d, acc});
+}
+
+} // namespace
+
+void kvq::x86::fillHalfAvx512(const AttendShape &s, AttendOps &ops) {
+  // Other shapes keep the AVX2 entries (the table starts from the AVX2 one).
+  if (block16::whole16(s.d))
+    ops.dotHalf = dotHalfAvx512;
+  if (halfTilesCover(s.d))
+    ops.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsAvx512>;
+}
