@@ -24,11 +24,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 
 using namespace kvq;
 
 namespace {
+
+/// Tokens per run of attendKeys: one tile of dotLutRows' AVX-512 kernel
+/// (rows in its 16 lanes).
+constexpr int64_t kKeyRun = 16;
 
 /// Outlier o of a row's side list (blocks.h).
 void writeOutlier(uint8_t *outliers, int64_t o, float value, int64_t c) {
@@ -93,12 +98,22 @@ private:
   int64_t planValueRow(const float *x, uint8_t *mask, float *levels) const;
   void writeValueRow(const float *x, const uint8_t *mask, const float *levels,
                      uint8_t *out) const;
-  const Segment &segmentFor(int64_t pos) const {
-    auto it = std::upper_bound(
+  /// The first segment starting after pos.
+  std::vector<Segment>::const_iterator segmentAfter(int64_t pos) const {
+    return std::upper_bound(
         segs_.begin(), segs_.end(), pos,
         [](int64_t p, const Segment &s) { return p < s.start; });
-    return *(it - 1);
   }
+  const Segment &segmentFor(int64_t pos) const {
+    return *(segmentAfter(pos) - 1);
+  }
+  /// Where the segment holding pos ends (the next one's start).
+  int64_t segmentEnd(int64_t pos) const {
+    auto it = segmentAfter(pos);
+    return it == segs_.end() ? std::numeric_limits<int64_t>::max() : it->start;
+  }
+  /// attendKeys' outlier corrections of token t (lut: its product tables).
+  void patchKeyOutliers(AttendJob &job, int64_t t, const float *lut) const;
 
   const int kb_, vb_, kLevels_, vLevels_;
   const bool frozen_;       ///< refit_interval == 0: one frozen key segment
@@ -438,21 +453,24 @@ void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
 void KvquantStore::attendKeys(AttendJob &job) const {
   const int64_t C = channels_, d = job.d, nq = job.nq, H = job.heads;
   const int64_t L = kLevels_;
-  job.scratch.resize(static_cast<size_t>(H * nq * d * L));
-  job.scratch2.resize(static_cast<size_t>(C * L));
-  float *lut = job.scratch.data(), *levels = job.scratch2.data();
-  const Segment *current = nullptr;
-  for (int64_t t = job.t0; t < job.t1; ++t) {
+  // Levels, then the product tables, kept across chunks in keyScratch
+  // (the value pass leaves it alone) for the segment they were built of.
+  job.keyScratch.resize(static_cast<size_t>(C * L + H * nq * d * L));
+  job.codeRows.resize(static_cast<size_t>(kKeyRun));
+  float *levels = job.keyScratch.data(), *lut = levels + C * L;
+  const uint8_t **run = job.codeRows.data();
+  for (int64_t t = job.t0, end; t < job.t1; t = end) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     if (s.kf) {
       const uint16_t *k = reinterpret_cast<const uint16_t *>(s.kf.p);
       for (int64_t h = 0; h < H; ++h)
         job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(t, h));
+      end = t + 1;
       continue;
     }
     const Segment &seg = segmentFor(t);
-    if (&seg != current) {
-      current = &seg;
+    if (job.keyScratchOf != seg.table.p) {
+      job.keyScratchOf = seg.table.p;
       job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(seg.table.p),
                            C * L, levels);
       for (int64_t h = 0; h < H; ++h)
@@ -464,61 +482,66 @@ void KvquantStore::attendKeys(AttendJob &job) const {
               row[c * L + l] = q[c] * levels[(h * d + c) * L + l];
         }
     }
-    // One query vector per head: product tables, looked up per code. More
-    // (GQA): dequantize each code once and share it between the queries.
-    if (nq == 1) {
-      LutHeadsDot a;
-      a.packed = s.kq.p;
-      a.bits = kb_;
-      a.lut = lut;
-      a.heads = H;
-      a.nq = nq;
-      a.d = d;
-      a.out = job.scoreRow(t, 0);
-      job.ops.dotLutHeads(a);
-    } else {
-      LevelsDot a;
-      a.packed = s.kq.p;
-      a.bits = kb_;
-      a.nq = nq;
-      a.d = d;
-      for (int64_t h = 0; h < H; ++h) {
-        a.first = h * d;
-        a.levels = levels + h * d * L;
-        a.q = job.query(h);
-        a.out = job.scoreRow(t, h);
-        job.ops.dotLevels(a);
-      }
+    // A run of at most kKeyRun coded tokens of this segment.
+    const int64_t last = std::min({job.t1, t + kKeyRun, segmentEnd(t)});
+    for (end = t; end < last && !slots_[static_cast<size_t>(end)].kf; ++end)
+      run[end - t] = slots_[static_cast<size_t>(end)].kq.p;
+    // The value pass that follows reads these tokens' value blocks (their
+    // own allocations, a stride the hardware prefetcher does not follow):
+    // ask for them now, while the key arithmetic runs (as the KIVI store
+    // does).
+    for (int64_t u = t; u < end; ++u) {
+      const Blk &vq = slots_[static_cast<size_t>(u)].vq;
+      for (int64_t off = 0; off < vq.size; off += 64)
+        __builtin_prefetch(vq.p + off);
     }
-    // The value pass that follows reads this token's value block (its own
-    // allocation, a stride the hardware prefetcher does not follow): ask
-    // for it now, while the key arithmetic runs (as the KIVI store does).
-    for (int64_t off = 0; off < s.vq.size; off += 64)
-      __builtin_prefetch(s.vq.p + off);
-    // Each outlier replaces its dense slot's term: out += q * value - the
-    // table entry, in the stored order. A run of one head's outliers (the
-    // entries are written in channel order) goes through a register per
-    // query rather than a store and reload of the score per outlier; the
-    // same additions in the same order.
-    const OutlierList<const uint8_t> outliers{s.kq.p +
-                                              keyRow_.outliersOffset()};
-    for (int64_t o = 0, end; o < s.kOut; o = end) {
-      const int64_t h = outliers.at(o).channel / d;
-      for (end = o + 1; end < s.kOut && outliers.at(end).channel / d == h;)
-        ++end;
-      float *out = job.scoreRow(t, h);
-      const float *q = job.query(h);
-      for (int64_t j = 0; j < nq; ++j) {
-        const float *table = lut + (h * nq + j) * d * L;
-        float score = out[j];
-        for (int64_t k = o; k < end; ++k) {
-          const OutlierEntry e = outliers.at(k);
-          const int64_t cc = e.channel % d;
-          score += q[j * d + cc] * halfToFloat(e.value) -
-                   table[cc * L + packedCodeAt(s.kq.p, e.channel, kb_)];
-        }
-        out[j] = score;
+    // The run's rows of each head at once against the head's product
+    // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
+    // their codes once for the nq query vectors).
+    LutRowsDot a;
+    a.rows = run;
+    a.n = end - t;
+    a.bits = kb_;
+    a.nq = nq;
+    a.d = d;
+    a.outStride = H * nq;
+    for (int64_t h = 0; h < H; ++h) {
+      a.first = h * d;
+      a.lut = lut + h * nq * d * L;
+      a.out = job.scoreRow(t, h);
+      job.ops.dotLutRows(a);
+    }
+    for (int64_t u = t; u < end; ++u)
+      patchKeyOutliers(job, u, lut);
+  }
+}
+
+/// Each outlier of token t's key row replaces its dense slot's term: out
+/// += q * value - the table entry, in the stored order. A run of one
+/// head's outliers (the entries are written in channel order) goes
+/// through a register per query rather than a store and reload of the
+/// score per outlier; the same additions in the same order.
+void KvquantStore::patchKeyOutliers(AttendJob &job, int64_t t,
+                                    const float *lut) const {
+  const int64_t d = job.d, nq = job.nq, L = kLevels_;
+  const Slot &s = slots_[static_cast<size_t>(t)];
+  const OutlierList<const uint8_t> outliers{s.kq.p + keyRow_.outliersOffset()};
+  for (int64_t o = 0, end; o < s.kOut; o = end) {
+    const int64_t h = outliers.at(o).channel / d, headEnd = (h + 1) * d;
+    for (end = o + 1; end < s.kOut && outliers.at(end).channel < headEnd;)
+      ++end;
+    float *out = job.scoreRow(t, h);
+    const float *q = job.query(h);
+    for (int64_t j = 0; j < nq; ++j) {
+      const float *table = lut + (h * nq + j) * d * L;
+      float score = out[j];
+      for (int64_t k = o; k < end; ++k) {
+        const OutlierEntry e = outliers.at(k);
+        const int64_t cc = e.channel - h * d;
+        score += q[j * d + cc] * halfToFloat(e.value) -
+                 table[cc * L + packedCodeAt(s.kq.p, e.channel, kb_)];
       }
+      out[j] = score;
     }
   }
 }

@@ -280,14 +280,6 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
-void dotLevelsNeon(const uint8_t *packed, int64_t first, int bits,
-                   const float *levels, const float *q, int64_t nq, int64_t d,
-                   float *out) {
-  assert(aligned(first, bits, d));
-  dotRow(LevelRow{packed + first * bits / 8, levels, bits, int64_t{1} << bits},
-         q, nq, d, out);
-}
-
 void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
                        const float *levels, int64_t levelStride, const float *w,
                        int64_t wStride, int64_t nq, int64_t d, float *acc) {
@@ -295,13 +287,6 @@ void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
   for (int64_t r = 0; r < n; ++r)
     axpyRow(LevelRow{rows[r], levels + r * levelStride, bits, 0},
             TokenWeight{w + r * wStride}, nq, d, acc);
-}
-
-void dotLutHeadsNeon(const uint8_t *packed, int bits, const float *lut,
-                     int64_t heads, int64_t nq, int64_t d, float *out) {
-  const int64_t L = int64_t{1} << bits;
-  for (int64_t h = 0; h < heads; ++h)
-    dotLutNeon(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
 }
 
 /// The NEON member of the block-16 family (block16_family.h).
@@ -315,8 +300,6 @@ struct NeonKernels {
   static constexpr auto dotCodes = dotCodesNeon;
   static constexpr auto dotCodesRows = dotCodesRowsNeon;
   static constexpr auto dotLut = dotLutNeon;
-  static constexpr auto dotLutHeads = dotLutHeadsNeon;
-  static constexpr auto dotLevels = dotLevelsNeon;
   static constexpr auto axpyCodes = axpyCodesNeon;
   static constexpr auto axpyCodesRows = axpyCodesRowsNeon;
   static constexpr auto axpyLevelRows = axpyLevelRowsNeon;

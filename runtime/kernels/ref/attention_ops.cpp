@@ -155,26 +155,6 @@ void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
     }
 }
 
-void dotLutHeadsRef(const uint8_t *packed, int bits, const float *lut,
-                    int64_t heads, int64_t nq, int64_t d, float *out) {
-  const int64_t L = int64_t{1} << bits;
-  for (int64_t h = 0; h < heads; ++h)
-    dotLutRef(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
-}
-
-void dotLevelsRef(const uint8_t *packed, int64_t first, int bits,
-                  const float *levels, const float *q, int64_t nq, int64_t d,
-                  float *out) {
-  const int64_t L = int64_t{1} << bits;
-  for (int64_t j = 0; j < nq; ++j)
-    out[j] = 0.0f;
-  for (int64_t c = 0; c < d; ++c) {
-    const float v = levels[c * L + packedCodeAt(packed, first + c, bits)];
-    for (int64_t j = 0; j < nq; ++j)
-      out[j] += q[j * d + c] * v;
-  }
-}
-
 void axpyLevelRowsRef(const uint8_t *const *rows, int64_t n, int bits,
                       const float *levels, int64_t levelStride, const float *w,
                       int64_t wStride, int64_t nq, int64_t d, float *acc) {
@@ -204,10 +184,9 @@ const AttendOps &kvq::referenceAttendOps() {
     o.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsRef>;
     o.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsRef>;
     o.dotLut = dotLutEntry<dotLutRef>;
+    o.dotLutRows = dotLutRowsByRow<dotLutRef>;
     o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
-    o.dotLutHeads = dotLutHeadsEntry<dotLutHeadsRef>;
-    o.dotLevels = dotLevelsEntry<dotLevelsRef>;
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
     return o;

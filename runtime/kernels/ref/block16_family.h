@@ -60,8 +60,7 @@ template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
     ops.dotCodes = dotCodesEntry<Kernels::dotCodes>;
     ops.dotCodesRows = dotCodesRowsEntry<Kernels::dotCodesRows>;
     ops.dotLut = dotLutEntry<Kernels::dotLut>;
-    ops.dotLutHeads = dotLutHeadsEntry<Kernels::dotLutHeads>;
-    ops.dotLevels = dotLevelsEntry<Kernels::dotLevels>;
+    ops.dotLutRows = dotLutRowsByRow<Kernels::dotLut>;
   }
   if (supportedBits(s.valueBits)) {
     if (groupsOf8(s.G, s.d))

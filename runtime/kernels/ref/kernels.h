@@ -170,7 +170,7 @@ void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
 /// created (kvq_config), so a cache picks its ops once (selectAttendOps).
 /// The stores call every op with these: d = head_dim (mulHalf also with
 /// d = heads * head_dim), key ops (dotCodes, dotCodesRows, dotLut,
-/// dotLutHeads, dotLevels, dotNibbleRows) with keyBits, value ops
+/// dotLutRows, dotNibbleRows) with keyBits, value ops
 /// (axpyCodes, axpyCodesRows, axpyLutRows, axpyLevelRows) with valueBits
 /// and G, and every `first` a multiple of d. Only nq (query steps x query
 /// heads per KV head) varies per call.
@@ -237,6 +237,18 @@ struct LutDot {
   float *out = nullptr; ///< [nq]
 };
 
+/// dotLutRows' operands.
+struct LutRowsDot {
+  const uint8_t *const *rows = nullptr; ///< n rows (token blocks)
+  int64_t n = 0;
+  int64_t first = 0; ///< the head's first code index in every row
+  int bits = 0;
+  const float *lut = nullptr; ///< [nq][d][2^bits] per-channel tables
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< out[r * outStride + j]
+  int64_t outStride = 0;
+};
+
 /// axpyLutRows' operands.
 struct LutRowsAxpy {
   const uint8_t *const *rows = nullptr;
@@ -246,26 +258,6 @@ struct LutRowsAxpy {
   int64_t lutStride = 0;       ///< floats between rows' tables
   int64_t nq = 0, d = 0;
   float *acc = nullptr; ///< [nq][d]
-};
-
-/// dotLutHeads' operands.
-struct LutHeadsDot {
-  const uint8_t *packed = nullptr; ///< one token's codes, every head
-  int bits = 0;
-  const float *lut = nullptr; ///< [heads][nq][d][2^bits]
-  int64_t heads = 0, nq = 0, d = 0;
-  float *out = nullptr; ///< [heads][nq]
-};
-
-/// dotLevels' operands.
-struct LevelsDot {
-  const uint8_t *packed = nullptr;
-  int64_t first = 0;
-  int bits = 0;
-  const float *levels = nullptr; ///< [d][2^bits] per-channel levels
-  const float *q = nullptr;      ///< [nq][d]
-  int64_t nq = 0, d = 0;
-  float *out = nullptr; ///< [nq]
 };
 
 /// axpyCodesRows' operands.
@@ -360,6 +352,11 @@ struct AttendOps {
   void (*axpyHalfRows)(const HalfRowsAxpy &a);
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
   void (*dotLut)(const LutDot &a);
+  /// dotLut over n rows: out[r*outStride + j] = dotLut(rows[r], first, bits,
+  /// lut, nq, d)[j], each with dotLut's bits on the same table. Rows sit in
+  /// vector lanes in the AVX-512 version, so one 16-entry table lookup per
+  /// channel serves 16 rows.
+  void (*dotLutRows)(const LutRowsDot &a);
   /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
   /// c)] over the rows in order (one table per row and query vector, e.g.
   /// weight x the row's levels). One addition per element and row, so
@@ -374,15 +371,6 @@ struct AttendOps {
   /// lookup per nibble replaces per-code arithmetic; every ISA computes the
   /// same terms in the same order, so they give the same bits.
   void (*dotNibbleRows)(const NibbleRowsDot &a);
-  /// dotLut for every head of one row: out[h*nq + j] = dotLut(packed,
-  /// h*d, bits, lut + h*nq*d*2^bits, nq, d) for h < heads, each with
-  /// dotLut's bits. One call per token lets SIMD versions interleave heads.
-  void (*dotLutHeads)(const LutHeadsDot &a);
-  /// out[j] = sum_c q[j*d + c] * levels[c * 2^bits + code_c]: each code
-  /// dequantized by its channel's level table, then dotCodes' sum (sixteen
-  /// FMA chains in SIMD versions). One lookup per code serves all nq query
-  /// vectors, where dotLut looks up a product table per query (GQA).
-  void (*dotLevels)(const LevelsDot &a);
   /// acc[j*d + c] = fma(w[r*wStride + j], levels[r*levelStride +
   /// code(rows[r], c)], acc[j*d + c]) over the rows in order (one FMA per
   /// element and row; a row's table holds 2^bits levels, readable up to 16
@@ -414,14 +402,17 @@ template <auto F> void axpyHalfRowsEntry(const HalfRowsAxpy &a) {
 template <auto F> void dotLutEntry(const LutDot &a) {
   F(a.packed, a.first, a.bits, a.lut, a.nq, a.d, a.out);
 }
+/// dotLutRows as one dotLut call per row (F: dotLut's positional kernel),
+/// for the tables without a many-row version: the same bits by definition.
+template <auto F> void dotLutRowsByRow(const LutRowsDot &a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    F(a.rows[r], a.first, a.bits, a.lut, a.nq, a.d, a.out + r * a.outStride);
+}
+template <auto F> void dotLutRowsEntry(const LutRowsDot &a) {
+  F(a.rows, a.n, a.first, a.bits, a.lut, a.nq, a.d, a.out, a.outStride);
+}
 template <auto F> void axpyLutRowsEntry(const LutRowsAxpy &a) {
   F(a.rows, a.n, a.bits, a.luts, a.lutStride, a.nq, a.d, a.acc);
-}
-template <auto F> void dotLutHeadsEntry(const LutHeadsDot &a) {
-  F(a.packed, a.bits, a.lut, a.heads, a.nq, a.d, a.out);
-}
-template <auto F> void dotLevelsEntry(const LevelsDot &a) {
-  F(a.packed, a.first, a.bits, a.levels, a.q, a.nq, a.d, a.out);
 }
 template <auto F> void axpyCodesRowsEntry(const CodeRowsAxpy &a) {
   F(a.rows, a.n, a.bits, a.ws, a.wsStride, a.G, a.nq, a.d, a.acc);
@@ -451,10 +442,9 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(axpyCodesRows)                                                             \
   X(axpyHalfRows)                                                              \
   X(dotLut)                                                                    \
+  X(dotLutRows)                                                                \
   X(axpyLutRows)                                                               \
   X(dotNibbleRows)                                                             \
-  X(dotLutHeads)                                                               \
-  X(dotLevels)                                                                 \
   X(axpyLevelRows)                                                             \
   X(groupWeightsHalf)
 

@@ -479,35 +479,6 @@ KVQ_AVX2 inline void codes16(const uint8_t *row, int64_t c, int64_t d,
   }
 }
 
-/// Sixteen channels of a row dequantized by per-channel level tables
-/// (levels[c * L + code]): the codes decoded in registers, the levels
-/// gathered; a dotRows reader, so each gather serves every query vector.
-template <int BITS> struct LevelRowB {
-  const uint8_t *row;
-  const float *levels;
-  int64_t d;
-  KVQ_AVX2 void operator()(int64_t c, __m256 &v0, __m256 &v1) const {
-    constexpr int L = 1 << BITS;
-    const __m256i lanes =
-        _mm256_setr_epi32(0, L, 2 * L, 3 * L, 4 * L, 5 * L, 6 * L, 7 * L);
-    __m256i a, b;
-    codes16<BITS>(row, c, d, a, b);
-    v0 = _mm256_i32gather_ps(levels + c * L, _mm256_add_epi32(lanes, a), 4);
-    v1 = _mm256_i32gather_ps(levels + (c + 8) * L, _mm256_add_epi32(lanes, b),
-                             4);
-  }
-};
-
-KVQ_AVX2 void dotLevelsAvx2(const uint8_t *packed, int64_t first, int bits,
-                            const float *levels, const float *q, int64_t nq,
-                            int64_t d, float *out) {
-  assert(aligned(first, bits, d));
-  const uint8_t *row = packed + first * bits / 8;
-#define KVQ_DOT_LEVELS(B) dotRows(LevelRowB<B>{row, levels, d}, q, nq, d, out)
-  KVQ_WITH_BITS(bits, KVQ_DOT_LEVELS)
-#undef KVQ_DOT_LEVELS
-}
-
 /// Sixteen channels of a row looked up in the row's level table (2^bits
 /// entries; lutLookup reads 8, or 16 at 4 bits): an axpyTiles reader.
 template <int BITS> struct LevelTableRow {
@@ -643,13 +614,6 @@ KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
   }
 }
 
-void dotLutHeadsAvx2(const uint8_t *packed, int bits, const float *lut,
-                     int64_t heads, int64_t nq, int64_t d, float *out) {
-  const int64_t L = int64_t{1} << bits;
-  for (int64_t h = 0; h < heads; ++h)
-    dotLutAvx2(packed, h * d, bits, lut + h * nq * d * L, nq, d, out + h * nq);
-}
-
 /// The AVX2 member of the block-16 family (block16_family.h).
 struct Avx2Kernels {
   static constexpr auto halfToFloatN = halfToFloatNAvx2;
@@ -661,8 +625,6 @@ struct Avx2Kernels {
   static constexpr auto dotCodes = dotCodesAvx2;
   static constexpr auto dotCodesRows = dotCodesRowsAvx2;
   static constexpr auto dotLut = dotLutAvx2;
-  static constexpr auto dotLutHeads = dotLutHeadsAvx2;
-  static constexpr auto dotLevels = dotLevelsAvx2;
   static constexpr auto axpyCodes = axpyCodesAvx2;
   static constexpr auto axpyCodesRows = axpyCodesRowsAvx2;
   static constexpr auto axpyLevelRows = axpyLevelRowsAvx2;

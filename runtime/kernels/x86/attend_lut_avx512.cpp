@@ -9,6 +9,9 @@
 // channels (four at 3 bits) instead of a 16-lane gather. The sums follow the
 // canonical order of the AVX2 and NEON versions (chain l adds the channels
 // c = l mod 16 in order, then the fixed tree), so the bits are the same.
+// dotLutRows (KVQuant's key pass) puts 16 token rows in the lanes instead:
+// their code words transposed once, one `vpermps` of a channel's table
+// looks the channel up in all 16 rows, with the same sums per row.
 // axpyLutRows (per-row value tables) looks up 16 channels per `vpermps`,
 // one addition per element and row as everywhere.
 //
@@ -17,6 +20,7 @@
 #include "avx2_util.h"
 #include "x86_kernels.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -25,7 +29,7 @@ using kvq::x86::forEachAccTile;
 
 namespace {
 
-/// dotLut / dotLutHeads here: 2- to 4-bit codes (tables of at most 16
+/// dotLut here: 2- to 4-bit codes (tables of at most 16
 /// entries, two per register pair) in blocks of 16 channels.
 bool lutDots(int bits, int64_t d) {
   return bits >= 2 && bits <= 4 && d % 16 == 0;
@@ -124,6 +128,141 @@ KVQ_AVX512 void lutHeads512(const uint8_t *packed, const float *lut,
   }
 }
 
+/// dotLutRows here: 2- to 4-bit codes, rows of whole 32-channel blocks
+/// (a whole number of 32-bit words) and at most 32 words per head row.
+bool lutRowTilesCover(int bits, int64_t d) {
+  return bits >= 2 && bits <= 4 && d % 32 == 0 && d * bits <= 32 * 32;
+}
+
+/// Transposes 16 rows of 16 dwords in registers: r[w] becomes dword w of
+/// rows 0..15 (unpacks within 128-bit lanes, then lane shuffles).
+KVQ_AVX512 inline void transpose16x16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + m], 128-bit lane k: dword 4k + m of rows 4g .. 4g + 3.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512i a = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x88);
+    const __m512i b = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xdd);
+    const __m512i c = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x88);
+    const __m512i e = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xdd);
+    r[m] = _mm512_shuffle_i32x4(a, c, 0x88);
+    r[8 + m] = _mm512_shuffle_i32x4(a, c, 0xdd);
+    r[4 + m] = _mm512_shuffle_i32x4(b, e, 0x88);
+    r[12 + m] = _mm512_shuffle_i32x4(b, e, 0xdd);
+  }
+}
+
+/// A channel's table of 2^BITS entries repeated to 16 lanes, so that a
+/// permute may read index bits above the code (they belong to the next
+/// code): entry l is entry l mod 2^BITS.
+template <int BITS> KVQ_AVX512 inline __m512 periodicTable(const float *t) {
+  if constexpr (BITS == 4)
+    return _mm512_loadu_ps(t);
+  else if constexpr (BITS == 3)
+    return _mm512_castpd_ps(
+        _mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(t))));
+  else
+    return _mm512_broadcast_f32x4(_mm_loadu_ps(t));
+}
+
+/// The code of channel k of a 32-channel block of 16 rows, from the
+/// block's transposed words W (W[w][r] = word w of row r): shifted down
+/// so its bits are the low ones (bits of the next code above them).
+template <int BITS, int K>
+KVQ_AVX512 inline __m512i codesOfChannel(const uint32_t (*W)[16]) {
+  constexpr int bit = K * BITS, w = bit / 32, s = bit % 32;
+  __m512i idx = _mm512_srli_epi32(_mm512_load_si512(W[w]), s);
+  if constexpr (s + BITS > 32) // 3-bit codes that straddle two words
+    idx = _mm512_or_si512(
+        idx, _mm512_slli_epi32(_mm512_load_si512(W[w + 1]), 32 - s));
+  return idx;
+}
+
+/// S[K mod 16] += the tables' entries of channels K .. 31 of the block.
+template <int BITS, int K>
+KVQ_AVX512 inline void addBlock(const uint32_t (*W)[16], const float *tab,
+                                __m512 S[16]) {
+  if constexpr (K < 32) {
+    S[K % 16] = _mm512_add_ps(
+        S[K % 16],
+        _mm512_permutexvar_ps(codesOfChannel<BITS, K>(W),
+                              periodicTable<BITS>(tab + K * (1 << BITS))));
+    addBlock<BITS, K + 1>(W, tab, S);
+  }
+}
+
+/// dotLut for 16 rows at a time, rows in lanes: the rows' code words are
+/// transposed once (shared by the nq queries), then each channel costs a
+/// shift, one permute of its 16-entry table and an add for all 16 rows,
+/// where a row at a time costs 2^bits/2 two-register permutes per 16
+/// channels. Lane r of accumulator l chains the channels c = l mod 16 of
+/// row r in order, and the fixed tree adds the accumulators: dotLut's
+/// canonical sum, so the same bits.
+template <int BITS>
+KVQ_AVX512 void lutRowTiles(const uint8_t *const *rows, int64_t n,
+                            int64_t first, const float *lut, int64_t nq,
+                            int64_t d, float *out, int64_t outStride) {
+  constexpr int L = 1 << BITS;
+  const int64_t words = d * BITS / 32, offset = first * BITS / 8;
+  alignas(64) uint32_t T[32][16]; // T[w][r]: word w of row r
+  alignas(64) float sums[16];
+  for (int64_t r0 = 0; r0 < n; r0 += 16) {
+    const int64_t m = std::min<int64_t>(16, n - r0);
+    for (int64_t w0 = 0; w0 < words; w0 += 16) {
+      const int64_t left = words - w0;
+      const __mmask16 k =
+          left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) // rows past n repeat row r0
+        r[i] = _mm512_maskz_loadu_epi32(k, rows[r0 + (i < m ? i : 0)] + offset +
+                                               4 * w0);
+      transpose16x16(r);
+      for (int64_t i = 0; i < 16 && i < left; ++i)
+        _mm512_store_si512(T[w0 + i], r[i]);
+    }
+    for (int64_t j = 0; j < nq; ++j) {
+      __m512 S[16];
+      for (int l = 0; l < 16; ++l)
+        S[l] = _mm512_setzero_ps();
+      for (int64_t c0 = 0; c0 < d; c0 += 32)
+        addBlock<BITS, 0>(T + c0 * BITS / 32, lut + (j * d + c0) * L, S);
+      for (int l = 0; l < 8; ++l)
+        S[l] = _mm512_add_ps(S[l], S[l + 8]);
+      for (int l = 0; l < 4; ++l)
+        S[l] = _mm512_add_ps(S[l], S[l + 4]);
+      for (int l = 0; l < 2; ++l)
+        S[l] = _mm512_add_ps(S[l], S[l + 2]);
+      _mm512_store_ps(sums, _mm512_add_ps(S[0], S[1]));
+      for (int64_t r = 0; r < m; ++r)
+        out[(r0 + r) * outStride + j] = sums[r];
+    }
+  }
+}
+
+KVQ_AVX512 void dotLutRowsAvx512(const uint8_t *const *rows, int64_t n,
+                                 int64_t first, int bits, const float *lut,
+                                 int64_t nq, int64_t d, float *out,
+                                 int64_t outStride) {
+  assert(lutRowTilesCover(bits, d) && (first * bits) % 32 == 0);
+  switch (bits) {
+  case 2:
+    return lutRowTiles<2>(rows, n, first, lut, nq, d, out, outStride);
+  case 3:
+    return lutRowTiles<3>(rows, n, first, lut, nq, d, out, outStride);
+  default:
+    return lutRowTiles<4>(rows, n, first, lut, nq, d, out, outStride);
+  }
+}
+
 KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
                              const float *lut, int64_t nq, int64_t d,
                              float *out) {
@@ -137,20 +276,6 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
     return lutHeads512<3>(row, lut, 1, nq, d, out);
   default:
     return lutHeads512<4>(row, lut, 1, nq, d, out);
-  }
-}
-
-KVQ_AVX512 void dotLutHeadsAvx512(const uint8_t *packed, int bits,
-                                  const float *lut, int64_t heads, int64_t nq,
-                                  int64_t d, float *out) {
-  assert(lutDots(bits, d));
-  switch (bits) {
-  case 2:
-    return lutHeads512<2>(packed, lut, heads, nq, d, out);
-  case 3:
-    return lutHeads512<3>(packed, lut, heads, nq, d, out);
-  default:
-    return lutHeads512<4>(packed, lut, heads, nq, d, out);
   }
 }
 
@@ -240,7 +365,11 @@ void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entries (8-bit keys: its gathers).
   if (lutDots(s.keyBits, s.d)) {
     ops.dotLut = dotLutEntry<dotLutAvx512>;
-    ops.dotLutHeads = dotLutHeadsEntry<dotLutHeadsAvx512>;
+    // Rows in lanes where the code words allow, else a dotLut per row:
+    // dotLut's bits either way.
+    ops.dotLutRows = lutRowTilesCover(s.keyBits, s.d)
+                         ? dotLutRowsEntry<dotLutRowsAvx512>
+                         : dotLutRowsByRow<dotLutAvx512>;
   }
   if (lutRows(s.valueBits, s.d))
     ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;

@@ -56,7 +56,8 @@ double worstError(const Shape &s) {
   if (s.method == KVQ_METHOD_KIVI_SINK)
     cfg.n_sink_tokens = 2;
   if (s.method == KVQ_METHOD_KVQUANT) {
-    cfg.refit_interval = s.prefill % 2 ? 0 : 8; // frozen and refit modes
+    // Frozen and refit modes (every prefill split is odd, so not by it).
+    cfg.refit_interval = (s.d + s.heads + s.qPerKv) % 2 ? 0 : 8;
     cfg.outlier_fraction = 0.05f;
   }
   Cache c(cfg);

@@ -206,89 +206,72 @@ TEST(AttendOrder, PerChannelLookupDotIsCanonical) {
   FOR_EACH_SIMD_TABLE(checkPerChannelLookupDotIsCanonical);
 }
 
-/// dotLutHeads: the rows of `heads` consecutive heads (t.rows rows of d
-/// channels read as one token of rows*d channels) against their tables, each
-/// the canonical lookup sum; 1 to 3 query vectors cover the interleaved
-/// streams and their remainders.
-void checkLookupDotsOfAllHeadsAreCanonical(const KernelTable &table) {
+/// dotLutRows: n token rows (each its own allocation, two heads of d
+/// channels) against one head's tables, each row the canonical lookup sum:
+/// head widths of one, a part of one and two register transposes at 4
+/// bits, 1 to 37 rows (whole tiles of 16 and the remainders), 1 and 2
+/// query vectors.
+void checkLookupDotsOfManyRowsAreCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4})
-    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{3}}) {
-      const AttendOps ops = opsFor(table, bits);
-      const Data t = makeData(bits, 80 + bits);
-      const int64_t L = int64_t{1} << bits, heads = t.rows, d = t.d;
-      std::vector<float> lut(static_cast<size_t>(heads * nq * d * L));
-      Rng rng(static_cast<uint64_t>(6 + nq));
-      for (float &x : lut)
-        x = static_cast<float>(rng.normal());
-      std::vector<float> out(static_cast<size_t>(heads * nq));
-      LutHeadsDot args;
-      args.packed = t.packed.data();
-      args.bits = bits;
-      args.lut = lut.data();
-      args.heads = heads;
-      args.nq = nq;
-      args.d = d;
-      args.out = out.data();
-      ops.dotLutHeads(args);
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t j = 0; j < nq; ++j) {
-          std::vector<float> v(static_cast<size_t>(d));
-          for (int64_t c = 0; c < d; ++c)
-            v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
-                ((h * nq + j) * d + c) * L +
-                packedCodeAt(t.packed.data(), h * d + c, bits))];
-          ASSERT_EQ(bitsOf(out[static_cast<size_t>(h * nq + j)]),
-                    bitsOf(canonicalDot(nullptr, v.data(), d, false)))
-              << "bits " << bits << " nq " << nq << " head " << h << " query "
-              << j;
+    for (int64_t d : {int64_t{96}, int64_t{128}, int64_t{256}})
+      for (int64_t nq : {int64_t{1}, int64_t{2}}) {
+        const int64_t heads = 2, L = int64_t{1} << bits, n = 37;
+        const AttendOps ops =
+            selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
+        Rng rng(static_cast<uint64_t>(100 * bits + d + nq));
+        std::vector<std::vector<uint8_t>> tokens;
+        for (int64_t r = 0; r < n; ++r) {
+          std::vector<uint8_t> codes(static_cast<size_t>(heads * d));
+          for (uint8_t &c : codes)
+            c = static_cast<uint8_t>(rng.uniform() * static_cast<double>(L)) &
+                static_cast<uint8_t>(L - 1);
+          tokens.emplace_back(
+              static_cast<size_t>(packedBytes(heads * d, bits)));
+          packCodesRef(codes.data(), heads * d, bits, tokens.back().data());
         }
-    }
-}
-
-/// dotLevels: each code dequantized by its channel's level table, then the
-/// canonical FMA chains, for 1 to 5 query vectors (GQA blocks of 4 and the
-/// remainders).
-void checkLevelDotsAreCanonical(const KernelTable &table) {
-  for (int bits : {2, 3, 4, 8})
-    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}}) {
-      const AttendOps ops = opsFor(table, bits);
-      const Data t = makeData(bits, 60 + bits);
-      const int64_t L = int64_t{1} << bits;
-      std::vector<float> levels(static_cast<size_t>(t.d * L)),
-          q(static_cast<size_t>(nq * t.d));
-      Rng rng(static_cast<uint64_t>(9 + nq));
-      for (float &x : levels)
-        x = static_cast<float>(rng.normal());
-      for (float &x : q)
-        x = static_cast<float>(rng.normal());
-      for (int64_t r = 0; r < t.rows; ++r) {
-        std::vector<float> out(static_cast<size_t>(nq));
-        LevelsDot args;
-        args.packed = t.packed.data();
-        args.first = r * t.d;
-        args.bits = bits;
-        args.levels = levels.data();
-        args.q = q.data();
-        args.nq = nq;
-        args.d = t.d;
-        args.out = out.data();
-        ops.dotLevels(args);
-        std::vector<float> v(static_cast<size_t>(t.d));
-        for (int64_t c = 0; c < t.d; ++c)
-          v[static_cast<size_t>(c)] = levels[static_cast<size_t>(
-              c * L + packedCodeAt(t.packed.data(), r * t.d + c, bits))];
-        for (int64_t j = 0; j < nq; ++j)
-          ASSERT_EQ(
-              bitsOf(out[static_cast<size_t>(j)]),
-              bitsOf(canonicalDot(q.data() + j * t.d, v.data(), t.d, true)))
-              << "bits " << bits << " nq " << nq << " row " << r << " query "
-              << j;
+        std::vector<const uint8_t *> rows;
+        for (const std::vector<uint8_t> &tok : tokens)
+          rows.push_back(tok.data());
+        std::vector<float> lut(static_cast<size_t>(nq * d * L));
+        for (float &x : lut)
+          x = static_cast<float>(rng.normal());
+        for (int64_t count : {int64_t{1}, int64_t{16}, n})
+          for (int64_t h = 0; h < heads; ++h) {
+            const int64_t stride = nq + 1; // a gap between the rows' outputs
+            std::vector<float> out(static_cast<size_t>(count * stride), -1.0f);
+            LutRowsDot args;
+            args.rows = rows.data();
+            args.n = count;
+            args.first = h * d;
+            args.bits = bits;
+            args.lut = lut.data();
+            args.nq = nq;
+            args.d = d;
+            args.out = out.data();
+            args.outStride = stride;
+            ops.dotLutRows(args);
+            for (int64_t r = 0; r < count; ++r) {
+              for (int64_t j = 0; j < nq; ++j) {
+                std::vector<float> v(static_cast<size_t>(d));
+                for (int64_t c = 0; c < d; ++c)
+                  v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
+                      (j * d + c) * L +
+                      packedCodeAt(rows[static_cast<size_t>(r)], h * d + c,
+                                   bits))];
+                ASSERT_EQ(bitsOf(out[static_cast<size_t>(r * stride + j)]),
+                          bitsOf(canonicalDot(nullptr, v.data(), d, false)))
+                    << "bits " << bits << " d " << d << " nq " << nq << " rows "
+                    << count << " head " << h << " row " << r << " query " << j;
+              }
+              ASSERT_EQ(out[static_cast<size_t>(r * stride + nq)], -1.0f)
+                  << "wrote past its outputs";
+            }
+          }
       }
-    }
 }
 
-TEST(AttendOrder, LevelDotsAreCanonical) {
-  FOR_EACH_SIMD_TABLE(checkLevelDotsAreCanonical);
+TEST(AttendOrder, LookupDotsOfManyRowsAreCanonical) {
+  FOR_EACH_SIMD_TABLE(checkLookupDotsOfManyRowsAreCanonical);
 }
 
 /// axpyLevelRows: each row's codes looked up in its own level table, then
@@ -345,10 +328,6 @@ TEST(AttendOrder, LevelSumsAreOneFmaPerElementAndRow) {
   if (HasFatalFailure())
     return;
   FOR_EACH_SIMD_TABLE(checkLevelSumsAreOneFmaPerElementAndRow);
-}
-
-TEST(AttendOrder, LookupDotsOfAllHeadsAreCanonical) {
-  FOR_EACH_SIMD_TABLE(checkLookupDotsOfAllHeadsAreCanonical);
 }
 
 void checkPerRowLookupSumsAreOneAdditionPerElement(const KernelTable &table) {

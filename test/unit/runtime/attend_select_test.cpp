@@ -123,8 +123,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("dotCodesRows", ops.dotCodesRows != ref.dotCodesRows,
             want.keyCodes);
       check("dotLut", ops.dotLut != ref.dotLut, want.keyCodes);
-      check("dotLutHeads", ops.dotLutHeads != ref.dotLutHeads, want.keyCodes);
-      check("dotLevels", ops.dotLevels != ref.dotLevels, want.keyCodes);
+      check("dotLutRows", ops.dotLutRows != ref.dotLutRows, want.keyCodes);
       check("axpyCodes", ops.axpyCodes != ref.axpyCodes, want.axpyCodes);
       check("axpyCodesRows", ops.axpyCodesRows != ref.axpyCodesRows,
             want.axpyCodesRows);
@@ -156,7 +155,9 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
     const bool lutValueBits = s.valueBits >= 2 && s.valueBits <= 4;
     // Own kernels where they cover; the AVX2 (or reference) entry elsewhere.
     EXPECT_EQ(a512.dotLut != a2.dotLut, s.d % 16 == 0 && lutBits) << what;
-    EXPECT_EQ(a512.dotLutHeads != a2.dotLutHeads, s.d % 16 == 0 && lutBits)
+    // dotLutRows: rows in lanes for whole 32-bit words of at most 32 per
+    // head row, else AVX-512 dotLut per row (still not AVX2's).
+    EXPECT_EQ(a512.dotLutRows != a2.dotLutRows, s.d % 16 == 0 && lutBits)
         << what;
     EXPECT_EQ(a512.axpyLutRows != a2.axpyLutRows, s.d % 64 == 0 && lutValueBits)
         << what;
