@@ -517,31 +517,35 @@ void KvquantStore::attendKeys(AttendJob &job) const {
 }
 
 /// Each outlier of token t's key row replaces its dense slot's term: out
-/// += q * value - the table entry, in the stored order. A run of one
-/// head's outliers (the entries are written in channel order) goes
-/// through a register per query rather than a store and reload of the
-/// score per outlier; the same additions in the same order.
+/// += q * value - the table entry (outlierTerms), added in the stored
+/// order (channel order, so each head's entries are one run).
 void KvquantStore::patchKeyOutliers(AttendJob &job, int64_t t,
                                     const float *lut) const {
-  const int64_t d = job.d, nq = job.nq, L = kLevels_;
   const Slot &s = slots_[static_cast<size_t>(t)];
+  if (s.kOut == 0)
+    return;
+  const int64_t d = job.d, nq = job.nq;
+  job.scratch.resize(static_cast<size_t>(s.kOut));
+  float *terms = job.scratch.data();
   const OutlierList<const uint8_t> outliers{s.kq.p + keyRow_.outliersOffset()};
-  for (int64_t o = 0, end; o < s.kOut; o = end) {
-    const int64_t h = outliers.at(o).channel / d, headEnd = (h + 1) * d;
-    for (end = o + 1; end < s.kOut && outliers.at(end).channel < headEnd;)
-      ++end;
-    float *out = job.scoreRow(t, h);
-    const float *q = job.query(h);
-    for (int64_t j = 0; j < nq; ++j) {
-      const float *table = lut + (h * nq + j) * d * L;
-      float score = out[j];
-      for (int64_t k = o; k < end; ++k) {
-        const OutlierEntry e = outliers.at(k);
-        const int64_t cc = e.channel - h * d;
-        score += q[j * d + cc] * halfToFloat(e.value) -
-                 table[cc * L + packedCodeAt(s.kq.p, e.channel, kb_)];
-      }
-      out[j] = score;
+  OutlierTerms a;
+  a.entries = outliers.p;
+  a.k = s.kOut;
+  a.codes = s.kq.p;
+  a.bits = kb_;
+  a.q = job.q.data();
+  a.lut = lut;
+  a.nq = nq;
+  a.d = d;
+  a.terms = terms;
+  for (a.j = 0; a.j < nq; ++a.j) {
+    job.ops.outlierTerms(a);
+    for (int64_t o = 0, end; o < s.kOut; o = end) {
+      const int64_t h = outliers.at(o).channel / d, headEnd = (h + 1) * d;
+      float score = job.scoreRow(t, h)[a.j];
+      for (end = o; end < s.kOut && outliers.at(end).channel < headEnd; ++end)
+        score += terms[end];
+      job.scoreRow(t, h)[a.j] = score;
     }
   }
 }

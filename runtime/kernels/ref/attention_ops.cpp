@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
+#include "blocks.h"
 #include "fp16.h"
 #include "kernels.h"
 
@@ -85,6 +86,19 @@ void dotLutRef(const uint8_t *packed, int64_t first, int bits, const float *lut,
     int64_t code = packedCodeAt(packed, first + c, bits);
     for (int64_t j = 0; j < nq; ++j)
       out[j] += lut[(j * d + c) * L + code];
+  }
+}
+
+void outlierTermsRef(const OutlierTerms &a) {
+  const OutlierList<const uint8_t> list{a.entries};
+  const int64_t L = int64_t{1} << a.bits;
+  for (int64_t o = 0; o < a.k; ++o) {
+    const OutlierEntry e = list.at(o);
+    const int64_t h = e.channel / a.d, cc = e.channel % a.d;
+    const int64_t i = (h * a.nq + a.j) * a.d + cc;
+    const float product = a.q[i] * halfToFloat(e.value);
+    a.terms[o] =
+        product - a.lut[i * L + packedCodeAt(a.codes, e.channel, a.bits)];
   }
 }
 
@@ -185,6 +199,7 @@ const AttendOps &kvq::referenceAttendOps() {
     o.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsRef>;
     o.dotLut = dotLutEntry<dotLutRef>;
     o.dotLutRows = dotLutRowsByRow<dotLutRef>;
+    o.outlierTerms = outlierTermsRef;
     o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;

@@ -249,6 +249,19 @@ struct LutRowsDot {
   int64_t outStride = 0;
 };
 
+/// outlierTerms' operands.
+struct OutlierTerms {
+  const uint8_t *entries = nullptr; ///< k outlier entries (blocks.h)
+  int64_t k = 0;
+  const uint8_t *codes = nullptr; ///< the row's packed codes, every head
+  int bits = 0;
+  const float *q = nullptr;   ///< [heads][nq][d] queries
+  const float *lut = nullptr; ///< [heads][nq][d][2^bits] product tables
+  int64_t nq = 0, d = 0;
+  int64_t j = 0;          ///< the query vector
+  float *terms = nullptr; ///< [k]
+};
+
 /// axpyLutRows' operands.
 struct LutRowsAxpy {
   const uint8_t *const *rows = nullptr;
@@ -357,6 +370,13 @@ struct AttendOps {
   /// vector lanes in the AVX-512 version, so one 16-entry table lookup per
   /// channel serves 16 rows.
   void (*dotLutRows)(const LutRowsDot &a);
+  /// The corrections of a KVQuant key row's outliers to its dotLutRows
+  /// scores: for entry o (fp16 value x, channel c = h*d + cc),
+  /// terms[o] = q[(h*nq + j)*d + cc] * x - lut[((h*nq + j)*d + cc) *
+  /// 2^bits + code_c], a float product then a float difference, so every
+  /// ISA gives the same bits. `codes` is readable 3 bytes past its last
+  /// code (the outlier list follows it in a key block).
+  void (*outlierTerms)(const OutlierTerms &a);
   /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
   /// c)] over the rows in order (one table per row and query vector, e.g.
   /// weight x the row's levels). One addition per element and row, so
@@ -443,6 +463,7 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(axpyHalfRows)                                                              \
   X(dotLut)                                                                    \
   X(dotLutRows)                                                                \
+  X(outlierTerms)                                                              \
   X(axpyLutRows)                                                               \
   X(dotNibbleRows)                                                             \
   X(axpyLevelRows)                                                             \

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
 #include "avx2_util.h"
+#include "block_layout.h"
 #include "x86_kernels.h"
 
 #include <algorithm>
@@ -263,6 +264,48 @@ KVQ_AVX512 void dotLutRowsAvx512(const uint8_t *const *rows, int64_t n,
   }
 }
 
+/// outlierTerms for 16 entries per step: the entries' words split into
+/// channels and fp16 values (vcvtph2ps, exact like halfToFloat), the head
+/// of each channel by an exact float division (channels < 2^16), then
+/// gathers of the query, the code's word and the table entry.
+KVQ_AVX512 void outlierTermsAvx512(const OutlierTerms &a) {
+  static_assert(KVQ_OUTLIER_BYTES == 4 && kvq_outlier_value_half(0) == 0 &&
+                    kvq_outlier_channel_half(0) == 1,
+                "an entry is one little-endian word: value, then channel");
+  assert(a.bits >= 2 && a.bits <= 4);
+  const __m512i bits = _mm512_set1_epi32(a.bits);
+  const __m512i codeMask = _mm512_set1_epi32((1 << a.bits) - 1);
+  const __m512 dF = _mm512_set1_ps(static_cast<float>(a.d));
+  const __m512i headStride =
+      _mm512_set1_epi32(static_cast<int32_t>((a.nq - 1) * a.d));
+  const __m512i jd = _mm512_set1_epi32(static_cast<int32_t>(a.j * a.d));
+  for (int64_t o = 0; o < a.k; o += 16) {
+    const __mmask16 m =
+        a.k - o >= 16 ? __mmask16(0xffff) : __mmask16((1u << (a.k - o)) - 1);
+    const __m512i e = _mm512_maskz_loadu_epi32(m, a.entries + 4 * o);
+    const __m512i ch = _mm512_srli_epi32(e, 16);
+    const __m512 x = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(e));
+    const __m512i h = _mm512_cvttps_epi32(
+        _mm512_div_ps(_mm512_cvtepi32_ps(ch), dF)); // floor(ch / d)
+    // (h*nq + j)*d + cc = ch + h*(nq - 1)*d + j*d
+    const __m512i i = _mm512_add_epi32(
+        _mm512_add_epi32(ch, _mm512_mullo_epi32(h, headStride)), jd);
+    const __m512 q =
+        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, a.q, 4);
+    const __m512i bit = _mm512_mullo_epi32(ch, bits);
+    const __m512i word = _mm512_mask_i32gather_epi32(
+        _mm512_setzero_si512(), m, _mm512_srli_epi32(bit, 3), a.codes, 1);
+    const __m512i code = _mm512_and_si512(
+        _mm512_srlv_epi32(word, _mm512_and_si512(bit, _mm512_set1_epi32(7))),
+        codeMask);
+    const __m512i li = _mm512_add_epi32(_mm512_sllv_epi32(i, bits), code);
+    const __m512 t =
+        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, li, a.lut, 4);
+    _mm512_mask_storeu_ps(a.terms + o, m,
+                          _mm512_sub_ps(_mm512_mul_ps(q, x), t));
+  }
+}
+
 KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
                              const float *lut, int64_t nq, int64_t d,
                              float *out) {
@@ -370,6 +413,7 @@ void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
     ops.dotLutRows = lutRowTilesCover(s.keyBits, s.d)
                          ? dotLutRowsEntry<dotLutRowsAvx512>
                          : dotLutRowsByRow<dotLutAvx512>;
+    ops.outlierTerms = outlierTermsAvx512;
   }
   if (lutRows(s.valueBits, s.d))
     ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;

@@ -274,6 +274,87 @@ TEST(AttendOrder, LookupDotsOfManyRowsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLookupDotsOfManyRowsAreCanonical);
 }
 
+/// outlierTerms: a row's outlier entries (ascending channels over three
+/// heads; values normal, subnormal, zero and negative) against the product
+/// tables of 1 to 3 query vectors: each term the float product, then the
+/// float difference, on every table; 1 to 37 entries (whole vectors of
+/// 16 and the remainders).
+void checkOutlierTermsAreExact(const KernelTable &table) {
+  for (int bits : {2, 3, 4})
+    for (int64_t d : {int64_t{96}, int64_t{128}})
+      for (int64_t nq : {int64_t{1}, int64_t{3}}) {
+        const int64_t heads = 3, L = int64_t{1} << bits, C = heads * d;
+        const AttendOps ops =
+            selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
+        Rng rng(static_cast<uint64_t>(7 * bits + d + nq));
+        std::vector<uint8_t> codes(static_cast<size_t>(C));
+        for (uint8_t &c : codes)
+          c = static_cast<uint8_t>(rng.uniform() * static_cast<double>(L)) &
+              static_cast<uint8_t>(L - 1);
+        std::vector<uint8_t> block(
+            static_cast<size_t>(packedBytes(C, bits) + 37 * 4));
+        packCodesRef(codes.data(), C, bits, block.data());
+        std::vector<float> q(static_cast<size_t>(heads * nq * d)),
+            lut(static_cast<size_t>(heads * nq * d * L));
+        for (float &x : q)
+          x = static_cast<float>(rng.normal());
+        for (float &x : lut)
+          x = static_cast<float>(rng.normal());
+        const uint16_t special[] = {0x0001, 0x83ff, 0x0000, 0x8000, 0x7bff};
+        for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{37}}) {
+          uint8_t *entries = block.data() + packedBytes(C, bits);
+          std::vector<int64_t> channel(static_cast<size_t>(k));
+          std::vector<uint16_t> value(static_cast<size_t>(k));
+          for (int64_t o = 0; o < k; ++o) {
+            channel[static_cast<size_t>(o)] = (o * C) / k + (o % 2);
+            value[static_cast<size_t>(o)] =
+                o < 5 ? special[o]
+                      : floatToHalf(static_cast<float>(rng.normal() * 8));
+            const uint16_t e[2] = {
+                value[static_cast<size_t>(o)],
+                static_cast<uint16_t>(channel[static_cast<size_t>(o)])};
+            std::memcpy(entries + 4 * o, e, 4);
+          }
+          for (int64_t j = 0; j < nq; ++j) {
+            std::vector<float> terms(static_cast<size_t>(k + 1), -7.0f);
+            OutlierTerms args;
+            args.entries = entries;
+            args.k = k;
+            args.codes = block.data();
+            args.bits = bits;
+            args.q = q.data();
+            args.lut = lut.data();
+            args.nq = nq;
+            args.d = d;
+            args.j = j;
+            args.terms = terms.data();
+            ops.outlierTerms(args);
+            for (int64_t o = 0; o < k; ++o) {
+              const int64_t c = channel[static_cast<size_t>(o)];
+              const int64_t i = (c / d * nq + j) * d + c % d;
+              const float product = q[static_cast<size_t>(i)] *
+                                    halfToFloat(value[static_cast<size_t>(o)]);
+              const float want =
+                  product - lut[static_cast<size_t>(
+                                i * L + codes[static_cast<size_t>(c)])];
+              ASSERT_EQ(bitsOf(terms[static_cast<size_t>(o)]), bitsOf(want))
+                  << "bits " << bits << " d " << d << " nq " << nq << " k " << k
+                  << " query " << j << " entry " << o;
+            }
+            ASSERT_EQ(terms[static_cast<size_t>(k)], -7.0f)
+                << "wrote past its terms";
+          }
+        }
+      }
+}
+
+TEST(AttendOrder, OutlierTermsAreExact) {
+  checkOutlierTermsAreExact(referenceKernels());
+  if (HasFatalFailure())
+    return;
+  FOR_EACH_SIMD_TABLE(checkOutlierTermsAreExact);
+}
+
 /// axpyLevelRows: each row's codes looked up in its own level table, then
 /// one FMA per element, query vector and row, rows in order.
 void checkLevelSumsAreOneFmaPerElementAndRow(const KernelTable &table) {

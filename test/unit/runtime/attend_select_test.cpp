@@ -161,6 +161,9 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
         << what;
     EXPECT_EQ(a512.axpyLutRows != a2.axpyLutRows, s.d % 64 == 0 && lutValueBits)
         << what;
+    EXPECT_EQ(a512.outlierTerms != a2.outlierTerms, s.d % 16 == 0 && lutBits)
+        << what;
+    EXPECT_EQ(a2.outlierTerms, referenceAttendOps().outlierTerms) << what;
     EXPECT_EQ(a512.axpyCodesRows != a2.axpyCodesRows,
               s.valueBits == 2 && s.d % 64 == 0 && divides(s.G, s.d) &&
                   s.G % 16 == 0 && pow2(s.G))
