@@ -15,6 +15,7 @@
 #include "layer_section.h"
 #include "paged.h"
 #include "rope.h"
+#include "rope_keys.h"
 #include "serial.h"
 #include "status.h"
 #include "store.h"
@@ -64,6 +65,10 @@ public:
   void attendValues(AttendJob &job) const override;
   void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                 float *out) const override;
+  bool keyTileByColumns(int64_t t0) const override;
+  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h, const float *cos,
+                       const float *sin, bool interleaved, float *out,
+                       int64_t outStride) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -444,6 +449,74 @@ void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
     for (int64_t off = 0; off < s.vq.size; off += 64)
       __builtin_prefetch(s.vq.p + off);
   }
+}
+
+static_assert(kKeyTile == kLevelColumnRows,
+              "a pre-RoPE key tile is one levelColumns call per head");
+
+/// Whole tiles of coded rows of one key segment go by columns.
+bool KvquantStore::keyTileByColumns(int64_t t0) const {
+  const int64_t t1 = t0 + kKeyTile;
+  if (t1 > length() || segmentEnd(t0) < t1)
+    return false;
+  for (int64_t t = t0; t < t1; ++t)
+    if (slots_[static_cast<size_t>(t)].kf)
+      return false;
+  return true;
+}
+
+/// A tile of head h's pre-RoPE keys by columns, as loadRow decodes them:
+/// the tile's rows dequantized by the segment's levels (levelColumns,
+/// tokens in lanes), the head's outliers written over their slots, then
+/// the canonical rotated scores (ropeScoresColumns).
+void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+                                   const float *cos, const float *sin,
+                                   bool interleaved, float *out,
+                                   int64_t outStride) const {
+  const int64_t C = channels_, L = kLevels_, d = job.d;
+  const uint8_t *table = segmentFor(t0).table.p;
+  job.keyScratch.resize(static_cast<size_t>(C * L));
+  float *levels = job.keyScratch.data();
+  if (job.keyScratchOf != table) {
+    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(table), C * L,
+                         levels);
+    job.keyScratchOf = table;
+  }
+  job.codeRows.resize(static_cast<size_t>(kKeyTile));
+  const uint8_t **rows = job.codeRows.data();
+  if (h == 0) // the heads follow in order; the rows are theirs too
+    for (int64_t t = t0; t < t0 + kKeyTile; ++t) {
+      const Slot &s = slots_[static_cast<size_t>(t)];
+      rows[t - t0] = s.kq.p;
+      // The value pass reads these tokens' value blocks next: ask now.
+      for (int64_t off = 0; off < s.vq.size; off += 64)
+        __builtin_prefetch(s.vq.p + off);
+    }
+  job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
+  float *cols = job.scratch3.data();
+  LevelColumns a;
+  a.rows = rows;
+  a.n = kKeyTile;
+  a.first = h * d;
+  a.bits = kb_;
+  a.levels = levels + h * d * L;
+  a.d = d;
+  a.cols = cols;
+  job.ops.levelColumns(a);
+  for (int64_t t = t0; t < t0 + kKeyTile; ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    const OutlierList<const uint8_t> outliers{s.kq.p +
+                                              keyRow_.outliersOffset()};
+    for (int64_t o = 0; o < s.kOut; ++o) {
+      const int64_t c = outliers.at(o).channel - h * d;
+      if (c >= d)
+        break; // channel order: the rest are later heads'
+      if (c >= 0)
+        cols[c * kKeyTile + (t - t0)] = halfToFloat(outliers.at(o).value);
+    }
+  }
+  ropeScoresColumns(cols, cos, sin, job.ropeQueries, h * job.nq, job.nq,
+                    interleaved, out, outStride);
 }
 
 /// Keys: the frozen per-channel levels times the queries form a lookup

@@ -102,6 +102,14 @@ void outlierTermsRef(const OutlierTerms &a) {
   }
 }
 
+void levelColumnsRef(const LevelColumns &a) {
+  const int64_t L = int64_t{1} << a.bits;
+  for (int64_t c = 0; c < a.d; ++c)
+    for (int64_t r = 0; r < a.n; ++r)
+      a.cols[c * kLevelColumnRows + r] =
+          a.levels[c * L + packedCodeAt(a.rows[r], a.first + c, a.bits)];
+}
+
 void axpyLutRowsRef(const uint8_t *const *rows, int64_t n, int bits,
                     const float *luts, int64_t lutStride, int64_t nq, int64_t d,
                     float *acc) {
@@ -200,6 +208,7 @@ const AttendOps &kvq::referenceAttendOps() {
     o.dotLut = dotLutEntry<dotLutRef>;
     o.dotLutRows = dotLutRowsByRow<dotLutRef>;
     o.outlierTerms = outlierTermsRef;
+    o.levelColumns = levelColumnsRef;
     o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;

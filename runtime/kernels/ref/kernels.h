@@ -249,6 +249,20 @@ struct LutRowsDot {
   int64_t outStride = 0;
 };
 
+/// Rows per tile of levelColumns (the lanes of an AVX-512 register).
+constexpr int64_t kLevelColumnRows = 16;
+
+/// levelColumns' operands.
+struct LevelColumns {
+  const uint8_t *const *rows = nullptr; ///< n <= kLevelColumnRows rows
+  int64_t n = 0;
+  int64_t first = 0; ///< the head's first code index in every row
+  int bits = 0;
+  const float *levels = nullptr; ///< [d][2^bits] per-channel levels
+  int64_t d = 0;
+  float *cols = nullptr; ///< cols[c * kLevelColumnRows + r]
+};
+
 /// outlierTerms' operands.
 struct OutlierTerms {
   const uint8_t *entries = nullptr; ///< k outlier entries (blocks.h)
@@ -377,6 +391,12 @@ struct AttendOps {
   /// ISA gives the same bits. `codes` is readable 3 bytes past its last
   /// code (the outlier list follows it in a key block).
   void (*outlierTerms)(const OutlierTerms &a);
+  /// Dequantize n <= kLevelColumnRows rows by per-channel level tables
+  /// into columns: cols[c*kLevelColumnRows + r] = levels[c * 2^bits +
+  /// code(rows[r], first + c)] (exact
+  /// lookups; a pre-RoPE KVQuant key tile, tokens in the lanes of
+  /// ropeScoresColumns).
+  void (*levelColumns)(const LevelColumns &a);
   /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
   /// c)] over the rows in order (one table per row and query vector, e.g.
   /// weight x the row's levels). One addition per element and row, so
@@ -464,6 +484,7 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(dotLut)                                                                    \
   X(dotLutRows)                                                                \
   X(outlierTerms)                                                              \
+  X(levelColumns)                                                              \
   X(axpyLutRows)                                                               \
   X(dotNibbleRows)                                                             \
   X(axpyLevelRows)                                                             \

@@ -201,6 +201,27 @@ KVQ_AVX512 inline void addBlock(const uint32_t (*W)[16], const float *tab,
   }
 }
 
+/// The code words of rows[0 .. m) (m <= 16; lanes past m repeat row 0) of
+/// a head starting at code `first`, transposed: T[w][r] = word w of
+/// rows[r], for the head's d * BITS / 32 words.
+template <int BITS>
+KVQ_AVX512 inline void transposeRowWords(const uint8_t *const *rows, int64_t m,
+                                         int64_t first, int64_t d,
+                                         uint32_t (*T)[16]) {
+  const int64_t words = d * BITS / 32, offset = first * BITS / 8;
+  for (int64_t w0 = 0; w0 < words; w0 += 16) {
+    const int64_t left = words - w0;
+    const __mmask16 k =
+        left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = _mm512_maskz_loadu_epi32(k, rows[i < m ? i : 0] + offset + 4 * w0);
+    transpose16x16(r);
+    for (int64_t i = 0; i < 16 && i < left; ++i)
+      _mm512_store_si512(T[w0 + i], r[i]);
+  }
+}
+
 /// dotLut for 16 rows at a time, rows in lanes: the rows' code words are
 /// transposed once (shared by the nq queries), then each channel costs a
 /// shift, one permute of its 16-entry table and an add for all 16 rows,
@@ -213,23 +234,11 @@ KVQ_AVX512 void lutRowTiles(const uint8_t *const *rows, int64_t n,
                             int64_t first, const float *lut, int64_t nq,
                             int64_t d, float *out, int64_t outStride) {
   constexpr int L = 1 << BITS;
-  const int64_t words = d * BITS / 32, offset = first * BITS / 8;
   alignas(64) uint32_t T[32][16]; // T[w][r]: word w of row r
   alignas(64) float sums[16];
   for (int64_t r0 = 0; r0 < n; r0 += 16) {
     const int64_t m = std::min<int64_t>(16, n - r0);
-    for (int64_t w0 = 0; w0 < words; w0 += 16) {
-      const int64_t left = words - w0;
-      const __mmask16 k =
-          left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-      __m512i r[16];
-      for (int i = 0; i < 16; ++i) // rows past n repeat row r0
-        r[i] = _mm512_maskz_loadu_epi32(k, rows[r0 + (i < m ? i : 0)] + offset +
-                                               4 * w0);
-      transpose16x16(r);
-      for (int64_t i = 0; i < 16 && i < left; ++i)
-        _mm512_store_si512(T[w0 + i], r[i]);
-    }
+    transposeRowWords<BITS>(rows + r0, m, first, d, T);
     for (int64_t j = 0; j < nq; ++j) {
       __m512 S[16];
       for (int l = 0; l < 16; ++l)
@@ -246,6 +255,48 @@ KVQ_AVX512 void lutRowTiles(const uint8_t *const *rows, int64_t n,
       for (int64_t r = 0; r < m; ++r)
         out[(r0 + r) * outStride + j] = sums[r];
     }
+  }
+}
+
+/// cols[(c0 + K) * 16 + r] = the table entry of channel c0 + K's code in
+/// row r, for channels K .. 31 of the block.
+template <int BITS, int K>
+KVQ_AVX512 inline void lookupBlock(const uint32_t (*W)[16], const float *tab,
+                                   float *cols) {
+  if constexpr (K < 32) {
+    _mm512_storeu_ps(
+        cols + K * kLevelColumnRows,
+        _mm512_permutexvar_ps(codesOfChannel<BITS, K>(W),
+                              periodicTable<BITS>(tab + K * (1 << BITS))));
+    lookupBlock<BITS, K + 1>(W, tab, cols);
+  }
+}
+
+/// levelColumns with the rows in lanes: the code words transposed once,
+/// then one permute of a channel's table gives its column.
+template <int BITS>
+KVQ_AVX512 void levelColumnTile(const uint8_t *const *rows, int64_t n,
+                                int64_t first, const float *levels, int64_t d,
+                                float *cols) {
+  alignas(64) uint32_t T[32][16];
+  transposeRowWords<BITS>(rows, n, first, d, T);
+  for (int64_t c0 = 0; c0 < d; c0 += 32)
+    lookupBlock<BITS, 0>(T + c0 * BITS / 32, levels + c0 * (1 << BITS),
+                         cols + c0 * kLevelColumnRows);
+}
+
+static_assert(kLevelColumnRows == 16, "one row per lane");
+
+KVQ_AVX512 void levelColumnsAvx512(const LevelColumns &a) {
+  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0 &&
+         a.n >= 1 && a.n <= kLevelColumnRows);
+  switch (a.bits) {
+  case 2:
+    return levelColumnTile<2>(a.rows, a.n, a.first, a.levels, a.d, a.cols);
+  case 3:
+    return levelColumnTile<3>(a.rows, a.n, a.first, a.levels, a.d, a.cols);
+  default:
+    return levelColumnTile<4>(a.rows, a.n, a.first, a.levels, a.d, a.cols);
   }
 }
 
@@ -414,6 +465,8 @@ void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
                          ? dotLutRowsEntry<dotLutRowsAvx512>
                          : dotLutRowsByRow<dotLutAvx512>;
     ops.outlierTerms = outlierTermsAvx512;
+    if (lutRowTilesCover(s.keyBits, s.d))
+      ops.levelColumns = levelColumnsAvx512;
   }
   if (lutRows(s.valueBits, s.d))
     ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;

@@ -355,6 +355,65 @@ TEST(AttendOrder, OutlierTermsAreExact) {
   FOR_EACH_SIMD_TABLE(checkOutlierTermsAreExact);
 }
 
+/// levelColumns: up to 16 token rows (each its own allocation, two heads)
+/// dequantized into columns by one head's per-channel levels, exactly the
+/// table entries, on every table: head widths of one, a part of one and
+/// two register transposes at 4 bits, a whole tile and a partial one.
+void checkLevelColumnsAreTheLevels(const KernelTable &table) {
+  for (int bits : {2, 3, 4})
+    for (int64_t d : {int64_t{96}, int64_t{128}, int64_t{256}}) {
+      const int64_t heads = 2, L = int64_t{1} << bits;
+      const AttendOps ops =
+          selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
+      Rng rng(static_cast<uint64_t>(31 * bits + d));
+      std::vector<std::vector<uint8_t>> tokens;
+      std::vector<const uint8_t *> rows;
+      for (int64_t r = 0; r < kLevelColumnRows; ++r) {
+        std::vector<uint8_t> codes(static_cast<size_t>(heads * d));
+        for (uint8_t &c : codes)
+          c = static_cast<uint8_t>(rng.uniform() * static_cast<double>(L)) &
+              static_cast<uint8_t>(L - 1);
+        tokens.emplace_back(static_cast<size_t>(packedBytes(heads * d, bits)));
+        packCodesRef(codes.data(), heads * d, bits, tokens.back().data());
+      }
+      for (const std::vector<uint8_t> &tok : tokens)
+        rows.push_back(tok.data());
+      std::vector<float> levels(static_cast<size_t>(d * L));
+      for (float &x : levels)
+        x = static_cast<float>(rng.normal());
+      for (int64_t n : {kLevelColumnRows, int64_t{5}})
+        for (int64_t h = 0; h < heads; ++h) {
+          std::vector<float> cols(static_cast<size_t>(d * kLevelColumnRows),
+                                  -9.0f);
+          LevelColumns args;
+          args.rows = rows.data();
+          args.n = n;
+          args.first = h * d;
+          args.bits = bits;
+          args.levels = levels.data();
+          args.d = d;
+          args.cols = cols.data();
+          ops.levelColumns(args);
+          for (int64_t c = 0; c < d; ++c)
+            for (int64_t r = 0; r < n; ++r)
+              ASSERT_EQ(
+                  bitsOf(cols[static_cast<size_t>(c * kLevelColumnRows + r)]),
+                  bitsOf(levels[static_cast<size_t>(
+                      c * L + packedCodeAt(rows[static_cast<size_t>(r)],
+                                           h * d + c, bits))]))
+                  << "bits " << bits << " d " << d << " rows " << n << " head "
+                  << h << " channel " << c << " row " << r;
+        }
+    }
+}
+
+TEST(AttendOrder, LevelColumnsAreTheLevels) {
+  checkLevelColumnsAreTheLevels(referenceKernels());
+  if (HasFatalFailure())
+    return;
+  FOR_EACH_SIMD_TABLE(checkLevelColumnsAreTheLevels);
+}
+
 /// axpyLevelRows: each row's codes looked up in its own level table, then
 /// one FMA per element, query vector and row, rows in order.
 void checkLevelSumsAreOneFmaPerElementAndRow(const KernelTable &table) {
