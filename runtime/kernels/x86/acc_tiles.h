@@ -9,7 +9,9 @@
 // pattern of IREE's mmt4d ukernel): a kernel writes the tile for a given
 // shape, this driver walks the plane. The tiling changes no sum, since each
 // accumulator still takes the rows in order. The NEON kernels accumulate
-// row by row in memory and have no tiles.
+// row by row in memory and have no tiles. The one-row dot kernels share
+// the walk over query vectors in blocks of at most four here as well
+// (forEachQueryBlock).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_X86_ACC_TILES_H
@@ -43,6 +45,30 @@ inline void forEachAccTile(int64_t nq, int64_t d, const Tile &tile) {
       tile.template run<1, Wide>(j, c);
     for (; c < d; c += Step)
       tile.template run<1, Step>(j, c);
+  }
+}
+
+/// Calls block.run<NJ>(j) over the query vectors [0, nq): fours, then the
+/// last three, two or one at once. The dot kernels of one row (AVX2 and
+/// AVX-512) hold NJ accumulators per call; like forEachAccTile it inlines
+/// into the kernel's target function.
+template <class Block>
+inline void forEachQueryBlock(int64_t nq, const Block &block) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    block.template run<4>(j);
+  switch (nq - j) {
+  case 3:
+    block.template run<3>(j);
+    break;
+  case 2:
+    block.template run<2>(j);
+    break;
+  case 1:
+    block.template run<1>(j);
+    break;
+  default:
+    break;
   }
 }
 

@@ -32,6 +32,7 @@ using namespace kvq;
 using namespace kvq::avx2;
 using namespace kvq::block16;
 using kvq::x86::forEachAccTile;
+using kvq::x86::forEachQueryBlock;
 
 namespace {
 
@@ -161,25 +162,20 @@ KVQ_AVX2 void dotBlock(const Row &row, const float *q, int64_t d, float *out) {
     out[jj] = hsum(_mm256_add_ps(acc0[jj], acc1[jj]));
 }
 
+template <class Row> struct DotBlocks {
+  const Row &row;
+  const float *q;
+  int64_t d;
+  float *out;
+  template <int NJ> KVQ_AVX2 void run(int64_t j) const {
+    dotBlock<NJ>(row, q + j * d, d, out + j);
+  }
+};
+
 template <class Row>
 KVQ_AVX2 void dotRows(const Row &row, const float *q, int64_t nq, int64_t d,
                       float *out) {
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    dotBlock<4>(row, q + j * d, d, out + j);
-  switch (nq - j) {
-  case 3:
-    dotBlock<3>(row, q + j * d, d, out + j);
-    break;
-  case 2:
-    dotBlock<2>(row, q + j * d, d, out + j);
-    break;
-  case 1:
-    dotBlock<1>(row, q + j * d, d, out + j);
-    break;
-  default:
-    break;
-  }
+  forEachQueryBlock(nq, DotBlocks<Row>{row, q, d, out});
 }
 
 /// acc[j*d + c] += weight(j, c) * row[c]; weight is constant on each block

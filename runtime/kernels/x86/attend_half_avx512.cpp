@@ -20,6 +20,7 @@
 
 using namespace kvq;
 using kvq::x86::forEachAccTile;
+using kvq::x86::forEachQueryBlock;
 
 namespace {
 
@@ -53,25 +54,20 @@ KVQ_AVX512 void dotHalfBlock(const uint16_t *row, const float *q, int64_t d,
     out[jj] = canonicalSum(acc[jj]);
 }
 
+struct HalfDotBlocks {
+  const uint16_t *row;
+  const float *q;
+  int64_t d;
+  float *out;
+  template <int NJ> KVQ_AVX512 void run(int64_t j) const {
+    dotHalfBlock<NJ>(row, q + j * d, d, out + j);
+  }
+};
+
 KVQ_AVX512 void dotHalfAvx512(const uint16_t *row, const float *q, int64_t nq,
                               int64_t d, float *out) {
   assert(block16::whole16(d));
-  int64_t j = 0;
-  for (; j + 4 <= nq; j += 4)
-    dotHalfBlock<4>(row, q + j * d, d, out + j);
-  switch (nq - j) {
-  case 3:
-    dotHalfBlock<3>(row, q + j * d, d, out + j);
-    break;
-  case 2:
-    dotHalfBlock<2>(row, q + j * d, d, out + j);
-    break;
-  case 1:
-    dotHalfBlock<1>(row, q + j * d, d, out + j);
-    break;
-  default:
-    break;
-  }
+  forEachQueryBlock(nq, HalfDotBlocks{row, q, d, out});
 }
 
 /// acc[j0+jj][c0 .. c0+W) += w[r][j0+jj] * row_r over all rows, NJ*W/16
