@@ -474,17 +474,17 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
                                    bool interleaved, float *out,
                                    int64_t outStride) const {
   const int64_t C = channels_, L = kLevels_, d = job.d;
-  const uint8_t *table = segmentFor(t0).table.p;
   job.keyScratch.resize(static_cast<size_t>(C * L));
-  float *levels = job.keyScratch.data();
-  if (job.keyScratchOf != table) {
-    job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(table), C * L,
-                         levels);
-    job.keyScratchOf = table;
-  }
   job.codeRows.resize(static_cast<size_t>(kKeyTile));
+  float *levels = job.keyScratch.data();
   const uint8_t **rows = job.codeRows.data();
-  if (h == 0) // the heads follow in order; the rows are theirs too
+  if (h == 0) { // the heads follow in order: the tile's levels and rows
+    const uint8_t *table = segmentFor(t0).table.p;
+    if (job.keyScratchOf != table) {
+      job.ops.halfToFloatN(reinterpret_cast<const uint16_t *>(table), C * L,
+                           levels);
+      job.keyScratchOf = table;
+    }
     for (int64_t t = t0; t < t0 + kKeyTile; ++t) {
       const Slot &s = slots_[static_cast<size_t>(t)];
       rows[t - t0] = s.kq.p;
@@ -492,6 +492,7 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
       for (int64_t off = 0; off < s.vq.size; off += 64)
         __builtin_prefetch(s.vq.p + off);
     }
+  }
   job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
   float *cols = job.scratch3.data();
   LevelColumns a;

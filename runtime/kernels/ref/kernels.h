@@ -393,9 +393,8 @@ struct AttendOps {
   void (*outlierTerms)(const OutlierTerms &a);
   /// Dequantize n <= kLevelColumnRows rows by per-channel level tables
   /// into columns: cols[c*kLevelColumnRows + r] = levels[c * 2^bits +
-  /// code(rows[r], first + c)] (exact
-  /// lookups; a pre-RoPE KVQuant key tile, tokens in the lanes of
-  /// ropeScoresColumns).
+  /// code(rows[r], first + c)], exact lookups (a pre-RoPE KVQuant key
+  /// tile, tokens in the lanes of ropeScoresColumns).
   void (*levelColumns)(const LevelColumns &a);
   /// acc[j*d + c] += luts[r*lutStride + j*lutEntries(bits) + code(rows[r],
   /// c)] over the rows in order (one table per row and query vector, e.g.

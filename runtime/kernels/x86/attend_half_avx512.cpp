@@ -1,10 +1,11 @@
 //===- attend_half_avx512.cpp - fp16 rows of fused attention, AVX-512 -----===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The fp16 cache's key dots and value sums on sixteen lanes. Warm, the
-// AVX2 kernels ran the fp16 cache at about 1.5x the machine's DRAM read
-// rate, so cold the arithmetic and the memory wait added up to ~1.7x the
-// bound; a 16-lane conversion and FMA halve the operations per row.
+// The fp16 cache's key dots and value sums on sixteen lanes: a 16-lane
+// conversion and FMA halve the operations per row. Warm, the AVX2 kernels
+// ran the fp16 cache at only about 1.5x the machine's DRAM read rate, so
+// the arithmetic was not hidden behind the memory stream
+// (docs/PERFORMANCE.md has the A/B).
 // Same bits as AVX2 and NEON: a dot keeps the canonical order
 // (attend_avx2.cpp), lane l of one accumulator being the partial sum S_l;
 // a weighted sum is one FMA per element and row, rows in order.

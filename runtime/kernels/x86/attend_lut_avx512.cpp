@@ -103,28 +103,26 @@ KVQ_AVX512 void lutStreams(const uint8_t *const *rows, const float *const *tabs,
   }
 }
 
-/// Every (head, query) pair of one row as a stream, four at a time.
+/// The nq queries of one head row as streams, four at a time (the row is
+/// read per query).
 template <int BITS>
-KVQ_AVX512 void lutHeads512(const uint8_t *packed, const float *lut,
-                            int64_t heads, int64_t nq, int64_t d, float *out) {
+KVQ_AVX512 void lutQueries512(const uint8_t *row, const float *lut, int64_t nq,
+                              int64_t d, float *out) {
   constexpr int L = 1 << BITS;
-  const int64_t n = heads * nq;
-  const uint8_t *rows[4];
+  const uint8_t *rows[4] = {row, row, row, row};
   const float *tabs[4];
   int64_t at[4];
-  int64_t k = 0;
-  auto stream = [&](int64_t i, int slot) {
-    rows[slot] = packed + (i / nq) * d * BITS / 8;
-    tabs[slot] = lut + i * d * L;
-    at[slot] = i;
-  };
-  for (; k + 4 <= n; k += 4) {
-    for (int slot = 0; slot < 4; ++slot)
-      stream(k + slot, slot);
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4) {
+    for (int slot = 0; slot < 4; ++slot) {
+      tabs[slot] = lut + (j + slot) * d * L;
+      at[slot] = j + slot;
+    }
     lutStreams<BITS, 4>(rows, tabs, d, out, at);
   }
-  for (; k < n; ++k) {
-    stream(k, 0);
+  for (; j < nq; ++j) {
+    tabs[0] = lut + j * d * L;
+    at[0] = j;
     lutStreams<BITS, 1>(rows, tabs, d, out, at);
   }
 }
@@ -361,15 +359,14 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
                              const float *lut, int64_t nq, int64_t d,
                              float *out) {
   assert(lutDots(bits, d) && (first * bits) % 8 == 0);
-  // One head: its nq queries are the streams (the row is read per query).
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
   case 2:
-    return lutHeads512<2>(row, lut, 1, nq, d, out);
+    return lutQueries512<2>(row, lut, nq, d, out);
   case 3:
-    return lutHeads512<3>(row, lut, 1, nq, d, out);
+    return lutQueries512<3>(row, lut, nq, d, out);
   default:
-    return lutHeads512<4>(row, lut, 1, nq, d, out);
+    return lutQueries512<4>(row, lut, nq, d, out);
   }
 }
 

@@ -168,38 +168,42 @@ TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical);
 }
 
+/// dotLut, 1 to 5 query vectors (AVX-512: four streams at once and the
+/// remainders).
 void checkPerChannelLookupDotIsCanonical(const KernelTable &table) {
-  for (int bits : {2, 3, 4}) {
-    const AttendOps ops = opsFor(table, bits);
-    const Data t = makeData(bits, 70 + bits);
-    const int64_t L = int64_t{1} << bits, nq = 2;
-    std::vector<float> lut(static_cast<size_t>(nq * t.d * L));
-    Rng rng(5);
-    for (float &x : lut)
-      x = static_cast<float>(rng.normal());
-    for (int64_t r = 0; r < t.rows; ++r) {
-      std::vector<float> out(static_cast<size_t>(nq));
-      LutDot args;
-      args.packed = t.packed.data();
-      args.first = r * t.d;
-      args.bits = bits;
-      args.lut = lut.data();
-      args.nq = nq;
-      args.d = t.d;
-      args.out = out.data();
-      ops.dotLut(args);
-      for (int64_t j = 0; j < nq; ++j) {
-        std::vector<float> v(static_cast<size_t>(t.d));
-        for (int64_t c = 0; c < t.d; ++c)
-          v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
-              (j * t.d + c) * L +
-              packedCodeAt(t.packed.data(), r * t.d + c, bits))];
-        EXPECT_EQ(bitsOf(out[static_cast<size_t>(j)]),
-                  bitsOf(canonicalDot(nullptr, v.data(), t.d, false)))
-            << "bits " << bits << " row " << r << " query " << j;
+  for (int bits : {2, 3, 4})
+    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{5}}) {
+      const AttendOps ops = opsFor(table, bits);
+      const Data t = makeData(bits, 70 + bits);
+      const int64_t L = int64_t{1} << bits;
+      std::vector<float> lut(static_cast<size_t>(nq * t.d * L));
+      Rng rng(5);
+      for (float &x : lut)
+        x = static_cast<float>(rng.normal());
+      for (int64_t r = 0; r < t.rows; ++r) {
+        std::vector<float> out(static_cast<size_t>(nq));
+        LutDot args;
+        args.packed = t.packed.data();
+        args.first = r * t.d;
+        args.bits = bits;
+        args.lut = lut.data();
+        args.nq = nq;
+        args.d = t.d;
+        args.out = out.data();
+        ops.dotLut(args);
+        for (int64_t j = 0; j < nq; ++j) {
+          std::vector<float> v(static_cast<size_t>(t.d));
+          for (int64_t c = 0; c < t.d; ++c)
+            v[static_cast<size_t>(c)] = lut[static_cast<size_t>(
+                (j * t.d + c) * L +
+                packedCodeAt(t.packed.data(), r * t.d + c, bits))];
+          EXPECT_EQ(bitsOf(out[static_cast<size_t>(j)]),
+                    bitsOf(canonicalDot(nullptr, v.data(), t.d, false)))
+              << "bits " << bits << " nq " << nq << " row " << r << " query "
+              << j;
+        }
       }
     }
-  }
 }
 
 TEST(AttendOrder, PerChannelLookupDotIsCanonical) {

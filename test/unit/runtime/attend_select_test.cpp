@@ -164,6 +164,10 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
     EXPECT_EQ(a512.outlierTerms != a2.outlierTerms, s.d % 16 == 0 && lutBits)
         << what;
     EXPECT_EQ(a2.outlierTerms, referenceAttendOps().outlierTerms) << what;
+    EXPECT_EQ(a512.levelColumns != a2.levelColumns,
+              s.d % 32 == 0 && lutBits && s.d * s.keyBits <= 1024)
+        << what;
+    EXPECT_EQ(a2.levelColumns, referenceAttendOps().levelColumns) << what;
     EXPECT_EQ(a512.axpyCodesRows != a2.axpyCodesRows,
               s.valueBits == 2 && s.d % 64 == 0 && divides(s.G, s.d) &&
                   s.G % 16 == 0 && pow2(s.G))
