@@ -590,38 +590,25 @@ void KvquantStore::attendKeys(AttendJob &job) const {
   }
 }
 
-/// Each outlier of token t's key row replaces its dense slot's term: out
-/// += q * value - the table entry (outlierTerms), added in the stored
-/// order (channel order, so each head's entries are one run).
+/// Each outlier of token t's key row replaces its dense slot's term in the
+/// scores (outlierScores: q * value - the table entry, added in the
+/// stored order).
 void KvquantStore::patchKeyOutliers(AttendJob &job, int64_t t,
                                     const float *lut) const {
   const Slot &s = slots_[static_cast<size_t>(t)];
   if (s.kOut == 0)
     return;
-  const int64_t d = job.d, nq = job.nq;
-  job.scratch.resize(static_cast<size_t>(s.kOut));
-  float *terms = job.scratch.data();
-  const OutlierList<const uint8_t> outliers{s.kq.p + keyRow_.outliersOffset()};
-  OutlierTerms a;
-  a.entries = outliers.p;
+  OutlierScores a;
+  a.entries = s.kq.p + keyRow_.outliersOffset();
   a.k = s.kOut;
   a.codes = s.kq.p;
   a.bits = kb_;
   a.q = job.q.data();
   a.lut = lut;
-  a.nq = nq;
-  a.d = d;
-  a.terms = terms;
-  for (a.j = 0; a.j < nq; ++a.j) {
-    job.ops.outlierTerms(a);
-    for (int64_t o = 0, end; o < s.kOut; o = end) {
-      const int64_t h = outliers.at(o).channel / d, headEnd = (h + 1) * d;
-      float score = job.scoreRow(t, h)[a.j];
-      for (end = o; end < s.kOut && outliers.at(end).channel < headEnd; ++end)
-        score += terms[end];
-      job.scoreRow(t, h)[a.j] = score;
-    }
-  }
+  a.nq = job.nq;
+  a.d = job.d;
+  a.scores = job.scoreRow(t, 0);
+  job.ops.outlierScores(a);
 }
 
 /// luts[i][h][j] = w[j] * the levels of token i, head h, repeated to
@@ -757,23 +744,25 @@ void KvquantStore::attendValues(AttendJob &job) const {
     a.acc = job.accumulator(h);
     job.ops.axpyLevelRows(a);
   }
+  // The outliers, token by token: each replaces its dense slot's level.
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = job.t0 + job.positions[static_cast<size_t>(i)];
     const Slot &s = slots_[static_cast<size_t>(t)];
-    const uint8_t *packed = packedOf[i];
+    if (s.vOut == 0)
+      continue;
+    OutlierAxpy a;
     // The outliers follow the row's codes (blocks.h).
-    const OutlierList<const uint8_t> outliers{packed + valueRow_.codeBytes};
-    for (int64_t o = 0; o < s.vOut; ++o) {
-      const OutlierEntry e = outliers.at(o);
-      const int64_t c = e.channel, h = c / d, cc = c % d;
-      const float value = halfToFloat(e.value);
-      const float level =
-          levels[(i * H + h) * L + packedCodeAt(packed, c, vb_)];
-      const float *w = job.scoreRow(t, h);
-      float *acc = job.accumulator(h);
-      for (int64_t j = 0; j < nq; ++j)
-        acc[j * d + cc] += w[j] * value - w[j] * level;
-    }
+    a.entries = packedOf[i] + valueRow_.codeBytes;
+    a.k = s.vOut;
+    a.codes = packedOf[i];
+    a.bits = vb_;
+    a.levels = levels + i * H * L;
+    a.levelCount = L;
+    a.w = job.scoreRow(t, 0);
+    a.nq = nq;
+    a.d = d;
+    a.acc = job.accumulator(0);
+    job.ops.outlierAxpy(a);
   }
 }
 

@@ -59,12 +59,18 @@ kvq_status takeUniformBlock(ByteReader &r, int64_t bytes, int64_t n, int bits,
 }
 
 /// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
-/// channels inside the row.
+/// channels inside the row and strictly ascending, as the stores write
+/// them (attention adds a row's outliers by head runs and, for values,
+/// to distinct accumulators at once: AttendOps::outlierAxpy).
 bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
   const OutlierList<const uint8_t> list{p};
-  for (int64_t o = 0; o < n; ++o)
-    if (!halfFinite(list.at(o).value) || list.at(o).channel >= channels)
+  int64_t previous = -1;
+  for (int64_t o = 0; o < n; ++o) {
+    const OutlierEntry e = list.at(o);
+    if (!halfFinite(e.value) || e.channel >= channels || e.channel <= previous)
       return false;
+    previous = e.channel;
+  }
   return true;
 }
 

@@ -89,16 +89,33 @@ void dotLutRef(const uint8_t *packed, int64_t first, int bits, const float *lut,
   }
 }
 
-void outlierTermsRef(const OutlierTerms &a) {
+void outlierScoresRef(const OutlierScores &a) {
   const OutlierList<const uint8_t> list{a.entries};
   const int64_t L = int64_t{1} << a.bits;
+  for (int64_t j = 0; j < a.nq; ++j)
+    for (int64_t o = 0; o < a.k; ++o) {
+      const OutlierEntry e = list.at(o);
+      const int64_t h = e.channel / a.d, cc = e.channel % a.d;
+      const int64_t i = (h * a.nq + j) * a.d + cc;
+      const float product = a.q[i] * halfToFloat(e.value);
+      const float term =
+          product - a.lut[i * L + packedCodeAt(a.codes, e.channel, a.bits)];
+      a.scores[h * a.nq + j] += term;
+    }
+}
+
+void outlierAxpyRef(const OutlierAxpy &a) {
+  const OutlierList<const uint8_t> list{a.entries};
   for (int64_t o = 0; o < a.k; ++o) {
     const OutlierEntry e = list.at(o);
     const int64_t h = e.channel / a.d, cc = e.channel % a.d;
-    const int64_t i = (h * a.nq + a.j) * a.d + cc;
-    const float product = a.q[i] * halfToFloat(e.value);
-    a.terms[o] =
-        product - a.lut[i * L + packedCodeAt(a.codes, e.channel, a.bits)];
+    const float x = halfToFloat(e.value);
+    const float level =
+        a.levels[h * a.levelCount + packedCodeAt(a.codes, e.channel, a.bits)];
+    for (int64_t j = 0; j < a.nq; ++j) {
+      const float w = a.w[h * a.nq + j];
+      a.acc[(h * a.nq + j) * a.d + cc] += w * x - w * level;
+    }
   }
 }
 
@@ -207,7 +224,8 @@ const AttendOps &kvq::referenceAttendOps() {
     o.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsRef>;
     o.dotLut = dotLutEntry<dotLutRef>;
     o.dotLutRows = dotLutRowsByRow<dotLutRef>;
-    o.outlierTerms = outlierTermsRef;
+    o.outlierScores = outlierScoresRef;
+    o.outlierAxpy = outlierAxpyRef;
     o.levelColumns = levelColumnsRef;
     o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;

@@ -263,8 +263,8 @@ struct LevelColumns {
   float *cols = nullptr; ///< cols[c * kLevelColumnRows + r]
 };
 
-/// outlierTerms' operands.
-struct OutlierTerms {
+/// outlierScores' operands: one KVQuant key row's outliers.
+struct OutlierScores {
   const uint8_t *entries = nullptr; ///< k outlier entries (blocks.h)
   int64_t k = 0;
   const uint8_t *codes = nullptr; ///< the row's packed codes, every head
@@ -272,8 +272,20 @@ struct OutlierTerms {
   const float *q = nullptr;   ///< [heads][nq][d] queries
   const float *lut = nullptr; ///< [heads][nq][d][2^bits] product tables
   int64_t nq = 0, d = 0;
-  int64_t j = 0;          ///< the query vector
-  float *terms = nullptr; ///< [k]
+  float *scores = nullptr; ///< [heads][nq] the row's scores
+};
+
+/// outlierAxpy's operands: one KVQuant value row's outliers.
+struct OutlierAxpy {
+  const uint8_t *entries = nullptr; ///< k outlier entries (blocks.h)
+  int64_t k = 0;
+  const uint8_t *codes = nullptr; ///< the row's packed codes, every head
+  int bits = 0;
+  const float *levels = nullptr; ///< [heads][levelCount] the row's levels
+  int64_t levelCount = 0;
+  const float *w = nullptr; ///< [heads][nq] the row's attention weights
+  int64_t nq = 0, d = 0;
+  float *acc = nullptr; ///< [heads][nq][d]
 };
 
 /// axpyLutRows' operands.
@@ -384,13 +396,22 @@ struct AttendOps {
   /// vector lanes in the AVX-512 version, so one 16-entry table lookup per
   /// channel serves 16 rows.
   void (*dotLutRows)(const LutRowsDot &a);
-  /// The corrections of a KVQuant key row's outliers to its dotLutRows
-  /// scores: for entry o (fp16 value x, channel c = h*d + cc),
-  /// terms[o] = q[(h*nq + j)*d + cc] * x - lut[((h*nq + j)*d + cc) *
-  /// 2^bits + code_c], a float product then a float difference, so every
+  /// A KVQuant key row's outliers corrected into its dotLutRows scores:
+  /// entry o (fp16 value x, channel c = h*d + cc, i = (h*nq + j)*d + cc)
+  /// replaces its dense slot's term, scores[h*nq + j] += q[i] * x -
+  /// lut[i * 2^bits + code_c] (a float product, then a float difference,
+  /// then the addition), the entries in stored order for every j, so every
   /// ISA gives the same bits. `codes` is readable 3 bytes past its last
   /// code (the outlier list follows it in a key block).
-  void (*outlierTerms)(const OutlierTerms &a);
+  void (*outlierScores)(const OutlierScores &a);
+  /// A KVQuant value row's outliers corrected into the accumulators: entry
+  /// o (fp16 value x, channel c = h*d + cc) replaces its dense slot's
+  /// level l = levels[h*levelCount + code_c], acc[(h*nq + j)*d + cc] +=
+  /// w[h*nq + j] * x - w[h*nq + j] * l for every j. The entries' channels
+  /// are strictly ascending (the layer loader checks it), so the additions
+  /// touch distinct accumulators and their order does not matter. `codes`
+  /// is readable 3 bytes past its last code (the list follows it).
+  void (*outlierAxpy)(const OutlierAxpy &a);
   /// Dequantize n <= kLevelColumnRows rows by per-channel level tables
   /// into columns: cols[c*kLevelColumnRows + r] = levels[c * 2^bits +
   /// code(rows[r], first + c)], exact lookups (a pre-RoPE KVQuant key
@@ -482,7 +503,8 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(axpyHalfRows)                                                              \
   X(dotLut)                                                                    \
   X(dotLutRows)                                                                \
-  X(outlierTerms)                                                              \
+  X(outlierScores)                                                             \
+  X(outlierAxpy)                                                               \
   X(levelColumns)                                                              \
   X(axpyLutRows)                                                               \
   X(dotNibbleRows)                                                             \

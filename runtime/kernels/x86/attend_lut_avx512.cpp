@@ -313,45 +313,117 @@ KVQ_AVX512 void dotLutRowsAvx512(const uint8_t *const *rows, int64_t n,
   }
 }
 
-/// outlierTerms for 16 entries per step: the entries' words split into
-/// channels and fp16 values (vcvtph2ps, exact like halfToFloat), the head
-/// of each channel by an exact float division (channels < 2^16), then
-/// gathers of the query, the code's word and the table entry.
-KVQ_AVX512 void outlierTermsAvx512(const OutlierTerms &a) {
-  static_assert(KVQ_OUTLIER_BYTES == 4 && kvq_outlier_value_half(0) == 0 &&
-                    kvq_outlier_channel_half(0) == 1,
-                "an entry is one little-endian word: value, then channel");
+/// An outlier entry's fields, 16 entries at a time: channels and fp16
+/// values (vcvtph2ps, exact like halfToFloat), and the head of each channel
+/// by an exact float division (channels < 2^16).
+struct OutlierLanes {
+  __m512i ch, h;
+  __m512 x;
+};
+
+static_assert(KVQ_OUTLIER_BYTES == 4 && kvq_outlier_value_half(0) == 0 &&
+                  kvq_outlier_channel_half(0) == 1,
+              "an entry is one little-endian word: value, then channel");
+
+KVQ_AVX512 inline OutlierLanes outlierLanes(const uint8_t *entries, __mmask16 m,
+                                            __m512 dF) {
+  const __m512i e = _mm512_maskz_loadu_epi32(m, entries);
+  OutlierLanes r;
+  r.ch = _mm512_srli_epi32(e, 16);
+  r.x = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(e));
+  r.h = _mm512_cvttps_epi32(
+      _mm512_div_ps(_mm512_cvtepi32_ps(r.ch), dF)); // floor(ch / d)
+  return r;
+}
+
+/// The codes of channels ch in a packed row: a gather of the word holding
+/// each code (`codes` readable 3 bytes past its last code), then a shift.
+KVQ_AVX512 inline __m512i codesAt(const uint8_t *codes, __mmask16 m, __m512i ch,
+                                  int bits) {
+  const __m512i bit = _mm512_mullo_epi32(ch, _mm512_set1_epi32(bits));
+  const __m512i word = _mm512_mask_i32gather_epi32(
+      _mm512_setzero_si512(), m, _mm512_srli_epi32(bit, 3), codes, 1);
+  return _mm512_and_si512(
+      _mm512_srlv_epi32(word, _mm512_and_si512(bit, _mm512_set1_epi32(7))),
+      _mm512_set1_epi32((1 << bits) - 1));
+}
+
+KVQ_AVX512 inline __mmask16 firstLanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+/// outlierScores 16 entries at a time: gathers of the query, the code and
+/// the table entry give the terms in a register; they are then added to
+/// the scores one by one in stored order (from a whole-register store:
+/// scalar loads of a masked store's data would wait for it to retire).
+KVQ_AVX512 void outlierScoresAvx512(const OutlierScores &a) {
   assert(a.bits >= 2 && a.bits <= 4);
-  const __m512i bits = _mm512_set1_epi32(a.bits);
-  const __m512i codeMask = _mm512_set1_epi32((1 << a.bits) - 1);
   const __m512 dF = _mm512_set1_ps(static_cast<float>(a.d));
   const __m512i headStride =
       _mm512_set1_epi32(static_cast<int32_t>((a.nq - 1) * a.d));
-  const __m512i jd = _mm512_set1_epi32(static_cast<int32_t>(a.j * a.d));
+  const __m512i nq = _mm512_set1_epi32(static_cast<int32_t>(a.nq));
+  alignas(64) float terms[16];
+  alignas(64) int32_t at[16];
   for (int64_t o = 0; o < a.k; o += 16) {
-    const __mmask16 m =
-        a.k - o >= 16 ? __mmask16(0xffff) : __mmask16((1u << (a.k - o)) - 1);
-    const __m512i e = _mm512_maskz_loadu_epi32(m, a.entries + 4 * o);
-    const __m512i ch = _mm512_srli_epi32(e, 16);
-    const __m512 x = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(e));
-    const __m512i h = _mm512_cvttps_epi32(
-        _mm512_div_ps(_mm512_cvtepi32_ps(ch), dF)); // floor(ch / d)
+    const __mmask16 m = firstLanes(a.k - o);
+    const OutlierLanes e = outlierLanes(a.entries + 4 * o, m, dF);
+    const __m512i code = codesAt(a.codes, m, e.ch, a.bits);
     // (h*nq + j)*d + cc = ch + h*(nq - 1)*d + j*d
-    const __m512i i = _mm512_add_epi32(
-        _mm512_add_epi32(ch, _mm512_mullo_epi32(h, headStride)), jd);
-    const __m512 q =
-        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, a.q, 4);
-    const __m512i bit = _mm512_mullo_epi32(ch, bits);
-    const __m512i word = _mm512_mask_i32gather_epi32(
-        _mm512_setzero_si512(), m, _mm512_srli_epi32(bit, 3), a.codes, 1);
-    const __m512i code = _mm512_and_si512(
-        _mm512_srlv_epi32(word, _mm512_and_si512(bit, _mm512_set1_epi32(7))),
-        codeMask);
-    const __m512i li = _mm512_add_epi32(_mm512_sllv_epi32(i, bits), code);
-    const __m512 t =
-        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, li, a.lut, 4);
-    _mm512_mask_storeu_ps(a.terms + o, m,
-                          _mm512_sub_ps(_mm512_mul_ps(q, x), t));
+    const __m512i i0 =
+        _mm512_add_epi32(e.ch, _mm512_mullo_epi32(e.h, headStride));
+    const __m512i s0 = _mm512_mullo_epi32(e.h, nq);
+    for (int64_t j = 0; j < a.nq; ++j) {
+      const __m512i i = _mm512_add_epi32(
+          i0, _mm512_set1_epi32(static_cast<int32_t>(j * a.d)));
+      const __m512 q =
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, a.q, 4);
+      const __m512i li = _mm512_add_epi32(_mm512_slli_epi32(i, a.bits), code);
+      const __m512 t =
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, li, a.lut, 4);
+      _mm512_store_ps(terms, _mm512_sub_ps(_mm512_mul_ps(q, e.x), t));
+      _mm512_store_si512(
+          at, _mm512_add_epi32(s0, _mm512_set1_epi32(static_cast<int32_t>(j))));
+      for (int64_t l = 0, n = std::min<int64_t>(16, a.k - o); l < n; ++l)
+        a.scores[at[l]] += terms[l];
+    }
+  }
+}
+
+/// outlierAxpy 16 entries at a time: gathers of the code, the level and
+/// the weight, then a gather, add and scatter of the accumulators (the
+/// channels are distinct, so no two lanes share one).
+KVQ_AVX512 void outlierAxpyAvx512(const OutlierAxpy &a) {
+  assert(a.bits >= 2 && a.bits <= 4);
+  const __m512 dF = _mm512_set1_ps(static_cast<float>(a.d));
+  const __m512i headStride =
+      _mm512_set1_epi32(static_cast<int32_t>((a.nq - 1) * a.d));
+  const __m512i nq = _mm512_set1_epi32(static_cast<int32_t>(a.nq));
+  const __m512i levelCount =
+      _mm512_set1_epi32(static_cast<int32_t>(a.levelCount));
+  for (int64_t o = 0; o < a.k; o += 16) {
+    const __mmask16 m = firstLanes(a.k - o);
+    const OutlierLanes e = outlierLanes(a.entries + 4 * o, m, dF);
+    const __m512i code = codesAt(a.codes, m, e.ch, a.bits);
+    const __m512 level = _mm512_mask_i32gather_ps(
+        _mm512_setzero_ps(), m,
+        _mm512_add_epi32(_mm512_mullo_epi32(e.h, levelCount), code), a.levels,
+        4);
+    const __m512i i0 =
+        _mm512_add_epi32(e.ch, _mm512_mullo_epi32(e.h, headStride));
+    const __m512i w0 = _mm512_mullo_epi32(e.h, nq);
+    for (int64_t j = 0; j < a.nq; ++j) {
+      const __m512 w = _mm512_mask_i32gather_ps(
+          _mm512_setzero_ps(), m,
+          _mm512_add_epi32(w0, _mm512_set1_epi32(static_cast<int32_t>(j))), a.w,
+          4);
+      const __m512i i = _mm512_add_epi32(
+          i0, _mm512_set1_epi32(static_cast<int32_t>(j * a.d)));
+      const __m512 acc =
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, a.acc, 4);
+      const __m512 term =
+          _mm512_sub_ps(_mm512_mul_ps(w, e.x), _mm512_mul_ps(w, level));
+      _mm512_mask_i32scatter_ps(a.acc, m, i, _mm512_add_ps(acc, term), 4);
+    }
   }
 }
 
@@ -461,10 +533,12 @@ void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
     ops.dotLutRows = lutRowTilesCover(s.keyBits, s.d)
                          ? dotLutRowsEntry<dotLutRowsAvx512>
                          : dotLutRowsByRow<dotLutAvx512>;
-    ops.outlierTerms = outlierTermsAvx512;
+    ops.outlierScores = outlierScoresAvx512;
     if (lutRowTilesCover(s.keyBits, s.d))
       ops.levelColumns = levelColumnsAvx512;
   }
   if (lutRows(s.valueBits, s.d))
     ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;
+  if (s.valueBits >= 2 && s.valueBits <= 4)
+    ops.outlierAxpy = outlierAxpyAvx512;
 }

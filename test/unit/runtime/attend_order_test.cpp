@@ -278,12 +278,55 @@ TEST(AttendOrder, LookupDotsOfManyRowsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkLookupDotsOfManyRowsAreCanonical);
 }
 
-/// outlierTerms: a row's outlier entries (ascending channels over three
-/// heads; values normal, subnormal, zero and negative) against the product
-/// tables of 1 to 3 query vectors: each term the float product, then the
-/// float difference, on every table; 1 to 37 entries (whole vectors of
-/// 16 and the remainders).
-void checkOutlierTermsAreExact(const KernelTable &table) {
+/// A row of packed codes over three heads followed by k outlier entries
+/// (ascending channels spread over the heads; values normal, subnormal,
+/// zero and negative), for the outlier kernels.
+struct OutlierRow {
+  std::vector<uint8_t> codes, block;
+  std::vector<int64_t> channel;
+  std::vector<uint16_t> value;
+  const uint8_t *entries() const {
+    return block.data() + packedBytes(static_cast<int64_t>(codes.size()), bits);
+  }
+  int bits = 0;
+};
+
+OutlierRow outlierRow(Rng &rng, int bits, int64_t C, int64_t k) {
+  const int64_t L = int64_t{1} << bits;
+  OutlierRow r;
+  r.bits = bits;
+  r.codes.resize(static_cast<size_t>(C));
+  for (uint8_t &c : r.codes)
+    c = static_cast<uint8_t>(rng.uniform() * static_cast<double>(L)) &
+        static_cast<uint8_t>(L - 1);
+  r.block.assign(static_cast<size_t>(packedBytes(C, bits) + k * 4), 0);
+  packCodesRef(r.codes.data(), C, bits, r.block.data());
+  const uint16_t special[] = {0x0001, 0x83ff, 0x0000, 0x8000, 0x7bff};
+  uint8_t *entries = r.block.data() + packedBytes(C, bits);
+  for (int64_t o = 0; o < k; ++o) {
+    const int64_t c = (o * C) / k + (o % 2);
+    const uint16_t v =
+        o < 5 ? special[o] : floatToHalf(static_cast<float>(rng.normal() * 8));
+    r.channel.push_back(c);
+    r.value.push_back(v);
+    const uint16_t e[2] = {v, static_cast<uint16_t>(c)};
+    std::memcpy(entries + 4 * o, e, 4);
+  }
+  return r;
+}
+
+std::vector<float> normals(Rng &rng, int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float &v : x)
+    v = static_cast<float>(rng.normal());
+  return x;
+}
+
+/// outlierScores: a row's outliers against the product tables of 1 to 3
+/// query vectors: each term the float product, then the float difference,
+/// added to its head's score in stored order, on every table; 1 to 37
+/// entries (whole vectors of 16 and the remainders).
+void checkOutlierScoresAreExact(const KernelTable &table) {
   for (int bits : {2, 3, 4})
     for (int64_t d : {int64_t{96}, int64_t{128}})
       for (int64_t nq : {int64_t{1}, int64_t{3}}) {
@@ -291,72 +334,103 @@ void checkOutlierTermsAreExact(const KernelTable &table) {
         const AttendOps ops =
             selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
         Rng rng(static_cast<uint64_t>(7 * bits + d + nq));
-        std::vector<uint8_t> codes(static_cast<size_t>(C));
-        for (uint8_t &c : codes)
-          c = static_cast<uint8_t>(rng.uniform() * static_cast<double>(L)) &
-              static_cast<uint8_t>(L - 1);
-        std::vector<uint8_t> block(
-            static_cast<size_t>(packedBytes(C, bits) + 37 * 4));
-        packCodesRef(codes.data(), C, bits, block.data());
-        std::vector<float> q(static_cast<size_t>(heads * nq * d)),
-            lut(static_cast<size_t>(heads * nq * d * L));
-        for (float &x : q)
-          x = static_cast<float>(rng.normal());
-        for (float &x : lut)
-          x = static_cast<float>(rng.normal());
-        const uint16_t special[] = {0x0001, 0x83ff, 0x0000, 0x8000, 0x7bff};
+        const std::vector<float> q = normals(rng, heads * nq * d),
+                                 lut = normals(rng, heads * nq * d * L);
         for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{37}}) {
-          uint8_t *entries = block.data() + packedBytes(C, bits);
-          std::vector<int64_t> channel(static_cast<size_t>(k));
-          std::vector<uint16_t> value(static_cast<size_t>(k));
-          for (int64_t o = 0; o < k; ++o) {
-            channel[static_cast<size_t>(o)] = (o * C) / k + (o % 2);
-            value[static_cast<size_t>(o)] =
-                o < 5 ? special[o]
-                      : floatToHalf(static_cast<float>(rng.normal() * 8));
-            const uint16_t e[2] = {
-                value[static_cast<size_t>(o)],
-                static_cast<uint16_t>(channel[static_cast<size_t>(o)])};
-            std::memcpy(entries + 4 * o, e, 4);
-          }
-          for (int64_t j = 0; j < nq; ++j) {
-            std::vector<float> terms(static_cast<size_t>(k + 1), -7.0f);
-            OutlierTerms args;
-            args.entries = entries;
-            args.k = k;
-            args.codes = block.data();
-            args.bits = bits;
-            args.q = q.data();
-            args.lut = lut.data();
-            args.nq = nq;
-            args.d = d;
-            args.j = j;
-            args.terms = terms.data();
-            ops.outlierTerms(args);
-            for (int64_t o = 0; o < k; ++o) {
-              const int64_t c = channel[static_cast<size_t>(o)];
+          const OutlierRow row = outlierRow(rng, bits, C, k);
+          std::vector<float> scores = normals(rng, heads * nq + 1);
+          std::vector<float> want = scores;
+          OutlierScores args;
+          args.entries = row.entries();
+          args.k = k;
+          args.codes = row.block.data();
+          args.bits = bits;
+          args.q = q.data();
+          args.lut = lut.data();
+          args.nq = nq;
+          args.d = d;
+          args.scores = scores.data();
+          ops.outlierScores(args);
+          for (int64_t o = 0; o < k; ++o)
+            for (int64_t j = 0; j < nq; ++j) {
+              const int64_t c = row.channel[static_cast<size_t>(o)];
               const int64_t i = (c / d * nq + j) * d + c % d;
-              const float product = q[static_cast<size_t>(i)] *
-                                    halfToFloat(value[static_cast<size_t>(o)]);
-              const float want =
+              const float product =
+                  q[static_cast<size_t>(i)] *
+                  halfToFloat(row.value[static_cast<size_t>(o)]);
+              const float term =
                   product - lut[static_cast<size_t>(
-                                i * L + codes[static_cast<size_t>(c)])];
-              ASSERT_EQ(bitsOf(terms[static_cast<size_t>(o)]), bitsOf(want))
-                  << "bits " << bits << " d " << d << " nq " << nq << " k " << k
-                  << " query " << j << " entry " << o;
+                                i * L + row.codes[static_cast<size_t>(c)])];
+              want[static_cast<size_t>(c / d * nq + j)] += term;
             }
-            ASSERT_EQ(terms[static_cast<size_t>(k)], -7.0f)
-                << "wrote past its terms";
-          }
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(bitsOf(scores[i]), bitsOf(want[i]))
+                << "bits " << bits << " d " << d << " nq " << nq << " k " << k
+                << " score " << i;
         }
       }
 }
 
-TEST(AttendOrder, OutlierTermsAreExact) {
-  checkOutlierTermsAreExact(referenceKernels());
+TEST(AttendOrder, OutlierScoresAreExact) {
+  checkOutlierScoresAreExact(referenceKernels());
   if (HasFatalFailure())
     return;
-  FOR_EACH_SIMD_TABLE(checkOutlierTermsAreExact);
+  FOR_EACH_SIMD_TABLE(checkOutlierScoresAreExact);
+}
+
+/// outlierAxpy: a value row's outliers, each acc += w * x - w * level of
+/// its channel's slot for 1 to 3 query vectors; every accumulator (the
+/// untouched ones too) compared bit for bit on every table.
+void checkOutlierAxpyIsExact(const KernelTable &table) {
+  for (int bits : {2, 3, 4})
+    for (int64_t d : {int64_t{96}, int64_t{128}})
+      for (int64_t nq : {int64_t{1}, int64_t{3}}) {
+        const int64_t heads = 3, L = int64_t{1} << bits, C = heads * d;
+        const AttendOps ops =
+            selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
+        Rng rng(static_cast<uint64_t>(11 * bits + d + nq));
+        const std::vector<float> levels = normals(rng, heads * L),
+                                 w = normals(rng, heads * nq);
+        for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{37}}) {
+          const OutlierRow row = outlierRow(rng, bits, C, k);
+          std::vector<float> acc = normals(rng, heads * nq * d);
+          std::vector<float> want = acc;
+          OutlierAxpy args;
+          args.entries = row.entries();
+          args.k = k;
+          args.codes = row.block.data();
+          args.bits = bits;
+          args.levels = levels.data();
+          args.levelCount = L;
+          args.w = w.data();
+          args.nq = nq;
+          args.d = d;
+          args.acc = acc.data();
+          ops.outlierAxpy(args);
+          for (int64_t o = 0; o < k; ++o) {
+            const int64_t c = row.channel[static_cast<size_t>(o)], h = c / d;
+            const float x = halfToFloat(row.value[static_cast<size_t>(o)]);
+            const float level = levels[static_cast<size_t>(
+                h * L + row.codes[static_cast<size_t>(c)])];
+            for (int64_t j = 0; j < nq; ++j) {
+              const float wj = w[static_cast<size_t>(h * nq + j)];
+              want[static_cast<size_t>((h * nq + j) * d + c % d)] +=
+                  wj * x - wj * level;
+            }
+          }
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(bitsOf(acc[i]), bitsOf(want[i]))
+                << "bits " << bits << " d " << d << " nq " << nq << " k " << k
+                << " accumulator " << i;
+        }
+      }
+}
+
+TEST(AttendOrder, OutlierAxpyIsExact) {
+  checkOutlierAxpyIsExact(referenceKernels());
+  if (HasFatalFailure())
+    return;
+  FOR_EACH_SIMD_TABLE(checkOutlierAxpyIsExact);
 }
 
 /// levelColumns: up to 16 token rows (each its own allocation, two heads)

@@ -161,9 +161,11 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
         << what;
     EXPECT_EQ(a512.axpyLutRows != a2.axpyLutRows, s.d % 64 == 0 && lutValueBits)
         << what;
-    EXPECT_EQ(a512.outlierTerms != a2.outlierTerms, s.d % 16 == 0 && lutBits)
+    EXPECT_EQ(a512.outlierScores != a2.outlierScores, s.d % 16 == 0 && lutBits)
         << what;
-    EXPECT_EQ(a2.outlierTerms, referenceAttendOps().outlierTerms) << what;
+    EXPECT_EQ(a2.outlierScores, referenceAttendOps().outlierScores) << what;
+    EXPECT_EQ(a512.outlierAxpy != a2.outlierAxpy, lutValueBits) << what;
+    EXPECT_EQ(a2.outlierAxpy, referenceAttendOps().outlierAxpy) << what;
     EXPECT_EQ(a512.levelColumns != a2.levelColumns,
               s.d % 32 == 0 && lutBits && s.d * s.keyBits <= 1024)
         << what;

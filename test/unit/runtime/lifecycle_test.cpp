@@ -776,6 +776,43 @@ TEST(LifecycleBadFile, AbsurdCountsAndValues) {
   expectCorrupt(b, "bad outlier counts");
 }
 
+/// A row's outlier channels must be strictly ascending, as the stores write
+/// them (attention adds value outliers to distinct accumulators at once):
+/// two entries of token 1's key row swapped, or one repeated, are refused.
+TEST(LifecycleBadFile, OutlierChannelsOutOfOrder) {
+  kvq_config cfg = cfgFor(KVQ_METHOD_KVQUANT);
+  cfg.refit_interval = 8;
+  cfg.residual_length = 16;
+  cfg.outlier_fraction = 0.05f; // 4 of a row's 64 channels
+  Cache c(cfg);
+  feed(c.h, gaussianKV(14, 40, kHeads, kDim), 20);
+  const std::vector<uint8_t> file = saveBytes(c.h);
+  kvq_cache_t *ok = nullptr;
+  ASSERT_EQ(load(file, &ok), KVQ_OK) << kvq_last_error();
+  kvq_cache_destroy(ok);
+  // Token 1's counts, then its key row: codes, then the entries (as in
+  // AbsurdCountsAndValues).
+  const size_t layer = kHeader + 8;
+  const size_t tables = 3 * (2 * kHeads * kDim * 8);
+  const size_t tok1 = layer + 32 + tables + 4 * kHeads * kDim;
+  const size_t kOut = file[tok1] | (size_t{file[tok1 + 1]} << 8);
+  ASSERT_GE(kOut, 2u);
+  const size_t entries =
+      tok1 + 4 + (size_t{kHeads} * kDim * cfg.key_bits + 7) / 8;
+  std::vector<uint8_t> b = file;
+  std::swap_ranges(b.begin() + static_cast<long>(entries),
+                   b.begin() + static_cast<long>(entries + 4),
+                   b.begin() + static_cast<long>(entries + 4));
+  reseal(b);
+  expectCorrupt(b, "bad key outlier");
+  b = file;
+  std::copy(file.begin() + static_cast<long>(entries + 2),
+            file.begin() + static_cast<long>(entries + 4),
+            b.begin() + static_cast<long>(entries + 6)); // same channel twice
+  reseal(b);
+  expectCorrupt(b, "bad key outlier");
+}
+
 //===----------------------------------------------------------------------===//
 // Across architectures
 //===----------------------------------------------------------------------===//
