@@ -60,8 +60,7 @@ kvq_status takeUniformBlock(ByteReader &r, int64_t bytes, int64_t n, int bits,
 
 /// A saved row's outlier list (fp16 value, u16 channel) x n: finite values,
 /// channels inside the row and strictly ascending, as the stores write
-/// them (attention adds a row's outliers by head runs and, for values,
-/// to distinct accumulators at once: AttendOps::outlierAxpy).
+/// them (AttendOps::outlierAxpy's contract: distinct channels).
 bool outliersOk(const uint8_t *p, int64_t n, int64_t channels) {
   const OutlierList<const uint8_t> list{p};
   int64_t previous = -1;

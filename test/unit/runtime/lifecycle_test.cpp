@@ -777,7 +777,7 @@ TEST(LifecycleBadFile, AbsurdCountsAndValues) {
 }
 
 /// A row's outlier channels must be strictly ascending, as the stores write
-/// them (attention adds value outliers to distinct accumulators at once):
+/// them (outlierAxpy takes distinct channels):
 /// two entries of token 1's key row swapped, or one repeated, are refused.
 TEST(LifecycleBadFile, OutlierChannelsOutOfOrder) {
   kvq_config cfg = cfgFor(KVQ_METHOD_KVQUANT);
