@@ -526,6 +526,70 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
   }
 }
 
+/// axpyLevelRows' tile: acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4
+/// accumulators in registers (lanes in blockCodes order, as LutTile512).
+/// A row's 64 codes are looked up in its level table once (one vpermps
+/// per 16) and shared by the NJ query vectors, each one FMA per element.
+template <int BITS> struct LevelTile512 {
+  const uint8_t *const *rows;
+  int64_t n;
+  const float *levels;
+  int64_t levelStride;
+  const float *w;
+  int64_t wStride, d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
+    static_assert(W == 64, "four zmm accumulators per query");
+    const __m512i channelOfLane =
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i laneOfChannel =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    __m512 a[NJ][4];
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        a[jj][b] = _mm512_permutexvar_ps(
+            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+    for (int64_t r = 0; r < n; ++r) {
+      // 2^BITS levels, readable up to 16 floats (the contract); blockCodes
+      // masks each code, so only the row's own levels are selected.
+      const __m512 table = _mm512_loadu_ps(levels + r * levelStride);
+      __m512 v[4];
+      for (int b = 0; b < 4; ++b)
+        v[b] = _mm512_permutexvar_ps(blockCodes<BITS>(rows[r], c0 + 16 * b),
+                                     table);
+      for (int jj = 0; jj < NJ; ++jj) {
+        const __m512 wj = _mm512_set1_ps(w[r * wStride + j0 + jj]);
+        for (int b = 0; b < 4; ++b)
+          a[jj][b] = _mm512_fmadd_ps(wj, v[b], a[jj][b]);
+      }
+    }
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
+                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+  }
+};
+
+template <int BITS> KVQ_AVX512 void levelTiles512(const LevelRowsAxpy &a) {
+  forEachAccTile<64, 64>(a.nq, a.d,
+                         LevelTile512<BITS>{a.rows, a.n, a.levels,
+                                            a.levelStride, a.w, a.wStride, a.d,
+                                            a.acc});
+}
+
+KVQ_AVX512 void axpyLevelRowsAvx512(const LevelRowsAxpy &a) {
+  assert(lutRows(a.bits, a.d));
+  switch (a.bits) {
+  case 2:
+    return levelTiles512<2>(a);
+  case 3:
+    return levelTiles512<3>(a);
+  default:
+    return levelTiles512<4>(a);
+  }
+}
+
 } // namespace
 
 void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
@@ -541,8 +605,10 @@ void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
     if (lutRowTilesCover(s.keyBits, s.d))
       ops.levelColumns = levelColumnsAvx512;
   }
-  if (lutRows(s.valueBits, s.d))
+  if (lutRows(s.valueBits, s.d)) {
     ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;
+    ops.axpyLevelRows = axpyLevelRowsAvx512;
+  }
   if (s.valueBits >= 2 && s.valueBits <= 4)
     ops.outlierAxpy = outlierAxpyAvx512;
 }

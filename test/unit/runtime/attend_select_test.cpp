@@ -178,7 +178,9 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
               a2.dotNibbleRows != referenceAttendOps().dotNibbleRows)
         << what;
     EXPECT_EQ(a512.dotCodes, a2.dotCodes) << what;
-    EXPECT_EQ(a512.axpyLevelRows, a2.axpyLevelRows) << what;
+    EXPECT_EQ(a512.axpyLevelRows != a2.axpyLevelRows,
+              s.d % 64 == 0 && lutValueBits)
+        << what;
     EXPECT_EQ(a2.groupWeightsHalf, nullptr) << what;
   }
 }
