@@ -44,6 +44,9 @@ struct AttendJob {
   std::vector<const uint8_t *> codeRows; ///< row pointers for *Rows ops
   std::vector<const uint16_t *> halfRows;
   std::vector<int64_t> positions;
+  /// Pre-RoPE KVQuant key tiles: per token of the tile, where its outlier
+  /// list continues for the next head (heads are scored in order).
+  std::vector<int64_t> outlierNext;
   /// Scratch a store's loadKeys keeps across chunks (the value pass leaves
   /// it alone), and which block it was derived from (null: none yet).
   std::vector<float> keyScratch;

@@ -485,9 +485,14 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
                            levels);
       job.keyScratchOf = table;
     }
+    job.outlierNext.assign(static_cast<size_t>(kKeyTile), 0);
     for (int64_t t = t0; t < t0 + kKeyTile; ++t) {
       const Slot &s = slots_[static_cast<size_t>(t)];
       rows[t - t0] = s.kq.p;
+      // The outlier list follows the codes, on a line levelColumns does
+      // not read: ask for it now, while the codes are decoded.
+      if (s.kOut > 0)
+        __builtin_prefetch(s.kq.p + keyRow_.outliersOffset());
       // The value pass reads these tokens' value blocks next: ask now.
       for (int64_t off = 0; off < s.vq.size; off += 64)
         __builtin_prefetch(s.vq.p + off);
@@ -504,17 +509,23 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
   a.d = d;
   a.cols = cols;
   job.ops.levelColumns(a);
+  // Each token's outliers of this head, from where the previous head's
+  // ended (channel order), written over their slots.
+  int64_t *next = job.outlierNext.data();
   for (int64_t t = t0; t < t0 + kKeyTile; ++t) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     const OutlierList<const uint8_t> outliers{s.kq.p +
                                               keyRow_.outliersOffset()};
-    for (int64_t o = 0; o < s.kOut; ++o) {
-      const int64_t c = outliers.at(o).channel - h * d;
+    int64_t o = next[t - t0];
+    for (; o < s.kOut; ++o) {
+      const OutlierEntry e = outliers.at(o);
+      const int64_t c = e.channel - h * d;
       if (c >= d)
-        break; // channel order: the rest are later heads'
+        break; // the rest are later heads'
       if (c >= 0)
-        cols[c * kKeyTile + (t - t0)] = halfToFloat(outliers.at(o).value);
+        cols[c * kKeyTile + (t - t0)] = halfToFloat(e.value);
     }
+    next[t - t0] = o;
   }
   ropeScoresColumns(cols, cos, sin, job.ropeQueries, h * job.nq, job.nq,
                     interleaved, out, outStride);
