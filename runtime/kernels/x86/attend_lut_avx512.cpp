@@ -463,8 +463,31 @@ KVQ_AVX512 inline __m512i blockIndex(const uint8_t *row, int64_t c) {
       _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32))), shift);
 }
 
+/// NJ query vectors x 64 channels of the accumulator plane in registers,
+/// lanes in blockCodes order (permuted on load and store), for the tiles
+/// of axpyLutRows and axpyLevelRows.
+template <int NJ> struct AccTile512 {
+  __m512 a[NJ][4];
+  KVQ_AVX512 void load(const float *acc, int64_t j0, int64_t c0, int64_t d) {
+    const __m512i channelOfLane =
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        a[jj][b] = _mm512_permutexvar_ps(
+            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+  }
+  KVQ_AVX512 void store(float *acc, int64_t j0, int64_t c0, int64_t d) const {
+    const __m512i laneOfChannel =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < 4; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
+                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+  }
+};
+
 /// acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4 accumulators in
-/// registers, lanes in blockCodes order (permuted on load and store).
+/// registers (AccTile512).
 template <int BITS> struct LutTile512 {
   const uint8_t *const *rows;
   int64_t n;
@@ -475,15 +498,9 @@ template <int BITS> struct LutTile512 {
   template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
     static_assert(W == 64, "four zmm accumulators per query");
     constexpr int64_t E = 16; // lutEntries for 2-4 bits
-    const __m512i channelOfLane =
-        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    const __m512i laneOfChannel =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    __m512 a[NJ][4];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        a[jj][b] = _mm512_permutexvar_ps(
-            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+    AccTile512<NJ> t;
+    t.load(acc, j0, c0, d);
+    auto &a = t.a;
     for (int64_t r = 0; r < n; ++r) {
       __m512i idx[4];
       for (int b = 0; b < 4; ++b)
@@ -496,10 +513,7 @@ template <int BITS> struct LutTile512 {
               _mm512_add_ps(a[jj][b], _mm512_permutexvar_ps(idx[b], table));
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
-                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+    t.store(acc, j0, c0, d);
   }
 };
 
@@ -527,7 +541,7 @@ KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
 }
 
 /// axpyLevelRows' tile: acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4
-/// accumulators in registers (lanes in blockCodes order, as LutTile512).
+/// accumulators in registers (AccTile512).
 /// A row's 64 codes are looked up in its level table once (one vpermps
 /// per 16) and shared by the NJ query vectors, each one FMA per element.
 template <int BITS> struct LevelTile512 {
@@ -541,15 +555,9 @@ template <int BITS> struct LevelTile512 {
 
   template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
     static_assert(W == 64, "four zmm accumulators per query");
-    const __m512i channelOfLane =
-        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    const __m512i laneOfChannel =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    __m512 a[NJ][4];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        a[jj][b] = _mm512_permutexvar_ps(
-            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+    AccTile512<NJ> t;
+    t.load(acc, j0, c0, d);
+    auto &a = t.a;
     for (int64_t r = 0; r < n; ++r) {
       // 2^BITS levels, readable up to 16 floats (the contract); blockCodes
       // masks each code, so only the row's own levels are selected.
@@ -564,10 +572,7 @@ template <int BITS> struct LevelTile512 {
           a[jj][b] = _mm512_fmadd_ps(wj, v[b], a[jj][b]);
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
-                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+    t.store(acc, j0, c0, d);
   }
 };
 

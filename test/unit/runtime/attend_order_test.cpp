@@ -322,53 +322,79 @@ std::vector<float> normals(Rng &rng, int64_t n) {
   return x;
 }
 
-/// outlierScores: a row's outliers against the product tables of 1 to 3
-/// query vectors: each term the float product, then the float difference,
-/// added to its head's score in stored order, on every table; 1 to 37
-/// entries (whole vectors of 16 and the remainders).
-void checkOutlierScoresAreExact(const KernelTable &table) {
+/// One case of the outlier kernels' tests.
+struct OutlierCase {
+  int bits;
+  int64_t d, nq, k, heads;
+  std::string what() const {
+    return "bits " + std::to_string(bits) + " d " + std::to_string(d) + " nq " +
+           std::to_string(nq) + " k " + std::to_string(k);
+  }
+};
+
+/// check(ops, rng, row, case) for 2-4 bits, head widths 96 and 128, 1 and 3
+/// query vectors, and rows of 1, 16 and 37 outliers (whole vectors of 16
+/// and the remainders) over three heads.
+template <class Check>
+void forEachOutlierRow(const KernelTable &table, uint64_t seed,
+                       const Check &check) {
   for (int bits : {2, 3, 4})
     for (int64_t d : {int64_t{96}, int64_t{128}})
       for (int64_t nq : {int64_t{1}, int64_t{3}}) {
-        const int64_t heads = 3, L = int64_t{1} << bits, C = heads * d;
+        const int64_t heads = 3;
         const AttendOps ops =
             selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
-        Rng rng(static_cast<uint64_t>(7 * bits + d + nq));
-        const std::vector<float> q = normals(rng, heads * nq * d),
-                                 lut = normals(rng, heads * nq * d * L);
+        Rng rng(seed * static_cast<uint64_t>(bits) +
+                static_cast<uint64_t>(d + nq));
         for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{37}}) {
-          const OutlierRow row = outlierRow(rng, bits, C, k);
-          std::vector<float> scores = normals(rng, heads * nq + 1);
-          std::vector<float> want = scores;
-          OutlierScores args;
-          args.entries = row.entries();
-          args.k = k;
-          args.codes = row.block.data();
-          args.bits = bits;
-          args.q = q.data();
-          args.lut = lut.data();
-          args.nq = nq;
-          args.d = d;
-          args.scores = scores.data();
-          ops.outlierScores(args);
-          for (int64_t o = 0; o < k; ++o)
-            for (int64_t j = 0; j < nq; ++j) {
-              const int64_t c = row.channel[static_cast<size_t>(o)];
-              const int64_t i = (c / d * nq + j) * d + c % d;
-              const float product =
-                  q[static_cast<size_t>(i)] *
-                  halfToFloat(row.value[static_cast<size_t>(o)]);
-              const float term =
-                  product - lut[static_cast<size_t>(
-                                i * L + row.codes[static_cast<size_t>(c)])];
-              want[static_cast<size_t>(c / d * nq + j)] += term;
-            }
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_EQ(bitsOf(scores[i]), bitsOf(want[i]))
-                << "bits " << bits << " d " << d << " nq " << nq << " k " << k
-                << " score " << i;
+          const OutlierRow row = outlierRow(rng, bits, heads * d, k);
+          check(ops, rng, row, OutlierCase{bits, d, nq, k, heads});
+          if (testing::Test::HasFatalFailure())
+            return;
         }
       }
+}
+
+/// outlierScores: a row's outliers against the product tables of the
+/// query vectors: each term the float product, then the float difference,
+/// added to its head's score in stored order, on every table.
+void checkOutlierScoresAreExact(const KernelTable &table) {
+  forEachOutlierRow(
+      table, 7,
+      [](const AttendOps &ops, Rng &rng, const OutlierRow &row,
+         const OutlierCase &e) {
+        const int64_t L = int64_t{1} << e.bits, d = e.d, nq = e.nq;
+        const std::vector<float> q = normals(rng, e.heads * nq * d),
+                                 lut = normals(rng, e.heads * nq * d * L);
+        std::vector<float> scores = normals(rng, e.heads * nq + 1);
+        std::vector<float> want = scores;
+        OutlierScores args;
+        args.entries = row.entries();
+        args.k = e.k;
+        args.codes = row.block.data();
+        args.bits = e.bits;
+        args.q = q.data();
+        args.lut = lut.data();
+        args.nq = nq;
+        args.d = d;
+        args.scores = scores.data();
+        ops.outlierScores(args);
+        for (int64_t o = 0; o < e.k; ++o)
+          for (int64_t j = 0; j < nq; ++j) {
+            const int64_t c = row.channel[static_cast<size_t>(o)];
+            const int64_t i = (c / d * nq + j) * d + c % d;
+            const float product =
+                q[static_cast<size_t>(i)] *
+                halfToFloat(row.value[static_cast<size_t>(o)]);
+            const float term =
+                product - lut[static_cast<size_t>(
+                              i * L + row.codes[static_cast<size_t>(c)])];
+            want[static_cast<size_t>(c / d * nq + j)] += term;
+          }
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(bitsOf(scores[i]), bitsOf(want[i]))
+              << e.what() << " score " << i;
+      });
 }
 
 TEST(AttendOrder, OutlierScoresAreExact) {
@@ -379,51 +405,45 @@ TEST(AttendOrder, OutlierScoresAreExact) {
 }
 
 /// outlierAxpy: a value row's outliers, each acc += w * x - w * level of
-/// its channel's slot for 1 to 3 query vectors; every accumulator (the
+/// its channel's slot for every query vector; every accumulator (the
 /// untouched ones too) compared bit for bit on every table.
 void checkOutlierAxpyIsExact(const KernelTable &table) {
-  for (int bits : {2, 3, 4})
-    for (int64_t d : {int64_t{96}, int64_t{128}})
-      for (int64_t nq : {int64_t{1}, int64_t{3}}) {
-        const int64_t heads = 3, L = int64_t{1} << bits, C = heads * d;
-        const AttendOps ops =
-            selectAttendOps(table, AttendShape{d, heads, 32, bits, bits});
-        Rng rng(static_cast<uint64_t>(11 * bits + d + nq));
-        const std::vector<float> levels = normals(rng, heads * L),
-                                 w = normals(rng, heads * nq);
-        for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{37}}) {
-          const OutlierRow row = outlierRow(rng, bits, C, k);
-          std::vector<float> acc = normals(rng, heads * nq * d);
-          std::vector<float> want = acc;
-          OutlierAxpy args;
-          args.entries = row.entries();
-          args.k = k;
-          args.codes = row.block.data();
-          args.bits = bits;
-          args.levels = levels.data();
-          args.levelCount = L;
-          args.w = w.data();
-          args.nq = nq;
-          args.d = d;
-          args.acc = acc.data();
-          ops.outlierAxpy(args);
-          for (int64_t o = 0; o < k; ++o) {
-            const int64_t c = row.channel[static_cast<size_t>(o)], h = c / d;
-            const float x = halfToFloat(row.value[static_cast<size_t>(o)]);
-            const float level = levels[static_cast<size_t>(
-                h * L + row.codes[static_cast<size_t>(c)])];
-            for (int64_t j = 0; j < nq; ++j) {
-              const float wj = w[static_cast<size_t>(h * nq + j)];
-              want[static_cast<size_t>((h * nq + j) * d + c % d)] +=
-                  wj * x - wj * level;
-            }
+  forEachOutlierRow(
+      table, 11,
+      [](const AttendOps &ops, Rng &rng, const OutlierRow &row,
+         const OutlierCase &e) {
+        const int64_t L = int64_t{1} << e.bits, d = e.d, nq = e.nq;
+        const std::vector<float> levels = normals(rng, e.heads * L),
+                                 w = normals(rng, e.heads * nq);
+        std::vector<float> acc = normals(rng, e.heads * nq * d);
+        std::vector<float> want = acc;
+        OutlierAxpy args;
+        args.entries = row.entries();
+        args.k = e.k;
+        args.codes = row.block.data();
+        args.bits = e.bits;
+        args.levels = levels.data();
+        args.levelCount = L;
+        args.w = w.data();
+        args.nq = nq;
+        args.d = d;
+        args.acc = acc.data();
+        ops.outlierAxpy(args);
+        for (int64_t o = 0; o < e.k; ++o) {
+          const int64_t c = row.channel[static_cast<size_t>(o)], h = c / d;
+          const float x = halfToFloat(row.value[static_cast<size_t>(o)]);
+          const float level = levels[static_cast<size_t>(
+              h * L + row.codes[static_cast<size_t>(c)])];
+          for (int64_t j = 0; j < nq; ++j) {
+            const float wj = w[static_cast<size_t>(h * nq + j)];
+            want[static_cast<size_t>((h * nq + j) * d + c % d)] +=
+                wj * x - wj * level;
           }
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_EQ(bitsOf(acc[i]), bitsOf(want[i]))
-                << "bits " << bits << " d " << d << " nq " << nq << " k " << k
-                << " accumulator " << i;
         }
-      }
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(bitsOf(acc[i]), bitsOf(want[i]))
+              << e.what() << " accumulator " << i;
+      });
 }
 
 TEST(AttendOrder, OutlierAxpyIsExact) {
