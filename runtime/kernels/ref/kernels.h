@@ -16,6 +16,7 @@
 #include "kvq/runtime.h"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace kvq {
@@ -287,6 +288,21 @@ struct OutlierAxpy {
   int64_t nq = 0, d = 0;
   float *acc = nullptr; ///< [heads][nq][d]
 };
+
+/// Whether the indices an outlier kernel forms for a list of k entries
+/// (ascending channels; the last has the largest head h) stay below 2^31
+/// after scaling by `scale`: ((h + 1) * nq * d) * scale. SIMD versions
+/// gather with 32-bit lane indices and take the reference otherwise (a call
+/// with ~2^27 query elements per head or more: 8 GB of product tables).
+inline bool outlierIndicesFit(const uint8_t *entries, int64_t k, int64_t nq,
+                              int64_t d, int64_t scale) {
+  if (k == 0)
+    return true;
+  uint16_t last[2]; // value, channel (blocks.h)
+  std::memcpy(last, entries + 4 * (k - 1), sizeof last);
+  const int64_t heads = last[1] / d + 1;
+  return nq * d < (int64_t{1} << 31) / (heads * scale);
+}
 
 /// axpyLutRows' operands.
 struct LutRowsAxpy {

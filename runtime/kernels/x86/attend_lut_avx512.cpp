@@ -358,6 +358,8 @@ KVQ_AVX512 inline __mmask16 firstLanes(int64_t n) {
 /// scalar loads of a masked store's data would wait for it to retire).
 KVQ_AVX512 void outlierScoresAvx512(const OutlierScores &a) {
   assert(a.bits >= 2 && a.bits <= 4);
+  if (!outlierIndicesFit(a.entries, a.k, a.nq, a.d, int64_t{1} << a.bits))
+    return referenceAttendOps().outlierScores(a);
   const __m512 dF = _mm512_set1_ps(static_cast<float>(a.d));
   const __m512i headStride =
       _mm512_set1_epi32(static_cast<int32_t>((a.nq - 1) * a.d));
@@ -395,6 +397,8 @@ KVQ_AVX512 void outlierScoresAvx512(const OutlierScores &a) {
 /// (a gather and scatter of the accumulators measured slower).
 KVQ_AVX512 void outlierAxpyAvx512(const OutlierAxpy &a) {
   assert(a.bits >= 2 && a.bits <= 4);
+  if (!outlierIndicesFit(a.entries, a.k, a.nq, a.d, 1))
+    return referenceAttendOps().outlierAxpy(a);
   const __m512 dF = _mm512_set1_ps(static_cast<float>(a.d));
   const __m512i headStride =
       _mm512_set1_epi32(static_cast<int32_t>((a.nq - 1) * a.d));
