@@ -290,18 +290,21 @@ struct OutlierAxpy {
 };
 
 /// Whether the indices an outlier kernel forms for a list of k entries
-/// (ascending channels; the last has the largest head h) stay below 2^31
-/// after scaling by `scale`: ((h + 1) * nq * d) * scale. SIMD versions
-/// gather with 32-bit lane indices and take the reference otherwise (a call
-/// with ~2^27 query elements per head or more: 8 GB of product tables).
+/// stay below 2^31: an entry of channel c = h*d + cc forms indices below
+/// (h + 1) * d * nq * scale <= (c + d) * nq * scale, and the last entry has
+/// the largest channel (ascending), so one bound without a division (the
+/// check runs per row). SIMD versions gather with 32-bit lane indices and
+/// take the reference otherwise (~2^27 query elements per KV head or more:
+/// gigabytes of product tables).
 inline bool outlierIndicesFit(const uint8_t *entries, int64_t k, int64_t nq,
                               int64_t d, int64_t scale) {
   if (k == 0)
     return true;
+  if (nq >= (int64_t{1} << 31))
+    return false;
   uint16_t last[2]; // value, channel (blocks.h)
   std::memcpy(last, entries + 4 * (k - 1), sizeof last);
-  const int64_t heads = last[1] / d + 1;
-  return nq * d < (int64_t{1} << 31) / (heads * scale);
+  return (last[1] + d) * nq * scale < (int64_t{1} << 31);
 }
 
 /// axpyLutRows' operands.

@@ -446,20 +446,22 @@ void checkOutlierAxpyIsExact(const KernelTable &table) {
       });
 }
 
-/// The outlier kernels' 32-bit gathers: a list whose last channel lies in
-/// head 7 of 128-channel heads forms indices up to 8 * nq * 128 * scale.
+/// The outlier kernels' 32-bit gathers: a list whose last channel is 899
+/// (head 7 of 128-channel heads) is bounded by (899 + 128) * nq * scale.
 TEST(AttendOrder, OutlierIndicesFitBelowTwoToThe31) {
   uint8_t entries[8] = {};
-  const uint16_t first[2] = {0x3c00, 5}, last[2] = {0x3c00, 7 * 128 + 3};
+  const uint16_t first[2] = {0x3c00, 5}, last[2] = {0x3c00, 899};
   std::memcpy(entries, first, 4);
   std::memcpy(entries + 4, last, 4);
-  const int64_t limit = (int64_t{1} << 31) / (8 * 16); // nq * d below it
-  EXPECT_TRUE(outlierIndicesFit(entries, 2, limit / 128 - 1, 128, 16));
-  EXPECT_FALSE(outlierIndicesFit(entries, 2, limit / 128, 128, 16));
-  EXPECT_TRUE(outlierIndicesFit(entries, 2, limit / 128, 128, 1));
-  // Only the last entry's head counts; an empty list always fits.
-  EXPECT_TRUE(outlierIndicesFit(entries, 1, limit / 128, 128, 16));
+  const int64_t nq = (int64_t{1} << 31) / (1027 * 16); // 130688
+  EXPECT_TRUE(outlierIndicesFit(entries, 2, nq, 128, 16));
+  EXPECT_FALSE(outlierIndicesFit(entries, 2, nq + 1, 128, 16));
+  EXPECT_TRUE(outlierIndicesFit(entries, 2, nq + 1, 128, 1));
+  // Only the last entry counts; an empty list always fits; nq alone past
+  // 2^31 never does.
+  EXPECT_TRUE(outlierIndicesFit(entries, 1, nq + 1, 128, 16));
   EXPECT_TRUE(outlierIndicesFit(entries, 0, int64_t{1} << 40, 128, 16));
+  EXPECT_FALSE(outlierIndicesFit(entries, 1, int64_t{1} << 31, 1, 1));
 }
 
 TEST(AttendOrder, OutlierAxpyIsExact) {
