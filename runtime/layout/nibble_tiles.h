@@ -66,18 +66,21 @@ inline void storeTileRows(const float *v, int64_t rows, float *out,
 }
 
 /// The walk of the SIMD dotNibbleRows versions: for query vectors j0 .. nq-1
-/// and rows [0, m) in steps of two TILE-row tiles (the second may be
-/// missing: it then repeats the first and its sums are dropped), sums(a, b,
-/// q + j*d, va, vb) writes TILE canonical sums per tile, stored to out.
-/// Two tiles per step keep eight addition chains in flight.
-template <int TILE, class TwoTileSums>
-void walkTilePairs(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
-                   int64_t nib0, int64_t P, const float *q, int64_t j0,
-                   int64_t nq, int64_t d, float *out, int64_t outStride,
-                   const TwoTileSums &sums) {
+/// in steps of QJ (while QJ remain) and rows [0, m) in steps of two
+/// TILE-row tiles (the second may be missing: it then repeats the first and
+/// its sums are dropped), sums(a, b, q + j*d, va, vb) writes TILE canonical
+/// sums per tile and query vector (va[jj*TILE + t]), stored to out. Two
+/// tiles per step keep eight addition chains in flight per query vector.
+/// Returns the first query vector not walked (nq when QJ is 1).
+template <int TILE, int QJ, class TwoTileSums>
+int64_t walkTilePairs(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
+                      int64_t nib0, int64_t P, const float *q, int64_t j0,
+                      int64_t nq, int64_t d, float *out, int64_t outStride,
+                      const TwoTileSums &sums) {
   uint64_t bufA[kMaxTileNibbles], bufB[kMaxTileNibbles];
-  alignas(64) float va[TILE], vb[TILE];
-  for (int64_t j = j0; j < nq; ++j)
+  alignas(64) float va[QJ * TILE], vb[QJ * TILE];
+  int64_t j = j0;
+  for (; j + QJ <= nq; j += QJ)
     for (int64_t r = 0; r < m; r += 2 * TILE) {
       const int64_t ra = m - r < TILE ? m - r : TILE;
       const int64_t rb = m - r - ra < TILE ? m - r - ra : TILE;
@@ -86,10 +89,13 @@ void walkTilePairs(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
           rb > 0 ? tileWords(codes, n, nib0, P, r0 + r + TILE, rb, TILE, bufB)
                  : a;
       sums(a, b, q + j * d, va, vb);
-      float *o = out + r * outStride + j;
-      storeTileRows(va, ra, o, outStride);
-      storeTileRows(vb, rb, o + TILE * outStride, outStride);
+      for (int jj = 0; jj < QJ; ++jj) {
+        float *o = out + r * outStride + j + jj;
+        storeTileRows(va + jj * TILE, ra, o, outStride);
+        storeTileRows(vb + jj * TILE, rb, o + TILE * outStride, outStride);
+      }
     }
+  return j;
 }
 
 } // namespace kvq

@@ -9,7 +9,9 @@
 // one shift, one table lookup and one addition per 16 (2-bit) codes, where
 // decoding codes to floats took a shift, a permute and an FMA per 8.
 //
-// - AVX-512F: 16 rows per zmm, `vpermps` reads a whole 16-entry table.
+// - AVX-512F: 16 rows per zmm, `vpermps` reads a whole 16-entry table;
+//   query vectors go in pairs where there are several (GQA), each
+//   nibble's words decoded once for both.
 // - AVX2: 8 rows per ymm; no 16-entry permute, so the lanes compute the
 //   terms with nibbleTerm's operations (termAvx2), as many vector uops per
 //   code as the row-major float kernel.
@@ -175,8 +177,8 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
       storeTileRows(va, rows, o, outStride);
       storeTileRows(vb, rows, o + 1, outStride);
     }
-  walkTilePairs<8>(codes, n, r0, m, nib0, P, q, j, nq, d, out, outStride,
-                   TwoTilesAvx2{bits, P});
+  walkTilePairs<8, 1>(codes, n, r0, m, nib0, P, q, j, nq, d, out, outStride,
+                      TwoTilesAvx2{bits, P});
 }
 
 //===----------------------------------------------------------------------===//
@@ -201,17 +203,30 @@ KVQ_AVX512 inline __m512 tableAvx512(const float *q, int64_t i) {
   }
 }
 
-/// Table term of nibble i for the 16 rows of a 64-bit word. The word is
+/// Table indices of nibble i for the 16 rows of a 64-bit word. The word is
 /// broadcast as two alternating 32-bit halves, so lane 2k holds row k and
-/// lane 2k+1 row 8 + k after the shift.
-KVQ_AVX512 inline __m512 termAvx512(const uint8_t *word, __m512 table) {
+/// lane 2k+1 row 8 + k after the shift (vpermps reads the low four bits).
+KVQ_AVX512 inline __m512i nibbleIndex(const uint8_t *word) {
   uint64_t w;
   std::memcpy(&w, word, 8);
   const __m512i shift = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20,
                                           20, 24, 24, 28, 28);
-  const __m512i idx =
-      _mm512_srlv_epi32(_mm512_set1_epi64(static_cast<int64_t>(w)), shift);
-  return _mm512_permutexvar_ps(idx, table);
+  return _mm512_srlv_epi32(_mm512_set1_epi64(static_cast<int64_t>(w)), shift);
+}
+
+/// Table term of nibble i for the 16 rows of a 64-bit word.
+KVQ_AVX512 inline __m512 termAvx512(const uint8_t *word, __m512 table) {
+  return _mm512_permutexvar_ps(nibbleIndex(word), table);
+}
+
+/// The four chains of a tile summed canonically, back in row order: row
+/// t < 8 is lane 2t, row 8 + t lane 2t + 1.
+KVQ_AVX512 inline __m512 tileSums(const __m512 (&A)[4]) {
+  const __m512i rowOrder =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  return _mm512_permutexvar_ps(
+      rowOrder,
+      _mm512_add_ps(_mm512_add_ps(A[0], A[1]), _mm512_add_ps(A[2], A[3])));
 }
 
 template <int BITS>
@@ -226,16 +241,56 @@ KVQ_AVX512 void twoTilesAvx512(TileWords a, TileWords b, const float *q,
       A[u] = _mm512_add_ps(A[u], termAvx512(a.base + (i + u) * a.stride, t));
       B[u] = _mm512_add_ps(B[u], termAvx512(b.base + (i + u) * b.stride, t));
     }
-  // Back to row order: row t < 8 is lane 2t, row 8 + t lane 2t + 1.
-  const __m512i rowOrder =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-  ra =
-      _mm512_permutexvar_ps(rowOrder, _mm512_add_ps(_mm512_add_ps(A[0], A[1]),
-                                                    _mm512_add_ps(A[2], A[3])));
-  rb =
-      _mm512_permutexvar_ps(rowOrder, _mm512_add_ps(_mm512_add_ps(B[0], B[1]),
-                                                    _mm512_add_ps(B[2], B[3])));
+  ra = tileSums(A);
+  rb = tileSums(B);
 }
+
+/// twoTilesAvx512 for query vectors q0 and q1 = q0 + d at once (GQA): each
+/// nibble's words are decoded once for both, each query vector keeps its
+/// own tables and chains, so both get twoTilesAvx512's sums.
+template <int BITS>
+KVQ_AVX512 void twoTilesTwoQueriesAvx512(TileWords a, TileWords b,
+                                         const float *q0, int64_t d, int64_t P,
+                                         __m512 (&r)[4]) {
+  const float *q1 = q0 + d;
+  __m512 A0[4], B0[4], A1[4], B1[4];
+  for (int u = 0; u < 4; ++u)
+    A0[u] = B0[u] = A1[u] = B1[u] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < P; i += 4)
+    for (int u = 0; u < 4; ++u) {
+      const __m512i ia = nibbleIndex(a.base + (i + u) * a.stride);
+      const __m512i ib = nibbleIndex(b.base + (i + u) * b.stride);
+      const __m512 t0 = tableAvx512<BITS>(q0, i + u);
+      const __m512 t1 = tableAvx512<BITS>(q1, i + u);
+      A0[u] = _mm512_add_ps(A0[u], _mm512_permutexvar_ps(ia, t0));
+      B0[u] = _mm512_add_ps(B0[u], _mm512_permutexvar_ps(ib, t0));
+      A1[u] = _mm512_add_ps(A1[u], _mm512_permutexvar_ps(ia, t1));
+      B1[u] = _mm512_add_ps(B1[u], _mm512_permutexvar_ps(ib, t1));
+    }
+  r[0] = tileSums(A0);
+  r[1] = tileSums(A1);
+  r[2] = tileSums(B0);
+  r[3] = tileSums(B1);
+}
+
+/// walkTilePairs' sums for AVX-512: two tiles of 16 rows, two query
+/// vectors.
+struct TwoTilesTwoQueriesAvx512 {
+  int bits;
+  int64_t P, d;
+  KVQ_AVX512 void operator()(TileWords a, TileWords b, const float *q,
+                             float *va, float *vb) const {
+    __m512 r[4]; // tile a's sums of both vectors, then tile b's
+    if (bits == 2)
+      twoTilesTwoQueriesAvx512<2>(a, b, q, d, P, r);
+    else
+      twoTilesTwoQueriesAvx512<4>(a, b, q, d, P, r);
+    _mm512_storeu_ps(va, r[0]);
+    _mm512_storeu_ps(va + 16, r[1]);
+    _mm512_storeu_ps(vb, r[2]);
+    _mm512_storeu_ps(vb + 16, r[3]);
+  }
+};
 
 /// walkTilePairs' sums for AVX-512: two tiles of 16 rows, one query vector.
 struct TwoTilesAvx512 {
@@ -259,8 +314,12 @@ KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
                                     float *out, int64_t outStride) {
   assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
-  walkTilePairs<16>(codes, n, r0, m, nib0, P, q, 0, nq, d, out, outStride,
-                    TwoTilesAvx512{bits, P});
+  // Query vectors in pairs (GQA), the decode shared; then one at a time.
+  const int64_t j =
+      walkTilePairs<16, 2>(codes, n, r0, m, nib0, P, q, 0, nq, d, out,
+                           outStride, TwoTilesTwoQueriesAvx512{bits, P, d});
+  walkTilePairs<16, 1>(codes, n, r0, m, nib0, P, q, j, nq, d, out, outStride,
+                       TwoTilesAvx512{bits, P});
 }
 
 } // namespace
