@@ -368,6 +368,7 @@ KVQ_AVX512 void outlierScoresAvx512(const OutlierScores &a) {
   alignas(64) int32_t at[16];
   for (int64_t o = 0; o < a.k; o += 16) {
     const __mmask16 m = firstLanes(a.k - o);
+    const int64_t n = std::min<int64_t>(16, a.k - o);
     const OutlierLanes e = outlierLanes(a.entries + 4 * o, m, dF);
     const __m512i code = codesAt(a.codes, m, e.ch, a.bits);
     // (h*nq + j)*d + cc = ch + h*(nq - 1)*d + j*d
@@ -385,7 +386,7 @@ KVQ_AVX512 void outlierScoresAvx512(const OutlierScores &a) {
       _mm512_store_ps(terms, _mm512_sub_ps(_mm512_mul_ps(q, e.x), t));
       _mm512_store_si512(
           at, _mm512_add_epi32(s0, _mm512_set1_epi32(static_cast<int32_t>(j))));
-      for (int64_t l = 0, n = std::min<int64_t>(16, a.k - o); l < n; ++l)
+      for (int64_t l = 0; l < n; ++l)
         a.scores[at[l]] += terms[l];
     }
   }

@@ -602,9 +602,8 @@ TEST(LifecycleSave, LoadUsesTheGivenAllocatorAndLeaksNothingOnFailure) {
 
 namespace {
 
-/// A small saved cache of method m (one layer, 40 tokens).
-std::vector<uint8_t> smallFile(kvq_method m) {
-  kvq_config cfg = cfgFor(m);
+/// A small saved cache of configuration cfg (one layer, 40 tokens).
+std::vector<uint8_t> smallFile(kvq_config cfg) {
   cfg.refit_interval = 8;
   cfg.residual_length = 16;
   cfg.group_size = 16;
@@ -613,6 +612,14 @@ std::vector<uint8_t> smallFile(kvq_method m) {
   feed(c.h, kv, 20);
   return saveBytes(c.h);
 }
+std::vector<uint8_t> smallFile(kvq_method m) { return smallFile(cfgFor(m)); }
+
+/// Where a kvquant smallFile's first quantized token (position 1) starts
+/// (its outlier counts, then its key row): after the layer's section size,
+/// 32 bytes of counts, 3 key tables (20-token prefill fit, refits at 20 and
+/// 28; 40 - 36 wait) and the sink's fp16 K and V rows.
+constexpr size_t kKvquantToken1 = static_cast<size_t>(
+    kHeader + 8 + 32 + 3 * (2 * kHeads * kDim * 8) + 4 * kHeads * kDim);
 
 void expectCorrupt(const std::vector<uint8_t> &b, const char *needle) {
   kvq_cache_t *out = nullptr;
@@ -766,12 +773,8 @@ TEST(LifecycleBadFile, AbsurdCountsAndValues) {
   put(b, layer + 24, 39, 8); // quantized end not on a refit boundary
   reseal(b);
   expectCorrupt(b, "inconsistent counts");
-  // The first quantized token (position 1) follows 3 key tables
-  // (20-token prefill fit, refits at 20 and 28; 40 - 36 wait) and the sink.
-  const size_t tables = 3 * (2 * kHeads * kDim * 8);
-  const size_t tok1 = layer + 32 + tables + 4 * kHeads * kDim;
   b = kq;
-  put(b, tok1, 0xffff, 2); // key outliers > channels
+  put(b, kKvquantToken1, 0xffff, 2); // key outliers > channels
   reseal(b);
   expectCorrupt(b, "bad outlier counts");
 }
@@ -781,20 +784,13 @@ TEST(LifecycleBadFile, AbsurdCountsAndValues) {
 /// two entries of token 1's key row swapped, or one repeated, are refused.
 TEST(LifecycleBadFile, OutlierChannelsOutOfOrder) {
   kvq_config cfg = cfgFor(KVQ_METHOD_KVQUANT);
-  cfg.refit_interval = 8;
-  cfg.residual_length = 16;
   cfg.outlier_fraction = 0.05f; // 4 of a row's 64 channels
-  Cache c(cfg);
-  feed(c.h, gaussianKV(14, 40, kHeads, kDim), 20);
-  const std::vector<uint8_t> file = saveBytes(c.h);
+  const std::vector<uint8_t> file = smallFile(cfg);
   kvq_cache_t *ok = nullptr;
   ASSERT_EQ(load(file, &ok), KVQ_OK) << kvq_last_error();
   kvq_cache_destroy(ok);
-  // Token 1's counts, then its key row: codes, then the entries (as in
-  // AbsurdCountsAndValues).
-  const size_t layer = kHeader + 8;
-  const size_t tables = 3 * (2 * kHeads * kDim * 8);
-  const size_t tok1 = layer + 32 + tables + 4 * kHeads * kDim;
+  // Token 1's counts, then its key row: codes, then the entries.
+  const size_t tok1 = kKvquantToken1;
   const size_t kOut = file[tok1] | (size_t{file[tok1 + 1]} << 8);
   ASSERT_GE(kOut, 2u);
   const size_t entries =
