@@ -232,14 +232,18 @@ void kvq::ropeScoresNibbles(const NibbleKeyTile &tile, const float *cos,
   const U32x16 shift = {0, 4, 8, 12, 16, 20, 24, 28,
                         0, 4, 8, 12, 16, 20, 24, 28};
   const int64_t P = q.pairs(), rows = tile.rows;
-  const uint8_t *codes = tile.codes + tile.row0 / 2;
+  // Nibble n's 16 rows at words + n * stride: the offsets in scalar
+  // registers (folded into the loop, the compiler had built them in vector
+  // lanes and extracted each one).
+  const uint8_t *words = tile.codes + tile.row0 / 2 + tile.nib0 * (rows / 2);
+  const int64_t stride = rows / 2;
   const float *qa = q.a(k), *qb = q.b(k), *qn = q.negA(k);
   const float *scale = tile.scale, *zero = tile.zero;
   // Nibble n of the head for the tile's 16 rows, one per lane.
 #define KVQ_NIBBLE(n)                                                          \
   ({                                                                           \
     U32x2 w_;                                                                  \
-    std::memcpy(&w_, codes + (tile.nib0 + (n)) * rows / 2, sizeof(w_));        \
+    std::memcpy(&w_, words + (n)*stride, sizeof(w_));                          \
     (__builtin_shufflevector(w_, w_, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, \
                              1, 1) >>                                          \
      shift) &                                                                  \
