@@ -324,11 +324,13 @@ int64_t halfRowsEnd(const LayerStore &store, int64_t a, int64_t b,
 
 /// Tiles of kKeyTile tokens: per tile the angles once for every head, then
 /// per head the canonical scores (rope_keys.h) of the store's keys, by
-/// columns where the store scores the tile itself (scoreKeyColumns), else
-/// from the tile's rows (loadKeys). Keys a store holds as fp16 rows
-/// (halfKeyRows) go by blocks of kHalfKeyBlock tokens instead: the block's
-/// angles once, then head by head, so each head's rows are read as one run
-/// (an fp16 page holds them so), the walk of the post-RoPE key pass.
+/// columns where the store scores the tile itself (scoreKeyColumns: the
+/// run of tiles it takes together, e.g. a KIVI key group's, so tables it
+/// builds per head serve them all), else from the tile's rows (loadKeys). Keys
+/// a store holds as fp16 rows (halfKeyRows) go by blocks of kHalfKeyBlock
+/// tokens instead: the block's angles once, then head by head, so each head's
+/// rows are read as one run (an fp16 page holds them so), the walk of the
+/// post-RoPE key pass.
 void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
                             AttendJob &job) {
   const int64_t d = job.d, H = job.heads, C = H * d, P = d / 2;
@@ -345,10 +347,18 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
     const int64_t n = b - a;
     const int64_t blockEnd =
         std::min(job.t1, (a / kHalfKeyBlock + 1) * kHalfKeyBlock);
-    if (n == kKeyTile && store.keyTileByColumns(a)) {
-      rope.anglesTile(a, n, cursor, cosT, sinT, 1, kKeyTile);
+    const int64_t tiles =
+        n == kKeyTile ? store.keyColumnTiles(
+                            a, std::min(kHalfKeyBlock, job.t1 - a) / kKeyTile)
+                      : 0;
+    if (tiles > 0) {
+      b = a + tiles * kKeyTile;
+      for (int64_t u = 0; u < tiles; ++u)
+        rope.anglesTile(a + u * kKeyTile, kKeyTile, cursor,
+                        cosT + u * P * kKeyTile, sinT + u * P * kKeyTile, 1,
+                        kKeyTile);
       for (int64_t h = 0; h < H; ++h)
-        store.scoreKeyColumns(job, a, h, cosT, sinT, interleaved,
+        store.scoreKeyColumns(job, a, tiles, h, cosT, sinT, interleaved,
                               job.scoreRow(a, h), K);
     } else if (const int64_t e = halfRowsEnd(store, a, b, blockEnd, rows)) {
       b = e;
@@ -380,9 +390,9 @@ bool LayerStore::halfKeyRows(int64_t, int64_t, int64_t,
 
 void LayerStore::prefetchValues(int64_t, int64_t, int64_t) const {}
 
-bool LayerStore::keyTileByColumns(int64_t) const { return false; }
+int64_t LayerStore::keyColumnTiles(int64_t, int64_t) const { return 0; }
 
-void LayerStore::scoreKeyColumns(AttendJob &, int64_t, int64_t,
+void LayerStore::scoreKeyColumns(AttendJob &, int64_t, int64_t, int64_t,
                                  const float *, const float *, bool, float *,
                                  int64_t) const {}
 

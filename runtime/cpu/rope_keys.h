@@ -39,6 +39,9 @@ public:
   void split(const float *q, int64_t K, int64_t d, bool interleaved);
 
   int64_t pairs() const { return pairs_; }
+  /// Floats from a(k) to a(k + 1); b(k) = a(k) + pairs(), negA(k) =
+  /// a(k) + 2 * pairs().
+  int64_t stride() const { return 3 * pairs_; }
   const float *a(int64_t k) const { return v_.data() + (3 * k) * pairs_; }
   const float *b(int64_t k) const { return a(k) + pairs_; }
   const float *negA(int64_t k) const { return a(k) + 2 * pairs_; }

@@ -103,17 +103,19 @@ public:
   /// nothing.
   virtual void prefetchValues(int64_t t0, int64_t t1, int64_t h) const;
 
-  /// Whether the store scores the whole aligned tile t0 .. t0 + kKeyTile
-  /// by columns, head by head (scoreKeyColumns); default no.
-  virtual bool keyTileByColumns(int64_t t0) const;
+  /// How many whole aligned tiles t0, t0 + kKeyTile, ... (at most
+  /// maxTiles >= 1) the store scores together by columns, head by head
+  /// (scoreKeyColumns); 0: none (the default).
+  virtual int64_t keyColumnTiles(int64_t t0, int64_t maxTiles) const;
 
-  /// The canonical scores (rope_keys.h) of head h over that tile against
-  /// the head's nq query vectors (job.ropeQueries), angles by columns
-  /// (cos[i * kKeyTile + t]): out[t * outStride + j]. The keys are the
-  /// ones loadRow decodes. Called for h = 0, 1, ... in order; may use
-  /// job.scratch2 and scratch3.
-  virtual void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
-                               const float *cos, const float *sin,
+  /// The canonical scores (rope_keys.h) of head h over `tiles` such tiles
+  /// (at most keyColumnTiles) against the head's nq query vectors
+  /// (job.ropeQueries), angles by columns (tile u's pair i of token t at
+  /// cos[(u * d/2 + i) * kKeyTile + t]): out[(u * kKeyTile + t) *
+  /// outStride + j]. The keys are the ones loadRow decodes. Called for
+  /// h = 0, 1, ... in order; may use job.scratch2 and scratch3.
+  virtual void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
+                               int64_t h, const float *cos, const float *sin,
                                bool interleaved, float *out,
                                int64_t outStride) const;
 

@@ -60,8 +60,8 @@ public:
                 float *out) const override;
   bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                    const uint16_t **rows) const override;
-  bool keyTileByColumns(int64_t t0) const override;
-  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+  int64_t keyColumnTiles(int64_t t0, int64_t maxTiles) const override;
+  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles, int64_t h,
                        const float *cos, const float *sin, bool interleaved,
                        float *out, int64_t outStride) const override;
   kvq_status checkTruncate(int64_t n) const override;
@@ -416,24 +416,37 @@ bool KiviStore::halfKeyRows(int64_t t0, int64_t t1, int64_t h,
 }
 
 /// Whole tiles of coded rows inside one nibble-major group (2 and 4 bits,
-/// an even row count and start, as the nibble words need) go by columns.
-bool KiviStore::keyTileByColumns(int64_t t0) const {
-  const int64_t g = t0 / G_, t1 = t0 + kKeyTile;
-  if (!nibbleKeys_ || (t1 - 1) / G_ != g || t1 > length())
-    return false;
-  for (int64_t p = t0; p < t1; ++p)
-    if (slots_[static_cast<size_t>(p)].kf)
-      return false;
-  return codedRows(g) % 2 == 0 && codedBefore(t0) % 2 == 0;
+/// an even row count and start, as the nibble words need) go by columns,
+/// as many of the group's as the table kernel takes at once (its tables
+/// are built per call).
+int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
+  const int64_t g = t0 / G_;
+  if (!nibbleKeys_ || codedRows(g) % 2 != 0 || codedBefore(t0) % 2 != 0)
+    return 0;
+  const int64_t most = std::min(maxTiles, kRopeNibbleMaxTiles);
+  int64_t tiles = 0;
+  for (; tiles < most; ++tiles) {
+    const int64_t a = t0 + tiles * kKeyTile, b = a + kKeyTile;
+    if ((b - 1) / G_ != g || b > length())
+      break;
+    bool coded = true;
+    for (int64_t p = a; p < b && coded; ++p)
+      coded = !slots_[static_cast<size_t>(p)].kf;
+    if (!coded)
+      break;
+  }
+  return tiles;
 }
 
-/// One query vector per head (decode): the codes are decoded in registers
-/// (ropeScoresNibbles); several share one decode into columns.
-void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
-                                const float *cos, const float *sin,
+/// 2-bit codes where the kernel table has ropeNibbleTiles: all the tiles
+/// at once, by tables. Else tile by tile: one query vector per head
+/// (decode) decoded in registers (ropeScoresNibbles), several sharing one
+/// decode into columns.
+void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
+                                int64_t h, const float *cos, const float *sin,
                                 bool interleaved, float *out,
                                 int64_t outStride) const {
-  const int64_t C = channels_, d = job.d, g = t0 / G_;
+  const int64_t C = channels_, d = job.d, g = t0 / G_, P = d / 2;
   const auto blk = keyGroup(groups_[static_cast<size_t>(g)].p);
   // The group's scales, then its zeros, converted once per group (the
   // group's tiles follow each other) and kept across chunks.
@@ -445,26 +458,52 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
     job.keyScratchOf = blk.p;
   }
   const int64_t perNibble = 4 / kb_; // channels per nibble
-  const NibbleKeyTile tile = {blk.codes(),       codedRows(g), codedBefore(t0),
-                              h * d / perNibble, kb_,          sz + h * d,
-                              sz + C + h * d};
-  if (job.nq == 1 && d % 8 == 0) {
-    ropeScoresNibbles(tile, cos, sin, job.ropeQueries, h, interleaved, out,
-                      outStride);
+  const RopeQueries &rq = job.ropeQueries;
+  if (kb_ == 2 && job.ops.ropeNibbleTiles) {
+    RopeNibbleTiles a;
+    a.codes = blk.codes();
+    a.rows = codedRows(g);
+    a.row0 = codedBefore(t0);
+    a.tiles = tiles;
+    a.nib0 = h * d / perNibble;
+    a.scale = sz + h * d;
+    a.zero = sz + C + h * d;
+    a.cos = cos;
+    a.sin = sin;
+    a.q = rq.a(h * job.nq);
+    a.qStride = rq.stride();
+    a.nq = job.nq;
+    a.d = d;
+    a.interleaved = interleaved;
+    a.out = out;
+    a.outStride = outStride;
+    job.ops.ropeNibbleTiles(a);
   } else {
-    job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
-    float *cols = job.scratch3.data();
-    nibbleKeyColumns(tile.codes, tile.rows, tile.row0, tile.nib0,
-                     tile.nib0 + d / perNibble, kb_, tile.scale, tile.zero,
-                     cols);
-    ropeScoresColumns(cols, cos, sin, job.ropeQueries, h * job.nq, job.nq,
-                      interleaved, out, outStride);
+    for (int64_t u = 0; u < tiles; ++u) {
+      const float *c = cos + u * P * kKeyTile, *s = sin + u * P * kKeyTile;
+      float *o = out + u * kKeyTile * outStride;
+      const NibbleKeyTile tile = {
+          blk.codes(),       codedRows(g), codedBefore(t0 + u * kKeyTile),
+          h * d / perNibble, kb_,          sz + h * d,
+          sz + C + h * d};
+      if (job.nq == 1 && d % 8 == 0) {
+        ropeScoresNibbles(tile, c, s, rq, h, interleaved, o, outStride);
+      } else {
+        job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
+        float *cols = job.scratch3.data();
+        nibbleKeyColumns(tile.codes, tile.rows, tile.row0, tile.nib0,
+                         tile.nib0 + d / perNibble, kb_, tile.scale, tile.zero,
+                         cols);
+        ropeScoresColumns(cols, c, s, rq, h * job.nq, job.nq, interleaved, o,
+                          outStride);
+      }
+    }
   }
   if (h == 0) {
     // The value pass reads these tokens' value blocks next (one
     // allocation each): ask for them now, as attendKeys does.
     const int64_t vBytes = valueBlockBytes();
-    for (int64_t p = t0; p < t0 + kKeyTile; ++p)
+    for (int64_t p = t0; p < t0 + tiles * kKeyTile; ++p)
       if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
         for (int64_t off = 0; off < vBytes; off += 64)
           __builtin_prefetch(v + off);

@@ -23,6 +23,7 @@
 #include "store_util.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -65,10 +66,10 @@ public:
   void attendValues(AttendJob &job) const override;
   void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                 float *out) const override;
-  bool keyTileByColumns(int64_t t0) const override;
-  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h, const float *cos,
-                       const float *sin, bool interleaved, float *out,
-                       int64_t outStride) const override;
+  int64_t keyColumnTiles(int64_t t0, int64_t maxTiles) const override;
+  void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles, int64_t h,
+                       const float *cos, const float *sin, bool interleaved,
+                       float *out, int64_t outStride) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -454,25 +455,28 @@ void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
 static_assert(kKeyTile == kLevelColumnRows,
               "a pre-RoPE key tile is one levelColumns call per head");
 
-/// Whole tiles of coded rows of one key segment go by columns.
-bool KvquantStore::keyTileByColumns(int64_t t0) const {
+/// Whole tiles of coded rows of one key segment go by columns, one per
+/// call (the outlier cursor, AttendJob::outlierNext, covers one tile).
+int64_t KvquantStore::keyColumnTiles(int64_t t0, int64_t) const {
   const int64_t t1 = t0 + kKeyTile;
   if (t1 > length() || segmentEnd(t0) < t1)
-    return false;
+    return 0;
   for (int64_t t = t0; t < t1; ++t)
     if (slots_[static_cast<size_t>(t)].kf)
-      return false;
-  return true;
+      return 0;
+  return 1;
 }
 
 /// A tile of head h's pre-RoPE keys by columns, as loadRow decodes them:
 /// the tile's rows dequantized by the segment's levels (levelColumns,
 /// tokens in lanes), the head's outliers written over their slots, then
 /// the canonical rotated scores (ropeScoresColumns).
-void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t h,
+void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
+                                   [[maybe_unused]] int64_t tiles, int64_t h,
                                    const float *cos, const float *sin,
                                    bool interleaved, float *out,
                                    int64_t outStride) const {
+  assert(tiles == 1);
   const int64_t C = channels_, L = kLevels_, d = job.d;
   job.keyScratch.resize(static_cast<size_t>(C * L));
   job.codeRows.resize(static_cast<size_t>(kKeyTile));

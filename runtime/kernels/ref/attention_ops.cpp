@@ -231,6 +231,7 @@ const AttendOps &kvq::referenceAttendOps() {
     o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
+    // ropeNibbleTiles null: the portable tile loops (rope_keys.h).
     return o;
   }();
   return ops;

@@ -356,6 +356,29 @@ struct NibbleRowsDot {
   int64_t outStride = 0;
 };
 
+/// Most tiles of 16 rows one ropeNibbleTiles call scores.
+constexpr int64_t kRopeNibbleMaxTiles = 4;
+
+/// ropeNibbleTiles' operands: one head's 2-bit keys in a nibble-major KIVI
+/// key group (bitpack.h), stored before RoPE.
+struct RopeNibbleTiles {
+  const uint8_t *codes = nullptr; ///< the group's codes
+  int64_t rows = 0;               ///< its coded rows (even)
+  int64_t row0 = 0;               ///< the first tile's first coded row (even)
+  int64_t tiles = 0;              ///< 1 .. kRopeNibbleMaxTiles tiles of 16 rows
+  int64_t nib0 = 0;               ///< the head's first nibble
+  const float *scale = nullptr, *zero = nullptr; ///< the head's d channels
+  /// Angles of tile u's pair i, token t at cos[(u * d/2 + i) * 16 + t].
+  const float *cos = nullptr, *sin = nullptr;
+  /// Query vector j's pair sides q_a, q_b, -q_a at q + j * qStride, each
+  /// d/2 floats (RopeQueries' layout).
+  const float *q = nullptr;
+  int64_t qStride = 0, nq = 0, d = 0;
+  bool interleaved = false; ///< pairs (2i, 2i+1), else (i, i + d/2)
+  float *out = nullptr;     ///< out[(u * 16 + t) * outStride + j]
+  int64_t outStride = 0;
+};
+
 /// groupWeightsHalf's operands.
 struct GroupWeightsArgs {
   const uint16_t *const *headers = nullptr; ///< n tokens' fp16 headers
@@ -462,6 +485,16 @@ struct AttendOps {
   /// the shape (always in the reference): the caller then converts with
   /// halfRowsToFloat and calls groupWeightsPortable. Same bits either way.
   void (*groupWeightsHalf)(const GroupWeightsArgs &a);
+  /// The canonical pre-RoPE scores (runtime/cpu/rope_keys.h) of a.tiles
+  /// tiles of 2-bit keys, channel c decoding as code * scale[c] + zero[c]
+  /// (a product, then a sum, as loadRow). A pair's two codes are one
+  /// 4-bit index, so its A and B for all 16 code pairs are two tables,
+  /// built once per pair and query vector with the canonical operations
+  /// and shared by the tiles; a pair then costs two lookups and two FMAs
+  /// per 16 tokens. Same bits as the portable ropeScoresNibbles. Null
+  /// where no table version covers the shape (always in the reference):
+  /// the store then scores tile by tile with the portable loops.
+  void (*ropeNibbleTiles)(const RopeNibbleTiles &a);
 };
 
 /// The entry of a kernel written with positional arguments (in the order
@@ -528,7 +561,8 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(axpyLutRows)                                                               \
   X(dotNibbleRows)                                                             \
   X(axpyLevelRows)                                                             \
-  X(groupWeightsHalf)
+  X(groupWeightsHalf)                                                          \
+  X(ropeNibbleTiles)
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
 /// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).

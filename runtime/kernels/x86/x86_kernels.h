@@ -47,6 +47,8 @@ void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
 void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
+/// rope_nibble_avx512.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
+void fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq

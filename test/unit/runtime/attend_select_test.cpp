@@ -35,7 +35,7 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
   bool mulHalf, half, keyCodes, axpyCodes, axpyCodesRows, nibble, levelRows,
-      lutRows, groupWeights;
+      lutRows, groupWeights, ropeNibble;
 };
 
 Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
@@ -56,6 +56,7 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   const int64_t perHead = divides(s.G, s.d) ? s.d / s.G : 0;
   c.groupWeights = name == "avx512" && perHead > 0 && 16 % perHead == 0 &&
                    (s.heads * perHead) % 16 == 0;
+  c.ropeNibble = name == "avx512" && s.keyBits == 2 && s.d % 4 == 0;
   return c;
 }
 
@@ -83,6 +84,7 @@ std::string describe(const AttendShape &s) {
 TEST(SelectAttendOps, TheReferenceTableGivesTheReferenceForEveryShape) {
   const AttendOps &ref = referenceAttendOps();
   EXPECT_EQ(ref.groupWeightsHalf, nullptr); // the portable path
+  EXPECT_EQ(ref.ropeNibbleTiles, nullptr);  // the portable tile loops
   for (const AttendShape &s : shapesAroundEveryCondition()) {
     const AttendOps ops = selectAttendOps(referenceKernels(), s);
 #define KVQ_EXPECT_REFERENCE(op) EXPECT_EQ(ops.op, ref.op) << #op;
@@ -134,6 +136,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("axpyLutRows", ops.axpyLutRows != ref.axpyLutRows, want.lutRows);
       check("groupWeightsHalf", ops.groupWeightsHalf != nullptr,
             want.groupWeights);
+      check("ropeNibbleTiles", ops.ropeNibbleTiles != nullptr, want.ropeNibble);
     }
   // Both sides of the conditions were reached.
   EXPECT_GT(simdEntries, 0);
