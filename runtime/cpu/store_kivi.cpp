@@ -101,6 +101,7 @@ private:
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
+  void prefetchNextHeadCodes(int64_t g, int64_t h, int64_t headNibbles) const;
   void quantizeKeyGroup(const uint16_t *const *rows, const uint8_t *sink,
                         uint8_t *out) const;
 
@@ -438,6 +439,26 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
   return tiles;
 }
 
+/// Ask for the codes of the head the pre-RoPE key pass scores after head h
+/// of group g (the group's next head, else the next group's first), a
+/// line at a time: the tile kernels visit a head's nibbles in chain
+/// order, not address order, and each first touch of a line stalled.
+void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t h,
+                                      int64_t headNibbles) const {
+  const int64_t headBytes = headNibbles * (codedRows(g) / 2);
+  const uint8_t *next = nullptr;
+  if ((h + 1) * headNibbles * (4 / kb_) < channels_)
+    next = keyGroup(groups_[static_cast<size_t>(g)].p).codes() +
+           (h + 1) * headBytes;
+  else if (g + 1 < static_cast<int64_t>(groups_.size()))
+    next = keyGroup(groups_[static_cast<size_t>(g + 1)].p).codes();
+  // The next group may hold a few rows fewer (sinks): a hint only, and a
+  // prefetch never faults.
+  if (next)
+    for (int64_t off = 0; off < headBytes; off += 64)
+      __builtin_prefetch(next + off);
+}
+
 /// 2-bit codes where the kernel table has ropeNibbleTiles: all the tiles
 /// at once, by tables. Else tile by tile: one query vector per head
 /// (decode) decoded in registers (ropeScoresNibbles), several sharing one
@@ -459,6 +480,7 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
   }
   const int64_t perNibble = 4 / kb_; // channels per nibble
   const RopeQueries &rq = job.ropeQueries;
+  prefetchNextHeadCodes(g, h, d / perNibble);
   if (kb_ == 2 && job.ops.ropeNibbleTiles) {
     RopeNibbleTiles a;
     a.codes = blk.codes();
