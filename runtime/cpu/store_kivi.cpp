@@ -459,8 +459,8 @@ void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t h,
       __builtin_prefetch(next + off);
 }
 
-/// 2-bit codes where the kernel table has ropeNibbleTiles: all the tiles
-/// at once, by tables. Else tile by tile: one query vector per head
+/// Where the kernel table has ropeNibbleTiles: all the tiles at once, by
+/// tables. Else tile by tile: one query vector per head
 /// (decode) decoded in registers (ropeScoresNibbles), several sharing one
 /// decode into columns.
 void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
@@ -481,9 +481,10 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
   const int64_t perNibble = 4 / kb_; // channels per nibble
   const RopeQueries &rq = job.ropeQueries;
   prefetchNextHeadCodes(g, h, d / perNibble);
-  if (kb_ == 2 && job.ops.ropeNibbleTiles) {
+  if (job.ops.ropeNibbleTiles) { // the shape's code width is 2 or 4
     RopeNibbleTiles a;
     a.codes = blk.codes();
+    a.bits = kb_;
     a.rows = codedRows(g);
     a.row0 = codedBefore(t0);
     a.tiles = tiles;

@@ -359,10 +359,11 @@ struct NibbleRowsDot {
 /// Most tiles of 16 rows one ropeNibbleTiles call scores.
 constexpr int64_t kRopeNibbleMaxTiles = 4;
 
-/// ropeNibbleTiles' operands: one head's 2-bit keys in a nibble-major KIVI
-/// key group (bitpack.h), stored before RoPE.
+/// ropeNibbleTiles' operands: one head's 2- or 4-bit keys in a
+/// nibble-major KIVI key group (bitpack.h), stored before RoPE.
 struct RopeNibbleTiles {
   const uint8_t *codes = nullptr; ///< the group's codes
+  int bits = 0;                   ///< 2 or 4
   int64_t rows = 0;               ///< its coded rows (even)
   int64_t row0 = 0;               ///< the first tile's first coded row (even)
   int64_t tiles = 0;              ///< 1 .. kRopeNibbleMaxTiles tiles of 16 rows
@@ -486,14 +487,17 @@ struct AttendOps {
   /// halfRowsToFloat and calls groupWeightsPortable. Same bits either way.
   void (*groupWeightsHalf)(const GroupWeightsArgs &a);
   /// The canonical pre-RoPE scores (runtime/cpu/rope_keys.h) of a.tiles
-  /// tiles of 2-bit keys, channel c decoding as code * scale[c] + zero[c]
-  /// (a product, then a sum, as loadRow). A pair's two codes are one
-  /// 4-bit index, so its A and B for all 16 code pairs are two tables,
-  /// built once per pair and query vector with the canonical operations
-  /// and shared by the tiles; a pair then costs two lookups and two FMAs
-  /// per 16 tokens. Same bits as the portable ropeScoresNibbles. Null
-  /// where no table version covers the shape (always in the reference):
-  /// the store then scores tile by tile with the portable loops.
+  /// tiles of 2- or 4-bit keys, channel c decoding as code * scale[c] +
+  /// zero[c] (a product, then a sum, as loadRow). With 2-bit codes a
+  /// pair's two codes are one 4-bit index, so its A and B for all 16 code
+  /// pairs are two tables; with 4-bit codes three tables of 16 hold q_a
+  /// and q_b times channel a's levels and channel b's levels. The tables
+  /// are built once per pair and query vector with the canonical
+  /// operations and shared by the tiles; a pair then costs two (2-bit) or
+  /// three (4-bit) lookups and two (or four) FMAs per 16 tokens. Same bits
+  /// as the portable ropeScoresNibbles. Null where no table version
+  /// covers the shape (always in the reference): the store then scores
+  /// tile by tile with the portable loops.
   void (*ropeNibbleTiles)(const RopeNibbleTiles &a);
 };
 

@@ -1,4 +1,4 @@
-//===- rope_nibble_avx512.cpp - Pre-RoPE 2-bit KIVI keys by tables --------===//
+//===- rope_nibble_avx512.cpp - Pre-RoPE KIVI keys by tables --------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::ropeNibbleTiles (contract in kernels.h; the canonical score
@@ -9,6 +9,8 @@
 // over all 16 code pairs are two 16-entry tables, each one zmm register:
 // built once per pair and query vector with the same operations (so the
 // same bits), then looked up with `vpermps` for every tile of the call.
+// 4-bit codes take three tables per pair (pairTables4): the products of
+// channel a's levels with q_a and q_b, and channel b's levels.
 // Tokens sit in the lanes in row order, as the angles do.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +41,14 @@ KVQ_AVX512 inline __m512i rowNibbles(const uint8_t *word) {
       shift);
 }
 
+/// Channel c's keys for the codes in `codes`: code * scale + zero, a
+/// product, then a sum, as loadRow decodes them.
+KVQ_AVX512 inline __m512 decodeKeys(__m512 codes, const float *scale,
+                                    const float *zero, int64_t c) {
+  return _mm512_add_ps(_mm512_mul_ps(codes, _mm512_set1_ps(scale[c])),
+                       _mm512_set1_ps(zero[c]));
+}
+
 /// The tables of pair i against one query vector: entry e = x | y << 2
 /// for channel a's code x and channel b's code y, with k = code * scale +
 /// zero (a product, then a sum), A = fma(q_b, k_b, q_a * k_a) and
@@ -55,10 +65,8 @@ KVQ_AVX512 inline PairTables pairTables(const float *qa, const float *qb,
       _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
   const __m512 y =
       _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512 ka = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(scale[ca])),
-                                  _mm512_set1_ps(zero[ca]));
-  const __m512 kb = _mm512_add_ps(_mm512_mul_ps(y, _mm512_set1_ps(scale[cb])),
-                                  _mm512_set1_ps(zero[cb]));
+  const __m512 ka = decodeKeys(x, scale, zero, ca);
+  const __m512 kb = decodeKeys(y, scale, zero, cb);
   const __m512 qbv = _mm512_set1_ps(qb[i]);
   return {_mm512_fmadd_ps(qbv, kb, _mm512_mul_ps(_mm512_set1_ps(qa[i]), ka)),
           _mm512_fmadd_ps(_mm512_set1_ps(qn[i]), kb, _mm512_mul_ps(qbv, ka))};
@@ -73,6 +81,38 @@ KVQ_AVX512 inline __m512 pairStep(const PairTables &t, __m512i index,
                         acc);
   return _mm512_fmadd_ps(_mm512_loadu_ps(sin),
                          _mm512_permutexvar_ps(index, t.B), acc);
+}
+
+/// 4-bit codes: a pair's two codes are 8 bits, too many for one table, so
+/// three tables of 16 (one register each) hold the canonical operations'
+/// operands: Pa[x] = q_a * k_a(x), Qa[x] = q_b * k_a(x) and Kb[y] = k_b(y)
+/// (k = code * scale + zero, a product, then a sum); then A = fma(q_b,
+/// Kb[y], Pa[x]) and B = fma(-q_a, Kb[y], Qa[x]), as canonical.
+struct PairTables4 {
+  __m512 Pa, Qa, Kb, qb, qn;
+};
+
+KVQ_AVX512 inline PairTables4 pairTables4(const float *qa, const float *qb,
+                                          const float *qn, int64_t i,
+                                          const float *scale, const float *zero,
+                                          int64_t ca, int64_t cb) {
+  const __m512 x =
+      _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 ka = decodeKeys(x, scale, zero, ca);
+  const __m512 qbv = _mm512_set1_ps(qb[i]);
+  return {_mm512_mul_ps(_mm512_set1_ps(qa[i]), ka), _mm512_mul_ps(qbv, ka),
+          decodeKeys(x, scale, zero, cb), qbv, _mm512_set1_ps(qn[i])};
+}
+
+/// pairStep for 4-bit codes: channel a's codes at ix, channel b's at iy.
+KVQ_AVX512 inline __m512 pairStep4(const PairTables4 &t, __m512i ix, __m512i iy,
+                                   const float *cos, const float *sin,
+                                   __m512 acc) {
+  const __m512 kb = _mm512_permutexvar_ps(iy, t.Kb);
+  const __m512 A = _mm512_fmadd_ps(t.qb, kb, _mm512_permutexvar_ps(ix, t.Pa));
+  const __m512 B = _mm512_fmadd_ps(t.qn, kb, _mm512_permutexvar_ps(ix, t.Qa));
+  acc = _mm512_fmadd_ps(_mm512_loadu_ps(cos), A, acc);
+  return _mm512_fmadd_ps(_mm512_loadu_ps(sin), B, acc);
 }
 
 /// The canonical tree over the chains of 16 tokens, S[l] holding chain l
@@ -104,7 +144,21 @@ KVQ_AVX512 void scoreTiles(const RopeNibbleTiles &a, const float *qa,
       for (int c = 0; c < 4; ++c)
         acc[u][c] = _mm512_setzero_ps();
     for (int64_t i = l0; i < P; i += 16) {
-      if (a.interleaved) {
+      if (a.bits == 4) {
+        // Pair p: channels (2p, 2p + 1) or (p, p + P), each its own nibble.
+        for (int c = 0; c < 4 && i + c < P; ++c) {
+          const int64_t p = i + c;
+          const int64_t ca = a.interleaved ? 2 * p : p;
+          const int64_t cb = a.interleaved ? 2 * p + 1 : p + P;
+          const PairTables4 t =
+              pairTables4(qa, qb, qn, p, a.scale, a.zero, ca, cb);
+          for (int u = 0; u < TILES; ++u)
+            acc[u][c] = pairStep4(t, rowNibbles(words + ca * stride + u * 8),
+                                  rowNibbles(words + cb * stride + u * 8),
+                                  a.cos + (u * P + p) * 16,
+                                  a.sin + (u * P + p) * 16, acc[u][c]);
+        }
+      } else if (a.interleaved) {
         // Pair p: channels 2p, 2p + 1, whose codes are nibble p itself.
         for (int c = 0; c < 4 && i + c < P; ++c) {
           const int64_t p = i + c;
@@ -162,7 +216,8 @@ KVQ_AVX512 void scoreTiles(const RopeNibbleTiles &a, const float *qa,
 static_assert(kRopeNibbleMaxTiles == 4, "one case per tile count");
 
 KVQ_AVX512 void ropeNibbleTilesAvx512(const RopeNibbleTiles &a) {
-  assert(a.tiles >= 1 && a.tiles <= kRopeNibbleMaxTiles && a.d % 4 == 0);
+  assert(a.tiles >= 1 && a.tiles <= kRopeNibbleMaxTiles && a.d % 4 == 0 &&
+         (a.bits == 2 || a.bits == 4));
   for (int64_t j = 0; j < a.nq; ++j) {
     const float *q = a.q + j * a.qStride;
     switch (a.tiles) {
@@ -185,6 +240,6 @@ KVQ_AVX512 void ropeNibbleTilesAvx512(const RopeNibbleTiles &a) {
 } // namespace
 
 void kvq::x86::fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops) {
-  if (s.keyBits == 2 && s.d % 4 == 0)
+  if ((s.keyBits == 2 || s.keyBits == 4) && s.d % 4 == 0)
     ops.ropeNibbleTiles = ropeNibbleTilesAvx512;
 }

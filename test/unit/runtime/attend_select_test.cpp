@@ -56,7 +56,8 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   const int64_t perHead = divides(s.G, s.d) ? s.d / s.G : 0;
   c.groupWeights = name == "avx512" && perHead > 0 && 16 % perHead == 0 &&
                    (s.heads * perHead) % 16 == 0;
-  c.ropeNibble = name == "avx512" && s.keyBits == 2 && s.d % 4 == 0;
+  c.ropeNibble =
+      name == "avx512" && (s.keyBits == 2 || s.keyBits == 4) && s.d % 4 == 0;
   return c;
 }
 

@@ -210,7 +210,7 @@ TEST(RopeKeys, RowKernelsGiveTheCanonicalScoreForEveryRowCount) {
   EXPECT_EQ(checked, int64_t{3} * 2 * (1 + 2) * (16 * 17 / 2));
 }
 
-// AttendOps::ropeNibbleTiles (2-bit KIVI key tiles by tables) of every
+// AttendOps::ropeNibbleTiles (2- and 4-bit KIVI key tiles by tables) of every
 // table this CPU runs that has one, against the canonical score of the
 // keys the codes decode to (code * scale + zero, as loadRow): every tile
 // count a call takes, both styles, pairs that fill whole chains of 16 and
@@ -222,98 +222,103 @@ TEST(RopeKeys, NibbleTableTilesGiveTheCanonicalScore) {
   for (const kvq::KernelTable *t : kvq::simdKernelVariants())
     tables.push_back(t);
   int64_t checked = 0;
-  for (int64_t d : {32, 36, 128})
-    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
-      for (int64_t nq : {1, 3})
-        for (int64_t tiles = 1; tiles <= kvq::kRopeNibbleMaxTiles; ++tiles) {
-          const int64_t heads = 2, C = heads * d, P = d / 2;
-          const int64_t rows = 16 * tiles + 18, row0 = 2; // even, inside
-          std::vector<uint8_t> codes(static_cast<size_t>(rows * C));
-          for (uint8_t &c : codes)
-            c = static_cast<uint8_t>(rng.uniform() * 4);
-          std::vector<uint8_t> block(static_cast<size_t>(rows * C / 4 + 8));
-          kvq::packNibbleMajor(codes.data(), rows, C, 2, block.data());
-          std::vector<float> scale(static_cast<size_t>(C)), zero(scale.size());
-          for (int64_t c = 0; c < C; ++c) {
-            scale[static_cast<size_t>(c)] =
-                static_cast<float>(rng.normal() * (c % 3 == 0 ? 0.01 : 1));
-            zero[static_cast<size_t>(c)] = static_cast<float>(rng.laplace());
-          }
-          std::vector<float> cos(static_cast<size_t>(tiles * P * 16)),
-              sin(cos.size());
-          for (size_t i = 0; i < cos.size(); ++i) {
-            const double angle = rng.uniform(0.0, 6.283185307179586);
-            cos[i] = static_cast<float>(std::cos(angle));
-            sin[i] = static_cast<float>(std::sin(angle));
-          }
-          std::vector<float> q(static_cast<size_t>(heads * nq * d));
-          for (float &e : q)
-            e = static_cast<float>(rng.normal());
-          kvq::RopeQueries rq;
-          rq.split(q.data(), heads * nq, d, style == KVQ_ROPE_INTERLEAVED);
-          const int64_t h = 1, outStride = nq + 2;
-          for (const kvq::KernelTable *t : tables) {
-            const kvq::AttendOps ops =
-                kvq::selectAttendOps(*t, kvq::AttendShape{d, heads, 32, 2, 2});
-            if (!ops.ropeNibbleTiles)
-              continue;
-            SCOPED_TRACE(testing::Message()
-                         << t->name << " d " << d << " style " << style
-                         << " nq " << nq << " tiles " << tiles);
-            std::vector<float> out(static_cast<size_t>(tiles * 16 * outStride),
-                                   -7.0f);
-            kvq::RopeNibbleTiles a;
-            a.codes = block.data();
-            a.rows = rows;
-            a.row0 = row0;
-            a.tiles = tiles;
-            a.nib0 = h * d / 2;
-            a.scale = scale.data() + h * d;
-            a.zero = zero.data() + h * d;
-            a.cos = cos.data();
-            a.sin = sin.data();
-            a.q = rq.a(h * nq);
-            a.qStride = rq.stride();
-            a.nq = nq;
-            a.d = d;
-            a.interleaved = style == KVQ_ROPE_INTERLEAVED;
-            a.out = out.data();
-            a.outStride = outStride;
-            ops.ropeNibbleTiles(a);
-            std::vector<float> k(static_cast<size_t>(d)), c(P), s(P);
-            for (int64_t r = 0; r < 16 * tiles; ++r) {
-              const int64_t u = r / 16, lane = r % 16, row = row0 + r;
-              for (int64_t ch = 0; ch < d; ++ch) {
-                const size_t at = static_cast<size_t>(h * d + ch);
-                k[static_cast<size_t>(ch)] =
-                    static_cast<float>(
-                        codes[static_cast<size_t>(row * C) + at]) *
-                        scale[at] +
-                    zero[at];
+  for (int bits : {2, 4})
+    for (int64_t d : {32, 36, 128})
+      for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
+        for (int64_t nq : {1, 3})
+          for (int64_t tiles = 1; tiles <= kvq::kRopeNibbleMaxTiles; ++tiles) {
+            const int64_t heads = 2, C = heads * d, P = d / 2;
+            const int64_t rows = 16 * tiles + 18, row0 = 2; // even, inside
+            std::vector<uint8_t> codes(static_cast<size_t>(rows * C));
+            for (uint8_t &c : codes)
+              c = static_cast<uint8_t>(rng.uniform() * (1 << bits));
+            std::vector<uint8_t> block(
+                static_cast<size_t>(rows * C * bits / 8 + 8));
+            kvq::packNibbleMajor(codes.data(), rows, C, bits, block.data());
+            std::vector<float> scale(static_cast<size_t>(C)),
+                zero(scale.size());
+            for (int64_t c = 0; c < C; ++c) {
+              scale[static_cast<size_t>(c)] =
+                  static_cast<float>(rng.normal() * (c % 3 == 0 ? 0.01 : 1));
+              zero[static_cast<size_t>(c)] = static_cast<float>(rng.laplace());
+            }
+            std::vector<float> cos(static_cast<size_t>(tiles * P * 16)),
+                sin(cos.size());
+            for (size_t i = 0; i < cos.size(); ++i) {
+              const double angle = rng.uniform(0.0, 6.283185307179586);
+              cos[i] = static_cast<float>(std::cos(angle));
+              sin[i] = static_cast<float>(std::sin(angle));
+            }
+            std::vector<float> q(static_cast<size_t>(heads * nq * d));
+            for (float &e : q)
+              e = static_cast<float>(rng.normal());
+            kvq::RopeQueries rq;
+            rq.split(q.data(), heads * nq, d, style == KVQ_ROPE_INTERLEAVED);
+            const int64_t h = 1, outStride = nq + 2;
+            for (const kvq::KernelTable *t : tables) {
+              const kvq::AttendOps ops = kvq::selectAttendOps(
+                  *t, kvq::AttendShape{d, heads, 32, bits, bits});
+              if (!ops.ropeNibbleTiles)
+                continue;
+              SCOPED_TRACE(testing::Message()
+                           << t->name << " bits " << bits << " d " << d
+                           << " style " << style << " nq " << nq << " tiles "
+                           << tiles);
+              std::vector<float> out(
+                  static_cast<size_t>(tiles * 16 * outStride), -7.0f);
+              kvq::RopeNibbleTiles a;
+              a.codes = block.data();
+              a.bits = bits;
+              a.rows = rows;
+              a.row0 = row0;
+              a.tiles = tiles;
+              a.nib0 = h * d * bits / 4;
+              a.scale = scale.data() + h * d;
+              a.zero = zero.data() + h * d;
+              a.cos = cos.data();
+              a.sin = sin.data();
+              a.q = rq.a(h * nq);
+              a.qStride = rq.stride();
+              a.nq = nq;
+              a.d = d;
+              a.interleaved = style == KVQ_ROPE_INTERLEAVED;
+              a.out = out.data();
+              a.outStride = outStride;
+              ops.ropeNibbleTiles(a);
+              std::vector<float> k(static_cast<size_t>(d)), c(P), s(P);
+              for (int64_t r = 0; r < 16 * tiles; ++r) {
+                const int64_t u = r / 16, lane = r % 16, row = row0 + r;
+                for (int64_t ch = 0; ch < d; ++ch) {
+                  const size_t at = static_cast<size_t>(h * d + ch);
+                  k[static_cast<size_t>(ch)] =
+                      static_cast<float>(
+                          codes[static_cast<size_t>(row * C) + at]) *
+                          scale[at] +
+                      zero[at];
+                }
+                for (int64_t i = 0; i < P; ++i) {
+                  c[static_cast<size_t>(i)] =
+                      cos[static_cast<size_t>((u * P + i) * 16 + lane)];
+                  s[static_cast<size_t>(i)] =
+                      sin[static_cast<size_t>((u * P + i) * 16 + lane)];
+                }
+                for (int64_t j = 0; j < nq; ++j) {
+                  const float want =
+                      canonicalRopeScore(q.data() + (h * nq + j) * d, k.data(),
+                                         c.data(), s.data(), d, style);
+                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
+                      << "row " << r << " query " << j;
+                  ++checked;
+                }
+                for (int64_t j = nq; j < outStride; ++j) // between: untouched
+                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
               }
-              for (int64_t i = 0; i < P; ++i) {
-                c[static_cast<size_t>(i)] =
-                    cos[static_cast<size_t>((u * P + i) * 16 + lane)];
-                s[static_cast<size_t>(i)] =
-                    sin[static_cast<size_t>((u * P + i) * 16 + lane)];
-              }
-              for (int64_t j = 0; j < nq; ++j) {
-                const float want =
-                    canonicalRopeScore(q.data() + (h * nq + j) * d, k.data(),
-                                       c.data(), s.data(), d, style);
-                ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
-                    << "row " << r << " query " << j;
-                ++checked;
-              }
-              for (int64_t j = nq; j < outStride; ++j) // between: untouched
-                ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
             }
           }
-        }
   // On AVX-512 machines the table kernel must actually have run.
   const std::vector<const kvq::KernelTable *> v = kvq::simdKernelVariants();
   if (!v.empty() && std::string(v[0]->name) == "avx512")
-    EXPECT_EQ(checked, int64_t{16} * (1 + 2 + 3 + 4) * 2 * (1 + 3) * 3);
+    EXPECT_EQ(checked, int64_t{16} * (1 + 2 + 3 + 4) * 2 * (1 + 3) * 3 * 2);
 }
 
 // The key pass of a pre-RoPE cache (attendKeysRotated) at shapes where
