@@ -205,18 +205,23 @@ void kvq::ropeScoresColumns(const float *cols, const float *cos,
   float S[16 * kKeyTile]; // S_l of token t at S[l * kKeyTile + t]
   for (int64_t j = 0; j < nq; ++j) {
     const float *qa = q.a(k0 + j), *qb = q.b(k0 + j), *qn = q.negA(k0 + j);
-    for (int64_t l = 0; l < 16; ++l) {
-      F16 acc = {};
-      for (int64_t i = l; i < P; i += 16) {
-        const int64_t a = interleaved ? 2 * i : i;
-        const int64_t b = interleaved ? 2 * i + 1 : P + i;
-        acc = KVQ_PAIR_STEP(KVQ_SPLAT(qa[i]), KVQ_SPLAT(qb[i]), KVQ_SPLAT(qn[i]),
-                            KVQ_LOAD16(cols + a * kKeyTile),
-                            KVQ_LOAD16(cols + b * kKeyTile),
-                            KVQ_LOAD16(cos + i * kKeyTile),
-                            KVQ_LOAD16(sin + i * kKeyTile), acc);
-      }
-      std::memcpy(S + l * kKeyTile, &acc, sizeof(acc));
+    // Chains l .. l + 3 together: four independent fma chains in flight
+    // (one at a time, each pair's two dependent steps serialised the loop).
+    for (int64_t l = 0; l < 16; l += 4) {
+      F16 acc[4] = {};
+      for (int64_t i0 = l; i0 < P; i0 += 16)
+        for (int u = 0; u < 4 && i0 + u < P; ++u) {
+          const int64_t i = i0 + u;
+          const int64_t a = interleaved ? 2 * i : i;
+          const int64_t b = interleaved ? 2 * i + 1 : P + i;
+          acc[u] = KVQ_PAIR_STEP(
+              KVQ_SPLAT(qa[i]), KVQ_SPLAT(qb[i]), KVQ_SPLAT(qn[i]),
+              KVQ_LOAD16(cols + a * kKeyTile), KVQ_LOAD16(cols + b * kKeyTile),
+              KVQ_LOAD16(cos + i * kKeyTile), KVQ_LOAD16(sin + i * kKeyTile),
+              acc[u]);
+        }
+      for (int u = 0; u < 4; ++u)
+        std::memcpy(S + (l + u) * kKeyTile, &acc[u], sizeof(acc[u]));
     }
     for (int64_t t = 0; t < kKeyTile; ++t)
       out[t * outStride + j] = canonicalTree(S + t, kKeyTile);
