@@ -101,7 +101,7 @@ private:
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
-  void prefetchNextHeadCodes(int64_t g, int64_t h, int64_t headNibbles) const;
+  void prefetchNextHeadCodes(int64_t g, int64_t h, int64_t d) const;
   void quantizeKeyGroup(const uint16_t *const *rows, const uint8_t *sink,
                         uint8_t *out) const;
 
@@ -443,11 +443,11 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
 /// of group g (the group's next head, else the next group's first), a
 /// line at a time: the tile kernels visit a head's nibbles in chain
 /// order, not address order, and each first touch of a line stalled.
-void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t h,
-                                      int64_t headNibbles) const {
-  const int64_t headBytes = headNibbles * (codedRows(g) / 2);
+void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t h, int64_t d) const {
+  // A head's d channels are d * bits / 4 nibbles of codedRows / 2 bytes.
+  const int64_t headBytes = d * kb_ / 4 * (codedRows(g) / 2);
   const uint8_t *next = nullptr;
-  if ((h + 1) * headNibbles * (4 / kb_) < channels_)
+  if ((h + 1) * d < channels_)
     next = keyGroup(groups_[static_cast<size_t>(g)].p).codes() +
            (h + 1) * headBytes;
   else if (g + 1 < static_cast<int64_t>(groups_.size()))
@@ -480,7 +480,7 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
   }
   const int64_t perNibble = 4 / kb_; // channels per nibble
   const RopeQueries &rq = job.ropeQueries;
-  prefetchNextHeadCodes(g, h, d / perNibble);
+  prefetchNextHeadCodes(g, h, d);
   if (job.ops.ropeNibbleTiles) { // the shape's code width is 2 or 4
     RopeNibbleTiles a;
     a.codes = blk.codes();
