@@ -101,7 +101,9 @@ private:
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
-  void prefetchNextHeadCodes(int64_t g, int64_t h, int64_t d) const;
+  /// Group g holds `rows` coded rows.
+  void prefetchNextHeadCodes(int64_t g, int64_t rows, int64_t h,
+                             int64_t d) const;
   void quantizeKeyGroup(const uint16_t *const *rows, const uint8_t *sink,
                         uint8_t *out) const;
 
@@ -443,9 +445,10 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
 /// of group g (the group's next head, else the next group's first), a
 /// line at a time: the tile kernels visit a head's nibbles in chain
 /// order, not address order, and each first touch of a line stalled.
-void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t h, int64_t d) const {
-  // A head's d channels are d * bits / 4 nibbles of codedRows / 2 bytes.
-  const int64_t headBytes = d * kb_ / 4 * (codedRows(g) / 2);
+void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t rows, int64_t h,
+                                      int64_t d) const {
+  // A head's d channels are d * bits / 4 nibbles of rows / 2 bytes.
+  const int64_t headBytes = d * kb_ / 4 * (rows / 2);
   const uint8_t *next = nullptr;
   if ((h + 1) * d < channels_)
     next = keyGroup(groups_[static_cast<size_t>(g)].p).codes() +
@@ -480,13 +483,16 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
   }
   const int64_t perNibble = 4 / kb_; // channels per nibble
   const RopeQueries &rq = job.ropeQueries;
-  prefetchNextHeadCodes(g, h, d);
+  // The group's coded rows and the first tile's first: counted once per
+  // call (a KIVI-Sink group's count walks its slots).
+  const int64_t rows = codedRows(g), row0 = codedBefore(t0);
+  prefetchNextHeadCodes(g, rows, h, d);
   if (job.ops.ropeNibbleTiles) { // the shape's code width is 2 or 4
     RopeNibbleTiles a;
     a.codes = blk.codes();
     a.bits = kb_;
-    a.rows = codedRows(g);
-    a.row0 = codedBefore(t0);
+    a.rows = rows;
+    a.row0 = row0;
     a.tiles = tiles;
     a.nib0 = h * d / perNibble;
     a.scale = sz + h * d;
@@ -505,10 +511,9 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
     for (int64_t u = 0; u < tiles; ++u) {
       const float *c = cos + u * P * kKeyTile, *s = sin + u * P * kKeyTile;
       float *o = out + u * kKeyTile * outStride;
-      const NibbleKeyTile tile = {
-          blk.codes(),       codedRows(g), codedBefore(t0 + u * kKeyTile),
-          h * d / perNibble, kb_,          sz + h * d,
-          sz + C + h * d};
+      const NibbleKeyTile tile = {blk.codes(),       rows, row0 + u * kKeyTile,
+                                  h * d / perNibble, kb_,  sz + h * d,
+                                  sz + C + h * d};
       if (job.nq == 1 && d % 8 == 0) {
         ropeScoresNibbles(tile, c, s, rq, h, interleaved, o, outStride);
       } else {

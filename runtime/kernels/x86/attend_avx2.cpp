@@ -96,23 +96,15 @@ template <int BITS> struct CodeRowB {
           table, _mm256_srlv_epi32(
                      x, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)));
     } else if constexpr (BITS == 3) {
-      // Sixteen codes are the six bytes from p + 3c/8: two 32-bit words
-      // inside them (bytes 0-3 and 2-5) hold the low and the high eight.
-      // After the shift each index's low three bits are its code, all that
-      // vpermps reads, so the table {0..7} yields the code as a float with
-      // neither a mask nor a conversion.
-      uint32_t w0, w1;
-      std::memcpy(&w0, p + c / 8 * 3, 4);
-      std::memcpy(&w1, p + c / 8 * 3 + 2, 4);
+      // Sixteen codes are the six bytes from p + 3c/8 (codes3x16). Each
+      // index's low three bits are its code, all that vpermps reads, so
+      // the table {0..7} yields the code as a float with neither a mask
+      // nor a conversion.
+      __m256i lo, hi;
+      codes3x16(p + c / 8 * 3, lo, hi);
       const __m256 table = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-      v0 = _mm256_permutevar8x32_ps(
-          table,
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)),
-                            _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21)));
-      v1 = _mm256_permutevar8x32_ps(
-          table,
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)),
-                            _mm256_setr_epi32(8, 11, 14, 17, 20, 23, 26, 29)));
+      v0 = _mm256_permutevar8x32_ps(table, lo);
+      v1 = _mm256_permutevar8x32_ps(table, hi);
     } else {
       __m256i a, b;
       codes(c, a, b);

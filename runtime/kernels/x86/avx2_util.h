@@ -161,6 +161,21 @@ KVQ_AVX2 inline void writeCodes32(uint8_t *codes, int layout, int64_t e,
     storeBytes(p + bits * i, compress8(lanes[i], bits), bits);
 }
 
+/// Sixteen 3-bit codes from the six bytes at p, which start on a byte
+/// boundary: codes 0-7 are bits 0-23 of the word at p, codes 8-15 bits
+/// 8-31 of the word at p + 2, so exactly those six bytes are read. Lane i
+/// of lo holds code i, of hi code 8 + i, in its low three bits (the bits
+/// above hold the following codes: mask them, or let vpermps ignore them).
+KVQ_AVX2 inline void codes3x16(const uint8_t *p, __m256i &lo, __m256i &hi) {
+  uint32_t w0, w1;
+  std::memcpy(&w0, p, 4);
+  std::memcpy(&w1, p + 2, 4);
+  lo = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)),
+                         _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21));
+  hi = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)),
+                         _mm256_setr_epi32(8, 11, 14, 17, 20, 23, 26, 29));
+}
+
 /// Read 8 codes of elements [e, e+8) as int32 lanes.
 KVQ_AVX2 inline __m256i readCodes8(const uint8_t *codes, int layout, int64_t e,
                                    int bits) {

@@ -511,37 +511,26 @@ KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
     uniformQuantizeRef(x + n8, n - n8, 1, scale, zero, bits, codes + n8, 1);
 }
 
-/// unpackCodes: 3-bit codes 16 at a time (the pre-RoPE key pass of a 3-bit
-/// KIVI cache unpacks every key row, and the SWAR loop spent ~12 scalar
-/// operations per 8 codes there); other widths and the tail by SWAR. The
-/// 16 codes are the 6 bytes from p: codes 0-7 are bits 0-23 of the word at
-/// p, codes 8-15 bits 8-31 of the word at p + 2, so nothing past the 6
-/// bytes is read.
+/// unpackCodes: 3-bit codes 16 at a time from their 6 bytes (codes3x16;
+/// the pre-RoPE key pass of a 3-bit KIVI cache unpacks every key row, and
+/// the SWAR loop spent ~12 scalar operations per 8 codes there); other
+/// widths and the tail by SWAR.
 KVQ_AVX2 void unpackCodesAvx2(const uint8_t *packed, int64_t n, int bits,
                               uint8_t *codes) {
   if (bits != 3) {
     unpackCodesSwar(packed, n, bits, codes);
     return;
   }
-  const __m256i lo = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
-  const __m256i hi = _mm256_setr_epi32(8, 11, 14, 17, 20, 23, 26, 29);
   const __m256i seven = _mm256_set1_epi32(7);
   // After the two packs the bytes are codes 0-3, 8-11, 4-7, 12-15.
   const __m128i order =
       _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const uint8_t *p = packed + i / 8 * 3;
-    uint32_t w0, w1;
-    std::memcpy(&w0, p, 4);
-    std::memcpy(&w1, p + 2, 4);
-    const __m256i a = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w0)), lo),
-        seven);
-    const __m256i b = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w1)), hi),
-        seven);
-    const __m256i words = _mm256_packus_epi32(a, b);
+    __m256i lo, hi;
+    codes3x16(packed + i / 8 * 3, lo, hi);
+    const __m256i words = _mm256_packus_epi32(_mm256_and_si256(lo, seven),
+                                              _mm256_and_si256(hi, seven));
     const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words),
                                            _mm256_extracti128_si256(words, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + i),
