@@ -396,15 +396,6 @@ void nibbleKeyColumns(const uint8_t *__restrict codes, int64_t rows,
   }
 }
 
-/// One key row from its unpacked codes: uniformDequant per channel.
-KVQ_AVX2_CLONE
-void dequantKeyRow(const uint8_t *__restrict codes, int64_t C,
-                   const float *__restrict scale, const float *__restrict zero,
-                   float *__restrict out) {
-  for (int64_t c = 0; c < C; ++c)
-    out[c] = static_cast<float>(codes[c]) * scale[c] + zero[c];
-}
-
 /// The fp16 window and sinks.
 bool KiviStore::halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                             const uint16_t **rows) const {
@@ -545,8 +536,6 @@ void KiviStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
   const int64_t C = channels_;
   job.scratch2.resize(static_cast<size_t>(2 * C));
   float *sz = job.scratch2.data(); // a group's scales, then its zeros
-  job.scratch3.resize(static_cast<size_t>(C / 4 + 8)); // C code bytes
-  uint8_t *codes = reinterpret_cast<uint8_t *>(job.scratch3.data());
   int64_t scalesOf = -1; // the group whose scales and zeros sz holds
   for (int64_t p = t0; p < t1; ++p) {
     float *k = out + (p - t0) * C;
@@ -563,8 +552,8 @@ void KiviStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
       scalesOf = gp;
     }
     if (!nibbleKeys_ && (row * C * kb_) % 8 == 0) {
-      kernels().unpackCodes(blk.codes() + row * C * kb_ / 8, C, kb_, codes);
-      dequantKeyRow(codes, C, sz, sz + C, k);
+      job.ops.dequantCodes(blk.codes() + row * C * kb_ / 8, C, kb_, sz, sz + C,
+                           k);
       continue;
     }
     const int64_t rows = nibbleKeys_ ? codedRows(gp) : 0;

@@ -11,6 +11,8 @@
 #include "fp16.h"
 #include "kernels.h"
 
+#include <algorithm>
+
 using namespace kvq;
 
 namespace {
@@ -86,6 +88,19 @@ void dotLutRef(const uint8_t *packed, int64_t first, int bits, const float *lut,
     int64_t code = packedCodeAt(packed, first + c, bits);
     for (int64_t j = 0; j < nq; ++j)
       out[j] += lut[(j * d + c) * L + code];
+  }
+}
+
+/// Codes unpacked 64 at a time (whole bytes: 64 codes are 8 * bits bytes)
+/// by the word-at-a-time unpacker, then one product and sum each.
+void dequantCodesRef(const uint8_t *packed, int64_t n, int bits,
+                     const float *scale, const float *zero, float *out) {
+  uint8_t codes[64];
+  for (int64_t c0 = 0; c0 < n; c0 += 64) {
+    const int64_t m = std::min<int64_t>(64, n - c0);
+    unpackCodesSwar(packed + c0 / 8 * bits, m, bits, codes);
+    for (int64_t i = 0; i < m; ++i)
+      out[c0 + i] = uniformDequant(codes[i], scale[c0 + i], zero[c0 + i]);
   }
 }
 
@@ -214,6 +229,7 @@ const AttendOps &kvq::referenceAttendOps() {
     AttendOps o{};
     o.halfToFloatN = halfToFloatNRef;
     o.halfRowsToFloat = halfRowsToFloatRef;
+    o.dequantCodes = dequantCodesRef;
     o.mulHalf = mulHalfRef;
     o.dotHalf = dotHalfRef;
     o.axpyHalf = axpyHalfRef;

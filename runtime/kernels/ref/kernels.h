@@ -404,6 +404,11 @@ struct AttendOps {
   /// one call (the per-token value headers of an attention chunk).
   void (*halfRowsToFloat)(const uint16_t *const *rows, int64_t n, int64_t count,
                           float *out);
+  /// out[c] = code_c * scale[c] + zero[c] (a product, then a sum: exact,
+  /// as uniformDequant) for n packed codes from bit 0 of `packed`: a
+  /// uniform key row dequantized for the pre-RoPE key pass.
+  void (*dequantCodes)(const uint8_t *packed, int64_t n, int bits,
+                       const float *scale, const float *zero, float *out);
   /// out[j*d + c] = q[j*d + c] * half(h[c]): folds per-channel key scales
   /// into the queries.
   void (*mulHalf)(const uint16_t *h, const float *q, int64_t nq, int64_t d,
@@ -549,6 +554,7 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
 #define KVQ_ATTEND_OPS(X)                                                      \
   X(halfToFloatN)                                                              \
   X(halfRowsToFloat)                                                           \
+  X(dequantCodes)                                                              \
   X(mulHalf)                                                                   \
   X(dotHalf)                                                                   \
   X(axpyHalf)                                                                  \

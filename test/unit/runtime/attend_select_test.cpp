@@ -34,8 +34,8 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// Which entries table `name` ("avx2", "avx512", "neon") covers for s:
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
-  bool mulHalf, half, keyCodes, axpyCodes, axpyCodesRows, nibble, levelRows,
-      lutRows, groupWeights, ropeNibble;
+  bool mulHalf, dequant, half, keyCodes, axpyCodes, axpyCodesRows, nibble,
+      levelRows, lutRows, groupWeights, ropeNibble;
 };
 
 Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
@@ -43,6 +43,7 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   const int64_t P = s.d * s.keyBits / 4;
   Coverage c{};
   c.mulHalf = s.d % 8 == 0;
+  c.dequant = x86 && supported(s.keyBits);
   c.half = w16;
   c.keyCodes = w16 && supported(s.keyBits);
   c.axpyCodes =
@@ -118,6 +119,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("halfToFloatN", ops.halfToFloatN != ref.halfToFloatN, true);
       check("halfRowsToFloat", ops.halfRowsToFloat != ref.halfRowsToFloat,
             true);
+      check("dequantCodes", ops.dequantCodes != ref.dequantCodes, want.dequant);
       check("mulHalf", ops.mulHalf != ref.mulHalf, want.mulHalf);
       check("dotHalf", ops.dotHalf != ref.dotHalf, want.half);
       check("axpyHalf", ops.axpyHalf != ref.axpyHalf, want.half);

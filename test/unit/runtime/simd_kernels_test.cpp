@@ -401,6 +401,46 @@ TEST(SimdSinks, KeyNormsAreBitIdentical) {
 /// SIMD table's ops are the ones selectAttendOps picks for the shape, so
 /// the shapes its kernels do not cover (d not a multiple of 16 or 8, odd
 /// groups, 3-bit rows of 36 bits) must give the reference's bits.
+/// dequantCodes of every table (the reference's included) is the scalar
+/// product-then-sum of each code, bit for bit; the packed codes sit in a
+/// buffer of exactly their bytes, so a read past them fails under ASan.
+TEST(SimdAttendOps, DequantCodesIsTheProductThenSumOfEachCode) {
+  std::vector<const KernelTable *> tables = simdKernelVariants();
+  tables.push_back(&referenceKernels());
+  Rng rng(17);
+  int covered = 0;
+  for (const KernelTable *t : tables)
+    for (int bits = 1; bits <= 8; ++bits) {
+      if (!supportedBits(bits))
+        continue;
+      const AttendOps ops =
+          selectAttendOps(*t, AttendShape{128, 8, 32, bits, bits});
+      covered += ops.dequantCodes != referenceAttendOps().dequantCodes;
+      for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 1024}) {
+        std::vector<uint8_t> codes(static_cast<size_t>(n));
+        std::vector<float> scale(codes.size()), zero(codes.size()),
+            want(codes.size()), got(codes.size(), -1.0f);
+        for (int64_t c = 0; c < n; ++c) {
+          const size_t i = static_cast<size_t>(c);
+          codes[i] = static_cast<uint8_t>(rng.uniform() * (1 << bits));
+          scale[i] = static_cast<float>(rng.uniform()) * 0.37f;
+          zero[i] = static_cast<float>(rng.normal());
+          want[i] = static_cast<float>(codes[i]) * scale[i] + zero[i];
+        }
+        std::vector<uint8_t> packed(packedBytes(n, bits));
+        packCodesRef(codes.data(), n, bits, packed.data());
+        ops.dequantCodes(packed.data(), n, bits, scale.data(), zero.data(),
+                         got.data());
+        ASSERT_EQ(got, want) << t->name << " bits " << bits << " n " << n;
+      }
+    }
+    // The x86 tables have their own kernel for every width.
+#if defined(__x86_64__)
+  if (!simdKernelVariants().empty())
+    EXPECT_GT(covered, 0);
+#endif
+}
+
 TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
   REQUIRE_SIMD();
   (void)ref;
