@@ -12,6 +12,8 @@
 
 void kvq::packCodesRef(const uint8_t *codes, int64_t n, int bits,
                        uint8_t *out) {
+  if (n <= 0) // an empty vector's data() may be null, even for memcpy
+    return;
   if (bits == 8) {
     std::memcpy(out, codes, static_cast<size_t>(n));
     return;
@@ -35,6 +37,8 @@ void kvq::packCodesRef(const uint8_t *codes, int64_t n, int bits,
 
 void kvq::unpackCodesRef(const uint8_t *packed, int64_t n, int bits,
                          uint8_t *codes) {
+  if (n <= 0)
+    return;
   if (bits == 8) {
     std::memcpy(codes, packed, static_cast<size_t>(n));
     return;
