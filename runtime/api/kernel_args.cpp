@@ -21,6 +21,16 @@ using namespace kvq;
 
 namespace {
 
+/// The one-pass checks run on every quantize call over the whole input, so
+/// x86_64 gets clones for AVX-512 and AVX2 lanes (chosen at load time; the
+/// checks are integer and comparison operations, the same answer in each).
+#if defined(__x86_64__) && defined(__ELF__)
+#define KVQ_VALIDATION_CLONES                                                  \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KVQ_VALIDATION_CLONES
+#endif
+
 /// The status of a null required pointer; `names` lists the pointers the
 /// entry point requires, as the message of each entry point spells them.
 kvq_status nullArgs(const char *entry, const char *names) {
@@ -67,6 +77,7 @@ kvq_status checkNuqGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
 /// magnitude, which makes -0 and +0 equal as float comparison does. The
 /// first level of a table is not compared with the one before it: a
 /// 16-entry mask, periodic in count (a power of two <= 16 here), skips it.
+KVQ_VALIDATION_CLONES
 bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
                               int64_t count) {
   auto key = [](uint16_t h) {
@@ -82,19 +93,34 @@ bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
         return false;
     return (bad & 0x8000u) == 0;
   }
-  uint16_t inside[16];
-  for (int j = 0; j < 16; ++j)
-    inside[j] = (j % count) != 0 ? 0xffffu : 0u;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 1; j < 16; ++j)
-      bad |= static_cast<uint16_t>(
-          inside[j] &
-          (key(levels[i + j]) < key(levels[i + j - 1]) ? 0x8000u : 0u));
-  for (int64_t k = i + 1; k < n; ++k)
-    if ((k - i) % count != 0 && key(levels[k]) < key(levels[k - 1]))
-      return false;
+  // The position in the table counts in 16 bits, like the lanes (count
+  // divides 2^16, so it wraps in step).
+  const uint16_t last = static_cast<uint16_t>(count - 1);
+  uint16_t at = 1;
+  for (int64_t i = 1; i < n; ++i, ++at)
+    bad |= static_cast<uint16_t>(
+        ((at & last) != 0 && key(levels[i]) < key(levels[i - 1])) ? 0x8000u
+                                                                  : 0u);
   return (bad & 0x8000u) == 0;
+}
+
+/// The branch-free pass of checkFinite: false if some element may be
+/// non-finite in fp16.
+KVQ_VALIDATION_CLONES
+bool surelyFinite(const void *x, kvq_dtype dtype, int64_t n) {
+  if (dtype == KVQ_DTYPE_F16) {
+    // Exponent 0x1f carries into bit 15; 16-bit lanes, full vectors.
+    const uint16_t *h = static_cast<const uint16_t *>(x);
+    uint16_t any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= static_cast<uint16_t>((h[i] & 0x7c00u) + 0x0400u);
+    return (any & 0x8000u) == 0;
+  }
+  const float *f = static_cast<const float *>(x);
+  unsigned any = 0;
+  for (int64_t i = 0; i < n; ++i)
+    any |= !(std::fabs(f[i]) < 65520.0f);
+  return any == 0;
 }
 
 } // namespace
@@ -166,22 +192,7 @@ kvq_status kvq::checkLayout(kvq_code_layout layout) {
 /// for the first offender only when there is one. An f32 value is finite in
 /// fp16 exactly when |v| < 65520 (floatToHalf rounds 65520 up to infinity).
 kvq_status kvq::checkFinite(const void *x, kvq_dtype dtype, int64_t n) {
-  bool bad = false;
-  if (dtype == KVQ_DTYPE_F16) {
-    // Exponent 0x1f carries into bit 15; 16-bit lanes, full vectors.
-    const uint16_t *h = static_cast<const uint16_t *>(x);
-    uint16_t any = 0;
-    for (int64_t i = 0; i < n; ++i)
-      any |= static_cast<uint16_t>((h[i] & 0x7c00u) + 0x0400u);
-    bad = (any & 0x8000u) != 0;
-  } else {
-    const float *f = static_cast<const float *>(x);
-    unsigned any = 0;
-    for (int64_t i = 0; i < n; ++i)
-      any |= !(std::fabs(f[i]) < 65520.0f);
-    bad = any != 0;
-  }
-  if (!bad)
+  if (surelyFinite(x, dtype, n))
     return KVQ_OK;
   for (int64_t i = 0; i < n; ++i) {
     bool ok;

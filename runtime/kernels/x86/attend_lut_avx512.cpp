@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
 #include "avx2_util.h"
+#include "avx512_util.h"
 #include "block_layout.h"
 #include "x86_kernels.h"
 
@@ -26,6 +27,7 @@
 #include <cstring>
 
 using namespace kvq;
+using kvq::avx512::transpose16x16;
 using kvq::x86::forEachAccTile;
 
 namespace {
@@ -131,33 +133,6 @@ KVQ_AVX512 void lutQueries512(const uint8_t *row, const float *lut, int64_t nq,
 /// (a whole number of 32-bit words) and at most 32 words per head row.
 bool lutRowTilesCover(int bits, int64_t d) {
   return bits >= 2 && bits <= 4 && d % 32 == 0 && d * bits <= 32 * 32;
-}
-
-/// Transposes 16 rows of 16 dwords in registers: r[w] becomes dword w of
-/// rows 0..15 (unpacks within 128-bit lanes, then lane shuffles).
-KVQ_AVX512 inline void transpose16x16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4g + m], 128-bit lane k: dword 4k + m of rows 4g .. 4g + 3.
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  for (int m = 0; m < 4; ++m) {
-    const __m512i a = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x88);
-    const __m512i b = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xdd);
-    const __m512i c = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x88);
-    const __m512i e = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xdd);
-    r[m] = _mm512_shuffle_i32x4(a, c, 0x88);
-    r[8 + m] = _mm512_shuffle_i32x4(a, c, 0xdd);
-    r[4 + m] = _mm512_shuffle_i32x4(b, e, 0x88);
-    r[12 + m] = _mm512_shuffle_i32x4(b, e, 0xdd);
-  }
 }
 
 /// A channel's table of 2^BITS entries repeated to 16 lanes, so that a

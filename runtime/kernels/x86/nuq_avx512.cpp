@@ -8,10 +8,9 @@
 // lower level's value. No gathers in the inner loops:
 //  - one table per token group (values): the table lives in one register,
 //    a branch-free binary search and the lookups are vpermps;
-//  - one table per channel (keys, a table per 32-token block): 32 channels
-//    at a time, their tables transposed once per block to level-major rows,
-//    and a scan over the levels keeps the last level below x by masked
-//    moves (the levels are sorted, so "below x" holds for a prefix).
+//  - one table per channel (keys, a table per 32-token block): 16 tokens
+//    by 16 channels transposed in registers, so that a register holds one
+//    channel's tokens and searches its table as above.
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
@@ -20,6 +19,7 @@
 
 #include "kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace kvq;
@@ -80,35 +80,47 @@ KVQ_AVX512 inline SharedTable loadShared(const uint16_t *levels) {
   return {t, p};
 }
 
-/// nearestLevel of sixteen values against one table of Count levels.
-template <int Count>
-KVQ_AVX512 inline __m512i nearestShared(const SharedTable &t, __m512 x) {
+/// nearestLevel of N registers of sixteen values, x[k] against table
+/// *t[k] of Count levels. A search is a chain of dependent permutes and
+/// compares; the N chains advance step by step side by side, since the
+/// scheduler does not look far enough ahead to overlap more than a few.
+template <int Count, int N>
+KVQ_AVX512 inline void nearestShared(const SharedTable *const (&t)[N],
+                                     const __m512 (&x)[N], __m512i (&out)[N]) {
   constexpr int count = Count;
   // lower_bound by halving: the answer stays in [pos, pos + s]; a NaN x
   // compares false everywhere and gets 0, as in the reference.
   const __m512i one = _mm512_set1_epi32(1);
-  __m512i pos = _mm512_setzero_si512();
-  for (int s = count / 2; s >= 1; s /= 2) {
-    const __m512 probe = _mm512_permutexvar_ps(
-        _mm512_add_epi32(pos, _mm512_set1_epi32(s - 1)), t.level);
-    pos = _mm512_mask_add_epi32(pos, _mm512_cmp_ps_mask(probe, x, _CMP_LT_OQ),
-                                pos, _mm512_set1_epi32(s));
+  __m512i pos[N];
+  for (int k = 0; k < N; ++k)
+    pos[k] = _mm512_setzero_si512();
+  for (int s = count / 2; s >= 1; s /= 2)
+    for (int k = 0; k < N; ++k) {
+      const __m512 probe = _mm512_permutexvar_ps(
+          _mm512_add_epi32(pos[k], _mm512_set1_epi32(s - 1)), t[k]->level);
+      pos[k] = _mm512_mask_add_epi32(
+          pos[k], _mm512_cmp_ps_mask(probe, x[k], _CMP_LT_OQ), pos[k],
+          _mm512_set1_epi32(s));
+    }
+  for (int k = 0; k < N; ++k) {
+    const __m512 level = t[k]->level;
+    const __m512i p = _mm512_mask_add_epi32(
+        pos[k],
+        _mm512_cmp_ps_mask(_mm512_permutexvar_ps(pos[k], level), x[k],
+                           _CMP_LT_OQ),
+        pos[k], one);
+    const __m512i lo =
+        _mm512_max_epi32(_mm512_sub_epi32(p, one), _mm512_setzero_si512());
+    const __m512 dLo = _mm512_sub_ps(x[k], _mm512_permutexvar_ps(lo, level));
+    // p == count reads lane count & 15; that lane is masked off.
+    const __m512 dHi = _mm512_sub_ps(_mm512_permutexvar_ps(p, level), x[k]);
+    const __mmask16 inside =
+        _mm512_cmplt_epi32_mask(p, _mm512_set1_epi32(count));
+    const __mmask16 takeHi =
+        _mm512_mask_cmp_ps_mask(inside, dHi, dLo, _CMP_LT_OQ);
+    out[k] = _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(lo, t[k]->first),
+                                   takeHi, p);
   }
-  pos = _mm512_mask_add_epi32(
-      pos,
-      _mm512_cmp_ps_mask(_mm512_permutexvar_ps(pos, t.level), x, _CMP_LT_OQ),
-      pos, one);
-  const __m512i lo =
-      _mm512_max_epi32(_mm512_sub_epi32(pos, one), _mm512_setzero_si512());
-  const __m512 dLo = _mm512_sub_ps(x, _mm512_permutexvar_ps(lo, t.level));
-  // pos == count reads lane count & 15; that lane is masked off.
-  const __m512 dHi = _mm512_sub_ps(_mm512_permutexvar_ps(pos, t.level), x);
-  const __mmask16 inside =
-      _mm512_cmplt_epi32_mask(pos, _mm512_set1_epi32(count));
-  const __mmask16 takeHi =
-      _mm512_mask_cmp_ps_mask(inside, dHi, dLo, _CMP_LT_OQ);
-  return _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(lo, t.first), takeHi,
-                               pos);
 }
 
 /// Per-token groups of a multiple of 32, one table per group.
@@ -119,105 +131,80 @@ KVQ_AVX512 void nuqRows(const void *x, kvq_dtype dtype, const Grid &g,
   for (int64_t v = 0; v < g.vectors(); ++v) {
     const SharedTable t = loadShared<count>(levels + v * count);
     const int64_t base = g.base(v);
-    for (int64_t i = 0; i < g.group; i += 32) {
-      const __m512i a = nearestShared<count>(t, load16(x, dtype, base + i));
-      const __m512i b =
-          nearestShared<count>(t, load16(x, dtype, base + i + 16));
-      writeCodes32(codes, layout, base + i, bits, narrow16x2(a, b));
+    int64_t i = 0;
+    for (; i + 64 <= g.group; i += 64) { // four searches side by side
+      const SharedTable *const tt[4] = {&t, &t, &t, &t};
+      const __m512 in[4] = {
+          load16(x, dtype, base + i), load16(x, dtype, base + i + 16),
+          load16(x, dtype, base + i + 32), load16(x, dtype, base + i + 48)};
+      __m512i c[4];
+      nearestShared<count>(tt, in, c);
+      writeCodes32(codes, layout, base + i, bits, narrow16x2(c[0], c[1]));
+      writeCodes32(codes, layout, base + i + 32, bits, narrow16x2(c[2], c[3]));
+    }
+    if (i < g.group) { // group % 64 == 32
+      const SharedTable *const tt[2] = {&t, &t};
+      const __m512 in[2] = {load16(x, dtype, base + i),
+                            load16(x, dtype, base + i + 16)};
+      __m512i c[2];
+      nearestShared<count>(tt, in, c);
+      writeCodes32(codes, layout, base + i, bits, narrow16x2(c[0], c[1]));
     }
   }
 }
 
 //===----------------------------------------------------------------------===//
-// One table per lane
+// One table per channel: the block transposed
 //===----------------------------------------------------------------------===//
 
-/// Level-major tables of sixteen channels: level l of lane i at
-/// level[l][i], and what the scan needs of index l in one word:
-/// (l + 1) << 8 | the first index of level l's value.
-struct LaneTables {
-  alignas(64) float level[16][16];
-  alignas(64) int32_t index[16][16];
-};
-
-/// Transpose the tables of channels 16 * half .. + 16 from `conv` (the
-/// block's tables as floats, channel-major) and find the equal runs.
-KVQ_AVX512 inline void buildLanes(LaneTables &t, const float *conv, int count,
-                                  int half) {
-  const __m512i at = _mm512_add_epi32(
-      _mm512_mullo_epi32(laneIndex(), _mm512_set1_epi32(count)),
-      _mm512_set1_epi32(16 * half * count));
-  __m512 prev = _mm512_setzero_ps();
-  __m512i first = _mm512_setzero_si512();
-  for (int l = 0; l < count; ++l) {
-    const __m512 lv = _mm512_i32gather_ps(
-        _mm512_add_epi32(at, _mm512_set1_epi32(l)), conv, 4);
-    if (l > 0)
-      first = _mm512_mask_mov_epi32(_mm512_set1_epi32(l),
-                                    _mm512_cmp_ps_mask(lv, prev, _CMP_EQ_OQ),
-                                    first);
-    _mm512_store_ps(t.level[l], lv);
-    _mm512_store_si512(t.index[l],
-                       _mm512_or_si512(_mm512_set1_epi32((l + 1) << 8), first));
-    prev = lv;
-  }
-}
-
-/// nearestLevel of sixteen values, lane i against table i. The levels are
-/// ascending, so the lanes where level l < x form a prefix of l: the last
-/// masked moves leave level[hi - 1], level[hi] and index[hi - 1], which
-/// holds hi and the first index of level[hi - 1]'s value (0 and 0 when no
-/// level is below x: x at or below level 0, or NaN, returns 0 either way).
-template <int Count>
-KVQ_AVX512 inline __m512i nearestLanes(const LaneTables &t, __m512 x) {
-  constexpr int count = Count;
-  __m512 lvLo = _mm512_load_ps(t.level[0]), lvHi = lvLo;
-  __m512i index = _mm512_setzero_si512();
-  __mmask16 below = 0;
-  for (int l = 0; l < count; ++l) {
-    const __m512 lv = _mm512_load_ps(t.level[l]);
-    below = _mm512_cmp_ps_mask(lv, x, _CMP_LT_OQ);
-    lvLo = _mm512_mask_mov_ps(lvLo, below, lv);
-    index = _mm512_mask_mov_epi32(index, below, _mm512_load_si512(t.index[l]));
-    if (l + 1 < count)
-      lvHi = _mm512_mask_mov_ps(lvHi, below, _mm512_load_ps(t.level[l + 1]));
-  }
-  const __m512 dLo = _mm512_sub_ps(x, lvLo), dHi = _mm512_sub_ps(lvHi, x);
-  const __mmask16 takeHi = _mm512_mask_cmp_ps_mask(
-      static_cast<__mmask16>(~below), dHi, dLo, _CMP_LT_OQ);
-  return _mm512_mask_srli_epi32(
-      _mm512_and_si512(index, _mm512_set1_epi32(0xff)), takeHi, index, 8);
-}
-
-/// Per-channel groups, 32 columns at a time (cols % 32 == 0).
+/// Per-channel groups, 32 columns at a time (cols % 32 == 0). Tokens go to
+/// the lanes: 16 rows of 16 channels are transposed in registers, so each
+/// register holds one channel's tokens and searches that channel's table
+/// like nuqRows (a scan of every level per lane cost four times the
+/// instructions), and the codes are transposed back to rows. A block's
+/// last rows (G % 16) fill the lanes with zeros whose codes are dropped.
 template <int Bits, int Layout>
 KVQ_AVX512 void nuqColumns(const void *x, kvq_dtype dtype, const Grid &g,
                            const uint16_t *levels, uint8_t *codes) {
   constexpr int bits = Bits, count = 1 << Bits, layout = Layout;
   const int64_t C = g.cols, G = g.group;
-  alignas(64) float conv[32 * 16];
-  LaneTables t[2];
+  SharedTable tables[32];
   for (int64_t rg = 0; rg < g.rows / G; ++rg)
     for (int64_t c = 0; c < C; c += 32) {
       // The 32 channels' tables are contiguous: 32 * count halfs.
       const uint16_t *lv = levels + (rg * C + c) * count;
-      for (int i = 0; i < 32 * count; i += 16)
-        _mm512_store_ps(conv + i,
-                        _mm512_cvtph_ps(_mm256_loadu_si256(
-                            reinterpret_cast<const __m256i *>(lv + i))));
-      buildLanes(t[0], conv, count, 0);
-      buildLanes(t[1], conv, count, 1);
-      for (int64_t i = 0; i < G; ++i) {
-        const int64_t e = (rg * G + i) * C + c;
-        // The rows are a stride apart and each costs many instructions, so
-        // out-of-order execution alone keeps few loads in flight: fetch the
-        // next 32 columns' line of this row ahead.
-        _mm_prefetch(static_cast<const char *>(x) +
-                         (e + 32) * (dtype == KVQ_DTYPE_F16 ? 2 : 4),
-                     _MM_HINT_T0);
-        const __m512i a = nearestLanes<count>(t[0], load16(x, dtype, e));
-        const __m512i b = nearestLanes<count>(t[1], load16(x, dtype, e + 16));
-        writeCodes32(codes, layout, e, bits, narrow16x2(a, b));
+      for (int k = 0; k < 32; ++k)
+        tables[k] = loadShared<count>(lv + k * count);
+      for (int64_t r0 = 0; r0 < G; r0 += 16) {
+        const int rows = static_cast<int>(std::min<int64_t>(16, G - r0));
+        const int64_t e0 = (rg * G + r0) * C + c;
+        __m128i low[16]; // the codes of channels c .. c + 15, by row
+        for (int half = 0; half < 2; ++half) {
+          __m512i r[16];
+          for (int i = 0; i < 16; ++i)
+            r[i] = i < rows ? _mm512_castps_si512(
+                                  load16(x, dtype, e0 + i * C + 16 * half))
+                            : _mm512_setzero_si512();
+          transpose16x16(r);
+          const SharedTable *t[16];
+          __m512 in[16];
+          for (int k = 0; k < 16; ++k) {
+            t[k] = &tables[16 * half + k];
+            in[k] = _mm512_castsi512_ps(r[k]);
+          }
+          nearestShared<count>(t, in, r);
+          transpose16x16(r);
+          for (int i = 0; i < rows; ++i) {
+            const __m128i bytes = _mm512_cvtepi32_epi8(r[i]);
+            if (half == 0)
+              low[i] = bytes;
+            else // in registers: bytes stored in halves and loaded whole
+                 // would miss store forwarding
+              writeCodes32(codes, layout, e0 + i * C, bits,
+                           _mm256_inserti128_si256(
+                               _mm256_castsi128_si256(low[i]), bytes, 1));
+          }
+        }
       }
     }
 }
