@@ -96,9 +96,9 @@ private:
   /// Fit a key segment on rows x[m, C] into `table`; mask receives the
   /// rank outliers of the batch.
   void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table) const;
-  /// Quantize one key row against a segment table into `out` (packed codes
-  /// then outliers); mask marks the row's outliers.
-  void writeKeyRow(const float *x, const uint8_t *mask, const uint8_t *table,
+  /// Write one key row into `out`: its codes (one byte each, from the
+  /// batch's kvq_nuq_quant) packed, then the outliers mask marks.
+  void writeKeyRow(const float *x, const uint8_t *codes, const uint8_t *mask,
                    uint8_t *out) const;
   /// Fit, quantize and pack one value row (levels, codes, outliers).
   int64_t planValueRow(const float *x, uint8_t *mask, float *levels) const;
@@ -165,13 +165,18 @@ void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
   const int64_t C = channels_;
   const KernelTable &kt = kernels();
   const int64_t k = outlierCount(cfg_.outlier_fraction, m);
-  std::vector<float> scratch(static_cast<size_t>(m));
+  std::vector<float> scratch(static_cast<size_t>(m)),
+      column(static_cast<size_t>(m));
   float levels[kMaxLevels];
   for (int64_t c = 0; c < C; ++c) {
+    // The channel's values gathered once: the rank split bisects over them
+    // about 31 times, and the kernels' vector paths take contiguous input.
+    for (int64_t t = 0; t < m; ++t)
+      column[static_cast<size_t>(t)] = x[t * C + c];
     float threshold;
-    kt.topkAbs(x + c, m, C, nullptr, 0, k, mask + c, C, &threshold);
-    kt.lloydFit(x + c, m, C, mask + c, C, kb_, cfg_.lloyd_iters, scratch.data(),
-                levels, nullptr);
+    kt.topkAbs(column.data(), m, 1, nullptr, 0, k, mask + c, C, &threshold);
+    kt.lloydFit(column.data(), m, 1, mask + c, C, kb_, cfg_.lloyd_iters,
+                scratch.data(), levels, nullptr);
     for (int l = 0; l < kLevels_; ++l)
       write16(table, table_.levelAt(c, l), floatToHalf(levels[l]));
     if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
@@ -179,24 +184,17 @@ void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
   }
 }
 
-void KvquantStore::writeKeyRow(const float *x, const uint8_t *mask,
-                               const uint8_t *table, uint8_t *out) const {
+void KvquantStore::writeKeyRow(const float *x, const uint8_t *codes,
+                               const uint8_t *mask, uint8_t *out) const {
   const int64_t C = channels_;
-  std::vector<uint8_t> codes(static_cast<size_t>(C));
-  float levels[kMaxLevels];
   int64_t o = 0;
   uint8_t *outliers = out + keyRow_.outliersOffset();
-  for (int64_t c = 0; c < C; ++c) {
-    for (int l = 0; l < kLevels_; ++l)
-      levels[l] = halfToFloat(read16(table, table_.levelAt(c, l)));
-    // An outlier keeps its (unused) dense code slot, as in the paper's
-    // dense-and-sparse split.
-    codes[static_cast<size_t>(c)] =
-        static_cast<uint8_t>(nearestLevel(levels, kLevels_, x[c]));
+  // An outlier keeps its (unused) dense code slot, as in the paper's
+  // dense-and-sparse split.
+  for (int64_t c = 0; c < C; ++c)
     if (mask[c])
       writeOutlier(outliers, o++, x[c], c);
-  }
-  kernels().packCodes(codes.data(), C, kb_, out);
+  kernels().packCodes(codes, C, kb_, out);
 }
 
 int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask,
@@ -220,21 +218,27 @@ int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask,
 
 void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
                                  const float *levels, uint8_t *out) const {
-  const int64_t C = channels_, D = cfg_.head_dim;
+  const int64_t C = channels_;
   const int64_t heads = cfg_.num_kv_heads;
-  for (int64_t i = 0; i < heads * vLevels_; ++i)
-    write16(out, i, floatToHalf(levels[i]));
-  uint8_t *packed = out + valueRow_.codesOffset();
+  std::vector<uint16_t> table(static_cast<size_t>(heads * vLevels_));
+  for (int64_t i = 0; i < heads * vLevels_; ++i) {
+    table[static_cast<size_t>(i)] = floatToHalf(levels[i]);
+    write16(out, i, table[static_cast<size_t>(i)]);
+  }
+  // The nearest levels by the kernel table's kvq_nuq_quant: one group of
+  // head_dim per head (the levels are fp16 already, so the same codes).
+  Grid g;
+  g.rows = 1;
+  g.cols = C;
+  g.group = cfg_.head_dim;
+  g.axis = KVQ_AXIS_PER_TOKEN;
+  kernels().nuqQuant(x, KVQ_DTYPE_F32, g, vb_, table.data(), KVQ_CODES_PACKED,
+                     out + valueRow_.codesOffset());
   uint8_t *outliers = out + valueRow_.outliersOffset();
-  std::vector<uint8_t> codes(static_cast<size_t>(C));
   int64_t o = 0;
-  for (int64_t c = 0; c < C; ++c) {
-    codes[static_cast<size_t>(c)] = static_cast<uint8_t>(
-        nearestLevel(levels + (c / D) * vLevels_, vLevels_, x[c]));
+  for (int64_t c = 0; c < C; ++c)
     if (mask[c])
       writeOutlier(outliers, o++, x[c], c);
-  }
-  kernels().packCodes(codes.data(), C, vb_, packed);
 }
 
 kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
@@ -272,7 +276,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
   std::vector<Blk> kq(static_cast<size_t>(quantEnd - first));
   std::vector<uint16_t> kOut(kq.size(), 0), vOut(kq.size(), 0);
   std::vector<float> x;
-  std::vector<uint8_t> mask;
+  std::vector<uint8_t> mask, codes;
   auto quantizeKeys = [&](int64_t a, int64_t b, const uint8_t *table,
                           bool fresh) -> bool {
     const int64_t m = b - a;
@@ -291,6 +295,17 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
                 ? 1
                 : 0;
     }
+    // The nearest levels of the whole batch in one kvq_nuq_quant call:
+    // per channel one group of m tokens against the table's levels.
+    Grid g;
+    g.rows = m;
+    g.cols = C;
+    g.group = m;
+    g.axis = KVQ_AXIS_PER_CHANNEL;
+    codes.resize(static_cast<size_t>(m * C));
+    kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
+                       reinterpret_cast<const uint16_t *>(table),
+                       KVQ_CODES_UNPACKED, codes.data());
     for (int64_t p = a; p < b; ++p) {
       const uint8_t *rowMask = mask.data() + (p - a) * C;
       int64_t outs = std::count(rowMask, rowMask + C, uint8_t{1});
@@ -298,7 +313,8 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       Blk blk = txn.allocate(bytes);
       if (!blk)
         return false;
-      writeKeyRow(x.data() + (p - a) * C, rowMask, table, blk.p);
+      writeKeyRow(x.data() + (p - a) * C, codes.data() + (p - a) * C, rowMask,
+                  blk.p);
       kq[static_cast<size_t>(p - first)] = blk;
       kOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
     }
