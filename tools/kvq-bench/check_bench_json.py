@@ -140,6 +140,11 @@ def main():
     app = need(doc, "append", dict)
     need(app, "ns_at_1k", num)
     need(app, "ns_at_64k", num)
+    for row in need(app, "caches", list):
+        need(row, "cache", str)
+        need(row, "tokens", int)
+        if need(row, "ns", num) <= 0:
+            fail("append row ns is not positive")
     if "compile" not in doc:
         fail("missing key 'compile'")
     if doc["compile"] is not None:

@@ -116,7 +116,14 @@ struct Report {
     double ms1, msN;
   };
   std::vector<ThreadRow> threadRows;
-  double appendNs1k = 0, appendNs64k = 0;
+  double appendNs1k = 0, appendNs64k = 0; ///< kivi2
+  /// ns per single-token append into each timed cache holding 1K tokens
+  /// (the decode path's write: KVQuant fits each value row's levels).
+  struct AppendRow {
+    std::string cache;
+    double ns = 0;
+  };
+  std::vector<AppendRow> appendRows;
   bool compiled = false;
   double compileSeconds = 0;
   std::string compileNote;
@@ -644,12 +651,13 @@ void measureThreads(const Options &o, Report &r,
     }
 }
 
-/// ns per single-token append into a KIVI-2 cache already holding `held`
-/// tokens: fresh cache per repetition, 256 appends timed (eight key groups
-/// leave the window in that span, so the flushes are included).
-double appendNs(const Options &o, const std::vector<uint16_t> &pool,
-                int64_t poolTokens, int64_t held) {
-  const CacheKind kind = {"kivi2", KVQ_METHOD_KIVI, 2};
+/// ns per single-token append into a cache already holding `held` tokens:
+/// fresh cache per repetition, 256 appends timed (eight KIVI key groups
+/// leave the window and two KVQuant key refits run in that span, so the
+/// flushes and refits are included).
+double appendNs(const Options &o, const CacheKind &kind,
+                const std::vector<uint16_t> &pool, int64_t poolTokens,
+                int64_t held) {
   const int64_t appends = 256;
   std::vector<double> samples;
   const int reps = o.smoke ? 2 : (o.quick ? 3 : 5);
@@ -784,6 +792,12 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   if (r.appendNs1k > 0)
     std::fprintf(f, "\nappend (kivi2): %.0f ns at 1K, %.0f ns at 64K (%.2fx)\n",
                  r.appendNs1k, r.appendNs64k, r.appendNs64k / r.appendNs1k);
+  if (!r.appendRows.empty()) {
+    std::fprintf(f, "append at 1K, ns per token:");
+    for (const Report::AppendRow &a : r.appendRows)
+      std::fprintf(f, " %s %.0f", a.cache.c_str(), a.ns);
+    std::fprintf(f, "\n");
+  }
   if (r.compiled)
     std::fprintf(f, "compile: kvq-opt --kvq-to-llvm on %d layers: %.3f s\n",
                  o.layers, r.compileSeconds);
@@ -869,8 +883,15 @@ void printJson(FILE *f, const Report &r, const Options &o) {
     }
     std::fprintf(f, "  ]},\n");
   }
-  std::fprintf(f, "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f},\n",
+  std::fprintf(f,
+               "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f, "
+               "\"caches\": [",
                r.appendNs1k, r.appendNs64k);
+  for (size_t i = 0; i < r.appendRows.size(); ++i)
+    std::fprintf(f, "%s{\"cache\": %s, \"tokens\": 1024, \"ns\": %.1f}",
+                 i ? ", " : "", js(r.appendRows[i].cache).c_str(),
+                 r.appendRows[i].ns);
+  std::fprintf(f, "]},\n");
   if (r.compiled)
     std::fprintf(f, "  \"compile\": {\"layers\": %d, \"seconds\": %.4f}\n",
                  o.layers, r.compileSeconds);
@@ -1005,8 +1026,13 @@ int main(int argc, char **argv) {
     measureThreads(o, r, k, poolTokens);
   const int64_t big = o.smoke ? 4096 : 65536;
   if (o.runs("append")) {
-    r.appendNs1k = appendNs(o, k, poolTokens, 1024);
-    r.appendNs64k = appendNs(o, k, poolTokens, big);
+    const CacheKind kivi2 = {"kivi2", KVQ_METHOD_KIVI, 2};
+    r.appendNs1k = appendNs(o, kivi2, k, poolTokens, 1024);
+    r.appendNs64k = appendNs(o, kivi2, k, poolTokens, big);
+    for (const CacheKind &kind : cacheKinds())
+      if (o.times(kind.name))
+        r.appendRows.push_back(
+            {kind.name, appendNs(o, kind, k, poolTokens, 1024)});
   }
   if (o.runs("compile"))
     measureCompile(o, r);
