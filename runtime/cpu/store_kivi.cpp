@@ -139,20 +139,23 @@ private:
 void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
   const int64_t groups = channels_ / G_;
   std::vector<float> x(static_cast<size_t>(channels_));
-  std::vector<uint8_t> codes(static_cast<size_t>(channels_));
+  std::vector<uint16_t> scales(static_cast<size_t>(2 * groups));
+  uint16_t *zeros = scales.data() + groups;
   halfRowToFloat(row, channels_, x.data());
-  const KernelTable &kt = kernels();
+  // One kvq_group_quant call of the kernel table (per-token groups of G),
+  // the codes packed straight into the block.
+  Grid g;
+  g.rows = 1;
+  g.cols = channels_;
+  g.group = G_;
+  g.axis = KVQ_AXIS_PER_TOKEN;
   const UniformBlock<uint8_t> blk{out, groups};
+  kernels().groupQuant(x.data(), KVQ_DTYPE_F32, g, vb_, nullptr,
+                       KVQ_CODES_PACKED, blk.codes(), scales.data(), zeros);
   for (int64_t j = 0; j < groups; ++j) {
-    uint16_t scale, zero;
-    kt.uniformCalibrate(x.data() + j * G_, G_, 1, nullptr, 0, vb_, &scale,
-                        &zero);
-    kt.uniformQuantize(x.data() + j * G_, G_, 1, scale, zero, vb_,
-                       codes.data() + j * G_, 1);
-    blk.setScale(j, scale);
-    blk.setZero(j, zero);
+    blk.setScale(j, scales[static_cast<size_t>(j)]);
+    blk.setZero(j, zeros[j]);
   }
-  kt.packCodes(codes.data(), channels_, vb_, blk.codes());
 }
 
 void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
@@ -160,18 +163,32 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   const int64_t C = channels_;
   std::vector<float> x(static_cast<size_t>(G_ * C));
   std::vector<uint8_t> codes(static_cast<size_t>(G_ * C));
+  std::vector<uint16_t> scales(static_cast<size_t>(2 * C));
+  uint16_t *zeros = scales.data() + C;
   for (int64_t i = 0; i < G_; ++i)
     halfRowToFloat(rows[i], C, x.data() + i * C);
-  const KernelTable &kt = kernels();
+  // Calibration exclusion: min/max over the group's non-sink rows only,
+  // as an element mask; without a sink none, the kernels' fast path.
+  std::vector<uint8_t> exclude;
+  if (std::any_of(sink, sink + G_, [](uint8_t s) { return s != 0; })) {
+    exclude.resize(static_cast<size_t>(G_ * C));
+    for (int64_t i = 0; i < G_; ++i)
+      std::fill_n(exclude.begin() + i * C, C, sink[i]);
+  }
+  // One kvq_group_quant call of the kernel table: per channel one group of
+  // the G rows.
+  Grid g;
+  g.rows = G_;
+  g.cols = C;
+  g.group = G_;
+  g.axis = KVQ_AXIS_PER_CHANNEL;
+  kernels().groupQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
+                       exclude.empty() ? nullptr : exclude.data(),
+                       KVQ_CODES_UNPACKED, codes.data(), scales.data(), zeros);
   const UniformBlock<uint8_t> blk{out, C};
   for (int64_t c = 0; c < C; ++c) {
-    uint16_t scale, zero;
-    // Calibration exclusion: min/max over the group's non-sink rows only.
-    kt.uniformCalibrate(x.data() + c, G_, C, sink, 1, kb_, &scale, &zero);
-    kt.uniformQuantize(x.data() + c, G_, C, scale, zero, kb_, codes.data() + c,
-                       C);
-    blk.setScale(c, scale);
-    blk.setZero(c, zero);
+    blk.setScale(c, scales[static_cast<size_t>(c)]);
+    blk.setZero(c, zeros[c]);
   }
   // Sink rows have no code slots: compact the coded rows, then pack.
   int64_t coded = 0;
@@ -185,7 +202,7 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   if (nibbleKeys_)
     packNibbleMajor(codes.data(), coded, C, kb_, blk.codes());
   else
-    kt.packCodes(codes.data(), coded * C, kb_, blk.codes());
+    kernels().packCodes(codes.data(), coded * C, kb_, blk.codes());
 }
 
 int64_t KiviStore::codedRows(int64_t g) const {
