@@ -14,6 +14,7 @@
 #include "kernel_args.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace kvq;
 
@@ -101,6 +102,13 @@ kvq_status kvq::checkAttendArgs(const char *entry, const kvq_config &cfg,
 kvq_status kvq::toHalf(const void *src, kvq_dtype dtype, int64_t n,
                        std::vector<uint16_t> &dst, const char *what) {
   dst.resize(static_cast<size_t>(n));
+  // fp16 input that is all finite (the common case) is a copy after one
+  // vectorized pass; otherwise the loop below finds the first offender.
+  if (dtype == KVQ_DTYPE_F16 && allFiniteInHalf(src, dtype, n)) {
+    if (n > 0)
+      std::memcpy(dst.data(), src, static_cast<size_t>(n) * 2);
+    return KVQ_OK;
+  }
   for (int64_t i = 0; i < n; ++i) {
     uint16_t h;
     if (dtype == KVQ_DTYPE_F16) {

@@ -104,25 +104,6 @@ bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
   return (bad & 0x8000u) == 0;
 }
 
-/// The branch-free pass of checkFinite: false if some element may be
-/// non-finite in fp16.
-KVQ_VALIDATION_CLONES
-bool surelyFinite(const void *x, kvq_dtype dtype, int64_t n) {
-  if (dtype == KVQ_DTYPE_F16) {
-    // Exponent 0x1f carries into bit 15; 16-bit lanes, full vectors.
-    const uint16_t *h = static_cast<const uint16_t *>(x);
-    uint16_t any = 0;
-    for (int64_t i = 0; i < n; ++i)
-      any |= static_cast<uint16_t>((h[i] & 0x7c00u) + 0x0400u);
-    return (any & 0x8000u) == 0;
-  }
-  const float *f = static_cast<const float *>(x);
-  unsigned any = 0;
-  for (int64_t i = 0; i < n; ++i)
-    any |= !(std::fabs(f[i]) < 65520.0f);
-  return any == 0;
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -187,12 +168,31 @@ kvq_status kvq::checkLayout(kvq_code_layout layout) {
   return KVQ_OK;
 }
 
+/// Branch-free, so that it vectorizes (every quantize call and cache
+/// update runs it over its whole input).
+KVQ_VALIDATION_CLONES
+bool kvq::allFiniteInHalf(const void *x, kvq_dtype dtype, int64_t n) {
+  if (dtype == KVQ_DTYPE_F16) {
+    // Exponent 0x1f carries into bit 15; 16-bit lanes, full vectors.
+    const uint16_t *h = static_cast<const uint16_t *>(x);
+    uint16_t any = 0;
+    for (int64_t i = 0; i < n; ++i)
+      any |= static_cast<uint16_t>((h[i] & 0x7c00u) + 0x0400u);
+    return (any & 0x8000u) == 0;
+  }
+  const float *f = static_cast<const float *>(x);
+  unsigned any = 0;
+  for (int64_t i = 0; i < n; ++i)
+    any |= !(std::fabs(f[i]) < 65520.0f);
+  return any == 0;
+}
+
 /// A branch-free pass first (it vectorizes: this check runs on every
 /// quantize call and must not cost more than the SIMD kernel), then a scan
 /// for the first offender only when there is one. An f32 value is finite in
 /// fp16 exactly when |v| < 65520 (floatToHalf rounds 65520 up to infinity).
 kvq_status kvq::checkFinite(const void *x, kvq_dtype dtype, int64_t n) {
-  if (surelyFinite(x, dtype, n))
+  if (allFiniteInHalf(x, dtype, n))
     return KVQ_OK;
   for (int64_t i = 0; i < n; ++i) {
     bool ok;

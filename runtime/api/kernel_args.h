@@ -36,6 +36,9 @@ kvq_status makeGeometry(int64_t rows, int64_t cols, kvq_axis axis,
 kvq_status checkLayout(kvq_code_layout layout);
 /// Every element finite and within the fp16 range (the runtime stores fp16).
 kvq_status checkFinite(const void *x, kvq_dtype dtype, int64_t n);
+/// checkFinite's one vectorized pass alone: true when every element is
+/// finite in fp16 (a caller then looks for the first offender itself).
+bool allFiniteInHalf(const void *x, kvq_dtype dtype, int64_t n);
 /// Every fp16 table entry finite; `what` names the table in the message.
 kvq_status checkHalfTable(const uint16_t *t, int64_t n, const char *what);
 /// Unpacked codes below 2^bits (packed codes cannot exceed it).
