@@ -138,20 +138,18 @@ private:
 
 void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
   const int64_t groups = channels_ / G_;
-  std::vector<float> x(static_cast<size_t>(channels_));
   std::vector<uint16_t> scales(static_cast<size_t>(2 * groups));
   uint16_t *zeros = scales.data() + groups;
-  halfRowToFloat(row, channels_, x.data());
-  // One kvq_group_quant call of the kernel table (per-token groups of G),
-  // the codes packed straight into the block.
+  // One kvq_group_quant call of the kernel table on the fp16 row (per-token
+  // groups of G), the codes packed straight into the block.
   Grid g;
   g.rows = 1;
   g.cols = channels_;
   g.group = G_;
   g.axis = KVQ_AXIS_PER_TOKEN;
   const UniformBlock<uint8_t> blk{out, groups};
-  kernels().groupQuant(x.data(), KVQ_DTYPE_F32, g, vb_, nullptr,
-                       KVQ_CODES_PACKED, blk.codes(), scales.data(), zeros);
+  kernels().groupQuant(row, KVQ_DTYPE_F16, g, vb_, nullptr, KVQ_CODES_PACKED,
+                       blk.codes(), scales.data(), zeros);
   for (int64_t j = 0; j < groups; ++j) {
     blk.setScale(j, scales[static_cast<size_t>(j)]);
     blk.setZero(j, zeros[j]);
@@ -161,12 +159,12 @@ void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
 void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
                                  const uint8_t *sink, uint8_t *out) const {
   const int64_t C = channels_;
-  std::vector<float> x(static_cast<size_t>(G_ * C));
+  std::vector<uint16_t> x(static_cast<size_t>(G_ * C));
   std::vector<uint8_t> codes(static_cast<size_t>(G_ * C));
   std::vector<uint16_t> scales(static_cast<size_t>(2 * C));
   uint16_t *zeros = scales.data() + C;
-  for (int64_t i = 0; i < G_; ++i)
-    halfRowToFloat(rows[i], C, x.data() + i * C);
+  for (int64_t i = 0; i < G_; ++i) // the group's fp16 rows, contiguous
+    std::copy(rows[i], rows[i] + C, x.begin() + i * C);
   // Calibration exclusion: min/max over the group's non-sink rows only,
   // as an element mask; without a sink none, the kernels' fast path.
   std::vector<uint8_t> exclude;
@@ -182,7 +180,7 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   g.cols = C;
   g.group = G_;
   g.axis = KVQ_AXIS_PER_CHANNEL;
-  kernels().groupQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
+  kernels().groupQuant(x.data(), KVQ_DTYPE_F16, g, kb_,
                        exclude.empty() ? nullptr : exclude.data(),
                        KVQ_CODES_UNPACKED, codes.data(), scales.data(), zeros);
   const UniformBlock<uint8_t> blk{out, C};
