@@ -75,8 +75,8 @@ kvq_status checkNuqGrid(kvq_dtype dtype, int32_t bits, int64_t rows,
 /// scalar checks cost as much as the kernel): all finite, each table
 /// ascending. Finite fp16 values order as the integers sign ? -magnitude :
 /// magnitude, which makes -0 and +0 equal as float comparison does. The
-/// first level of a table is not compared with the one before it: a
-/// 16-entry mask, periodic in count (a power of two <= 16 here), skips it.
+/// first level of a table is not compared with the one before it: a 16-bit
+/// position, masked by count - 1 (a power of two <= 16 here), skips it.
 KVQ_VALIDATION_CLONES
 bool levelsFiniteAndAscending(const uint16_t *levels, int64_t n,
                               int64_t count) {

@@ -1027,12 +1027,18 @@ int main(int argc, char **argv) {
   const int64_t big = o.smoke ? 4096 : 65536;
   if (o.runs("append")) {
     const CacheKind kivi2 = {"kivi2", KVQ_METHOD_KIVI, 2};
-    r.appendNs1k = appendNs(o, kivi2, k, poolTokens, 1024);
-    r.appendNs64k = appendNs(o, kivi2, k, poolTokens, big);
     for (const CacheKind &kind : cacheKinds())
       if (o.times(kind.name))
         r.appendRows.push_back(
             {kind.name, appendNs(o, kind, k, poolTokens, 1024)});
+    // kivi2 at 1K is one of the rows unless --caches leaves it out.
+    r.appendNs1k = -1;
+    for (const Report::AppendRow &a : r.appendRows)
+      if (a.cache == kivi2.name)
+        r.appendNs1k = a.ns;
+    if (r.appendNs1k < 0)
+      r.appendNs1k = appendNs(o, kivi2, k, poolTokens, 1024);
+    r.appendNs64k = appendNs(o, kivi2, k, poolTokens, big);
   }
   if (o.runs("compile"))
     measureCompile(o, r);

@@ -123,33 +123,36 @@ KVQ_AVX512 inline void nearestShared(const SharedTable *const (&t)[N],
   }
 }
 
-/// Per-token groups of a multiple of 32, one table per group.
+/// Codes of the 16 * N values from element `at` against one table: N
+/// searches side by side, written 32 codes at a time.
+template <int Bits, int Layout, int N>
+KVQ_AVX512 inline void nearestRun(const SharedTable &t, const void *x,
+                                  kvq_dtype dtype, int64_t at, uint8_t *codes) {
+  const SharedTable *tables[N];
+  __m512 in[N];
+  __m512i c[N];
+  for (int k = 0; k < N; ++k) {
+    tables[k] = &t;
+    in[k] = load16(x, dtype, at + 16 * k);
+  }
+  nearestShared<1 << Bits>(tables, in, c);
+  for (int k = 0; k < N; k += 2)
+    writeCodes32(codes, Layout, at + 16 * k, Bits, narrow16x2(c[k], c[k + 1]));
+}
+
+/// Per-token groups of a multiple of 32, one table per group: 64 values
+/// (four searches) per step, a last 32 where group % 64 == 32.
 template <int Bits, int Layout>
 KVQ_AVX512 void nuqRows(const void *x, kvq_dtype dtype, const Grid &g,
                         const uint16_t *levels, uint8_t *codes) {
-  constexpr int bits = Bits, count = 1 << Bits, layout = Layout;
   for (int64_t v = 0; v < g.vectors(); ++v) {
-    const SharedTable t = loadShared<count>(levels + v * count);
+    const SharedTable t = loadShared<1 << Bits>(levels + v * (1 << Bits));
     const int64_t base = g.base(v);
     int64_t i = 0;
-    for (; i + 64 <= g.group; i += 64) { // four searches side by side
-      const SharedTable *const tt[4] = {&t, &t, &t, &t};
-      const __m512 in[4] = {
-          load16(x, dtype, base + i), load16(x, dtype, base + i + 16),
-          load16(x, dtype, base + i + 32), load16(x, dtype, base + i + 48)};
-      __m512i c[4];
-      nearestShared<count>(tt, in, c);
-      writeCodes32(codes, layout, base + i, bits, narrow16x2(c[0], c[1]));
-      writeCodes32(codes, layout, base + i + 32, bits, narrow16x2(c[2], c[3]));
-    }
-    if (i < g.group) { // group % 64 == 32
-      const SharedTable *const tt[2] = {&t, &t};
-      const __m512 in[2] = {load16(x, dtype, base + i),
-                            load16(x, dtype, base + i + 16)};
-      __m512i c[2];
-      nearestShared<count>(tt, in, c);
-      writeCodes32(codes, layout, base + i, bits, narrow16x2(c[0], c[1]));
-    }
+    for (; i + 64 <= g.group; i += 64)
+      nearestRun<Bits, Layout, 4>(t, x, dtype, base + i, codes);
+    if (i < g.group)
+      nearestRun<Bits, Layout, 2>(t, x, dtype, base + i, codes);
   }
 }
 
@@ -160,8 +163,8 @@ KVQ_AVX512 void nuqRows(const void *x, kvq_dtype dtype, const Grid &g,
 /// Per-channel groups, 32 columns at a time (cols % 32 == 0). Tokens go to
 /// the lanes: 16 rows of 16 channels are transposed in registers, so each
 /// register holds one channel's tokens and searches that channel's table
-/// like nuqRows (a scan of every level per lane cost four times the
-/// instructions), and the codes are transposed back to rows. A block's
+/// like nuqRows (a scan of every level per lane was what it replaced), and
+/// the codes are transposed back to rows. A block's
 /// last rows (G % 16) fill the lanes with zeros whose codes are dropped.
 template <int Bits, int Layout>
 KVQ_AVX512 void nuqColumns(const void *x, kvq_dtype dtype, const Grid &g,
