@@ -736,13 +736,12 @@ void KiviStore::attendValues(AttendJob &job) const {
   // The blocks were prefetched during the key pass (attendKeys).
   const int64_t n = walkValueRows(job, slots_, 4 * perRow, blocks);
   // Group weights and zero-point sums from the coded tokens' headers: in
-  // one fused call where the cache's ops have one (its shape) and the call
-  // has one query vector per head (nq varies per call, so it is decided
-  // here), else converted in one call and summed by the portable loops (the
-  // same bits either way).
+  // one fused call where the cache's ops have one (its shape), else
+  // converted in one call and summed by the portable loops (the same bits
+  // either way).
   const float *scores = job.scores.data();
   const int64_t *rowOf = job.positions.data();
-  if (job.ops.groupWeightsHalf && nq == 1) {
+  if (job.ops.groupWeightsHalf) {
     GroupWeightsArgs a;
     a.headers = job.halfRows.data();
     a.rowOf = rowOf;

@@ -487,7 +487,7 @@ struct AttendOps {
   void (*axpyLevelRows)(const LevelRowsAxpy &a);
   /// groupWeightsPortable (group_weights.h) straight from the n tokens'
   /// fp16 headers (heads*perHead scales, then as many zeros), the
-  /// conversion fused in, for nq == 1. Null where no fused version covers
+  /// conversion fused in, for any nq. Null where no fused version covers
   /// the shape (always in the reference): the caller then converts with
   /// halfRowsToFloat and calls groupWeightsPortable. Same bits either way.
   void (*groupWeightsHalf)(const GroupWeightsArgs &a);

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::groupWeightsHalf of every table this CPU runs, where
-// selectAttendOps gives one (the cache's shape) and the call has one query
-// vector per head, against the portable path (fp16 headers converted, then
-// groupWeightsPortable), bit for bit.
+// selectAttendOps gives one (the cache's shape), for one query vector per KV
+// head and for several (GQA, batched steps), against the portable path (fp16
+// headers converted, then groupWeightsPortable), bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "fp16.h"
@@ -38,7 +38,7 @@ TEST(GroupWeights, FusedHeadersGiveThePortableBitsOnEveryTable) {
   Rng rng(5);
   for (int64_t heads : {int64_t{8}, int64_t{2}, int64_t{3}})
     for (int64_t perHead : {1, 2, 4, 8, 16, 32})
-      for (int64_t nq : {int64_t{1}, int64_t{4}})
+      for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}})
         for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{128}}) {
           const int64_t perRow = heads * perHead, K = heads * nq;
           const int64_t chunk = n + 3; // score rows, some not coded
@@ -70,7 +70,7 @@ TEST(GroupWeights, FusedHeadersGiveThePortableBitsOnEveryTable) {
             // A cache of value groups of 8 channels, perHead to a head.
             const AttendOps ops =
                 selectAttendOps(*k, AttendShape{8 * perHead, heads, 8, 2, 2});
-            if (!ops.groupWeightsHalf || nq != 1)
+            if (!ops.groupWeightsHalf)
               continue; // the store takes the portable path
             std::vector<float> ws(wsSize, -3.0f);
             std::vector<float> z(static_cast<size_t>(K * perHead), 0.5f);
