@@ -70,18 +70,71 @@ inline float expNonPositive(float x) {
   return x < -87.0f ? 0.0f : y;
 }
 
+/// softmaxWeights for K query vectors, K dividing 16: R = 16 / K tokens'
+/// scores are one run of 16 elements, so a vector covers whole registers
+/// even with one query vector per head (K = 8: two tokens per zmm). The
+/// sums still add token by token: the same operations in the same order as
+/// the loop by tokens.
+template <int K>
+[[gnu::always_inline]] inline void softmaxRuns(float *__restrict s, int64_t n,
+                                               const float *__restrict runMax,
+                                               float *__restrict runSum) {
+  constexpr int R = 16 / K;
+  float maxOf[16], sum[K];
+  for (int i = 0; i < 16; ++i)
+    maxOf[i] = runMax[i % K];
+  for (int k = 0; k < K; ++k)
+    sum[k] = runSum[k];
+  int64_t t = 0;
+  for (; t + R <= n; t += R) {
+    float *__restrict p = s + t * K;
+    float w[16];
+    for (int i = 0; i < 16; ++i) {
+      w[i] = expNonPositive(p[i] - maxOf[i]);
+      p[i] = w[i];
+    }
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < K; ++k)
+        sum[k] += w[r * K + k];
+  }
+  for (; t < n; ++t)
+    for (int k = 0; k < K; ++k) {
+      const float w = expNonPositive(s[t * K + k] - maxOf[k]);
+      s[t * K + k] = w;
+      sum[k] += w;
+    }
+  for (int k = 0; k < K; ++k)
+    runSum[k] = sum[k];
+}
+
 /// s[t*K + k] = exp(s[t*K + k] - runMax[k]) and runSum[k] += that weight,
-/// for t = 0 .. n-1 in order. The loop vectorizes across k; on x86_64 an
-/// AVX2 clone (chosen at load time) does eight weights per instruction
-/// instead of the baseline's four. Both clones, and every other ISA, run
-/// the same per-element operations (no contraction: -ffp-contract=off), so
-/// the weights and sums are bit-identical everywhere.
+/// for t = 0 .. n-1 in order. The loops vectorize (across k, or across
+/// runs of whole tokens where K divides 16); on x86_64 AVX-512 and AVX2
+/// clones (chosen at load time) do sixteen and eight weights per
+/// instruction instead of the baseline's four. Every clone, and every
+/// other ISA, runs the same per-element operations (no contraction:
+/// -ffp-contract=off), so the weights and sums are bit-identical
+/// everywhere.
 #if defined(__x86_64__) && defined(__ELF__)
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
                     const float *__restrict runMax,
                     float *__restrict runSum) {
+  switch (K) {
+  case 1:
+    return softmaxRuns<1>(s, n, runMax, runSum);
+  case 2:
+    return softmaxRuns<2>(s, n, runMax, runSum);
+  case 4:
+    return softmaxRuns<4>(s, n, runMax, runSum);
+  case 8:
+    return softmaxRuns<8>(s, n, runMax, runSum);
+  case 16:
+    return softmaxRuns<16>(s, n, runMax, runSum);
+  default:
+    break;
+  }
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < K; ++k) {
       const float w = expNonPositive(s[t * K + k] - runMax[k]);
