@@ -43,6 +43,8 @@ void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
 void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
+/// attend_codes4_avx512.cpp: axpyCodesRows for 4-bit rows.
+void fillCodesAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_half_avx512.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
