@@ -3,60 +3,40 @@
 //
 // AttendOps::axpyCodesRows for 4-bit value codes on AVX-512F (2-bit rows go
 // in pairs: attend_pairs.cpp). Sixteen codes per register: their 8 bytes
-// broadcast as one 64-bit word, one variable shift and one `vpermps` that
-// yields the codes as floats, then one FMA per query vector, where AVX2
-// spends a broadcast, shift, mask and conversion per 8 codes. The
-// accumulators of a tile (NJ query vectors x 64 or 128 channels) stay in
-// registers across the rows. (3- and 8-bit rows keep the AVX2 kernel: the
+// broadcast as one 64-bit word and shifted (blockIndex, as KVQuant's value
+// tables use), one `vpermps` that yields the codes as floats, then one FMA
+// per query vector, where AVX2 spends a broadcast, shift, mask and
+// conversion per 8 codes. The accumulators of a tile (NJ query vectors x
+// 64 or 128 channels) stay in registers across the rows, in blockIndex's
+// lane order (AccTile512). (3- and 8-bit rows keep the AVX2 kernel: the
 // same scheme was not faster for them, docs/PERFORMANCE.md.)
 // Same bits as AVX2, NEON and the reference: acc = fma(w, code, acc) per
 // element, rows in order (kernels.h).
 //
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
+#include "avx512_util.h"
 #include "x86_kernels.h"
 #include "x86_target.h"
 
 #include <cassert>
-#include <cstring>
 #include <immintrin.h>
 
 using namespace kvq;
+using kvq::avx512::AccTile512;
+using kvq::avx512::blockIndex;
 using kvq::x86::forEachAccTile;
 
 namespace {
 
-/// Channels c .. c+15 of a row of 4-bit codes (c % 16 == 0) as floats,
-/// from exactly their 8 bytes, broadcast as one 64-bit word: after the
-/// shift lane 2k holds code k and lane 2k + 1 code 8 + k in its low four
-/// bits, which is all `vpermps` reads of its table {0, ..., 15}. The tile
-/// keeps its accumulators in that lane order (LaneOrder).
+/// Channels c .. c+15 of a row of 4-bit codes (c % 16 == 0) as floats, in
+/// block order (blockIndex: lane 2k is channel k, lane 2k + 1 channel
+/// 8 + k): `vpermps` of the table {0, ..., 15} reads each lane's code.
 KVQ_AVX512 inline __m512 codes16(const uint8_t *row, int64_t c) {
-  uint64_t w;
-  std::memcpy(&w, row + c / 2, 8);
-  const __m512i shift = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20,
-                                          20, 24, 24, 28, 28);
   return _mm512_permutexvar_ps(
-      _mm512_srlv_epi32(_mm512_set1_epi64(static_cast<int64_t>(w)), shift),
+      blockIndex<4>(row, c),
       _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
-
-/// The lane order of codes16: lane 2k is channel k, lane 2k + 1 channel
-/// 8 + k. load gathers 16 accumulators into it, store puts them back (once
-/// per tile, not per row).
-struct LaneOrder {
-  KVQ_AVX512 static __m512 load(const float *p) {
-    return _mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15),
-        _mm512_loadu_ps(p));
-  }
-  KVQ_AVX512 static void store(float *p, __m512 v) {
-    _mm512_storeu_ps(
-        p, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1,
-                                                   3, 5, 7, 9, 11, 13, 15),
-                                 v));
-  }
-};
 
 /// acc[j0+jj][c0 .. c0+W) += ws[r*stride + (j0+jj)*groups + c/G] *
 /// code_r[c] over the rows in order; G is a multiple of 16, so one weight
@@ -72,10 +52,9 @@ struct CodeTile512 {
 
   template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
     constexpr int B = W / 16;
-    __m512 a[NJ][B];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < B; ++b)
-        a[jj][b] = LaneOrder::load(acc + (j0 + jj) * d + c0 + 16 * b);
+    AccTile512<NJ, W> t; // lanes in block order, as codes16's
+    t.load(acc, j0, c0, d);
+    auto &a = t.a;
     for (int64_t r = 0; r < n; ++r) {
       const float *w = ws + r * wsStride + j0 * groups;
       for (int b = 0; b < B; ++b) {
@@ -86,9 +65,7 @@ struct CodeTile512 {
               _mm512_set1_ps(w[jj * groups + (c >> shift)]), v, a[jj][b]);
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < B; ++b)
-        LaneOrder::store(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
+    t.store(acc, j0, c0, d);
   }
 };
 

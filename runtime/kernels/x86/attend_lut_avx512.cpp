@@ -27,6 +27,9 @@
 #include <cstring>
 
 using namespace kvq;
+using kvq::avx512::AccTile512;
+using kvq::avx512::blockCodes;
+using kvq::avx512::blockIndex;
 using kvq::avx512::transpose16x16;
 using kvq::x86::forEachAccTile;
 
@@ -41,24 +44,6 @@ bool lutDots(int bits, int64_t d) {
 /// axpyLutRows here: 2- to 4-bit codes, blocks of 64 channels.
 bool lutRows(int bits, int64_t d) {
   return bits >= 2 && bits <= 4 && d % 64 == 0;
-}
-
-/// Lane 2k holds channel k of the block and lane 2k + 1 channel 8 + k: the
-/// codes of channels 0-7 and 8-15 sit in the two 32-bit halves of one
-/// broadcast word, so one shift per lane extracts them.
-template <int BITS>
-KVQ_AVX512 inline __m512i blockCodes(const uint8_t *row, int64_t c) {
-  uint64_t w = 0;
-  std::memcpy(&w, row + c * BITS / 8, 2 * BITS); // 16 codes, 2 * BITS bytes
-  constexpr int half = 8 * BITS;                 // bits of 8 codes
-  const uint64_t lo = w & ((uint64_t{1} << half) - 1);
-  const uint64_t hi = (w >> half) & ((uint64_t{1} << half) - 1);
-  const __m512i x = _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32)));
-  const __m512i shift = _mm512_setr_epi32(
-      0, 0, BITS, BITS, 2 * BITS, 2 * BITS, 3 * BITS, 3 * BITS, 4 * BITS,
-      4 * BITS, 5 * BITS, 5 * BITS, 6 * BITS, 6 * BITS, 7 * BITS, 7 * BITS);
-  return _mm512_and_si512(_mm512_srlv_epi32(x, shift),
-                          _mm512_set1_epi32((1 << BITS) - 1));
 }
 
 /// S independent dot products (rows[s] against tables tabs[s]) at once,
@@ -425,46 +410,6 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
     return lutQueries512<4>(row, lut, nq, d, out);
   }
 }
-
-/// Codes of the block's 16 channels in the lanes of blockCodes, with the
-/// bits above each code left in: the periodic tables of axpyLutRows
-/// (lutEntries) make them harmless, as vpermps reads four index bits.
-template <int BITS>
-KVQ_AVX512 inline __m512i blockIndex(const uint8_t *row, int64_t c) {
-  uint64_t w = 0;
-  std::memcpy(&w, row + c * BITS / 8, 2 * BITS);
-  constexpr int half = 8 * BITS;
-  const uint64_t lo = w & ((uint64_t{1} << half) - 1);
-  const uint64_t hi = (w >> half) & ((uint64_t{1} << half) - 1);
-  const __m512i shift = _mm512_setr_epi32(
-      0, 0, BITS, BITS, 2 * BITS, 2 * BITS, 3 * BITS, 3 * BITS, 4 * BITS,
-      4 * BITS, 5 * BITS, 5 * BITS, 6 * BITS, 6 * BITS, 7 * BITS, 7 * BITS);
-  return _mm512_srlv_epi32(
-      _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32))), shift);
-}
-
-/// NJ query vectors x 64 channels of the accumulator plane in registers,
-/// lanes in blockCodes order (permuted on load and store), for the tiles
-/// of axpyLutRows and axpyLevelRows.
-template <int NJ> struct AccTile512 {
-  __m512 a[NJ][4];
-  KVQ_AVX512 void load(const float *acc, int64_t j0, int64_t c0, int64_t d) {
-    const __m512i channelOfLane =
-        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        a[jj][b] = _mm512_permutexvar_ps(
-            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
-  }
-  KVQ_AVX512 void store(float *acc, int64_t j0, int64_t c0, int64_t d) const {
-    const __m512i laneOfChannel =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < 4; ++b)
-        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
-                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
-  }
-};
 
 /// acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4 accumulators in
 /// registers (AccTile512).

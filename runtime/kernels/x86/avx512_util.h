@@ -1,8 +1,9 @@
 //===- avx512_util.h - Shared helpers of the AVX-512 kernels ----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Sixteen-lane loads, code narrowing and the 16x16 dword transpose used by
-// the AVX-512 kernels. Like avx2_util.h, every function carries the target
+// Sixteen-lane loads, code narrowing, the 16x16 dword transpose, the codes
+// of a 16-channel block and the accumulator tiles used by the AVX-512
+// kernels. Like avx2_util.h, every function carries the target
 // attribute, so nothing AVX-512 runs before the cpuid check
 // (table_avx2.cpp).
 //
@@ -16,6 +17,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace kvq {
@@ -62,6 +64,59 @@ KVQ_AVX512 inline void transpose16x16(__m512i r[16]) {
     r[12 + m] = _mm512_shuffle_i32x4(b, e, 0xdd);
   }
 }
+
+/// The codes of 16 channels c .. c + 15 of a packed row (c % 16 == 0, 2-4
+/// bits) in "block order": lane 2k holds channel k and lane 2k + 1 channel
+/// 8 + k. The codes of channels 0-7 and 8-15 sit in the two 32-bit halves
+/// of one broadcast word (exactly the block's 2 * BITS bytes are read), so
+/// one shift per lane extracts them. The bits above each code are left
+/// in: enough for `vpermps`, which reads four index bits, over a table of
+/// period 2^BITS.
+template <int BITS>
+KVQ_AVX512 inline __m512i blockIndex(const uint8_t *row, int64_t c) {
+  static_assert(BITS >= 2 && BITS <= 4, "2- to 4-bit codes");
+  uint64_t w = 0;
+  std::memcpy(&w, row + c * BITS / 8, 2 * BITS); // 16 codes, 2 * BITS bytes
+  constexpr int half = 8 * BITS;                 // bits of 8 codes
+  const uint64_t lo = w & ((uint64_t{1} << half) - 1);
+  const uint64_t hi = (w >> half) & ((uint64_t{1} << half) - 1);
+  const __m512i shift = _mm512_setr_epi32(
+      0, 0, BITS, BITS, 2 * BITS, 2 * BITS, 3 * BITS, 3 * BITS, 4 * BITS,
+      4 * BITS, 5 * BITS, 5 * BITS, 6 * BITS, 6 * BITS, 7 * BITS, 7 * BITS);
+  return _mm512_srlv_epi32(
+      _mm512_set1_epi64(static_cast<int64_t>(lo | (hi << 32))), shift);
+}
+
+/// blockIndex with the bits above each code cleared: the codes themselves.
+template <int BITS>
+KVQ_AVX512 inline __m512i blockCodes(const uint8_t *row, int64_t c) {
+  return _mm512_and_si512(blockIndex<BITS>(row, c),
+                          _mm512_set1_epi32((1 << BITS) - 1));
+}
+
+/// NJ query vectors x W channels of the accumulator plane in registers,
+/// lanes in block order (permuted on load and store, once per tile), for
+/// the weighted-sum tiles that decode codes with blockIndex.
+template <int NJ, int W = 64> struct AccTile512 {
+  static constexpr int B = W / 16;
+  __m512 a[NJ][B];
+  KVQ_AVX512 void load(const float *acc, int64_t j0, int64_t c0, int64_t d) {
+    const __m512i channelOfLane =
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        a[jj][b] = _mm512_permutexvar_ps(
+            channelOfLane, _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b));
+  }
+  KVQ_AVX512 void store(float *acc, int64_t j0, int64_t c0, int64_t d) const {
+    const __m512i laneOfChannel =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
+                         _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+  }
+};
 
 /// pick(std::integral_constant<int, B>{}) for the code width B = bits
 /// among Widths, a null kernel for any other width: how the quantizers
