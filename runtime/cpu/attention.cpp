@@ -70,6 +70,19 @@ inline float expNonPositive(float x) {
   return x < -87.0f ? 0.0f : y;
 }
 
+/// The weights of tokens [t0, n) one by one: s[t*K + k] = exp(s[t*K + k] -
+/// runMax[k]), runSum[k] += that weight (softmaxWeights' operations).
+[[gnu::always_inline]] inline void
+softmaxTokens(float *__restrict s, int64_t t0, int64_t n, int64_t K,
+              const float *__restrict runMax, float *__restrict runSum) {
+  for (int64_t t = t0; t < n; ++t)
+    for (int64_t k = 0; k < K; ++k) {
+      const float w = expNonPositive(s[t * K + k] - runMax[k]);
+      s[t * K + k] = w;
+      runSum[k] += w;
+    }
+}
+
 /// softmaxWeights for K query vectors, K dividing 16: R = 16 / K tokens'
 /// scores are one run of 16 elements, so a vector covers whole registers
 /// even with one query vector per head (K = 8: two tokens per zmm). The
@@ -97,12 +110,7 @@ template <int K>
       for (int k = 0; k < K; ++k)
         sum[k] += w[r * K + k];
   }
-  for (; t < n; ++t)
-    for (int k = 0; k < K; ++k) {
-      const float w = expNonPositive(s[t * K + k] - maxOf[k]);
-      s[t * K + k] = w;
-      sum[k] += w;
-    }
+  softmaxTokens(s, t, n, K, maxOf, sum); // the last n % R tokens
   for (int k = 0; k < K; ++k)
     runSum[k] = sum[k];
 }
@@ -133,14 +141,8 @@ void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
   case 16:
     return softmaxRuns<16>(s, n, runMax, runSum);
   default:
-    break;
+    return softmaxTokens(s, 0, n, K, runMax, runSum);
   }
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t k = 0; k < K; ++k) {
-      const float w = expNonPositive(s[t * K + k] - runMax[k]);
-      s[t * K + k] = w;
-      runSum[k] += w;
-    }
 }
 
 /// What every token range of one attention call shares: the prescaled

@@ -1,17 +1,17 @@
 //===- attend_codes4_avx512.cpp - Weighted sums of 4-bit rows, AVX-512 ----===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// AttendOps::axpyCodesRows for 4-bit value codes on AVX-512F (2-bit rows go
-// in pairs: attend_pairs.cpp). Sixteen codes per register: their 8 bytes
-// broadcast as one 64-bit word and shifted (blockIndex, as KVQuant's value
-// tables use), one `vpermps` that yields the codes as floats, then one FMA
-// per query vector, where AVX2 spends a broadcast, shift, mask and
-// conversion per 8 codes. The accumulators of a tile (NJ query vectors x
-// 64 or 128 channels) stay in registers across the rows, in blockIndex's
-// lane order (AccTile512). (3- and 8-bit rows keep the AVX2 kernel: the
-// same scheme was not faster for them, docs/PERFORMANCE.md.)
-// Same bits as AVX2, NEON and the reference: acc = fma(w, code, acc) per
-// element, rows in order (kernels.h).
+// AttendOps::axpyCodesRows for 4-bit value codes on AVX-512F (the entry and
+// its selection are attend_pairs.cpp's, where 2-bit rows go in pairs). Sixteen
+// codes per register: their 8 bytes broadcast as one 64-bit word and shifted
+// (blockIndex, as KVQuant's value tables use), one `vpermps` that yields the
+// codes as floats, then one FMA per query vector, where AVX2 spends a
+// broadcast, shift, mask and conversion per 8 codes. The accumulators of a tile
+// (NJ query vectors x 64 or 128 channels) stay in registers across the rows, in
+// blockIndex's lane order (AccTile512). (3- and 8-bit rows keep the AVX2
+// kernel: the same scheme was not faster for them, docs/PERFORMANCE.md.) Same
+// bits as AVX2, NEON and the reference: acc = fma(w, code, acc) per element,
+// rows in order (kernels.h).
 //
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
@@ -69,31 +69,17 @@ struct CodeTile512 {
   }
 };
 
-bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+} // namespace
 
-/// The shapes it covers: 4-bit rows, 64 channels per tile, whole
-/// registers of one weight (groups of 16 channels and more).
-bool codeTilesCover(int bits, int64_t d, int64_t G) {
-  return bits == 4 && d % 64 == 0 && G % 16 == 0 && powerOfTwo(G) && d % G == 0;
-}
-
-/// Tiles: four or two queries x 64 channels, one query x 128.
-KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
-                                    int bits, const float *ws, int64_t wsStride,
-                                    int64_t G, int64_t nq, int64_t d,
-                                    float *acc) {
-  assert(codeTilesCover(bits, d, G));
-  (void)bits;
+/// Tiles: four or two queries x 64 channels, one query x 128 (the caller,
+/// attend_pairs.cpp's AVX-512 entry, checked the shape).
+KVQ_AVX512 void kvq::x86::axpyCodes4Avx512(const uint8_t *const *rows,
+                                           int64_t n, const float *ws,
+                                           int64_t wsStride, int64_t G,
+                                           int64_t nq, int64_t d, float *acc) {
+  assert(d % 64 == 0 && G % 16 == 0 && (G & (G - 1)) == 0 && d % G == 0);
   forEachAccTile<64, 128>(nq, d,
                           CodeTile512{rows, n, ws, wsStride, d / G,
                                       __builtin_ctzll(static_cast<uint64_t>(G)),
                                       d, acc});
-}
-
-} // namespace
-
-void kvq::x86::fillCodesAvx512(const AttendShape &s, AttendOps &ops) {
-  // Other shapes keep the AVX2 entry (the table starts from the AVX2 one).
-  if (codeTilesCover(s.valueBits, s.d, s.G))
-    ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx512>;
 }

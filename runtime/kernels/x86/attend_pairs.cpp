@@ -5,6 +5,8 @@
 // kernels.h): rows go in pairs (2k, 2k+1), and each element gains one
 // pairTerm(wa, a, wb, b) = fma(wb, b, wa * a).
 //
+// Also the AVX-512 entry's selection, which sends 4-bit rows to
+// attend_codes4_avx512.cpp.
 // - AVX-512F: the 16 terms of a pair and group form one zmm table; a lane's
 //   index a + 4b is built from the two rows' code words (a shift, a rotate
 //   and a bit select), so one `vpermps` and one addition cover 16 channels
@@ -209,10 +211,13 @@ KVQ_AVX512 void pairTilesAvx512(const uint8_t *const *rows, int64_t n,
 
 bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/// The AVX-512 pair kernel: 2-bit rows, 64 channels per block and whole
-/// registers of weights (16 channels per group and more).
-bool pairsAvx512(int bits, int64_t d, int64_t G) {
-  return bits == 2 && d % 64 == 0 && G % 16 == 0 && powerOfTwo(G);
+/// The AVX-512 axpyCodesRows: 2-bit rows in pairs here, 4-bit rows 16
+/// codes per register (attend_codes4_avx512.cpp); both take 64 channels
+/// per tile and whole registers of one weight (groups of 16 channels and
+/// more, a power of two dividing d).
+bool codeRowsAvx512(int bits, int64_t d, int64_t G) {
+  return (bits == 2 || bits == 4) && d % 64 == 0 && G % 16 == 0 &&
+         powerOfTwo(G) && d % G == 0;
 }
 
 PairWeights pairWeights(const float *ws, int64_t wsStride, int64_t G,
@@ -245,8 +250,9 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
                                     int bits, const float *ws, int64_t wsStride,
                                     int64_t G, int64_t nq, int64_t d,
                                     float *acc) {
-  assert(pairsAvx512(bits, d, G));
-  (void)bits;
+  assert(codeRowsAvx512(bits, d, G));
+  if (bits == 4)
+    return x86::axpyCodes4Avx512(rows, n, ws, wsStride, G, nq, d, acc);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 16:
@@ -262,6 +268,6 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
 
 void kvq::x86::fillPairsAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entry (the table starts from the AVX2 one).
-  if (pairsAvx512(s.valueBits, s.d, s.G) && s.d % s.G == 0)
+  if (codeRowsAvx512(s.valueBits, s.d, s.G))
     ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx512>;
 }

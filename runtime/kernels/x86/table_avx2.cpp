@@ -60,7 +60,6 @@ kvq::AttendOps attendAvx512(const kvq::AttendShape &s) {
   kvq::AttendOps ops = attendAvx2(s);
   kvq::x86::fillNibbleAvx512(s, ops);
   kvq::x86::fillPairsAvx512(s, ops);
-  kvq::x86::fillCodesAvx512(s, ops);
   kvq::x86::fillGroupWeightsAvx512(s, ops);
   kvq::x86::fillRopeNibbleAvx512(s, ops);
   kvq::x86::fillLutAvx512(s, ops);

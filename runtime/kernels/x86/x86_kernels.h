@@ -38,13 +38,15 @@ void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);
 /// axpyLutRows on 16 channels per register.
 void fillLutAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_pairs.cpp: the 2-bit case of axpyCodesRowsAvx2 (rows in pairs),
-/// and the AVX-512 version of axpyCodesRows.
+/// and the AVX-512 axpyCodesRows (2-bit pairs, 4-bit rows).
 void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
 void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_codes4_avx512.cpp: axpyCodesRows for 4-bit rows.
-void fillCodesAvx512(const AttendShape &s, AttendOps &ops);
+/// attend_codes4_avx512.cpp: the 4-bit case of the AVX-512 axpyCodesRows.
+void axpyCodes4Avx512(const uint8_t *const *rows, int64_t n, const float *ws,
+                      int64_t wsStride, int64_t G, int64_t nq, int64_t d,
+                      float *acc);
 /// attend_half_avx512.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
