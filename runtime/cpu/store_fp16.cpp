@@ -28,9 +28,6 @@ using namespace kvq;
 
 namespace {
 constexpr int64_t P = kFp16PageTokens;
-/// Key rows per dotHalfRows call: one AVX-512 tile at one query vector;
-/// the same tokens' value rows (4 KB at head_dim 128) are requested after.
-constexpr int64_t kKeyRun = 16;
 
 const uint16_t *halves(const Blk &b) {
   return reinterpret_cast<const uint16_t *>(b.p);
@@ -124,18 +121,17 @@ public:
       s.residual_bytes += b.size;
   }
 
-  /// Per page and head, the head's keys are consecutive rows: dotHalfRows
-  /// on runs of kKeyRun rows, reading one contiguous stream (the hardware
-  /// prefetcher follows it). After each run the same tokens' value rows
-  /// of the head are requested, which the value pass then finds in cache
-  /// (measured at 32K, 8 x 128, one query vector per head: the value
+  /// Per page and head, the head's keys are consecutive rows: one dotHalf
+  /// per row, reading one contiguous run (the hardware prefetcher streams
+  /// it). The dots are latency-bound, so each row also asks for the same
+  /// token's value row of the head, which the value pass then finds in
+  /// L2 (measured at 32K, 8 x 128, one query vector per head: the value
   /// pass's share of perf samples 12.6 % -> 5.1 %, attention 11.4-13.7 ->
   /// 9.2-11.6 ms cold; prefetching the keys further ahead as well gained
-  /// nothing measurable; asking for them before the run's dots was not
-  /// faster). The tail: per token, one dotHalf per head; each (token,
-  /// head) score has the same bits whatever the call.
+  /// nothing measurable). The tail: per token, one dotHalf per head, as before;
+  /// each (token, head) score is one call whatever the order.
   void attendKeys(AttendJob &job) const override {
-    const int64_t d = d_, outStride = job.heads * job.nq;
+    const int64_t d = d_;
     for (int64_t a = job.t0, b; a < job.t1; a = b) {
       if (a < paged()) {
         b = std::min(job.t1, (a / P + 1) * P);
@@ -143,23 +139,10 @@ public:
         for (int64_t h = 0; h < job.heads; ++h) {
           const uint16_t *k = pageKey(a, h);
           const uint8_t *v = reinterpret_cast<const uint8_t *>(pageValue(a, h));
-          for (int64_t t = a; t < b; t += kKeyRun) {
-            const int64_t n = std::min(kKeyRun, b - t);
-            const uint16_t *rows[kKeyRun];
-            for (int64_t r = 0; r < n; ++r, k += d)
-              rows[r] = k;
-            HalfRowsDot dot;
-            dot.rows = rows;
-            dot.n = n;
-            dot.q = job.query(h);
-            dot.nq = job.nq;
-            dot.d = d;
-            dot.out = job.scoreRow(t, h);
-            dot.outStride = outStride;
-            job.ops.dotHalfRows(dot);
-            for (int64_t r = 0; r < n; ++r, v += rowBytes)
-              for (int64_t off = 0; off < rowBytes; off += 64)
-                __builtin_prefetch(v + off);
+          for (int64_t t = a; t < b; ++t, k += d, v += rowBytes) {
+            job.ops.dotHalf(k, job.query(h), job.nq, d, job.scoreRow(t, h));
+            for (int64_t off = 0; off < rowBytes; off += 64)
+              __builtin_prefetch(v + off);
           }
         }
       } else {

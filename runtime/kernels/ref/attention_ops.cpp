@@ -232,7 +232,6 @@ const AttendOps &kvq::referenceAttendOps() {
     o.dequantCodes = dequantCodesRef;
     o.mulHalf = mulHalfRef;
     o.dotHalf = dotHalfRef;
-    o.dotHalfRows = dotHalfRowsByRow<dotHalfRef>;
     o.axpyHalf = axpyHalfRef;
     o.dotCodes = dotCodesEntry<dotCodesRef>;
     o.axpyCodes = axpyCodesEntry<axpyCodesRef>;

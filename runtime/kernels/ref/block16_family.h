@@ -54,7 +54,6 @@ template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
   if (!whole16(s.d))
     return; // every other kernel walks blocks of 16 channels
   ops.dotHalf = Kernels::dotHalf;
-  ops.dotHalfRows = dotHalfRowsByRow<Kernels::dotHalf>;
   ops.axpyHalf = Kernels::axpyHalf;
   ops.axpyHalfRows = axpyHalfRowsEntry<Kernels::axpyHalfRows>;
   if (supportedBits(s.keyBits)) {

@@ -218,16 +218,6 @@ struct CodeRowsDot {
   int64_t outStride = 0;
 };
 
-/// dotHalfRows' operands.
-struct HalfRowsDot {
-  const uint16_t *const *rows = nullptr; ///< n fp16 head rows
-  int64_t n = 0;
-  const float *q = nullptr; ///< [nq][d]
-  int64_t nq = 0, d = 0;
-  float *out = nullptr; ///< out[r*outStride + j]
-  int64_t outStride = 0;
-};
-
 /// axpyHalfRows' operands.
 struct HalfRowsAxpy {
   const uint16_t *const *rows = nullptr; ///< n fp16 head rows
@@ -426,10 +416,6 @@ struct AttendOps {
   /// out[j] = sum_c q[j*d + c] * half(row[c]).
   void (*dotHalf)(const uint16_t *row, const float *q, int64_t nq, int64_t d,
                   float *out);
-  /// dotHalf over n rows: out[r*outStride + j] = dotHalf(rows[r], q, nq,
-  /// d)[j], the same bits. The AVX-512 version keeps 16 rows' (or row and
-  /// query) chains in flight and reduces them together.
-  void (*dotHalfRows)(const HalfRowsDot &a);
   /// acc[j*d + c] += w[j] * half(row[c]).
   void (*axpyHalf)(const uint16_t *row, const float *w, int64_t nq, int64_t d,
                    float *acc);
@@ -531,15 +517,6 @@ template <auto F> void axpyCodesEntry(const CodesAxpy &a) {
 template <auto F> void dotCodesRowsEntry(const CodeRowsDot &a) {
   F(a.rows, a.n, a.bits, a.q, a.nq, a.d, a.out, a.outStride);
 }
-/// dotHalfRows as one dotHalf call per row (F: dotHalf), for the tables
-/// without a many-row version: the same bits by definition.
-template <auto F> void dotHalfRowsByRow(const HalfRowsDot &a) {
-  for (int64_t r = 0; r < a.n; ++r)
-    F(a.rows[r], a.q, a.nq, a.d, a.out + r * a.outStride);
-}
-template <auto F> void dotHalfRowsEntry(const HalfRowsDot &a) {
-  F(a.rows, a.n, a.q, a.nq, a.d, a.out, a.outStride);
-}
 template <auto F> void axpyHalfRowsEntry(const HalfRowsAxpy &a) {
   F(a.rows, a.n, a.w, a.wStride, a.nq, a.d, a.acc);
 }
@@ -580,7 +557,6 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(dequantCodes)                                                              \
   X(mulHalf)                                                                   \
   X(dotHalf)                                                                   \
-  X(dotHalfRows)                                                               \
   X(axpyHalf)                                                                  \
   X(dotCodes)                                                                  \
   X(axpyCodes)                                                                 \

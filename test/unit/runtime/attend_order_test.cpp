@@ -168,62 +168,6 @@ TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical);
 }
 
-/// dotHalfRows: n fp16 rows (each its own allocation) against 1 to 5 query
-/// vectors, each (row, query) the canonical fma sum: whole AVX-512 tiles of
-/// 16 chains (16 rows x 1 query, 8 x 2, 4 x 4) and the rows and queries
-/// left over, head widths of one to nine 16-channel blocks.
-void checkHalfDotsOfManyRowsAreCanonical(const KernelTable &table) {
-  for (int64_t d : {int64_t{16}, int64_t{128}, int64_t{144}})
-    for (int64_t nq = 1; nq <= 5; ++nq) {
-      const AttendOps ops =
-          selectAttendOps(table, AttendShape{d, 1, 16, 16, 16});
-      Rng rng(static_cast<uint64_t>(300 + d + nq));
-      const int64_t n = 37;
-      std::vector<std::vector<uint16_t>> tokens;
-      std::vector<const uint16_t *> rows;
-      for (int64_t r = 0; r < n; ++r) {
-        tokens.emplace_back(static_cast<size_t>(d));
-        for (uint16_t &x : tokens.back())
-          x = floatToHalf(static_cast<float>(rng.normal() * 3));
-      }
-      for (const std::vector<uint16_t> &tok : tokens)
-        rows.push_back(tok.data());
-      std::vector<float> q(static_cast<size_t>(nq * d));
-      for (float &x : q)
-        x = static_cast<float>(rng.normal());
-      for (int64_t count : {int64_t{1}, int64_t{16}, n}) {
-        const int64_t stride = nq + 1; // a gap between the rows' outputs
-        std::vector<float> out(static_cast<size_t>(count * stride), -1.0f);
-        HalfRowsDot args;
-        args.rows = rows.data();
-        args.n = count;
-        args.q = q.data();
-        args.nq = nq;
-        args.d = d;
-        args.out = out.data();
-        args.outStride = stride;
-        ops.dotHalfRows(args);
-        for (int64_t r = 0; r < count; ++r) {
-          std::vector<float> v(static_cast<size_t>(d));
-          for (int64_t c = 0; c < d; ++c)
-            v[static_cast<size_t>(c)] = halfToFloat(
-                tokens[static_cast<size_t>(r)][static_cast<size_t>(c)]);
-          for (int64_t j = 0; j < nq; ++j)
-            ASSERT_EQ(bitsOf(out[static_cast<size_t>(r * stride + j)]),
-                      bitsOf(canonicalDot(q.data() + j * d, v.data(), d, true)))
-                << "d " << d << " nq " << nq << " rows " << count << " row "
-                << r << " query " << j;
-          ASSERT_EQ(out[static_cast<size_t>(r * stride + nq)], -1.0f)
-              << "wrote past its outputs";
-        }
-      }
-    }
-}
-
-TEST(AttendOrder, HalfDotsOfManyRowsAreCanonical) {
-  FOR_EACH_SIMD_TABLE(checkHalfDotsOfManyRowsAreCanonical);
-}
-
 /// dotLut, 1 to 5 query vectors (AVX-512: four streams at once and the
 /// remainders).
 void checkPerChannelLookupDotIsCanonical(const KernelTable &table) {

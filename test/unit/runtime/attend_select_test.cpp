@@ -122,7 +122,6 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("dequantCodes", ops.dequantCodes != ref.dequantCodes, want.dequant);
       check("mulHalf", ops.mulHalf != ref.mulHalf, want.mulHalf);
       check("dotHalf", ops.dotHalf != ref.dotHalf, want.half);
-      check("dotHalfRows", ops.dotHalfRows != ref.dotHalfRows, want.half);
       check("axpyHalf", ops.axpyHalf != ref.axpyHalf, want.half);
       check("axpyHalfRows", ops.axpyHalfRows != ref.axpyHalfRows, want.half);
       check("dotCodes", ops.dotCodes != ref.dotCodes, want.keyCodes);
@@ -186,8 +185,6 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
               a2.dotNibbleRows != referenceAttendOps().dotNibbleRows)
         << what;
     EXPECT_EQ(a512.dotCodes, a2.dotCodes) << what;
-    // fp16 key rows: 16 chains at once on whole 16-channel blocks.
-    EXPECT_EQ(a512.dotHalfRows != a2.dotHalfRows, s.d % 16 == 0) << what;
     EXPECT_EQ(a512.axpyLevelRows != a2.axpyLevelRows,
               s.d % 64 == 0 && lutValueBits)
         << what;
