@@ -44,6 +44,14 @@ def main():
            load["start"], load["end"], base["read_loop"], base["read_gbps"],
            base["memcpy_gbps"], base["llc_bytes"] / 2**20,
            base["evict_bytes"] / 2**20))
+    if base.get("read_gbps_huge_pages", 0) > 0:
+        print("Best read on 4 KB pages %.1f GB/s, on 2 MB pages %.1f GB/s "
+              "(%.0f %% of that buffer granted 2 MB pages).\n" %
+              (base["read_gbps_small_pages"], base["read_gbps_huge_pages"],
+               100 * base["huge_page_share"]))
+    else:
+        print("Every read loop ran on 4 KB pages (no 2 MB pages measured: "
+              "runs before 2026-12-03 did not try them).\n")
 
     caches = []
     for r in doc["attention"]:

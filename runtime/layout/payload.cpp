@@ -1,7 +1,8 @@
 //===- payload.cpp - Exact-size payload blocks and transactions -----------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Allocation through kvq_config.allocator (malloc/free when unset).
+// Allocation through kvq_config.allocator; when unset, large blocks from
+// the cache's HugePageSlab (2 MB pages) and the others from malloc.
 //
 //===----------------------------------------------------------------------===//
 #include "payload.h"
@@ -14,9 +15,16 @@ Blk Payload::allocate(int64_t size) {
   Blk block;
   if (size <= 0)
     return block;
-  void *p = allocator_.alloc
-                ? allocator_.alloc(allocator_.user, static_cast<size_t>(size))
-                : std::malloc(static_cast<size_t>(size));
+  const auto bytes = static_cast<size_t>(size);
+  void *p = nullptr;
+  if (allocator_.alloc) {
+    p = allocator_.alloc(allocator_.user, bytes);
+  } else {
+    if (HugePageSlab::takes(bytes))
+      p = slab_.allocate(bytes);
+    if (!p) // small, or no region could be mapped
+      p = std::malloc(bytes);
+  }
   if (!p)
     return block;
   block.p = static_cast<uint8_t *>(p);
@@ -31,7 +39,7 @@ void Payload::release(Blk &block) {
   if (allocator_.release)
     allocator_.release(allocator_.user, block.p,
                        static_cast<size_t>(block.size));
-  else
+  else if (!slab_.release(block.p, static_cast<size_t>(block.size)))
     std::free(block.p);
   live_ -= block.size;
   block = Blk();

@@ -11,6 +11,7 @@
 #ifndef KVQ_RUNTIME_COMMON_PAYLOAD_H
 #define KVQ_RUNTIME_COMMON_PAYLOAD_H
 
+#include "huge_page_slab.h"
 #include "kvq/runtime.h"
 
 #include <cstdint>
@@ -37,6 +38,8 @@ public:
 private:
   kvq_allocator allocator_;
   int64_t live_ = 0;
+  /// Without a host allocator: the large blocks, on 2 MB pages.
+  HugePageSlab slab_;
 };
 
 /// All-or-nothing group of payload changes.

@@ -50,6 +50,25 @@ def main():
         fail("read_loop is not one of read_loops")
     if abs(max(loops.values()) - base["read_gbps"]) > 1e-3 * base["read_gbps"]:
         fail("read_gbps is not the best of read_loops")
+    # Each page size's best is its loops' best; a 2 MB-page figure exists
+    # exactly when some of that buffer was granted 2 MB pages.
+    small = {k: v for k, v in loops.items() if not k.endswith("@2M")}
+    huge = {k: v for k, v in loops.items() if k.endswith("@2M")}
+    if not small:
+        fail("no read loop on 4 KB pages")
+    if abs(max(small.values()) - need(base, "read_gbps_small_pages", num)) > \
+            1e-3 * base["read_gbps_small_pages"]:
+        fail("read_gbps_small_pages is not the best of its loops")
+    share = need(base, "huge_page_share", num)
+    if not 0 <= share <= 1:
+        fail("huge_page_share is not a fraction")
+    best_huge = need(base, "read_gbps_huge_pages", num)
+    if (share > 0) != bool(huge):
+        fail("2 MB-page loops without a granted share, or the reverse")
+    if huge and abs(max(huge.values()) - best_huge) > 1e-3 * best_huge:
+        fail("read_gbps_huge_pages is not the best of its loops")
+    if not huge and best_huge != 0:
+        fail("read_gbps_huge_pages without 2 MB-page loops")
     if need(base, "timing", str) != "cold":
         fail("timing is not cold")
     need(base, "llc_bytes", int)
