@@ -162,7 +162,10 @@ typedef enum kvq_backend {
 /// rollback history of recent fp16 rows) uses malloc. alloc(user, size) returns
 /// size bytes aligned like malloc, or null on failure (the update then fails
 /// with KVQ_ERR_OUT_OF_MEMORY and changes nothing); release(user, ptr, size)
-/// frees a block alloc returned. Both null means malloc/free; setting only one
+/// frees a block alloc returned. Both null means the runtime's own:
+/// malloc/free, except that on Linux blocks of 64 KiB and more (fp16 pages)
+/// come from per-cache regions asking for 2 MB pages, kept until the cache is
+/// destroyed (docs/RUNTIME.md, "Storage and byte accounting"). Setting only one
 /// is KVQ_ERR_INVALID_ARGUMENT.
 typedef struct kvq_allocator {
   void *(*alloc)(void *user, size_t size);
@@ -202,7 +205,7 @@ typedef struct kvq_config {
                               ///< theta^(-2i/head_dim) per position; in
                               ///< (1, 1e9], read when rope_style != NONE
                               ///< (head_dim must then be even)
-  kvq_allocator allocator;    ///< zeroed = malloc/free
+  kvq_allocator allocator;    ///< zeroed = the runtime's own (above)
 } kvq_config;
 
 /// kvquant's default refit_interval: key levels are refit on every 128
@@ -391,8 +394,8 @@ KVQ_RT_EXPORT kvq_status kvq_cache_save(const kvq_cache_t *cache, void *buffer,
 
 /// Rebuild a cache from the `size` bytes at `data` written by
 /// kvq_cache_save or kvq_metal_cache_save (on any architecture). allocator may
-/// be null (malloc/free) and replaces the saved cache's allocator, which is not
-/// serialized. Bytes that fail any check (magic, version, checksum,
+/// be null (the runtime's own) and replaces the saved cache's allocator, which
+/// is not serialized. Bytes that fail any check (magic, version, checksum,
 /// configuration, counts, internal consistency) give KVQ_ERR_CORRUPT_DATA with
 /// a one-line message; no byte outside [data, data + size) is read and nothing
 /// leaks.
