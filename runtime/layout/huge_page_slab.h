@@ -6,7 +6,7 @@
 // regions that ask Linux for transparent 2 MB pages (madvise). malloc maps
 // such blocks one by one on 4 KB pages: the same AVX-512 read loop reads
 // 20-27 GB/s there and 28-32 GB/s on 2 MB pages on this project's test
-// machine, and the fp16 cache's attention at 32K tokens took about a fifth
+// machine, and the fp16 cache's attention at 32K tokens took about a sixth
 // less time (docs/PERFORMANCE.md, "Pages"). Small blocks stay with malloc.
 //
 // A released block is kept for the next block of its size: a cache's
