@@ -67,11 +67,12 @@ uint8_t *mapAligned(size_t bytes) {
 
 } // namespace
 
-bool HugePageSlab::takes(size_t size) {
+bool HugePageSlab::takes(size_t size, int64_t liveBytes) {
 #if defined(__linux__)
-  return size >= kMinBlock;
+  return size >= kMinBlock && liveBytes >= kMinCacheBytes;
 #else
   (void)size;
+  (void)liveBytes;
   return false;
 #endif
 }

@@ -1,13 +1,14 @@
 //===- huge_page_slab.h - Large payload blocks on 2 MB pages ----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Where the host hands no allocator, the large blocks of a cache (the fp16
-// cache's pages of 64 tokens, 256 KiB at 8 KV heads x 128) come from
-// regions that ask Linux for transparent 2 MB pages (madvise). malloc maps
-// such blocks one by one on 4 KB pages: the same AVX-512 read loop reads
-// 20-27 GB/s there and 28-32 GB/s on 2 MB pages on this project's test
-// machine, and the fp16 cache's attention at 32K tokens took about a sixth
-// less time (docs/PERFORMANCE.md, "Pages"). Small blocks stay with malloc.
+// Where the host hands no allocator, the large blocks of a cache past its
+// first 2 MB (the fp16 cache's pages of 64 tokens, 256 KiB at 8 KV heads x
+// 128) come from regions that ask Linux for transparent 2 MB pages
+// (madvise). malloc maps such blocks one by one on 4 KB pages: the same
+// AVX-512 read loop reads 20-27 GB/s there and 28-32 GB/s on 2 MB pages on
+// this project's test machine, and the fp16 cache's attention at 32K
+// tokens took about a sixth less time (docs/PERFORMANCE.md, "Pages").
+// Small blocks, and every block of a cache under 2 MB, stay with malloc.
 //
 // A released block is kept for the next block of its size: a cache's
 // regions are unmapped when the cache is destroyed, so a cache keeps the
@@ -29,14 +30,20 @@ public:
   /// Blocks below this size go to malloc: a quarter of a 2 MB page holds
   /// at least four of them.
   static constexpr size_t kMinBlock = size_t{64} << 10;
+  /// Nor does a cache holding less than this use the slab: its first
+  /// region would cost a whole 2 MB page (a huge page is backed entirely
+  /// on first touch) for a few blocks, which many small caches (one per
+  /// sequence of a batch) would each pay.
+  static constexpr int64_t kMinCacheBytes = int64_t{2} << 20;
 
   HugePageSlab() = default;
   ~HugePageSlab();
   HugePageSlab(const HugePageSlab &) = delete;
   HugePageSlab &operator=(const HugePageSlab &) = delete;
 
-  /// Whether blocks of `size` bytes come from here (on Linux only).
-  static bool takes(size_t size);
+  /// Whether a block of `size` bytes of a cache holding `liveBytes` comes
+  /// from here (on Linux only).
+  static bool takes(size_t size, int64_t liveBytes);
   /// A block of `size` bytes (takes(size)), 64-byte aligned, or null when
   /// no region can be mapped (the caller then falls back to malloc).
   void *allocate(size_t size);

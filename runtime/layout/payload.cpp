@@ -20,9 +20,9 @@ Blk Payload::allocate(int64_t size) {
   if (allocator_.alloc) {
     p = allocator_.alloc(allocator_.user, bytes);
   } else {
-    if (HugePageSlab::takes(bytes))
+    if (HugePageSlab::takes(bytes, live_))
       p = slab_.allocate(bytes);
-    if (!p) // small, or no region could be mapped
+    if (!p) // small, a small cache, or no region could be mapped
       p = std::malloc(bytes);
   }
   if (!p)

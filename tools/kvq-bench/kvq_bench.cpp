@@ -753,8 +753,8 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   if (r.readGbpsHugePages > 0)
     std::fprintf(f,
                  "pages: best read %.1f GB/s on 4 KB pages, %.1f GB/s on 2 MB "
-                 "pages (%.0f %% of that buffer granted); the caches use the "
-                 "allocator's pages\n",
+                 "pages (%.0f %% of that buffer granted); the bound is the "
+                 "better\n",
                  r.readGbpsSmallPages, r.readGbpsHugePages,
                  100 * r.hugePageShare);
   else

@@ -163,10 +163,10 @@ typedef enum kvq_backend {
 /// size bytes aligned like malloc, or null on failure (the update then fails
 /// with KVQ_ERR_OUT_OF_MEMORY and changes nothing); release(user, ptr, size)
 /// frees a block alloc returned. Both null means the runtime's own:
-/// malloc/free, except that on Linux blocks of 64 KiB and more (fp16 pages)
-/// come from per-cache regions asking for 2 MB pages, kept until the cache is
-/// destroyed (docs/RUNTIME.md, "Storage and byte accounting"). Setting only one
-/// is KVQ_ERR_INVALID_ARGUMENT.
+/// malloc/free, except that on Linux, once the cache holds 2 MB, blocks of
+/// 64 KiB and more (fp16 pages) come from per-cache regions asking for 2 MB
+/// pages, kept until the cache is destroyed (docs/RUNTIME.md, "Storage and
+/// byte accounting"). Setting only one is KVQ_ERR_INVALID_ARGUMENT.
 typedef struct kvq_allocator {
   void *(*alloc)(void *user, size_t size);
   void (*release)(void *user, void *ptr, size_t size);

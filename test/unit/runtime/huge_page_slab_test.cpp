@@ -4,7 +4,8 @@
 // The slab behind the default allocation of large payload blocks: blocks
 // are disjoint, aligned and writable, a released block is reused for the
 // next block of its rounded size only, foreign pointers are refused, and a
-// Payload routes by size (and not at all with a host allocator).
+// Payload routes by block and cache size (and not at all with a host
+// allocator).
 //
 //===----------------------------------------------------------------------===//
 #include "huge_page_slab.h"
@@ -24,12 +25,16 @@ namespace {
 
 constexpr size_t kBlock = HugePageSlab::kMinBlock * 4; // 256 KiB, an fp16 page
 
-TEST(HugePageSlab, TakesOnlyLargeBlocksOnLinux) {
+TEST(HugePageSlab, TakesOnlyLargeBlocksOfLargeCachesOnLinux) {
+  constexpr int64_t big = HugePageSlab::kMinCacheBytes;
 #if defined(__linux__)
-  EXPECT_FALSE(HugePageSlab::takes(HugePageSlab::kMinBlock - 1));
-  EXPECT_TRUE(HugePageSlab::takes(HugePageSlab::kMinBlock));
+  EXPECT_FALSE(HugePageSlab::takes(HugePageSlab::kMinBlock - 1, big));
+  EXPECT_TRUE(HugePageSlab::takes(HugePageSlab::kMinBlock, big));
+  // A cache under one huge page keeps malloc, large blocks included.
+  EXPECT_FALSE(HugePageSlab::takes(kBlock, big - 1));
+  EXPECT_FALSE(HugePageSlab::takes(kBlock, 0));
 #else
-  EXPECT_FALSE(HugePageSlab::takes(kBlock));
+  EXPECT_FALSE(HugePageSlab::takes(kBlock, big));
 #endif
 }
 
@@ -117,17 +122,37 @@ TEST(HugePageSlab, APayloadWithAHostAllocatorNeverUsesIt) {
   EXPECT_EQ(payload.liveBytes(), 0);
 }
 
-TEST(HugePageSlab, ADefaultPayloadCountsBothKindsOfBlock) {
+TEST(HugePageSlab, ADefaultPayloadRoutesAndCountsEveryKindOfBlock) {
+  // Past kMinCacheBytes large blocks come from the slab: a cache of 16
+  // large blocks (4 MiB) and small ones has both kinds of each size, and
+  // each must be released where it came from (the sanitizer build reports
+  // a free() of a slab block or a munmap of a malloc'd one).
   Payload payload(kvq_allocator{});
   std::vector<Blk> blocks;
-  for (int64_t n : {int64_t{100}, static_cast<int64_t>(kBlock), int64_t{5000},
-                    static_cast<int64_t>(kBlock) + 7}) {
-    blocks.push_back(payload.allocate(n));
-    ASSERT_TRUE(blocks.back());
-    std::memset(blocks.back().p, 0x5a, static_cast<size_t>(n));
+  int64_t want = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int64_t n : {int64_t{100}, static_cast<int64_t>(kBlock), int64_t{5000},
+                      static_cast<int64_t>(kBlock) + 7}) {
+      blocks.push_back(payload.allocate(n));
+      ASSERT_TRUE(blocks.back());
+      std::memset(blocks.back().p, i, static_cast<size_t>(n));
+      want += n;
+    }
+  EXPECT_GE(want, 2 * HugePageSlab::kMinCacheBytes);
+  EXPECT_EQ(payload.liveBytes(), want);
+  // Release every other block, reallocate them (reusing slab blocks), then
+  // release everything.
+  for (size_t i = 0; i < blocks.size(); i += 2) {
+    const int64_t n = blocks[i].size;
+    payload.release(blocks[i]);
+    blocks[i] = payload.allocate(n);
+    ASSERT_TRUE(blocks[i]);
+    std::memset(blocks[i].p, 0x5a, static_cast<size_t>(n));
   }
-  EXPECT_EQ(payload.liveBytes(),
-            100 + 5000 + 2 * static_cast<int64_t>(kBlock) + 7);
+  EXPECT_EQ(payload.liveBytes(), want);
+  for (size_t i = 1; i < blocks.size(); i += 2)
+    EXPECT_EQ(blocks[i].p[blocks[i].size - 1], static_cast<uint8_t>(i / 4))
+        << "a reused block overlaps block " << i;
   for (Blk &b : blocks)
     payload.release(b);
   EXPECT_EQ(payload.liveBytes(), 0);
