@@ -339,8 +339,8 @@ void measureBaseline(const Options &o, Report &r) {
   dst = {}; // the 2 MB-page buffer takes its place
   const HugePageBuffer huge(bytes);
   r.hugePageShare = huge.hugeShare();
-  auto time = [&](const ReadLoop &loop, const uint64_t *p, size_t n,
-                  const std::string &name, double &bestOfPages) {
+  auto timeLoop = [&](const ReadLoop &loop, const uint64_t *p, size_t n,
+                      const std::string &name, double &bestOfPages) {
     const double s = medianSeconds(e, [&] { sink(loop.fn(p, n)); });
     const double gbps = static_cast<double>(n * 8) / s / 1e9;
     r.readLoops.push_back({name, gbps});
@@ -351,11 +351,11 @@ void measureBaseline(const Options &o, Report &r) {
     }
   };
   for (const ReadLoop &loop : readLoops()) {
-    time(loop, src.data(), src.size(), loop.name, r.readGbpsSmallPages);
+    timeLoop(loop, src.data(), src.size(), loop.name, r.readGbpsSmallPages);
     // Without any 2 MB page granted the buffer reads as the first one.
     if (huge.valid() && r.hugePageShare > 0)
-      time(loop, huge.words(), huge.count(),
-           std::string(loop.name) + kHugeSuffix, r.readGbpsHugePages);
+      timeLoop(loop, huge.words(), huge.count(),
+               std::string(loop.name) + kHugeSuffix, r.readGbpsHugePages);
   }
 }
 

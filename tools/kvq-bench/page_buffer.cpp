@@ -8,15 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 using namespace kvqbench;
 
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 #if defined(__linux__)
 /// AnonHugePages of the mapping that starts at `start`, in bytes (-1 when
@@ -49,31 +43,16 @@ long long anonHugeBytes(const void *start) {
 } // namespace
 
 HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes / 8 * 8) {
-#if defined(__linux__)
-  // Map one huge page more than asked, so that the buffer can start on a
-  // 2 MB boundary (a huge page covers an aligned 2 MB range only).
-  mapBytes_ = bytes_ + kHugePage;
-  void *m = mmap(nullptr, mapBytes_, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m != MAP_FAILED) {
-    map_ = m;
-    const uintptr_t a = (reinterpret_cast<uintptr_t>(m) + kHugePage - 1) &
-                        ~(uintptr_t{kHugePage} - 1);
-    words_ = reinterpret_cast<uint64_t *>(a);
-#if defined(MADV_HUGEPAGE)
-    madvise(words_, bytes_, MADV_HUGEPAGE); // a hint: failure is reported
-#endif                                      // as a share of 0 below
-  }
-#endif
-  if (!words_) {
+  words_ = static_cast<uint64_t *>(slab_.allocate(bytes_));
+  fromSlab_ = words_ != nullptr;
+  if (!words_)
     words_ = static_cast<uint64_t *>(std::malloc(bytes_));
-    if (!words_)
-      return;
-  }
+  if (!words_)
+    return;
   for (size_t i = 0; i < count(); ++i) // touch every page: faults now
     words_[i] = 1;
 #if defined(__linux__)
-  if (map_) {
+  if (fromSlab_) {
     const long long huge = anonHugeBytes(words_);
     hugeShare_ = huge > 0 ? static_cast<double>(huge) / bytes_ : 0.0;
     if (hugeShare_ > 1.0)
@@ -83,11 +62,8 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes / 8 * 8) {
 }
 
 HugePageBuffer::~HugePageBuffer() {
-#if defined(__linux__)
-  if (map_) {
-    munmap(map_, mapBytes_);
-    return;
-  }
-#endif
-  std::free(words_);
+  if (fromSlab_)
+    slab_.release(words_, bytes_); // the slab unmaps its region after
+  else
+    std::free(words_);
 }

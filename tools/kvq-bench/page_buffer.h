@@ -14,14 +14,17 @@
 #ifndef KVQ_TOOLS_KVQ_BENCH_PAGE_BUFFER_H
 #define KVQ_TOOLS_KVQ_BENCH_PAGE_BUFFER_H
 
+#include "huge_page_slab.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace kvqbench {
 
 /// `bytes` of uint64_t words, each 1, on 2 MB pages where the kernel grants
-/// them (Linux transparent huge pages, "madvise" or "always"); elsewhere
-/// (no such pages, or not Linux) an ordinary allocation.
+/// them (a region of the runtime's HugePageSlab, the one that maps the
+/// caches' large blocks); elsewhere (not Linux, or no region could be
+/// mapped) an ordinary allocation.
 class HugePageBuffer {
 public:
   explicit HugePageBuffer(size_t bytes);
@@ -37,9 +40,10 @@ public:
   bool valid() const { return words_ != nullptr; }
 
 private:
+  kvq::HugePageSlab slab_;
   uint64_t *words_ = nullptr;
-  void *map_ = nullptr;
-  size_t bytes_ = 0, mapBytes_ = 0;
+  bool fromSlab_ = false;
+  size_t bytes_ = 0;
   double hugeShare_ = 0;
 };
 
