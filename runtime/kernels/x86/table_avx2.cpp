@@ -50,6 +50,7 @@ kvq::AttendOps attendAvx2(const kvq::AttendShape &s) {
   kvq::AttendOps ops{};
   kvq::x86::fillAttendAvx2(s, ops);
   kvq::x86::fillNibbleAvx2(s, ops);
+  kvq::x86::fillLutRowsAvx2(s, ops);
   return ops;
 }
 

@@ -34,6 +34,8 @@ void fillAttendAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
 void fillNibbleAvx2(const AttendShape &s, AttendOps &ops);
 void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);
+/// attend_lut_rows_avx2.cpp: dotLutRows with 8 token rows in the lanes.
+void fillLutRowsAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits), and
 /// axpyLutRows on 16 channels per register.
 void fillLutAvx512(const AttendShape &s, AttendOps &ops);
