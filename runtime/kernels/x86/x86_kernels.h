@@ -36,6 +36,9 @@ void fillNibbleAvx2(const AttendShape &s, AttendOps &ops);
 void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_lut_rows_avx2.cpp: dotLutRows with 8 token rows in the lanes.
 void fillLutRowsAvx2(const AttendShape &s, AttendOps &ops);
+/// attend_outliers_avx2.cpp: KVQuant's outlier corrections without
+/// AVX-512 (any width).
+void fillOutliersAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits), and
 /// axpyLutRows on 16 channels per register.
 void fillLutAvx512(const AttendShape &s, AttendOps &ops);

@@ -332,13 +332,14 @@ struct OutlierCase {
   }
 };
 
-/// check(ops, rng, row, case) for 2-4 bits, head widths 96 and 128, 1 and 3
-/// query vectors, and rows of 1, 16 and 37 outliers (whole vectors of 16
-/// and the remainders) over three heads.
+/// check(ops, rng, row, case) for 2-4 and 8 bits, head widths 96 (a
+/// division) and 128 (a shift), 1 and 3 query vectors, and rows of 1, 16
+/// and 37 outliers (whole vectors of 16 and the remainders) over three
+/// heads.
 template <class Check>
 void forEachOutlierRow(const KernelTable &table, uint64_t seed,
                        const Check &check) {
-  for (int bits : {2, 3, 4})
+  for (int bits : {2, 3, 4, 8})
     for (int64_t d : {int64_t{96}, int64_t{128}})
       for (int64_t nq : {int64_t{1}, int64_t{3}}) {
         const int64_t heads = 3;
