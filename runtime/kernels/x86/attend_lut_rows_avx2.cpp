@@ -1,4 +1,4 @@
-//===- attend_lut_rows_avx2.cpp - KVQuant key dots, rows in lanes, AVX2 ---===//
+//===- attend_lut_rows_avx2.cpp - KVQuant key lookups, rows in lanes, AVX2 ===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // AttendOps::dotLutRows (KVQuant's key pass: each channel's code looked up
@@ -11,7 +11,9 @@
 // kvquant4 step, docs/PERFORMANCE.md). Sixteen accumulators would take
 // every ymm register, so the canonical chains (chain l adds the channels
 // c = l mod 16 in order) run four at a time; the fixed tree then adds
-// them: dotLut's canonical sum, the same bits.
+// them: dotLut's canonical sum, the same bits. levelColumns (the pre-RoPE
+// key tiles' dequantization) takes the same transposed words, one lookup of
+// a channel's levels per 8 rows.
 //
 //===----------------------------------------------------------------------===//
 #include "avx2_util.h"
@@ -177,10 +179,53 @@ KVQ_AVX2 void dotLutRowsAvx2(const uint8_t *const *rows, int64_t n,
   }
 }
 
+/// cols[(c0 + K) * kLevelColumnRows + r] for channels K .. 31 of a block:
+/// the level of each row's code, exact lookups.
+template <int BITS, int K>
+KVQ_AVX2 inline void lookupBlock(const uint32_t (*W)[kRows], const float *tab,
+                                 float *cols) {
+  if constexpr (K < kBlock) {
+    _mm256_storeu_ps(cols + K * kLevelColumnRows, lookup<BITS, K>(W, tab));
+    lookupBlock<BITS, K + 1>(W, tab, cols);
+  }
+}
+
+/// levelColumns (pre-RoPE KVQuant keys, dequantized for the rotation) with
+/// the rows in lanes: each half of the 16-row tile transposed once, then
+/// one lookup per channel fills 8 rows of its column.
+template <int BITS> KVQ_AVX2 void levelColumnTiles(const LevelColumns &a) {
+  constexpr int L = 1 << BITS;
+  alignas(32) uint32_t T[kWords][kRows];
+  for (int64_t r0 = 0; r0 < a.n; r0 += kRows) {
+    transposeRowWords(a.rows + r0, std::min<int64_t>(kRows, a.n - r0),
+                      a.first * BITS / 8, a.d * BITS / 32, T);
+    for (int64_t c0 = 0; c0 < a.d; c0 += kBlock)
+      lookupBlock<BITS, 0>(T + c0 * BITS / 32, a.levels + c0 * L,
+                           a.cols + c0 * kLevelColumnRows + r0);
+  }
+}
+
+static_assert(kLevelColumnRows % kRows == 0, "whole halves of a tile");
+
+KVQ_AVX2 void levelColumnsAvx2(const LevelColumns &a) {
+  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0 &&
+         a.n >= 1 && a.n <= kLevelColumnRows);
+  switch (a.bits) {
+  case 2:
+    return levelColumnTiles<2>(a);
+  case 3:
+    return levelColumnTiles<3>(a);
+  default:
+    return levelColumnTiles<4>(a);
+  }
+}
+
 } // namespace
 
 void kvq::x86::fillLutRowsAvx2(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep dotLut row by row (block16_family.h).
-  if (lutRowTilesCover(s.keyBits, s.d))
+  if (lutRowTilesCover(s.keyBits, s.d)) {
     ops.dotLutRows = dotLutRowsEntry<dotLutRowsAvx2>;
+    ops.levelColumns = levelColumnsAvx2;
+  }
 }

@@ -475,7 +475,8 @@ TEST(AttendOrder, OutlierAxpyIsExact) {
 /// levelColumns: up to 16 token rows (each its own allocation, two heads)
 /// dequantized into columns by one head's per-channel levels, exactly the
 /// table entries, on every table: head widths of one, a part of one and
-/// two register transposes at 4 bits, a whole tile and a partial one.
+/// two register transposes at 4 bits; a whole tile, part of its first half
+/// and part of its second.
 void checkLevelColumnsAreTheLevels(const KernelTable &table) {
   for (int bits : {2, 3, 4})
     for (int64_t d : {int64_t{96}, int64_t{128}, int64_t{256}}) {
@@ -498,7 +499,7 @@ void checkLevelColumnsAreTheLevels(const KernelTable &table) {
       std::vector<float> levels(static_cast<size_t>(d * L));
       for (float &x : levels)
         x = static_cast<float>(rng.normal());
-      for (int64_t n : {kLevelColumnRows, int64_t{5}})
+      for (int64_t n : {kLevelColumnRows, int64_t{5}, int64_t{11}})
         for (int64_t h = 0; h < heads; ++h) {
           std::vector<float> cols(static_cast<size_t>(d * kLevelColumnRows),
                                   -9.0f);
