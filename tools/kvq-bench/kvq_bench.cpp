@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -138,26 +139,41 @@ struct Report {
   double loadStart = -1, loadEnd = -1;
 };
 
-/// The CPU's model name (/proc/cpuinfo), or "unknown".
+/// The CPU's model name (/proc/cpuinfo), or "unknown", with the x86 family
+/// and model numbers where the kernel gives them: a name such as "AMD EPYC"
+/// alone does not tell a Zen 3 (no AVX-512) from a Zen 5.
 std::string cpuModel() {
   FILE *f = std::fopen("/proc/cpuinfo", "r");
   if (!f)
     return "unknown";
+  auto value = [](const char *line) {
+    const char *colon = std::strchr(line, ':');
+    std::string v = colon ? colon + 1 : "";
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t\n") + 1);
+    return v;
+  };
   char line[512];
-  std::string model = "unknown";
+  std::string model = "unknown", family, number;
+  // The first of each (every processor repeats them; arm64 may give its
+  // "Model" after the processors).
   while (std::fgets(line, sizeof(line), f)) {
     if (std::strncmp(line, "model name", 10) == 0 ||
         std::strncmp(line, "Model", 5) == 0) {
-      const char *colon = std::strchr(line, ':');
-      if (colon) {
-        model = colon + 1;
-        model.erase(0, model.find_first_not_of(" \t"));
-        model.erase(model.find_last_not_of(" \t\n") + 1);
-        break;
-      }
+      if (model == "unknown")
+        model = value(line);
+    } else if (std::strncmp(line, "cpu family", 10) == 0) {
+      if (family.empty())
+        family = value(line);
+    } else if (std::strncmp(line, "model", 5) == 0 &&
+               std::isspace(static_cast<unsigned char>(line[5]))) {
+      if (number.empty())
+        number = value(line);
     }
   }
   std::fclose(f);
+  if (!family.empty() && !number.empty())
+    model += " (family " + family + ", model " + number + ")";
   return model;
 }
 
