@@ -114,11 +114,7 @@ KVQ_AVX512 void lutQueries512(const uint8_t *row, const float *lut, int64_t nq,
   }
 }
 
-/// dotLutRows here: 2- to 4-bit codes, rows of whole 32-channel blocks
-/// (a whole number of 32-bit words) and at most 32 words per head row.
-bool lutRowTilesCover(int bits, int64_t d) {
-  return bits >= 2 && bits <= 4 && d % 32 == 0 && d * bits <= 32 * 32;
-}
+using x86::lutRowTilesCover; // dotLutRows, levelColumns (x86_kernels.h)
 
 /// A channel's table of 2^BITS entries repeated to 16 lanes, so that a
 /// permute may read index bits above the code (they belong to the next
@@ -192,7 +188,7 @@ KVQ_AVX512 void lutRowTiles(const uint8_t *const *rows, int64_t n,
                             int64_t first, const float *lut, int64_t nq,
                             int64_t d, float *out, int64_t outStride) {
   constexpr int L = 1 << BITS;
-  alignas(64) uint32_t T[32][16]; // T[w][r]: word w of row r
+  alignas(64) uint32_t T[x86::kLutRowWords][16]; // T[w][r]: word w of row r
   alignas(64) float sums[16];
   for (int64_t r0 = 0; r0 < n; r0 += 16) {
     const int64_t m = std::min<int64_t>(16, n - r0);
@@ -236,7 +232,7 @@ template <int BITS>
 KVQ_AVX512 void levelColumnTile(const uint8_t *const *rows, int64_t n,
                                 int64_t first, const float *levels, int64_t d,
                                 float *cols) {
-  alignas(64) uint32_t T[32][16];
+  alignas(64) uint32_t T[x86::kLutRowWords][16];
   transposeRowWords<BITS>(rows, n, first, d, T);
   for (int64_t c0 = 0; c0 < d; c0 += 32)
     lookupBlock<BITS, 0>(T + c0 * BITS / 32, levels + c0 * (1 << BITS),

@@ -26,15 +26,12 @@ using namespace kvq;
 
 namespace {
 
-constexpr int kRows = 8;   ///< token rows per tile: the lanes of a ymm
-constexpr int kWords = 32; ///< code words per head row at most
-constexpr int kBlock = 32; ///< channels per unrolled block
+using x86::kernelForBits;
+using x86::kLutRowWords;
+using x86::lutRowTilesCover;
 
-/// dotLutRows here: 2- to 4-bit codes, rows of whole 32-channel blocks (a
-/// whole number of 32-bit words) and at most kWords words per head row.
-bool lutRowTilesCover(int bits, int64_t d) {
-  return bits >= 2 && bits <= 4 && d % kBlock == 0 && d * bits <= 32 * kWords;
-}
+constexpr int kRows = 8;   ///< token rows per tile: the lanes of a ymm
+constexpr int kBlock = 32; ///< channels per unrolled block
 
 /// Transposes 8 rows of 8 dwords in registers: r[w] becomes dword w of rows
 /// 0..7 (unpacks within 128-bit lanes, then lane swaps).
@@ -139,7 +136,7 @@ KVQ_AVX2 void lutRowTiles(const uint8_t *const *rows, int64_t n, int64_t first,
                           const float *lut, int64_t nq, int64_t d, float *out,
                           int64_t outStride) {
   constexpr int L = 1 << BITS;
-  alignas(32) uint32_t T[kWords][kRows]; // T[w][r]: word w of row r
+  alignas(32) uint32_t T[kLutRowWords][kRows]; // T[w][r]: word w of row r
   alignas(32) float sums[kRows];
   for (int64_t r0 = 0; r0 < n; r0 += kRows) {
     const int64_t m = std::min<int64_t>(kRows, n - r0);
@@ -164,19 +161,9 @@ KVQ_AVX2 void lutRowTiles(const uint8_t *const *rows, int64_t n, int64_t first,
   }
 }
 
-KVQ_AVX2 void dotLutRowsAvx2(const uint8_t *const *rows, int64_t n,
-                             int64_t first, int bits, const float *lut,
-                             int64_t nq, int64_t d, float *out,
-                             int64_t outStride) {
-  assert(lutRowTilesCover(bits, d) && (first * bits) % 32 == 0);
-  switch (bits) {
-  case 2:
-    return lutRowTiles<2>(rows, n, first, lut, nq, d, out, outStride);
-  case 3:
-    return lutRowTiles<3>(rows, n, first, lut, nq, d, out, outStride);
-  default:
-    return lutRowTiles<4>(rows, n, first, lut, nq, d, out, outStride);
-  }
+template <int BITS> KVQ_AVX2 void dotLutRowsAvx2(const LutRowsDot &a) {
+  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0);
+  lutRowTiles<BITS>(a.rows, a.n, a.first, a.lut, a.nq, a.d, a.out, a.outStride);
 }
 
 /// cols[(c0 + K) * kLevelColumnRows + r] for channels K .. 31 of a block:
@@ -195,7 +182,7 @@ KVQ_AVX2 inline void lookupBlock(const uint32_t (*W)[kRows], const float *tab,
 /// one lookup per channel fills 8 rows of its column.
 template <int BITS> KVQ_AVX2 void levelColumnTiles(const LevelColumns &a) {
   constexpr int L = 1 << BITS;
-  alignas(32) uint32_t T[kWords][kRows];
+  alignas(32) uint32_t T[kLutRowWords][kRows];
   for (int64_t r0 = 0; r0 < a.n; r0 += kRows) {
     transposeRowWords(a.rows + r0, std::min<int64_t>(kRows, a.n - r0),
                       a.first * BITS / 8, a.d * BITS / 32, T);
@@ -207,25 +194,20 @@ template <int BITS> KVQ_AVX2 void levelColumnTiles(const LevelColumns &a) {
 
 static_assert(kLevelColumnRows % kRows == 0, "whole halves of a tile");
 
-KVQ_AVX2 void levelColumnsAvx2(const LevelColumns &a) {
+template <int BITS> KVQ_AVX2 void levelColumnsAvx2(const LevelColumns &a) {
   assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0 &&
          a.n >= 1 && a.n <= kLevelColumnRows);
-  switch (a.bits) {
-  case 2:
-    return levelColumnTiles<2>(a);
-  case 3:
-    return levelColumnTiles<3>(a);
-  default:
-    return levelColumnTiles<4>(a);
-  }
+  levelColumnTiles<BITS>(a);
 }
 
 } // namespace
 
 void kvq::x86::fillLutRowsAvx2(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep dotLut row by row (block16_family.h).
-  if (lutRowTilesCover(s.keyBits, s.d)) {
-    ops.dotLutRows = dotLutRowsEntry<dotLutRowsAvx2>;
-    ops.levelColumns = levelColumnsAvx2;
-  }
+  if (!lutRowTilesCover(s.keyBits, s.d))
+    return;
+  ops.dotLutRows = kernelForBits<2, 3, 4>(
+      s.keyBits, [](auto b) { return dotLutRowsAvx2<decltype(b)::value>; });
+  ops.levelColumns = kernelForBits<2, 3, 4>(
+      s.keyBits, [](auto b) { return levelColumnsAvx2<decltype(b)::value>; });
 }

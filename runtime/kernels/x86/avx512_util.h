@@ -12,6 +12,7 @@
 #define KVQ_RUNTIME_X86_AVX512_UTIL_H
 
 #include "kvq/runtime.h"
+#include "x86_kernels.h"
 #include "x86_target.h"
 
 #include <immintrin.h>
@@ -118,18 +119,7 @@ template <int NJ, int W = 64> struct AccTile512 {
   }
 };
 
-/// pick(std::integral_constant<int, B>{}) for the code width B = bits
-/// among Widths, a null kernel for any other width: how the quantizers
-/// turn a run-time width into their specialised kernel.
-template <int... Widths, class Pick>
-auto kernelForBits(int bits, Pick pick)
-    -> decltype(pick(std::integral_constant<int, 2>{})) {
-  decltype(pick(std::integral_constant<int, 2>{})) kernel = nullptr;
-  ((bits == Widths ? (kernel = pick(std::integral_constant<int, Widths>{}))
-                   : kernel),
-   ...);
-  return kernel;
-}
+using x86::kernelForBits; // x86_kernels.h
 
 } // namespace avx512
 } // namespace kvq

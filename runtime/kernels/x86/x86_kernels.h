@@ -11,8 +11,35 @@
 
 #include "kernels.h"
 
+#include <cstdint>
+#include <type_traits>
+
 namespace kvq {
 namespace x86 {
+
+/// Code words per head row at most in the rows-in-lanes lookups of
+/// KVQuant keys (dotLutRows, levelColumns): the transposed words' buffer.
+constexpr int64_t kLutRowWords = 32;
+
+/// Where those lookups apply, on AVX2 and AVX-512 alike: 2- to 4-bit codes,
+/// head rows of whole 32-channel blocks (whole 32-bit words), at most
+/// kLutRowWords words.
+inline bool lutRowTilesCover(int bits, int64_t d) {
+  return bits >= 2 && bits <= 4 && d % 32 == 0 && d * bits <= 32 * kLutRowWords;
+}
+
+/// pick(std::integral_constant<int, B>{}) for the code width B = bits
+/// among Widths, a null kernel for any other width: how a kernel turns a
+/// run-time width into its specialised template.
+template <int... Widths, class Pick>
+auto kernelForBits(int bits, Pick pick)
+    -> decltype(pick(std::integral_constant<int, 2>{})) {
+  decltype(pick(std::integral_constant<int, 2>{})) kernel = nullptr;
+  ((bits == Widths ? (kernel = pick(std::integral_constant<int, Widths>{}))
+                   : kernel),
+   ...);
+  return kernel;
+}
 
 /// quant_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
 void fillQuantAvx2(KernelTable &t);
