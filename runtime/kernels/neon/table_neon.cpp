@@ -35,3 +35,7 @@ const kvq::KernelTable *kvq::simdKernelTable() {
 }
 
 const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }
+
+std::vector<const kvq::KernelTable *> kvq::simdTablesForSelection() {
+  return {simdKernelTable()};
+}

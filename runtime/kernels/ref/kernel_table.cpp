@@ -16,6 +16,9 @@
 #if !defined(KVQ_HAVE_SIMD_TABLE)
 const kvq::KernelTable *kvq::simdKernelTable() { return nullptr; }
 const kvq::KernelTable *kvq::simdFallbackKernelTable() { return nullptr; }
+std::vector<const kvq::KernelTable *> kvq::simdTablesForSelection() {
+  return {};
+}
 #endif
 
 namespace {

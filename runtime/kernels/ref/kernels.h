@@ -678,6 +678,14 @@ const KernelTable *simdKernelTable();
 /// more than one (x86_64 with AVX-512: the AVX2-only table), else null.
 const KernelTable *simdFallbackKernelTable();
 
+/// Provided by the SIMD backend too: every SIMD table of this build, best
+/// first, whether or not this CPU can run its kernels (x86_64: the AVX-512
+/// and the AVX2 table; arm64: NEON), for tests of the selection alone:
+/// selectAttendOps only reads which kernels a table declares for a shape,
+/// so the AVX-512 table's choices are checked on CPUs without AVX-512 too.
+/// Never call an entry of a table that simdKernelVariants() does not list.
+std::vector<const KernelTable *> simdTablesForSelection();
+
 } // namespace kvq
 
 #endif // KVQ_RUNTIME_COMMON_KERNELS_H

@@ -107,3 +107,9 @@ const kvq::KernelTable *kvq::simdFallbackKernelTable() {
     return nullptr;
   return &avx2Table();
 }
+
+// Building the tables runs no AVX2 or AVX-512 instruction (they only take
+// the kernels' addresses), so both exist on any x86_64 CPU.
+std::vector<const kvq::KernelTable *> kvq::simdTablesForSelection() {
+  return {&avx512Table(), &avx2Table()};
+}
