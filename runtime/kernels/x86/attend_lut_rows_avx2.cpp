@@ -128,26 +128,24 @@ KVQ_AVX2 inline void fourChains(const uint32_t (*T)[kRows], const float *lut,
   S[L0 + 3] = a3;
 }
 
-/// dotLut for 8 rows at a time, rows in lanes: lane r of chain l is row r's
-/// partial sum S_l, and the fixed tree (T_l = S_l + S_{l+8}, then +4, +2,
-/// +1) adds the chains lane by lane.
-template <int BITS>
-KVQ_AVX2 void lutRowTiles(const uint8_t *const *rows, int64_t n, int64_t first,
-                          const float *lut, int64_t nq, int64_t d, float *out,
-                          int64_t outStride) {
+/// dotLutRows for 8 rows at a time, rows in lanes: lane r of chain l is row
+/// r's partial sum S_l, and the fixed tree (T_l = S_l + S_{l+8}, then +4,
+/// +2, +1) adds the chains lane by lane.
+template <int BITS> KVQ_AVX2 void dotLutRowsAvx2(const LutRowsDot &a) {
+  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0);
   constexpr int L = 1 << BITS;
   alignas(32) uint32_t T[kLutRowWords][kRows]; // T[w][r]: word w of row r
   alignas(32) float sums[kRows];
-  for (int64_t r0 = 0; r0 < n; r0 += kRows) {
-    const int64_t m = std::min<int64_t>(kRows, n - r0);
-    transposeRowWords(rows + r0, m, first * BITS / 8, d * BITS / 32, T);
-    for (int64_t j = 0; j < nq; ++j) {
-      const float *lj = lut + j * d * L;
+  for (int64_t r0 = 0; r0 < a.n; r0 += kRows) {
+    const int64_t m = std::min<int64_t>(kRows, a.n - r0);
+    transposeRowWords(a.rows + r0, m, a.first * BITS / 8, a.d * BITS / 32, T);
+    for (int64_t j = 0; j < a.nq; ++j) {
+      const float *lj = a.lut + j * a.d * L;
       __m256 S[16];
-      fourChains<BITS, 0>(T, lj, d, S);
-      fourChains<BITS, 4>(T, lj, d, S);
-      fourChains<BITS, 8>(T, lj, d, S);
-      fourChains<BITS, 12>(T, lj, d, S);
+      fourChains<BITS, 0>(T, lj, a.d, S);
+      fourChains<BITS, 4>(T, lj, a.d, S);
+      fourChains<BITS, 8>(T, lj, a.d, S);
+      fourChains<BITS, 12>(T, lj, a.d, S);
       for (int l = 0; l < 8; ++l)
         S[l] = _mm256_add_ps(S[l], S[l + 8]);
       for (int l = 0; l < 4; ++l)
@@ -156,14 +154,9 @@ KVQ_AVX2 void lutRowTiles(const uint8_t *const *rows, int64_t n, int64_t first,
         S[l] = _mm256_add_ps(S[l], S[l + 2]);
       _mm256_store_ps(sums, _mm256_add_ps(S[0], S[1]));
       for (int64_t r = 0; r < m; ++r)
-        out[(r0 + r) * outStride + j] = sums[r];
+        a.out[(r0 + r) * a.outStride + j] = sums[r];
     }
   }
-}
-
-template <int BITS> KVQ_AVX2 void dotLutRowsAvx2(const LutRowsDot &a) {
-  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0);
-  lutRowTiles<BITS>(a.rows, a.n, a.first, a.lut, a.nq, a.d, a.out, a.outStride);
 }
 
 /// cols[(c0 + K) * kLevelColumnRows + r] for channels K .. 31 of a block:
@@ -177,10 +170,14 @@ KVQ_AVX2 inline void lookupBlock(const uint32_t (*W)[kRows], const float *tab,
   }
 }
 
+static_assert(kLevelColumnRows % kRows == 0, "whole halves of a tile");
+
 /// levelColumns (pre-RoPE KVQuant keys, dequantized for the rotation) with
 /// the rows in lanes: each half of the 16-row tile transposed once, then
 /// one lookup per channel fills 8 rows of its column.
-template <int BITS> KVQ_AVX2 void levelColumnTiles(const LevelColumns &a) {
+template <int BITS> KVQ_AVX2 void levelColumnsAvx2(const LevelColumns &a) {
+  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0 &&
+         a.n >= 1 && a.n <= kLevelColumnRows);
   constexpr int L = 1 << BITS;
   alignas(32) uint32_t T[kLutRowWords][kRows];
   for (int64_t r0 = 0; r0 < a.n; r0 += kRows) {
@@ -190,14 +187,6 @@ template <int BITS> KVQ_AVX2 void levelColumnTiles(const LevelColumns &a) {
       lookupBlock<BITS, 0>(T + c0 * BITS / 32, a.levels + c0 * L,
                            a.cols + c0 * kLevelColumnRows + r0);
   }
-}
-
-static_assert(kLevelColumnRows % kRows == 0, "whole halves of a tile");
-
-template <int BITS> KVQ_AVX2 void levelColumnsAvx2(const LevelColumns &a) {
-  assert(lutRowTilesCover(a.bits, a.d) && (a.first * a.bits) % 32 == 0 &&
-         a.n >= 1 && a.n <= kLevelColumnRows);
-  levelColumnTiles<BITS>(a);
 }
 
 } // namespace
