@@ -33,16 +33,23 @@ def one(doc, **want):
     return found[0] if found else None
 
 
+def llc_text(llc_bytes):
+    """kvq-bench writes llc_bytes 0 where the system does not report it."""
+    if llc_bytes > 0:
+        return "last-level cache %.0f MB" % (llc_bytes / 2**20)
+    return "last-level cache not reported by the system"
+
+
 def main():
     doc = json.load(open(sys.argv[1]))
     base, machine, load = doc["baseline"], doc["machine"], doc["load_average"]
     print("**Run:** %s, %s, kernel table `%s`, mode %s; load average %.2f at "
           "the start, %.2f at the end. Best read loop `%s`: %.1f GB/s "
-          "(memcpy %.1f GB/s); last-level cache %.0f MB, %.0f MB evicted "
-          "before each cold repetition.\n" %
+          "(memcpy %.1f GB/s); %s, %.0f MB evicted before each cold "
+          "repetition.\n" %
           (machine["date"], machine["cpu"], doc["kernels"], doc["mode"],
            load["start"], load["end"], base["read_loop"], base["read_gbps"],
-           base["memcpy_gbps"], base["llc_bytes"] / 2**20,
+           base["memcpy_gbps"], llc_text(base["llc_bytes"]),
            base["evict_bytes"] / 2**20))
     if base.get("read_gbps_huge_pages", 0) > 0:
         print("Best read on 4 KB pages %.1f GB/s, on 2 MB pages %.1f GB/s "

@@ -776,11 +776,18 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   else
     std::fprintf(f,
                  "pages: no 2 MB pages granted; every loop read 4 KB pages\n");
-  std::fprintf(f,
-               "cold timings: last-level cache %lld KiB evicted before each "
-               "repetition (%lld KiB written and read)\n\n",
-               static_cast<long long>(r.llcBytes >> 10),
-               static_cast<long long>(r.evictBytes >> 10));
+  if (r.llcBytes > 0)
+    std::fprintf(f,
+                 "cold timings: last-level cache %lld KiB evicted before each "
+                 "repetition (%lld KiB written and read)\n\n",
+                 static_cast<long long>(r.llcBytes >> 10),
+                 static_cast<long long>(r.evictBytes >> 10));
+  else
+    std::fprintf(f,
+                 "cold timings: the system does not report its last-level "
+                 "cache (no sysfs cache entries); %lld KiB written and read "
+                 "before each repetition\n\n",
+                 static_cast<long long>(r.evictBytes >> 10));
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
     std::fprintf(f, "%-10s %-8s %4s %9s %9s %8s %9s %9s\n",
