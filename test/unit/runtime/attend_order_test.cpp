@@ -55,7 +55,7 @@ float canonicalDot(const float *q, const float *v, int64_t d, bool fused) {
 }
 
 struct Data {
-  int64_t d = 128, nq = 4, rows = 9;
+  int64_t d = 128, nq = 7, rows = 9; // nq: the most query vectors a test takes
   std::vector<float> q;
   std::vector<uint8_t> packed; ///< rows x d codes, packed row after row
   std::vector<uint16_t> half;  ///< rows x d fp16 values
@@ -113,7 +113,10 @@ void checkDotsOfCodesAndHalfsAreCanonical(const KernelTable &table) {
   for (int bits : {2, 3, 4, 8}) {
     const AttendOps ops = opsFor(table, bits);
     const Data t = makeData(bits, 40 + bits);
-    for (int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}}) {
+    // 3 and 7 (a block of four, then three): dotHalf reduces up to four
+    // queries' sums together and must store only the block's own.
+    for (int64_t nq :
+         {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{7}}) {
       // dotCodesRows: nq == 1 takes the four-rows-at-once kernel on AVX2.
       std::vector<const uint8_t *> rows;
       for (int64_t r = 0; r < t.rows; ++r)
@@ -141,8 +144,9 @@ void checkDotsOfCodesAndHalfsAreCanonical(const KernelTable &table) {
         single.d = t.d;
         single.out = one.data();
         ops.dotCodes(single);
-        std::vector<float> h(static_cast<size_t>(nq));
+        std::vector<float> h(static_cast<size_t>(nq) + 1, -1.0f);
         ops.dotHalf(t.half.data() + r * t.d, t.q.data(), nq, t.d, h.data());
+        EXPECT_EQ(h[static_cast<size_t>(nq)], -1.0f) << "wrote past nq";
         std::vector<float> hv(static_cast<size_t>(t.d));
         for (int64_t c = 0; c < t.d; ++c)
           hv[static_cast<size_t>(c)] =
