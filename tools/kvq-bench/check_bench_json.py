@@ -48,8 +48,17 @@ def main():
     loops = need(base, "read_loops", dict)
     if need(base, "read_loop", str) not in loops:
         fail("read_loop is not one of read_loops")
-    if abs(max(loops.values()) - base["read_gbps"]) > 1e-3 * base["read_gbps"]:
-        fail("read_gbps is not the best of read_loops")
+    # The best loop is timed again before each attention round of several:
+    # the bound is the best of all those figures.
+    rechecks = need(base, "read_rechecks", list)
+    best = max(list(loops.values()) + rechecks)
+    if abs(best - base["read_gbps"]) > 1e-3 * base["read_gbps"]:
+        fail("read_gbps is not the best of read_loops and read_rechecks")
+    rounds = need(doc, "rounds", int)
+    if rounds < 1:
+        fail("rounds < 1")
+    if rounds > 1 and not rechecks:
+        fail("several rounds but no recheck of the bound")
     # Each page size's best is its loops' best; a 2 MB-page figure exists
     # exactly when some of that buffer was granted 2 MB pages.
     small = {k: v for k, v in loops.items() if not k.endswith("@2M")}
@@ -96,6 +105,18 @@ def main():
         need(row, "bytes_read", int)
         need(row, "bound_ms", num)
         need(row, "warm_ms", num)
+        # ms is the median of the rounds' cold times.
+        per_round = need(row, "round_ms", list)
+        if len(per_round) != rounds:
+            fail("round_ms has %d entries, rounds is %d" %
+                 (len(per_round), rounds))
+        if sorted(per_round)[len(per_round) // 2] != \
+                float("%.4f" % row["ms"]):
+            fail("ms is not the median of round_ms")
+        if abs(row["bound_ms"] - row["bytes_read"] / (base["read_gbps"] *
+                                                     1e9) * 1e3) > \
+                1e-3 * row["bound_ms"] + 1e-4:
+            fail("bound_ms is not bytes_read / read_gbps")
         # Issue 17: "none" (post-RoPE keys) or a pre-RoPE key cache's style,
         # whose rows carry their time over the post-RoPE row's.
         rope = need(row, "rope", str)

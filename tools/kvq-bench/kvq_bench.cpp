@@ -62,6 +62,18 @@ struct Options {
   std::vector<int64_t> tokens;
   /// --threads N: also time attention through an N-thread host pool.
   int threads = 1;
+  /// --rounds N: attention rows timed in N interleaved rounds (0: the
+  /// mode's default, rounds()).
+  int roundsFlag = 0;
+  int rounds() const {
+    return roundsFlag > 0 ? roundsFlag : (quick ? 1 : kFullRunRounds);
+  }
+  /// A shared VM's memory speed drifts over minutes (fp16 at 32K tokens
+  /// timed 10.9 ms in the attention rows of one run and 6.1 ms in its
+  /// threads rows), so a full run times every row of a length in three
+  /// rounds, each in the opposite order to the one before, and reports
+  /// the medians.
+  static constexpr int kFullRunRounds = 3;
   bool runs(const char *section) const { return selected(only, section); }
   bool times(const char *cache) const { return selected(caches, cache); }
   static bool selected(const std::vector<std::string> &list, const char *x) {
@@ -88,6 +100,7 @@ struct AttnRow {
   double boundMs;
   double warmMs;
   std::string rope = "none";
+  std::vector<double> roundMs; ///< cold ms of each round (ms: their median)
 };
 
 /// The post-RoPE row of the same cache, length and GQA shape as a (null
@@ -109,6 +122,10 @@ struct Report {
   /// The best loop on each page size (0: not measured), and the share of
   /// the 2 MB-page buffer the kernel backed with 2 MB pages.
   double readGbpsSmallPages = 0, readGbpsHugePages = 0, hugePageShare = 0;
+  /// The best loop timed again before each attention round (readGbps is
+  /// the best of these and of readLoops: the machine's drift cannot
+  /// loosen the bound).
+  std::vector<double> readRechecks;
   int64_t llcBytes = 0, evictBytes = 0;
   std::string cpu, date;
   std::vector<QuantRow> quant, dequant;
@@ -375,6 +392,37 @@ void measureBaseline(const Options &o, Report &r) {
   }
 }
 
+/// Times the baseline's best loop again, on the same page size, and raises
+/// the bound to it when it reads faster now.
+void recheckBound(const Options &o, Report &r) {
+  const bool huge =
+      r.readLoop.size() > std::strlen(kHugeSuffix) &&
+      r.readLoop.compare(r.readLoop.size() - std::strlen(kHugeSuffix),
+                         std::string::npos, kHugeSuffix) == 0;
+  const std::string name =
+      huge ? r.readLoop.substr(0, r.readLoop.size() - std::strlen(kHugeSuffix))
+           : r.readLoop;
+  const size_t bytes = o.smoke ? (16u << 20) : (512u << 20);
+  for (const ReadLoop &loop : readLoops()) {
+    if (name != loop.name)
+      continue;
+    auto time = [&](const uint64_t *p, size_t n) {
+      const double t = medianSeconds(effort(o), [&] { sink(loop.fn(p, n)); });
+      return static_cast<double>(n * 8) / t / 1e9;
+    };
+    double gbps;
+    if (huge) {
+      const HugePageBuffer buf(bytes);
+      gbps = time(buf.words(), buf.count());
+    } else {
+      const std::vector<uint64_t> buf(bytes / 8, 1);
+      gbps = time(buf.data(), buf.size());
+    }
+    r.readRechecks.push_back(gbps);
+    r.readGbps = std::max(r.readGbps, gbps);
+  }
+}
+
 /// The one evictor of the run (its buffer is allocated once).
 CacheEvictor &evictor() {
   static CacheEvictor e;
@@ -611,6 +659,11 @@ private:
   mutable std::vector<float> out_;
 };
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
   // 128K only in a full run: filling its caches takes minutes.
@@ -631,27 +684,63 @@ void measureAttention(const Options &o, Report &r,
   const int64_t maxRopeTokens =
       o.smoke ? *std::min_element(lengths.begin(), lengths.end())
               : kMaxRopeTokens;
-  for (const CacheKind &kind : cacheKinds())
-    for (int64_t T : lengths)
+  static constexpr int kQPerKv[] = {1, 4};
+  struct Timed {
+    const CacheKind *kind;
+    std::string rope;
+    kvq_cache_t *cache;
+    int64_t bytes;
+    std::vector<double> cold[2], warm[2]; ///< per round, by kQPerKv
+  };
+  for (int64_t T : lengths) {
+    // Every cache of this length lives through all rounds, so each round
+    // times every row within a few seconds of the others.
+    std::vector<Timed> timed;
+    for (const CacheKind &kind : cacheKinds())
       for (const std::string &rope : ropes) {
         if (!o.times(kind.name) || (rope != "none" && T > maxRopeTokens))
           continue;
         kvq_config cfg = cacheConfig(kind, ropeStyle(rope));
-        kvq_cache_t *cache = nullptr;
-        check(kvq_cache_create(&cfg, &cache), "cache_create");
-        fill(cache, pool, poolTokens, T);
+        Timed t{&kind, rope, nullptr, 0, {}, {}};
+        check(kvq_cache_create(&cfg, &t.cache), "cache_create");
+        fill(t.cache, pool, poolTokens, T);
         kvq_stats st;
-        check(kvq_cache_stats(cache, 0, &st), "cache_stats");
-        for (int qPerKv : {1, 4}) {
-          const OneStep attend(cache, qPerKv);
-          const double t = medianSecondsAfter(e, evictor(), attend);
-          const double tWarm = medianSeconds(e, attend);
-          r.attention.push_back({kind.name, T, qPerKv, t * 1e3, st.total_bytes,
-                                 st.total_bytes / (r.readGbps * 1e9) * 1e3,
-                                 tWarm * 1e3, rope});
-        }
-        kvq_cache_destroy(cache);
+        check(kvq_cache_stats(t.cache, 0, &st), "cache_stats");
+        t.bytes = st.total_bytes;
+        timed.push_back(std::move(t));
       }
+    for (int round = 0; round < o.rounds(); ++round) {
+      if (o.rounds() > 1)
+        recheckBound(o, r);
+      for (size_t i = 0; i < timed.size(); ++i) {
+        Timed &t = timed[round % 2 ? timed.size() - 1 - i : i];
+        for (int q = 0; q < 2; ++q) {
+          const OneStep attend(t.cache, kQPerKv[q]);
+          t.cold[q].push_back(medianSecondsAfter(e, evictor(), attend) * 1e3);
+          t.warm[q].push_back(medianSeconds(e, attend) * 1e3);
+        }
+      }
+    }
+    for (Timed &t : timed) {
+      for (int q = 0; q < 2; ++q) {
+        AttnRow row{t.kind->name,      T,       kQPerKv[q],
+                    median(t.cold[q]), t.bytes, 0,
+                    median(t.warm[q]), t.rope,  t.cold[q]};
+        r.attention.push_back(row);
+      }
+      kvq_cache_destroy(t.cache);
+    }
+  }
+  // Bounds from the run's best read (a recheck may have raised it), rows in
+  // the order of cacheKinds(), then length, then RoPE.
+  for (AttnRow &a : r.attention)
+    a.boundMs = a.bytesRead / (r.readGbps * 1e9) * 1e3;
+  std::vector<AttnRow> byLength;
+  byLength.swap(r.attention);
+  for (const CacheKind &kind : cacheKinds())
+    for (const AttnRow &a : byLength)
+      if (a.cache == kind.name)
+        r.attention.push_back(a);
 }
 
 /// kvq-bench --threads N: attention with the runtime's work split through
@@ -788,6 +877,15 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
                  "cache (no sysfs cache entries); %lld KiB written and read "
                  "before each repetition\n\n",
                  static_cast<long long>(r.evictBytes >> 10));
+  if (!r.readRechecks.empty()) {
+    std::fprintf(f,
+                 "attention: each row the median of %d rounds (in alternating "
+                 "order); the best read loop again before each round:",
+                 o.rounds());
+    for (double g : r.readRechecks)
+      std::fprintf(f, " %.1f", g);
+    std::fprintf(f, " GB/s (bound: %.1f GB/s)\n\n", r.readGbps);
+  }
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
     std::fprintf(f, "%-10s %-8s %4s %9s %9s %8s %9s %9s\n",
@@ -884,10 +982,13 @@ void printJson(FILE *f, const Report &r, const Options &o) {
                "}, \"read_gbps_small_pages\": %.3f, "
                "\"read_gbps_huge_pages\": %.3f, \"huge_page_share\": %.3f, "
                "\"timing\": \"cold\", \"llc_bytes\": %lld, "
-               "\"evict_bytes\": %lld},\n",
+               "\"evict_bytes\": %lld, \"read_rechecks\": [",
                r.readGbpsSmallPages, r.readGbpsHugePages, r.hugePageShare,
                static_cast<long long>(r.llcBytes),
                static_cast<long long>(r.evictBytes));
+  for (size_t i = 0; i < r.readRechecks.size(); ++i)
+    std::fprintf(f, "%s%.3f", i ? ", " : "", r.readRechecks[i]);
+  std::fprintf(f, "]},\n  \"rounds\": %d,\n", o.rounds());
   for (int pass = 0; pass < 2; ++pass) {
     const auto &rows = pass ? r.dequant : r.quant;
     std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
@@ -913,13 +1014,19 @@ void printJson(FILE *f, const Report &r, const Options &o) {
                     a.ms / post->ms, a.warmMs / post->warmMs);
       vsPost = buf;
     }
+    std::string rounds;
+    for (double ms : a.roundMs) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%s%.4f", rounds.empty() ? "" : ", ", ms);
+      rounds += buf;
+    }
     std::fprintf(f,
                  "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
                  "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f, "
-                 "\"warm_ms\": %.4f, \"rope\": %s%s}%s\n",
+                 "\"warm_ms\": %.4f, \"rope\": %s%s, \"round_ms\": [%s]}%s\n",
                  js(a.cache).c_str(), static_cast<long long>(a.tokens),
                  a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 a.warmMs, js(a.rope).c_str(), vsPost.c_str(),
+                 a.warmMs, js(a.rope).c_str(), vsPost.c_str(), rounds.c_str(),
                  i + 1 < r.attention.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n");
@@ -962,7 +1069,8 @@ void usage() {
       stderr, "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
               "[--layers N]\n"
               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
-              "                 [--tokens LIST] [--threads N] [--version]\n"
+              "                 [--tokens LIST] [--threads N] [--rounds N] "
+              "[--version]\n"
               "  (every flag also takes --flag=value)\n"
               "  --json         one JSON object on stdout (the table goes "
               "to stderr)\n"
@@ -988,7 +1096,14 @@ void usage() {
               "threads\n"
               "                 (kvq_cache_set_parallel) against one thread, "
               "32K tokens\n"
-              "                 unless --tokens (section 'threads')\n");
+              "                 unless --tokens (section 'threads')\n"
+              "  --rounds=N     time the attention rows of each length in N "
+              "rounds,\n"
+              "                 alternating their order, and report medians "
+              "(default:\n"
+              "                 3, --quick and --smoke 1); before each round "
+              "of several\n"
+              "                 the best read loop is timed again\n");
 }
 
 } // namespace
@@ -1017,6 +1132,8 @@ int main(int argc, char **argv) {
       o.rope = p.value();
     else if (p.is("--threads"))
       o.threads = static_cast<int>(p.intValue(1, KVQ_MAX_WORKERS));
+    else if (p.is("--rounds"))
+      o.roundsFlag = static_cast<int>(p.intValue(1, 100));
     else if (p.is("--tokens")) {
       for (const std::string &t : p.listValue()) {
         char *end = nullptr;
