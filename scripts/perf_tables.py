@@ -60,6 +60,13 @@ def main():
         print("Every read loop ran on 4 KB pages (no 2 MB pages measured: "
               "runs before 2026-12-03 did not try them).\n")
 
+    rechecks = base.get("read_rechecks", [])  # runs since 2026-12-04
+    if doc.get("rounds", 1) > 1:
+        print("Attention rows: each the median of %d rounds of alternating "
+              "order; the best loop timed again before each round read %s "
+              "GB/s (the bound is the best read of the run).\n" %
+              (doc["rounds"], ", ".join("%.1f" % g for g in rechecks)))
+
     caches = []
     for r in doc["attention"]:
         if r["cache"] not in caches:
