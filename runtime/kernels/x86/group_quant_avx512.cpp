@@ -209,9 +209,8 @@ KVQ_AVX512 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
       }
       for (int64_t i = 0; i < G; ++i) {
         const int64_t e = base + i * C;
-        // The next 32 columns' rows are a stride apart, which the hardware
-        // prefetchers miss: fetch them while this chunk computes.
-        _mm_prefetch(static_cast<const char *>(x) + (e + 32) * elementBytes,
+        _mm_prefetch(static_cast<const char *>(x) +
+                         (e + x86::kColumnPrefetchAhead) * elementBytes,
                      _MM_HINT_T0);
         const __m512 a0 = _mm512_sub_ps(load16(x, dtype, e), p[0].z);
         const __m512 a1 = _mm512_sub_ps(load16(x, dtype, e + 16), p[1].z);
