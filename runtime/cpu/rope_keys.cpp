@@ -139,9 +139,9 @@ inline float keyAt(const uint16_t *row, int64_t c) {
 
 /// Canonical scores of M rows (rows[u], angles at cos/sin + u * P) against
 /// one query vector, M independent fma chains in flight: one row at a time
-/// serialised each pair's two dependent steps (at 1K tokens, warm, the
-/// fp16 pre-RoPE key pass took 6 % less time with one query vector per KV
-/// head, 15 % less with four). Inlined into each clone below (so it takes
+/// serialised each pair's two dependent steps (at 1K tokens, warm, fp16
+/// pre-RoPE attention took about 9 % less time with one query vector per
+/// KV head, 15 % less with four). Inlined into each clone below (so it takes
 /// no vector by value).
 template <int M, class Elem>
 __attribute__((always_inline)) inline void

@@ -30,6 +30,12 @@ struct Effort {
   double minSeconds = 0.3;
 };
 
+/// The median of v (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// Median wall time of one call of fn, in seconds; `before` runs untimed
 /// ahead of every timed call.
 template <class Before, class Fn>
@@ -48,8 +54,7 @@ double medianSecondsAfter(const Effort &e, Before &&before, Fn &&fn) {
     times.push_back(dt);
     total += dt;
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median(std::move(times));
 }
 
 /// Median wall time of one call of fn with warm caches, in seconds.

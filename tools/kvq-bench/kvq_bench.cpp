@@ -126,6 +126,9 @@ struct Report {
   /// the best of these and of readLoops: the machine's drift cannot
   /// loosen the bound).
   std::vector<double> readRechecks;
+  /// The winning loop's function and page size, for the rechecks.
+  uint64_t (*readFn)(const uint64_t *, size_t) = nullptr;
+  bool readOnHugePages = false;
   int64_t llcBytes = 0, evictBytes = 0;
   std::string cpu, date;
   std::vector<QuantRow> quant, dequant;
@@ -359,9 +362,21 @@ std::vector<ReadLoop> readLoops() {
 /// A read loop's name on the 2 MB-page buffer.
 constexpr const char *kHugeSuffix = "@2M";
 
+/// Read bandwidth of one loop over n words at p, in GB/s.
+double readGbps(const Effort &e, const ReadLoop &loop, const uint64_t *p,
+                size_t n) {
+  const double s = medianSeconds(e, [&] { sink(loop.fn(p, n)); });
+  return static_cast<double>(n * 8) / s / 1e9;
+}
+
+/// Bytes each read loop reads: far larger than any last-level cache, so
+/// every loop reads DRAM.
+size_t readBytes(const Options &o) {
+  return o.smoke ? (16u << 20) : (512u << 20);
+}
+
 void measureBaseline(const Options &o, Report &r) {
-  // Far larger than any last-level cache, so every loop reads DRAM.
-  const size_t bytes = o.smoke ? (16u << 20) : (512u << 20);
+  const size_t bytes = readBytes(o);
   std::vector<uint64_t> src(bytes / 8, 1), dst(bytes / 8, 0);
   Effort e = effort(o);
   double t = medianSeconds(e, [&] {
@@ -373,54 +388,42 @@ void measureBaseline(const Options &o, Report &r) {
   const HugePageBuffer huge(bytes);
   r.hugePageShare = huge.hugeShare();
   auto timeLoop = [&](const ReadLoop &loop, const uint64_t *p, size_t n,
-                      const std::string &name, double &bestOfPages) {
-    const double s = medianSeconds(e, [&] { sink(loop.fn(p, n)); });
-    const double gbps = static_cast<double>(n * 8) / s / 1e9;
+                      bool onHuge, double &bestOfPages) {
+    const double gbps = readGbps(e, loop, p, n);
+    const std::string name =
+        std::string(loop.name) + (onHuge ? kHugeSuffix : "");
     r.readLoops.push_back({name, gbps});
     bestOfPages = std::max(bestOfPages, gbps);
     if (gbps > r.readGbps) {
       r.readGbps = gbps;
       r.readLoop = name;
+      r.readFn = loop.fn;
+      r.readOnHugePages = onHuge;
     }
   };
   for (const ReadLoop &loop : readLoops()) {
-    timeLoop(loop, src.data(), src.size(), loop.name, r.readGbpsSmallPages);
+    timeLoop(loop, src.data(), src.size(), false, r.readGbpsSmallPages);
     // Without any 2 MB page granted the buffer reads as the first one.
     if (huge.valid() && r.hugePageShare > 0)
-      timeLoop(loop, huge.words(), huge.count(),
-               std::string(loop.name) + kHugeSuffix, r.readGbpsHugePages);
+      timeLoop(loop, huge.words(), huge.count(), true, r.readGbpsHugePages);
   }
 }
 
 /// Times the baseline's best loop again, on the same page size, and raises
 /// the bound to it when it reads faster now.
 void recheckBound(const Options &o, Report &r) {
-  const bool huge =
-      r.readLoop.size() > std::strlen(kHugeSuffix) &&
-      r.readLoop.compare(r.readLoop.size() - std::strlen(kHugeSuffix),
-                         std::string::npos, kHugeSuffix) == 0;
-  const std::string name =
-      huge ? r.readLoop.substr(0, r.readLoop.size() - std::strlen(kHugeSuffix))
-           : r.readLoop;
-  const size_t bytes = o.smoke ? (16u << 20) : (512u << 20);
-  for (const ReadLoop &loop : readLoops()) {
-    if (name != loop.name)
-      continue;
-    auto time = [&](const uint64_t *p, size_t n) {
-      const double t = medianSeconds(effort(o), [&] { sink(loop.fn(p, n)); });
-      return static_cast<double>(n * 8) / t / 1e9;
-    };
-    double gbps;
-    if (huge) {
-      const HugePageBuffer buf(bytes);
-      gbps = time(buf.words(), buf.count());
-    } else {
-      const std::vector<uint64_t> buf(bytes / 8, 1);
-      gbps = time(buf.data(), buf.size());
-    }
-    r.readRechecks.push_back(gbps);
-    r.readGbps = std::max(r.readGbps, gbps);
+  const ReadLoop loop{r.readLoop.c_str(), r.readFn};
+  const size_t bytes = readBytes(o);
+  double gbps;
+  if (r.readOnHugePages) {
+    const HugePageBuffer buf(bytes);
+    gbps = readGbps(effort(o), loop, buf.words(), buf.count());
+  } else {
+    const std::vector<uint64_t> buf(bytes / 8, 1);
+    gbps = readGbps(effort(o), loop, buf.data(), buf.size());
   }
+  r.readRechecks.push_back(gbps);
+  r.readGbps = std::max(r.readGbps, gbps);
 }
 
 /// The one evictor of the run (its buffer is allocated once).
@@ -658,11 +661,6 @@ private:
   std::vector<float> q_;
   mutable std::vector<float> out_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
