@@ -1,7 +1,8 @@
 //===- executor.cpp - CPU grid executor for MSL kernels -------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Cooperative threadgroups run as ucontext fibers on the calling OS thread,
+// Cooperative threadgroups run as fibers (context_switch.h) on the calling
+// OS thread,
 // scheduled round-robin: every ready fiber runs until it finishes or waits at
 // a barrier/collective; then waits whose condition holds are released. Under
 // AddressSanitizer each switch is announced with the sanitizer fiber API, so
@@ -10,10 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "executor.h"
 
+#include "context_switch.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <vector>
 
 #if defined(__has_feature)
@@ -52,7 +54,7 @@ constexpr size_t kStackBytes = 256u << 10;
 enum class State { Ready, AtBarrier, AtCollective, Done };
 
 struct Fiber {
-  ucontext_t ctx;
+  Context ctx;
   void *stack = nullptr;
   State state = State::Ready;
   ThreadIds ids{};
@@ -67,7 +69,7 @@ struct Fiber {
 /// The threadgroup being run by this OS thread, if cooperative.
 struct Group {
   std::vector<Fiber> fibers;
-  ucontext_t mainCtx{}; // uc_stack empty: see forgetStackSize
+  Context mainCtx;
   Fiber *current = nullptr;
   ThreadBody body = nullptr;
   void *closure = nullptr;
@@ -119,19 +121,11 @@ void finishSwitch(void *fake, const void **bottom, size_t *size) {
 #endif
 }
 
-/// AddressSanitizer's swapcontext interceptor clears the shadow of the
-/// target context's whole stack (uc_stack) on every switch: a map and two
-/// madvise calls per switch made the sanitizer build's Metal suites 20x
-/// slower than the release build's, and the clearing even unpoisons the
-/// redzones of the frames live on a suspended fiber. The fiber's bounds
-/// reach the sanitizer through the fiber API instead (startSwitch), and
-/// glibc's swapcontext never reads uc_stack after makecontext, so the size
-/// is forgotten. A stack taken from the pool has its top cleared once
-/// instead: a fiber that ended (fiberEntry never returns) may have left
-/// its last frames' redzones poisoned there.
-void forgetStackSize(Fiber &f) {
+/// A stack taken from the pool has its top cleared once: a fiber that ended
+/// (fiberEntry never returns) may have left its last frames' redzones
+/// poisoned there.
+void clearReusedStack(Fiber &f) {
 #ifdef KVQ_SHIM_ASAN
-  f.ctx.uc_stack.ss_size = 0;
   constexpr size_t kReused = 64u << 10;
   __asan_unpoison_memory_region(
       static_cast<char *>(f.stack) + kStackBytes - kReused, kReused);
@@ -145,8 +139,7 @@ void resume(Group &g, Fiber &f) {
   g.current = &f;
   ++tSwitches;
   startSwitch(&g.mainFake, f.stack, kStackBytes);
-  if (swapcontext(&g.mainCtx, &f.ctx) != 0)
-    fatal("swapcontext failed", &f.ids);
+  switchContext(g.mainCtx, f.ctx);
   finishSwitch(g.mainFake, nullptr, nullptr);
   g.current = nullptr;
 }
@@ -155,8 +148,7 @@ void resume(Group &g, Fiber &f) {
 void yieldToMain(Group &g, Fiber &f, bool exiting) {
   ++tSwitches;
   startSwitch(exiting ? nullptr : &f.fakeStack, g.mainBottom, g.mainSize);
-  if (swapcontext(&f.ctx, &g.mainCtx) != 0)
-    fatal("swapcontext failed", &f.ids);
+  switchContext(f.ctx, g.mainCtx);
   finishSwitch(f.fakeStack, &g.mainBottom, &g.mainSize);
 }
 
@@ -264,13 +256,8 @@ void kvq::shim::dispatch(uint32_t gridSize, uint32_t tgSize, bool cooperative,
       Fiber &f = g.fibers[t];
       f.ids = idsOf(t);
       f.stack = tStacks.take();
-      if (getcontext(&f.ctx) != 0)
-        fatal("getcontext failed", &f.ids);
-      f.ctx.uc_stack.ss_sp = f.stack;
-      f.ctx.uc_stack.ss_size = kStackBytes;
-      f.ctx.uc_link = nullptr;
-      makecontext(&f.ctx, fiberEntry, 0);
-      forgetStackSize(f);
+      clearReusedStack(f);
+      prepareContext(f.ctx, f.stack, kStackBytes, fiberEntry);
     }
     tGroup = &g;
     runCooperative(g);

@@ -4,8 +4,8 @@
 // Runs a compute grid on the calling OS thread. Plain kernels run thread by
 // thread; cooperative kernels (those that call a threadgroup barrier or a
 // simdgroup collective) run each GPU thread of a threadgroup as a fiber
-// (ucontext), so a barrier really suspends a thread until every thread of
-// its threadgroup (or simdgroup) has reached it. This header is plain C++:
+// (context_switch.h), so a barrier really suspends a thread until every thread
+// of its threadgroup (or simdgroup) has reached it. This header is plain C++:
 // the shim's address-space macros are not visible here.
 //
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
 //===- shim_test.cpp - The MSL shim and its grid executor -----------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Barriers and simdgroup functions synchronise for real (fibers), partial
+// Barriers and simdgroup functions synchronise for real (fibers), a fiber
+// keeps its registers and rounding mode across switches, partial
 // simdgroups reduce over their active lanes, divergent barriers and
 // barriers in kernels registered as plain abort, and the strict address
 // spaces are distinct types.
@@ -19,6 +20,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfenv>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -50,6 +54,56 @@ TEST(MetalShim, BarrierOrdersDeviceMemoryWithinAThreadgroup) {
   }
   // Every thread was suspended at the barrier at least once.
   EXPECT_GE(kvq::shim::fiberSwitches() - before, 2u * n);
+}
+
+/// Five values that stay live across every barrier of the fiber body below,
+/// more than x86_64 has callee-saved registers, so some live on the stack.
+uint64_t mixed(uint32_t tid, bool atBarriers) {
+  uint64_t a = tid * 0x9E3779B97F4A7C15ull, b = tid + 1, c = ~a, d = b << 7,
+           e = a ^ d;
+  for (int round = 0; round < 4; ++round) {
+    if (atBarriers)
+      kvq::shim::barrier();
+    a = a * 3 + b;
+    b ^= c;
+    c += d;
+    d = d * 5 + e;
+    e ^= a >> 3;
+  }
+  return a ^ b ^ c ^ d ^ e;
+}
+
+struct FiberResults {
+  uint64_t mixed[64];
+  int rounding[64];
+  uint32_t thirdBits[64];
+};
+
+/// Odd threads round upward and even ones downward, set before the first
+/// barrier and read after the last.
+void roundingAndRegisters(void *closure, const kvq::shim::ThreadIds &ids) {
+  auto &r = *static_cast<FiberResults *>(closure);
+  std::fesetround(ids.tid % 2 ? FE_UPWARD : FE_DOWNWARD);
+  r.mixed[ids.tid] = mixed(ids.tid, /*atBarriers=*/true);
+  volatile float one = 1.0f, three = 3.0f;
+  float third = one / three;
+  std::memcpy(&r.thirdBits[ids.tid], &third, 4);
+  r.rounding[ids.tid] = std::fegetround();
+}
+
+TEST(MetalShim, FibersKeepTheirRegistersAndRoundingMode) {
+  FiberResults r{};
+  uint64_t before = kvq::shim::fiberSwitches();
+  kvq::shim::dispatch(64, 64, /*cooperative=*/true, roundingAndRegisters, &r);
+  EXPECT_GE(kvq::shim::fiberSwitches() - before, 4u * 2 * 64);
+  EXPECT_EQ(std::fegetround(), FE_TONEAREST); // the caller's stays its own
+  for (uint32_t t = 0; t < 64; ++t) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(r.mixed[t], mixed(t, /*atBarriers=*/false));
+    EXPECT_EQ(r.rounding[t], t % 2 ? FE_UPWARD : FE_DOWNWARD);
+    // 1/3 lies between 0x3eaaaaaa and 0x3eaaaaab.
+    EXPECT_EQ(r.thirdBits[t], t % 2 ? 0x3eaaaaabu : 0x3eaaaaaau);
+  }
 }
 
 TEST(MetalShim, SimdgroupFunctionsReducePerSimdgroup) {
