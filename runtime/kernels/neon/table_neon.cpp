@@ -3,7 +3,7 @@
 //
 // NEON is baseline on AArch64, so the table is always available. Entries
 // without a NEON version keep the reference (or the shared portable fast
-// path: the merge-walk Lloyd fit).
+// path: the sorted-runs Lloyd fit).
 //
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
@@ -25,8 +25,8 @@ const kvq::KernelTable *kvq::simdKernelTable() {
   static const KernelTable table = [] {
     KernelTable t = referenceKernels();
     t.name = "neon";
-    t.lloydFit = lloydFitWalk;
-    t.lloydFitGathered = lloydFitGatheredWalk;
+    t.lloydFit = lloydFitFast;
+    t.lloydFitGathered = lloydFitGatheredFast;
     neon::fillQuantNeon(t);
     t.attendFor = attendNeon;
     return t;

@@ -15,15 +15,24 @@
 
 namespace kvq {
 
-/// lloydFitGathered with the assign step as one merge walk over the sorted
-/// data (O(m + L) per sweep instead of O(m log L)): the nearest level is
-/// non-decreasing in x, so each value only moves the current level up.
-/// Sums are taken in the same order, so the levels are bit-identical.
-void lloydFitGatheredWalk(float *data, int64_t m, int bits, int iters,
+/// Sorts m floats ascending (LSD radix over order-preserving 32-bit keys,
+/// 4-8x faster than std::sort on the fit's 128 to 2048 values). Values
+/// equal under < differ only in the sign of zero, which neither the fit's
+/// sums (they start at +0) nor its quantile levels can carry, so the fit
+/// gets the reference's levels whatever order std::sort gives them.
+void sortFloats(float *data, int64_t m);
+
+/// lloydFitGathered with the same levels, bit for bit, faster: the data are
+/// sorted by sortFloats; the nearest level is non-decreasing in x, so each
+/// level's cell is a run of the sorted data, found by binary search on
+/// nearestLevel's rule and summed in the reference's order; a sweep that
+/// leaves the levels unchanged ends the fit (every later sweep would repeat
+/// it).
+void lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
                           float *levels, double *distortion);
 
-/// lloydFitRef's contract on top of lloydFitGatheredWalk.
-int64_t lloydFitWalk(const float *x, int64_t n, int64_t stride,
+/// lloydFitRef's contract on top of lloydFitGatheredFast.
+int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,
                      const uint8_t *exclude, int64_t exStride, int bits,
                      int iters, float *scratch, float *levels,
                      double *distortion);

@@ -199,8 +199,8 @@ KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
 } // namespace
 
 void kvq::x86::fillMiscAvx2(KernelTable &t) {
-  t.lloydFit = lloydFitWalk;
-  t.lloydFitGathered = lloydFitGatheredWalk;
+  t.lloydFit = lloydFitFast;
+  t.lloydFitGathered = lloydFitGatheredFast;
   t.topkAbs = topkAbsAvx2;
   t.outlierSplit = outlierSplitAvx2;
   t.outlierScreen = outlierScreenAvx2;

@@ -2,17 +2,22 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Checks that need the internal kernel interface: Lloyd-Max distortion per
-// sweep (float levels, before fp16 rounding) and the dispatch table.
+// sweep (float levels, before fp16 rounding), the fit's radix sort, and the
+// dispatch table.
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
 #include "fp16.h"
 #include "kernels.h"
+#include "kernels_fast.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +40,59 @@ TEST(LloydInternal, DistortionIsMonotoneNonIncreasingPerSweep) {
       EXPECT_LE(trace[i], trace[i - 1]) << "bits " << bits << " sweep " << i;
     EXPECT_LT(trace[20], trace[0]) << "bits " << bits;
   }
+}
+
+TEST(LloydInternal, SortFloatsOrdersLikeStdSort) {
+  std::mt19937_64 gen(5);
+  const float inf = std::numeric_limits<float>::infinity();
+  // Lengths around the stack buffer (512 keys), and inputs with signed
+  // zeros, infinities, subnormals, one repeated value (whose radix passes
+  // are all skipped) and only negative values.
+  for (int64_t m : {0, 1, 2, 3, 127, 511, 512, 513, 5000})
+    for (int pattern = 0; pattern < 5; ++pattern) {
+      std::vector<float> x(static_cast<size_t>(m));
+      for (float &f : x) {
+        const double u = static_cast<double>(gen() >> 11) / 9007199254740992.0;
+        switch (pattern) {
+        case 0:
+          f = static_cast<float>(std::ldexp(u - 0.5, int(gen() % 80) - 40));
+          break;
+        case 1: {
+          const float pick[] = {0.0f, -0.0f, inf, -inf, 1e-45f, -1e-45f, 2.5f};
+          f = pick[gen() % 7];
+          break;
+        }
+        case 2:
+          f = -3.25f;
+          break;
+        case 3:
+          f = -static_cast<float>(u) * 1e6f;
+          break;
+        default:
+          f = static_cast<float>(static_cast<int>(gen() % 5) - 2);
+        }
+      }
+      std::vector<float> radix = x, expected = x;
+      kvq::sortFloats(radix.data(), m);
+      std::sort(expected.begin(), expected.end());
+      for (int64_t i = 0; i < m; ++i) {
+        SCOPED_TRACE(testing::Message()
+                     << "m " << m << " pattern " << pattern << " i " << i);
+        ASSERT_EQ(radix[size_t(i)], expected[size_t(i)]);
+        if (i > 0 && radix[size_t(i)] == 0.0f && radix[size_t(i - 1)] == 0.0f)
+          EXPECT_FALSE(!std::signbit(radix[size_t(i - 1)]) &&
+                       std::signbit(radix[size_t(i)]))
+              << "-0 after +0";
+      }
+      // The same multiset of bit patterns (no zero lost its sign).
+      auto bits = [](std::vector<float> v) {
+        std::vector<uint32_t> b(v.size());
+        std::memcpy(b.data(), v.data(), 4 * v.size());
+        std::sort(b.begin(), b.end());
+        return b;
+      };
+      EXPECT_EQ(bits(radix), bits(x)) << "m " << m << " pattern " << pattern;
+    }
 }
 
 TEST(LloydInternal, NearestLevelTiesGoToTheLowerLevel) {
