@@ -4,9 +4,9 @@
 // The executor's fibers switch here. glibc's swapcontext saves and restores
 // the signal mask with a system call on every switch; a cooperative kernel
 // switches twice per thread and barrier, and that call took 84% of the
-// Metal suites' time (perf, Release, Zen 5 guest). On x86_64 a switch is
-// eight pushes and pops in assembly instead (callee-saved registers, MXCSR
-// and the x87 control word, as the System V ABI defines them); elsewhere it
+// Metal suites' time (perf, Release, Zen 5 guest). On x86_64 a switch is a
+// few lines of assembly instead, saving what the System V ABI says a call
+// preserves (six registers, MXCSR and the x87 control word); elsewhere it
 // stays ucontext. Neither tells AddressSanitizer: the executor announces
 // every switch through the sanitizer fiber API.
 //

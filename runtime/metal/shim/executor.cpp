@@ -82,16 +82,26 @@ thread_local Group *tGroup = nullptr;
 thread_local uint64_t tSwitches = 0;
 
 /// Fiber stacks, reused across dispatches (mmap: untouched pages cost
-/// nothing, and the leak checker does not track them).
+/// nothing, and the leak checker does not track them), each with the
+/// AddressSanitizer fake stack its last fiber left (null elsewhere). A
+/// finished fiber hands its fake stack on instead of destroying it: the
+/// sanitizer otherwise maps and unmaps one per fiber, which took most of
+/// the sanitizer build's Metal suites (perf). A fiber ends with every frame
+/// of its kernel returned, so the next fiber starts on an empty fake stack;
+/// the pool's fake stacks live until the process ends.
+struct PooledStack {
+  void *stack = nullptr;
+  void *fake = nullptr;
+};
 struct StackPool {
-  std::vector<void *> free;
+  std::vector<PooledStack> free;
   ~StackPool() {
-    for (void *s : free)
-      munmap(s, kStackBytes);
+    for (const PooledStack &s : free)
+      munmap(s.stack, kStackBytes);
   }
-  void *take() {
+  PooledStack take() {
     if (!free.empty()) {
-      void *s = free.back();
+      PooledStack s = free.back();
       free.pop_back();
       return s;
     }
@@ -99,9 +109,9 @@ struct StackPool {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (s == MAP_FAILED)
       fatal("cannot map a fiber stack", nullptr);
-    return s;
+    return {s, nullptr};
   }
-  void give(void *s) { free.push_back(s); }
+  void give(const PooledStack &s) { free.push_back(s); }
 };
 thread_local StackPool tStacks;
 
@@ -144,10 +154,11 @@ void resume(Group &g, Fiber &f) {
   g.current = nullptr;
 }
 
-/// Fiber -> main context. An exiting fiber is never resumed again.
-void yieldToMain(Group &g, Fiber &f, bool exiting) {
+/// Fiber -> main context. An exiting fiber is never resumed again; its fake
+/// stack is kept for the next fiber on its stack (StackPool).
+void yieldToMain(Group &g, Fiber &f) {
   ++tSwitches;
-  startSwitch(exiting ? nullptr : &f.fakeStack, g.mainBottom, g.mainSize);
+  startSwitch(&f.fakeStack, g.mainBottom, g.mainSize);
   switchContext(f.ctx, g.mainCtx);
   finishSwitch(f.fakeStack, &g.mainBottom, &g.mainSize);
 }
@@ -155,10 +166,10 @@ void yieldToMain(Group &g, Fiber &f, bool exiting) {
 void fiberEntry() {
   Group &g = *tGroup;
   Fiber &f = *g.current;
-  finishSwitch(nullptr, &g.mainBottom, &g.mainSize);
+  finishSwitch(f.fakeStack, &g.mainBottom, &g.mainSize);
   g.body(g.closure, f.ids);
   f.state = State::Done;
-  yieldToMain(g, f, /*exiting=*/true);
+  yieldToMain(g, f);
   fatal("a finished fiber was resumed", &f.ids);
 }
 
@@ -255,7 +266,9 @@ void kvq::shim::dispatch(uint32_t gridSize, uint32_t tgSize, bool cooperative,
     for (uint32_t t = 0; t < size; ++t) {
       Fiber &f = g.fibers[t];
       f.ids = idsOf(t);
-      f.stack = tStacks.take();
+      const PooledStack pooled = tStacks.take();
+      f.stack = pooled.stack;
+      f.fakeStack = pooled.fake;
       clearReusedStack(f);
       prepareContext(f.ctx, f.stack, kStackBytes, fiberEntry);
     }
@@ -263,7 +276,7 @@ void kvq::shim::dispatch(uint32_t gridSize, uint32_t tgSize, bool cooperative,
     runCooperative(g);
     tGroup = nullptr;
     for (Fiber &f : g.fibers)
-      tStacks.give(f.stack);
+      tStacks.give({f.stack, f.fakeStack});
   }
 }
 
@@ -275,7 +288,7 @@ void kvq::shim::barrier() {
           nullptr);
   Fiber &f = *g->current;
   f.state = State::AtBarrier;
-  yieldToMain(*g, f, false);
+  yieldToMain(*g, f);
 }
 
 void kvq::shim::simdCollective(const void *in, size_t size, SimdReduce reduce,
@@ -291,7 +304,7 @@ void kvq::shim::simdCollective(const void *in, size_t size, SimdReduce reduce,
   f.inSize = size;
   f.reduce = reduce;
   f.out = out;
-  yieldToMain(*g, f, false);
+  yieldToMain(*g, f);
 }
 
 uint64_t kvq::shim::fiberSwitches() { return tSwitches; }

@@ -87,7 +87,8 @@ TEST(LloydInternal, SortFloatsOrdersLikeStdSort) {
       // The same multiset of bit patterns (no zero lost its sign).
       auto bits = [](std::vector<float> v) {
         std::vector<uint32_t> b(v.size());
-        std::memcpy(b.data(), v.data(), 4 * v.size());
+        if (!v.empty())
+          std::memcpy(b.data(), v.data(), 4 * v.size());
         std::sort(b.begin(), b.end());
         return b;
       };
