@@ -128,8 +128,12 @@ std::optional<int64_t> evalInt(Value v, Value pos, int64_t posValue,
 std::optional<bool> evalMask(linalg::GenericOp g, ArrayRef<int64_t> indices,
                              Value pos, int64_t posValue) {
   Block &body = g.getRegion().front();
-  DenseMap<Value, int64_t> ints;
-  DenseMap<Value, Value> floats; // select results -> chosen operand
+  // Inline maps: the causal-mask check interprets a body of a few ops for
+  // every (query, position) pair it samples, tens of thousands of calls per
+  // prefill layer, and heap maps made that most of a compile under ASan.
+  llvm::SmallDenseMap<Value, int64_t, 32> ints;
+  llvm::SmallDenseMap<Value, Value, 8>
+      floats; // select results -> chosen operand
   auto get = [&](Value v) -> std::optional<int64_t> {
     auto it = ints.find(v);
     if (it != ints.end())
