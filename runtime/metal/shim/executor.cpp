@@ -2,11 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Cooperative threadgroups run as fibers (context_switch.h) on the calling
-// OS thread,
-// scheduled round-robin: every ready fiber runs until it finishes or waits at
-// a barrier/collective; then waits whose condition holds are released. Under
-// AddressSanitizer each switch is announced with the sanitizer fiber API, so
-// the sanitizer build checks kernels run this way too.
+// OS thread, scheduled round-robin: every ready fiber runs until it finishes
+// or waits at a barrier/collective; then waits whose condition holds are
+// released. Under AddressSanitizer each switch is announced with the
+// sanitizer fiber API, so the sanitizer build checks kernels run this way
+// too.
 //
 //===----------------------------------------------------------------------===//
 #include "executor.h"
