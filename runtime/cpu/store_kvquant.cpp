@@ -517,8 +517,8 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
       for (int64_t off = 0; off < s.vq.size; off += 64)
         __builtin_prefetch(s.vq.p + off);
     }
-    // The next tile's key rows (codes and outlier lists), which its eight
-    // heads read a slice at a time: ask a tile ahead.
+    // The next tile's key rows (codes and outlier lists), of which each
+    // head reads only its slice: ask a tile ahead.
     const int64_t next = t0 + kKeyTile;
     for (int64_t t = next; t < std::min(next + kKeyTile, length()); ++t) {
       const Slot &s = slots_[static_cast<size_t>(t)];
