@@ -15,11 +15,13 @@
 
 namespace kvq {
 
-/// Sorts m floats ascending (LSD radix over order-preserving 32-bit keys,
-/// 4-8x faster than std::sort on the fit's 128 to 2048 values). Values
-/// equal under < differ only in the sign of zero, which neither the fit's
-/// sums (they start at +0) nor its quantile levels can carry, so the fit
-/// gets the reference's levels whatever order std::sort gives them.
+/// Sorts m floats ascending: LSD radix over order-preserving 32-bit keys.
+/// With the rest of this fast path it took a 3-bit fit of 128 values from
+/// 7.3 to 2.5 us, of 2048 values from 152 to 25 us (std::sort was about
+/// half, resp. two thirds, of the old fit). Values equal under < differ
+/// only in the sign of zero, which neither the fit's sums (they start at
+/// +0) nor its quantile levels can carry, so the fit gets the reference's
+/// levels whatever order std::sort gives them.
 void sortFloats(float *data, int64_t m);
 
 /// lloydFitGathered with the same levels, bit for bit, faster: the data are

@@ -56,8 +56,9 @@ TEST(MetalShim, BarrierOrdersDeviceMemoryWithinAThreadgroup) {
   EXPECT_GE(kvq::shim::fiberSwitches() - before, 2u * n);
 }
 
-/// Five values that stay live across every barrier of the fiber body below,
-/// more than x86_64 has callee-saved registers, so some live on the stack.
+/// Five values, with the loop's own state and the caller's, stay live across
+/// every barrier of the fiber body below: more than x86_64's six
+/// callee-saved registers hold, so some live on the stack.
 uint64_t mixed(uint32_t tid, bool atBarriers) {
   uint64_t a = tid * 0x9E3779B97F4A7C15ull, b = tid + 1, c = ~a, d = b << 7,
            e = a ^ d;
