@@ -646,7 +646,24 @@ void KiviStore::attendKeys(AttendJob &job) const {
     // value blocks of 1/H of the group's tokens, so those loads overlap
     // with the arithmetic and never arrive as one burst.
     const int64_t vBytes = valueBlockBytes(), share = (end - t + H - 1) / H;
+    // Likewise, with row-major codes (3 bits), each head's turn asks for
+    // 1/H of the next group's key block: a head's rows are a slice of every
+    // row, so each head's pass touched lines of the whole block for the
+    // first time and the dot kernels waited on them. (Nibble-major groups,
+    // a head's rows in one run, were no faster with it at 2 bits and
+    // slower at 4.)
+    const uint8_t *nextBlock = nullptr;
+    int64_t nextBytes = 0;
+    if (!nibbleKeys_ && end < job.t1 &&
+        group + 1 < static_cast<int64_t>(groups_.size())) {
+      nextBlock = groups_[static_cast<size_t>(group + 1)].p;
+      nextBytes = keyGroupBytes(codedRows(group + 1));
+    }
+    const int64_t slice = (nextBytes / H + 63) / 64 * 64;
     for (int64_t h = 0; h < H; ++h) {
+      for (int64_t off = h * slice; off < std::min(nextBytes, (h + 1) * slice);
+           off += 64)
+        __builtin_prefetch(nextBlock + off);
       float *out = inPlace ? job.scoreRow(t, h) : tmp;
       const int64_t stride = inPlace ? K : nq;
       if (nibbleKeys_) {

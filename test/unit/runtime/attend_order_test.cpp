@@ -172,6 +172,72 @@ TEST(AttendOrder, DotsOfCodesAndHalfsAreCanonical) {
   FOR_EACH_SIMD_TABLE(checkDotsOfCodesAndHalfsAreCanonical);
 }
 
+/// dotCodesRows of 3-bit rows (KIVI's row-major key groups) at head_dims
+/// of one to sixteen 32-channel blocks and row counts around multiples of
+/// 4 and 16 (the AVX2 kernel's four rows at once; tiles of 16 rows were
+/// tried). Rows come in a scrambled order and each lives at the very end
+/// of its own buffer, so a kernel that reads past a row (the sanitizer
+/// build sees it) or assumes a stride fails.
+void checkThreeBitRowsAreCanonicalAtManyShapes(const KernelTable &table) {
+  Rng rng(31);
+  for (int64_t d : {32, 96, 128, 160, 256, 512}) {
+    const AttendOps ops = selectAttendOps(table, AttendShape{d, 1, 32, 3, 3});
+    const int64_t nq = 3, rowBytes = d * 3 / 8;
+    std::vector<float> q(static_cast<size_t>(nq * d));
+    for (float &x : q)
+      x = static_cast<float>(rng.normal());
+    for (int64_t n : {1, 15, 16, 17, 37}) {
+      std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(n));
+      std::vector<std::vector<float>> codes(static_cast<size_t>(n));
+      std::vector<const uint8_t *> rows(static_cast<size_t>(n));
+      for (int64_t r = 0; r < n; ++r) {
+        std::vector<uint8_t> c(static_cast<size_t>(d));
+        for (uint8_t &x : c)
+          x = static_cast<uint8_t>(rng.uniform() * 8) & 7;
+        codes[static_cast<size_t>(r)].assign(c.begin(), c.end());
+        std::vector<uint8_t> &b = bufs[static_cast<size_t>(r)];
+        b.resize(static_cast<size_t>(rowBytes));
+        packCodesRef(c.data(), d, 3, b.data());
+      }
+      // Row r of the call is buffer (r * 7) mod n: no common stride.
+      for (int64_t r = 0; r < n; ++r)
+        rows[static_cast<size_t>(r)] =
+            bufs[static_cast<size_t>((r * 7) % n)].data();
+      const int64_t outStride = nq + 2;
+      std::vector<float> out(static_cast<size_t>(n * outStride), -7.0f);
+      CodeRowsDot a;
+      a.rows = rows.data();
+      a.n = n;
+      a.bits = 3;
+      a.q = q.data();
+      a.nq = nq;
+      a.d = d;
+      a.out = out.data();
+      a.outStride = outStride;
+      ops.dotCodesRows(a);
+      for (int64_t r = 0; r < n; ++r) {
+        const std::vector<float> &v = codes[static_cast<size_t>((r * 7) % n)];
+        for (int64_t j = 0; j < outStride; ++j) {
+          SCOPED_TRACE("d " + std::to_string(d) + " rows " + std::to_string(n) +
+                       " row " + std::to_string(r) + " query " +
+                       std::to_string(j));
+          const float got = out[static_cast<size_t>(r * outStride + j)];
+          if (j >= nq) {
+            EXPECT_EQ(got, -7.0f) << "wrote outside its queries";
+            continue;
+          }
+          EXPECT_EQ(bitsOf(got),
+                    bitsOf(canonicalDot(q.data() + j * d, v.data(), d, true)));
+        }
+      }
+    }
+  }
+}
+
+TEST(AttendOrder, ThreeBitRowsAreCanonicalAtManyShapes) {
+  FOR_EACH_SIMD_TABLE(checkThreeBitRowsAreCanonicalAtManyShapes);
+}
+
 /// dotLut, 1 to 5 query vectors (AVX-512: four streams at once and the
 /// remainders).
 void checkPerChannelLookupDotIsCanonical(const KernelTable &table) {
