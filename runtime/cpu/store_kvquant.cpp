@@ -610,6 +610,13 @@ void KvquantStore::attendKeys(AttendJob &job) const {
       for (int64_t off = 0; off < vq.size; off += 64)
         __builtin_prefetch(vq.p + off);
     }
+    // The next run's key rows (codes and outlier lists), their own
+    // allocations as well: ask a run ahead.
+    for (int64_t u = end; u < std::min(job.t1, end + kKeyRun); ++u) {
+      const Blk &kq = slots_[static_cast<size_t>(u)].kq;
+      for (int64_t off = 0; off < kq.size; off += 64)
+        __builtin_prefetch(kq.p + off);
+    }
     // The run's rows of each head at once against the head's product
     // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
     // their codes once for the nq query vectors).
