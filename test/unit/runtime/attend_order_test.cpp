@@ -4,11 +4,11 @@
 // The AVX2 and NEON attention inner kernels must give the same bits, so that
 // a model attends identically on x86_64 and arm64 (test/e2e/cross-arch.mlir
 // checks one small case end to end). This test pins both to one scalar
-// model of the canonical order (runtime/kernels/x86/attend_avx2.cpp, file comment):
-// sixteen fused multiply-add chains over c = l (mod 16) and a fixed tree.
-// It runs natively (every x86 table) and under qemu (NEON table); matching the
-// same model bit for bit on both means matching each other, at head_dim 128
-// where the e2e test cannot reach.
+// model of the canonical order (runtime/kernels/x86/attend_avx2.cpp, file
+// comment): sixteen fused multiply-add chains over c = l (mod 16) and a fixed
+// tree. It runs natively (every x86 table) and under qemu (NEON table);
+// matching the same model bit for bit on both means matching each other, at
+// head_dim 128 where the e2e test cannot reach.
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
@@ -182,52 +182,56 @@ void checkThreeBitRowsAreCanonicalAtManyShapes(const KernelTable &table) {
   Rng rng(31);
   for (int64_t d : {32, 96, 128, 160, 256, 512}) {
     const AttendOps ops = selectAttendOps(table, AttendShape{d, 1, 32, 3, 3});
-    const int64_t nq = 3, rowBytes = d * 3 / 8;
-    std::vector<float> q(static_cast<size_t>(nq * d));
-    for (float &x : q)
-      x = static_cast<float>(rng.normal());
-    for (int64_t n : {1, 15, 16, 17, 37}) {
-      std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(n));
-      std::vector<std::vector<float>> codes(static_cast<size_t>(n));
-      std::vector<const uint8_t *> rows(static_cast<size_t>(n));
-      for (int64_t r = 0; r < n; ++r) {
-        std::vector<uint8_t> c(static_cast<size_t>(d));
-        for (uint8_t &x : c)
-          x = static_cast<uint8_t>(rng.uniform() * 8) & 7;
-        codes[static_cast<size_t>(r)].assign(c.begin(), c.end());
-        std::vector<uint8_t> &b = bufs[static_cast<size_t>(r)];
-        b.resize(static_cast<size_t>(rowBytes));
-        packCodesRef(c.data(), d, 3, b.data());
-      }
-      // Row r of the call is buffer (r * 7) mod n: no common stride.
-      for (int64_t r = 0; r < n; ++r)
-        rows[static_cast<size_t>(r)] =
-            bufs[static_cast<size_t>((r * 7) % n)].data();
-      const int64_t outStride = nq + 2;
-      std::vector<float> out(static_cast<size_t>(n * outStride), -7.0f);
-      CodeRowsDot a;
-      a.rows = rows.data();
-      a.n = n;
-      a.bits = 3;
-      a.q = q.data();
-      a.nq = nq;
-      a.d = d;
-      a.out = out.data();
-      a.outStride = outStride;
-      ops.dotCodesRows(a);
-      for (int64_t r = 0; r < n; ++r) {
-        const std::vector<float> &v = codes[static_cast<size_t>((r * 7) % n)];
-        for (int64_t j = 0; j < outStride; ++j) {
-          SCOPED_TRACE("d " + std::to_string(d) + " rows " + std::to_string(n) +
-                       " row " + std::to_string(r) + " query " +
-                       std::to_string(j));
-          const float got = out[static_cast<size_t>(r * outStride + j)];
-          if (j >= nq) {
-            EXPECT_EQ(got, -7.0f) << "wrote outside its queries";
-            continue;
+    const int64_t rowBytes = d * 3 / 8;
+    // One query vector takes AVX2's four-rows-at-once kernel, three not.
+    for (int64_t nq : {int64_t{1}, int64_t{3}}) {
+      for (int64_t n : {1, 15, 16, 17, 37}) {
+        std::vector<float> q(static_cast<size_t>(nq * d));
+        for (float &x : q)
+          x = static_cast<float>(rng.normal());
+        std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(n));
+        std::vector<std::vector<float>> codes(static_cast<size_t>(n));
+        std::vector<const uint8_t *> rows(static_cast<size_t>(n));
+        for (int64_t r = 0; r < n; ++r) {
+          std::vector<uint8_t> c(static_cast<size_t>(d));
+          for (uint8_t &x : c)
+            x = static_cast<uint8_t>(rng.uniform() * 8) & 7;
+          codes[static_cast<size_t>(r)].assign(c.begin(), c.end());
+          std::vector<uint8_t> &b = bufs[static_cast<size_t>(r)];
+          b.resize(static_cast<size_t>(rowBytes));
+          packCodesRef(c.data(), d, 3, b.data());
+        }
+        // Row r of the call is buffer (r * 7) mod n: no common stride.
+        for (int64_t r = 0; r < n; ++r)
+          rows[static_cast<size_t>(r)] =
+              bufs[static_cast<size_t>((r * 7) % n)].data();
+        const int64_t outStride = nq + 2;
+        std::vector<float> out(static_cast<size_t>(n * outStride), -7.0f);
+        CodeRowsDot a;
+        a.rows = rows.data();
+        a.n = n;
+        a.bits = 3;
+        a.q = q.data();
+        a.nq = nq;
+        a.d = d;
+        a.out = out.data();
+        a.outStride = outStride;
+        ops.dotCodesRows(a);
+        for (int64_t r = 0; r < n; ++r) {
+          const std::vector<float> &v = codes[static_cast<size_t>((r * 7) % n)];
+          for (int64_t j = 0; j < outStride; ++j) {
+            SCOPED_TRACE("d " + std::to_string(d) + " nq " +
+                         std::to_string(nq) + " rows " + std::to_string(n) +
+                         " row " + std::to_string(r) + " query " +
+                         std::to_string(j));
+            const float got = out[static_cast<size_t>(r * outStride + j)];
+            if (j >= nq) {
+              EXPECT_EQ(got, -7.0f) << "wrote outside its queries";
+              continue;
+            }
+            EXPECT_EQ(bitsOf(got), bitsOf(canonicalDot(q.data() + j * d,
+                                                       v.data(), d, true)));
           }
-          EXPECT_EQ(bitsOf(got),
-                    bitsOf(canonicalDot(q.data() + j * d, v.data(), d, true)));
         }
       }
     }
