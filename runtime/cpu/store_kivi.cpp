@@ -464,8 +464,7 @@ void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t rows, int64_t h,
   // The next group may hold a few rows fewer (sinks): a hint only, and a
   // prefetch never faults.
   if (next)
-    for (int64_t off = 0; off < headBytes; off += 64)
-      __builtin_prefetch(next + off);
+    prefetchBytes(next, headBytes);
 }
 
 /// Where the kernel table has ropeNibbleTiles: all the tiles at once, by
@@ -539,8 +538,7 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
     const int64_t vBytes = valueBlockBytes();
     for (int64_t p = t0; p < t0 + tiles * kKeyTile; ++p)
       if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-        for (int64_t off = 0; off < vBytes; off += 64)
-          __builtin_prefetch(v + off);
+        prefetchBytes(v, vBytes);
   }
 }
 
@@ -652,18 +650,14 @@ void KiviStore::attendKeys(AttendJob &job) const {
     // first time and the dot kernels waited on them. (Nibble-major groups,
     // a head's rows in one run, were no faster with it at 2 bits and
     // slower at 4.)
-    const uint8_t *nextBlock = nullptr;
-    int64_t nextBytes = 0;
+    Blk next;
     if (!nibbleKeys_ && end < job.t1 &&
-        group + 1 < static_cast<int64_t>(groups_.size())) {
-      nextBlock = groups_[static_cast<size_t>(group + 1)].p;
-      nextBytes = keyGroupBytes(codedRows(group + 1));
-    }
-    const int64_t slice = (nextBytes / H + 63) / 64 * 64;
+        group + 1 < static_cast<int64_t>(groups_.size()))
+      next = groups_[static_cast<size_t>(group + 1)];
+    const int64_t slice = (next.size / H + 63) / 64 * 64;
     for (int64_t h = 0; h < H; ++h) {
-      for (int64_t off = h * slice; off < std::min(nextBytes, (h + 1) * slice);
-           off += 64)
-        __builtin_prefetch(nextBlock + off);
+      const int64_t from = std::min(next.size, h * slice);
+      prefetchBytes(next.p + from, std::min(next.size - from, slice));
       float *out = inPlace ? job.scoreRow(t, h) : tmp;
       const int64_t stride = inPlace ? K : nq;
       if (nibbleKeys_) {
@@ -710,8 +704,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
       const int64_t p1 = std::min(end, t + (h + 1) * share);
       for (int64_t p = t + h * share; p < p1; ++p)
         if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-          for (int64_t off = 0; off < vBytes; off += 64)
-            __builtin_prefetch(v + off);
+          prefetchBytes(v, vBytes);
       if (!inPlace)
         for (int64_t i = 0; i < n; ++i) {
           float *o = job.scoreRow(rowOf[static_cast<size_t>(i)], h);

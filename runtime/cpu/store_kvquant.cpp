@@ -120,6 +120,14 @@ private:
   }
   /// attendKeys' outlier corrections of token t (lut: its product tables).
   void patchKeyOutliers(AttendJob &job, int64_t t, const float *lut) const;
+  /// Asks for the quantized key rows (codes and outlier lists, each token
+  /// its own allocation) of tokens [t0, t1), a step of the key pass ahead.
+  void prefetchKeyRows(int64_t t0, int64_t t1) const {
+    for (int64_t t = t0; t < std::min(t1, length()); ++t) {
+      const Blk &kq = slots_[static_cast<size_t>(t)].kq;
+      prefetchBytes(kq.p, kq.size);
+    }
+  }
 
   const int kb_, vb_, kLevels_, vLevels_;
   const bool frozen_;       ///< refit_interval == 0: one frozen key segment
@@ -463,8 +471,7 @@ void KvquantStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
     for (int64_t o = 0; o < s.kOut; ++o)
       k[outliers.at(o).channel] = halfToFloat(outliers.at(o).value);
     // The value pass reads this token's block next (as attendKeys asks).
-    for (int64_t off = 0; off < s.vq.size; off += 64)
-      __builtin_prefetch(s.vq.p + off);
+    prefetchBytes(s.vq.p, s.vq.size);
   }
 }
 
@@ -514,19 +521,10 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
       if (s.kOut > 0)
         __builtin_prefetch(s.kq.p + keyRow_.outliersOffset());
       // The value pass reads these tokens' value blocks next: ask now.
-      for (int64_t off = 0; off < s.vq.size; off += 64)
-        __builtin_prefetch(s.vq.p + off);
+      prefetchBytes(s.vq.p, s.vq.size);
     }
-    // The next tile's key rows (codes and outlier lists), of which each
-    // head reads only its slice: ask a tile ahead.
-    const int64_t next = t0 + kKeyTile;
-    for (int64_t t = next; t < std::min(next + kKeyTile, length()); ++t) {
-      const Slot &s = slots_[static_cast<size_t>(t)];
-      if (!s.kq)
-        break;
-      for (int64_t off = 0; off < s.kq.size; off += 64)
-        __builtin_prefetch(s.kq.p + off);
-    }
+    // The next tile's key rows, of which each head reads only its slice.
+    prefetchKeyRows(t0 + kKeyTile, t0 + 2 * kKeyTile);
   }
   job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
   float *cols = job.scratch3.data();
@@ -607,16 +605,10 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     // does).
     for (int64_t u = t; u < end; ++u) {
       const Blk &vq = slots_[static_cast<size_t>(u)].vq;
-      for (int64_t off = 0; off < vq.size; off += 64)
-        __builtin_prefetch(vq.p + off);
+      prefetchBytes(vq.p, vq.size);
     }
-    // The next run's key rows (codes and outlier lists), their own
-    // allocations as well: ask a run ahead.
-    for (int64_t u = end; u < std::min(job.t1, end + kKeyRun); ++u) {
-      const Blk &kq = slots_[static_cast<size_t>(u)].kq;
-      for (int64_t off = 0; off < kq.size; off += 64)
-        __builtin_prefetch(kq.p + off);
-    }
+    // The next run's key rows, their own allocations as well.
+    prefetchKeyRows(end, std::min(job.t1, end + kKeyRun));
     // The run's rows of each head at once against the head's product
     // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
     // their codes once for the nq query vectors).
