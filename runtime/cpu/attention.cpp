@@ -381,7 +381,8 @@ int64_t halfRowsEnd(const LayerStore &store, int64_t a, int64_t b,
 /// per head the canonical scores (rope_keys.h) of the store's keys, by
 /// columns where the store scores the tile itself (scoreKeyColumns: the
 /// run of tiles it takes together, e.g. a KIVI key group's, so tables it
-/// builds per head serve them all), else from the tile's rows (loadKeys). Keys
+/// builds per head serve them all), else from the tile's rows (the store's
+/// own scoreKeyRows, or loadKeys and ropeScoresRows). Keys
 /// a store holds as fp16 rows (halfKeyRows) go by blocks of kHalfKeyBlock
 /// tokens instead: the block's angles once, then head by head, so each head's
 /// rows are read as one run (an fp16 page holds them so), the walk of the
@@ -422,11 +423,13 @@ void kvq::attendKeysRotated(const LayerStore &store, const Rope &rope,
       rope.anglesTile(a, b - a, cursor, cosT, sinT, P, 1);
       scoreHalfRowsBlock(store, job, a, b, rows, cosT, sinT, interleaved);
     } else {
-      store.loadKeys(job, a, b, keys);
       rope.anglesTile(a, n, cursor, cosT, sinT, P, 1);
-      for (int64_t h = 0; h < H; ++h)
-        ropeScoresRows(keys + h * d, C, n, cosT, sinT, job.ropeQueries,
-                       h * nq, nq, interleaved, job.scoreRow(a, h), K);
+      if (!store.scoreKeyRows(job, a, b, cosT, sinT, interleaved)) {
+        store.loadKeys(job, a, b, keys);
+        for (int64_t h = 0; h < H; ++h)
+          ropeScoresRows(keys + h * d, C, n, cosT, sinT, job.ropeQueries,
+                         h * nq, nq, interleaved, job.scoreRow(a, h), K);
+      }
     }
   }
 }
@@ -446,6 +449,11 @@ bool LayerStore::halfKeyRows(int64_t, int64_t, int64_t,
 void LayerStore::prefetchValues(int64_t, int64_t, int64_t) const {}
 
 int64_t LayerStore::keyColumnTiles(int64_t, int64_t) const { return 0; }
+
+bool LayerStore::scoreKeyRows(AttendJob &, int64_t, int64_t, const float *,
+                              const float *, bool) const {
+  return false;
+}
 
 void LayerStore::scoreKeyColumns(AttendJob &, int64_t, int64_t, int64_t,
                                  const float *, const float *, bool, float *,

@@ -119,6 +119,16 @@ public:
                                bool interleaved, float *out,
                                int64_t outStride) const;
 
+  /// The canonical scores of every head over tokens [t0, t1) (as for
+  /// loadKeys) into job.scoreRow(t0, h), angles by rows (row t's pair i at
+  /// cos[(t - t0) * d/2 + i]), where the store decodes them itself without
+  /// a row of floats; else false (the default) and nothing written: the
+  /// key pass then takes loadKeys and ropeScoresRows. The same bits either
+  /// way.
+  virtual bool scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
+                            const float *cos, const float *sin,
+                            bool interleaved) const;
+
   /// Release every payload block (called once, by the cache destructor).
   virtual void releaseAll() = 0;
 

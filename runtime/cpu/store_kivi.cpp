@@ -64,6 +64,8 @@ public:
   void scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles, int64_t h,
                        const float *cos, const float *sin, bool interleaved,
                        float *out, int64_t outStride) const override;
+  bool scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1, const float *cos,
+                    const float *sin, bool interleaved) const override;
   kvq_status checkTruncate(int64_t n) const override;
   kvq_status prepareTruncate(int64_t n) override;
   void cancelTruncate() override;
@@ -540,6 +542,79 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
       if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
         prefetchBytes(v, vBytes);
   }
+}
+
+/// Row-major codes (3 bits) where the kernel table has ropeCodeRows and
+/// the tile's tokens are coded rows of one group: head by head, the rows
+/// decoded in registers.
+bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
+                             const float *cos, const float *sin,
+                             bool interleaved) const {
+  const int64_t C = channels_, d = job.d, g = t0 / G_, n = t1 - t0;
+  if (nibbleKeys_ || !job.ops.ropeCodeRows || (t1 - 1) / G_ != g ||
+      t1 > keyDone())
+    return false;
+  for (int64_t p = t0; p < t1; ++p)
+    if (slots_[static_cast<size_t>(p)].kf) // a sink's fp16 row
+      return false;
+  const auto blk = keyGroup(groups_[static_cast<size_t>(g)].p);
+  job.keyScratch.resize(static_cast<size_t>(2 * C));
+  float *sz = job.keyScratch.data(); // the group's scales, then its zeros
+  if (job.keyScratchOf != blk.p) {
+    job.ops.halfToFloatN(
+        reinterpret_cast<const uint16_t *>(blk.scalesThenZeros()), 2 * C, sz);
+    job.keyScratchOf = blk.p;
+  }
+  const int64_t row0 = codedBefore(t0), rowBytes = C * kb_ / 8;
+  const int64_t headBytes = d * kb_ / 8;
+  job.codeRows.resize(static_cast<size_t>(std::max(n, G_)));
+  const uint8_t **rows = job.codeRows.data();
+  const RopeQueries &rq = job.ropeQueries;
+  // Each head's turn asks for 1/H of the next tile's bytes (this group's
+  // next rows, else the next group's scales, zeros and first rows): a
+  // head reads a slice of every row, so the first head touched each line
+  // of the tile for the first time, and the decoding waited on the loads.
+  const Blk &here = groups_[static_cast<size_t>(g)];
+  const uint8_t *next = blk.codes() + (row0 + n) * rowBytes;
+  int64_t nextBytes =
+      std::min(n * rowBytes, static_cast<int64_t>(here.p + here.size - next));
+  if (nextBytes <= 0 && g + 1 < static_cast<int64_t>(groups_.size())) {
+    const Blk &after = groups_[static_cast<size_t>(g + 1)];
+    next = after.p;
+    nextBytes = std::min(after.size, keyGroupBytes(0) + n * rowBytes);
+  }
+  const int64_t slice =
+      (std::max<int64_t>(nextBytes, 0) / job.heads + 63) / 64 * 64;
+  for (int64_t h = 0; h < job.heads; ++h) {
+    const int64_t from = std::min(nextBytes, h * slice);
+    if (from < nextBytes)
+      prefetchBytes(next + from, std::min(nextBytes - from, slice));
+    for (int64_t t = 0; t < n; ++t)
+      rows[t] = blk.codes() + (row0 + t) * rowBytes + h * headBytes;
+    RopeCodeRows a;
+    a.rows = rows;
+    a.n = n;
+    a.bits = kb_;
+    a.scale = sz + h * d;
+    a.zero = sz + C + h * d;
+    a.cos = cos;
+    a.sin = sin;
+    a.q = rq.a(h * job.nq);
+    a.qStride = rq.stride();
+    a.nq = job.nq;
+    a.d = d;
+    a.interleaved = interleaved;
+    a.out = job.scoreRow(t0, h);
+    a.outStride = job.heads * job.nq;
+    job.ops.ropeCodeRows(a);
+  }
+  // The value pass reads these tokens' value blocks next (one allocation
+  // each): ask for them now, as attendKeys does.
+  const int64_t vBytes = valueBlockBytes();
+  for (int64_t p = t0; p < t1; ++p)
+    if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+      prefetchBytes(v, vBytes);
+  return true;
 }
 
 /// Keys by rows, each decoded as loadRow does (fp16 rows of the window and

@@ -248,6 +248,7 @@ const AttendOps &kvq::referenceAttendOps() {
     o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
     // ropeNibbleTiles null: the portable tile loops (rope_keys.h).
+    // ropeCodeRows null: loadKeys, then ropeScoresRows.
     return o;
   }();
   return ops;

@@ -380,6 +380,26 @@ struct RopeNibbleTiles {
   int64_t outStride = 0;
 };
 
+/// ropeCodeRows' operands: one head's keys in n rows of row-major packed
+/// codes (a KIVI key group's rows, stored before RoPE).
+struct RopeCodeRows {
+  /// Row t's codes of the head: channel c at bits [c * bits, (c + 1) *
+  /// bits) from bit 0 of rows[t], as packedCodeAt reads them.
+  const uint8_t *const *rows = nullptr;
+  int64_t n = 0;                                 ///< 1 .. 16 rows
+  int bits = 0;                                  ///< 3
+  const float *scale = nullptr, *zero = nullptr; ///< the head's d channels
+  /// Angles of row t's pair i at cos[t * d/2 + i] (angles by rows).
+  const float *cos = nullptr, *sin = nullptr;
+  /// Query vector j's pair sides q_a, q_b, -q_a at q + j * qStride, each
+  /// d/2 floats (RopeQueries' layout).
+  const float *q = nullptr;
+  int64_t qStride = 0, nq = 0, d = 0;
+  bool interleaved = false; ///< pairs (2i, 2i+1), else (i, i + d/2)
+  float *out = nullptr;     ///< out[t * outStride + j]
+  int64_t outStride = 0;
+};
+
 /// groupWeightsHalf's operands.
 struct GroupWeightsArgs {
   const uint16_t *const *headers = nullptr; ///< n tokens' fp16 headers
@@ -504,6 +524,13 @@ struct AttendOps {
   /// covers the shape (always in the reference): the store then scores
   /// tile by tile with the portable loops.
   void (*ropeNibbleTiles)(const RopeNibbleTiles &a);
+  /// The canonical pre-RoPE scores of row-major code rows, channel c
+  /// decoding as code * scale[c] + zero[c] (a product, then a sum, as
+  /// loadRow), decoded in registers instead of into a row of floats first.
+  /// Same bits as loadKeys followed by ropeScoresRows. Null where no
+  /// version covers the shape (always in the reference): the store then
+  /// decodes the rows (loadKeys) and scores them with ropeScoresRows.
+  void (*ropeCodeRows)(const RopeCodeRows &a);
 };
 
 /// The entry of a kernel written with positional arguments (in the order
@@ -572,7 +599,8 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(dotNibbleRows)                                                             \
   X(axpyLevelRows)                                                             \
   X(groupWeightsHalf)                                                          \
-  X(ropeNibbleTiles)
+  X(ropeNibbleTiles)                                                           \
+  X(ropeCodeRows)
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
 /// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).

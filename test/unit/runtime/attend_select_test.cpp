@@ -35,7 +35,8 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
   bool mulHalf, dequant, half, keyCodes, axpyCodes, axpyCodesRows, nibble,
-      levelRows, lutRows, groupWeights, ropeNibble, outliers, levelColumns;
+      levelRows, lutRows, groupWeights, ropeNibble, ropeCodes, outliers,
+      levelColumns;
 };
 
 Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
@@ -63,6 +64,7 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
                    (s.heads * perHead) % 16 == 0;
   c.ropeNibble =
       name == "avx512" && (s.keyBits == 2 || s.keyBits == 4) && s.d % 4 == 0;
+  c.ropeCodes = name == "avx512" && s.keyBits == 3 && s.d % 32 == 0;
   return c;
 }
 
@@ -91,6 +93,7 @@ TEST(SelectAttendOps, TheReferenceTableGivesTheReferenceForEveryShape) {
   const AttendOps &ref = referenceAttendOps();
   EXPECT_EQ(ref.groupWeightsHalf, nullptr); // the portable path
   EXPECT_EQ(ref.ropeNibbleTiles, nullptr);  // the portable tile loops
+  EXPECT_EQ(ref.ropeCodeRows, nullptr);     // loadKeys, ropeScoresRows
   for (const AttendShape &s : shapesAroundEveryCondition()) {
     const AttendOps ops = selectAttendOps(referenceKernels(), s);
 #define KVQ_EXPECT_REFERENCE(op) EXPECT_EQ(ops.op, ref.op) << #op;
@@ -150,6 +153,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("groupWeightsHalf", ops.groupWeightsHalf != nullptr,
             want.groupWeights);
       check("ropeNibbleTiles", ops.ropeNibbleTiles != nullptr, want.ropeNibble);
+      check("ropeCodeRows", ops.ropeCodeRows != nullptr, want.ropeCodes);
     }
   // Both sides of the conditions were reached.
   EXPECT_GT(simdEntries, 0);

@@ -1,0 +1,153 @@
+//===- rope_codes_avx512.cpp - Pre-RoPE 3-bit KIVI key rows ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// AttendOps::ropeCodeRows (contract in kernels.h; the canonical score in
+// runtime/cpu/rope_keys.h) for 3-bit codes. KIVI's 3-bit key groups are
+// row-major, so the pre-RoPE key pass used to decode each token's whole
+// row into floats (dequantCodes) and read them back to score them
+// (ropeScoresRows): at 32K tokens the two took over half its time. Here
+// each 16 channels of a head are decoded in a register straight from
+// their 6 bytes and go into the pair steps at once; pairs sit in the
+// lanes (S_l's lane is pair i mod 16), four rows at a time, so each chain
+// is the canonical one and the tree of four rows ends in one transpose.
+//
+//===----------------------------------------------------------------------===//
+#include "x86_kernels.h"
+#include "x86_target.h"
+
+#include <cassert>
+#include <cstring>
+#include <immintrin.h>
+
+using namespace kvq;
+
+namespace {
+
+/// Channels c .. c + 15 (c % 16 == 0) of a 3-bit row as keys: code *
+/// scale + zero, a product then a sum, as loadRow. The 16 codes are the 6
+/// bytes from c * 3 / 8: codes 0-7 in the first four, 8-15 in the four
+/// from byte 2 (exactly those six bytes are read).
+KVQ_AVX512 inline __m512 keys3x16(const uint8_t *row, const float *scale,
+                                  const float *zero, int64_t c) {
+  const uint8_t *p = row + c / 8 * 3;
+  uint32_t w0, w1;
+  std::memcpy(&w0, p, 4);
+  std::memcpy(&w1, p + 2, 4);
+  const __m512i words =
+      _mm512_mask_set1_epi32(_mm512_set1_epi32(static_cast<int32_t>(w0)),
+                             0xFF00, static_cast<int32_t>(w1));
+  const __m512i shift = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 8, 11, 14,
+                                          17, 20, 23, 26, 29);
+  const __m512i codes =
+      _mm512_and_si512(_mm512_srlv_epi32(words, shift), _mm512_set1_epi32(7));
+  return _mm512_add_ps(
+      _mm512_mul_ps(_mm512_cvtepi32_ps(codes), _mm512_loadu_ps(scale + c)),
+      _mm512_loadu_ps(zero + c));
+}
+
+/// Pairs i .. i + 15 of a row: channels a in ka, b in kb.
+KVQ_AVX512 inline void pairKeys(const uint8_t *row, const float *scale,
+                                const float *zero, int64_t i, int64_t P,
+                                bool interleaved, __m512 &ka, __m512 &kb) {
+  if (!interleaved) {
+    ka = keys3x16(row, scale, zero, i);
+    kb = keys3x16(row, scale, zero, P + i);
+    return;
+  }
+  const __m512 lo = keys3x16(row, scale, zero, 2 * i);
+  const __m512 hi = keys3x16(row, scale, zero, 2 * i + 16);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                                         22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
+                                        23, 25, 27, 29, 31);
+  ka = _mm512_permutex2var_ps(lo, even, hi);
+  kb = _mm512_permutex2var_ps(lo, odd, hi);
+}
+
+/// canonicalTree of four rows' S vectors: per row T = S_l + S_{l+8} and
+/// U = T_l + T_{l+4}, then a transpose puts U_l of the four rows in one
+/// vector per l, and (U_0 + U_2) + (U_1 + U_3): the same additions on the
+/// same operands.
+KVQ_AVX512 inline __m128 tree4(const __m512 S[4]) {
+  __m128 u[4];
+  for (int r = 0; r < 4; ++r) {
+    const __m256 t = _mm256_add_ps(
+        _mm512_castps512_ps256(S[r]),
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(S[r]), 1)));
+    u[r] = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  }
+  _MM_TRANSPOSE4_PS(u[0], u[1], u[2], u[3]);
+  return _mm_add_ps(_mm_add_ps(u[0], u[2]), _mm_add_ps(u[1], u[3]));
+}
+
+/// Rows t .. t + M - 1 against query vectors j0 .. j0 + NJ - 1: M x NJ
+/// independent chains, each row decoded once per 16 pairs for all NJ.
+template <int M, int NJ>
+KVQ_AVX512 void scoreRows(const RopeCodeRows &a, int64_t t, int64_t j0) {
+  const int64_t P = a.d / 2;
+  __m512 S[NJ][4];
+  for (int jj = 0; jj < NJ; ++jj)
+    for (int u = 0; u < 4; ++u)
+      S[jj][u] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < P; i += 16) {
+    __m512 ka[M], kb[M];
+    for (int u = 0; u < M; ++u)
+      pairKeys(a.rows[t + u], a.scale, a.zero, i, P, a.interleaved, ka[u],
+               kb[u]);
+    for (int jj = 0; jj < NJ; ++jj) {
+      const float *q = a.q + (j0 + jj) * a.qStride + i;
+      const __m512 qa = _mm512_loadu_ps(q), qb = _mm512_loadu_ps(q + P),
+                   qn = _mm512_loadu_ps(q + 2 * P);
+      for (int u = 0; u < M; ++u) {
+        const float *c = a.cos + (t + u) * P + i, *s = a.sin + (t + u) * P + i;
+        const __m512 A = _mm512_fmadd_ps(qb, kb[u], _mm512_mul_ps(qa, ka[u]));
+        const __m512 B = _mm512_fmadd_ps(qn, kb[u], _mm512_mul_ps(qb, ka[u]));
+        S[jj][u] =
+            _mm512_fmadd_ps(_mm512_loadu_ps(s), B,
+                            _mm512_fmadd_ps(_mm512_loadu_ps(c), A, S[jj][u]));
+      }
+    }
+  }
+  for (int jj = 0; jj < NJ; ++jj) {
+    alignas(16) float v[4];
+    _mm_store_ps(v, tree4(S[jj]));
+    for (int u = 0; u < M; ++u)
+      a.out[(t + u) * a.outStride + j0 + jj] = v[u];
+  }
+}
+
+template <int M>
+KVQ_AVX512 void scoreRowsAllQueries(const RopeCodeRows &a, int64_t t) {
+  int64_t j = 0;
+  for (; j + 2 <= a.nq; j += 2)
+    scoreRows<M, 2>(a, t, j);
+  if (j < a.nq)
+    scoreRows<M, 1>(a, t, j);
+}
+
+KVQ_AVX512 void ropeCodeRowsAvx512(const RopeCodeRows &a) {
+  assert(a.bits == 3 && a.d % 32 == 0 && a.n >= 1 && a.n <= 16);
+  int64_t t = 0;
+  for (; t + 4 <= a.n; t += 4)
+    scoreRowsAllQueries<4>(a, t);
+  switch (a.n - t) {
+  case 3:
+    scoreRowsAllQueries<3>(a, t);
+    break;
+  case 2:
+    scoreRowsAllQueries<2>(a, t);
+    break;
+  case 1:
+    scoreRowsAllQueries<1>(a, t);
+    break;
+  default:
+    break;
+  }
+}
+
+} // namespace
+
+void kvq::x86::fillRopeCodesAvx512(const AttendShape &s, AttendOps &ops) {
+  if (s.keyBits == 3 && s.d % 32 == 0)
+    ops.ropeCodeRows = ropeCodeRowsAvx512;
+}
