@@ -55,6 +55,9 @@ kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
   if (kvq_status s = checkAttendArgs("kvq_cache_attend", cache->cfg, queries,
                                      n_queries, q_heads, store.length()))
     return s;
+  // The rows of the RoPE's angles this layer's positions need, once per
+  // cache rather than per call (Rope::cover).
+  cache->rope.cover(store.length());
   try {
     if (impl == AttendImpl::Fused)
       attendFused(store, cache->cfg, cache->rope,

@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <new>
 
 using namespace kvq;
 
@@ -138,6 +140,35 @@ inline void rotatePair(float &a, float &b, float c, float s) {
 
 } // namespace
 
+void Rope::highRow(int64_t block, float *cosOut, float *sinOut) const {
+  const double base = static_cast<double>(block * kBlock);
+  for (int64_t i = 0; i < pairs_; ++i) {
+    double s, c;
+    detmath::sincos(base * invFreq_[static_cast<size_t>(i)], &s, &c);
+    cosOut[i] = static_cast<float>(c);
+    sinOut[i] = static_cast<float>(s);
+  }
+}
+
+void Rope::cover(int64_t positions) const noexcept {
+  if (!enabled())
+    return;
+  const int64_t blocks = (positions + kBlock - 1) / kBlock;
+  if (blocks <= hiBlocks_)
+    return;
+  try {
+    cosHi_.resize(static_cast<size_t>(blocks * pairs_));
+    sinHi_.resize(cosHi_.size());
+  } catch (const std::bad_alloc &) {
+    cosHi_.resize(static_cast<size_t>(hiBlocks_ * pairs_)); // never grows
+    sinHi_.resize(cosHi_.size());
+    return;
+  }
+  for (int64_t b = hiBlocks_; b < blocks; ++b)
+    highRow(b, cosHi_.data() + b * pairs_, sinHi_.data() + b * pairs_);
+  hiBlocks_ = blocks;
+}
+
 void Rope::moveTo(int64_t pos, Cursor &cur) const {
   const int64_t block = pos / kBlock;
   if (cur.block == block)
@@ -147,12 +178,11 @@ void Rope::moveTo(int64_t pos, Cursor &cur) const {
   cur.sinHi.resize(n);
   cur.cos.resize(n);
   cur.sin.resize(n);
-  const double base = static_cast<double>(block * kBlock);
-  for (size_t i = 0; i < n; ++i) {
-    double s, c;
-    detmath::sincos(base * invFreq_[i], &s, &c);
-    cur.cosHi[i] = static_cast<float>(c);
-    cur.sinHi[i] = static_cast<float>(s);
+  if (block < hiBlocks_) {
+    std::copy_n(cosHi_.data() + block * pairs_, n, cur.cosHi.data());
+    std::copy_n(sinHi_.data() + block * pairs_, n, cur.sinHi.data());
+  } else {
+    highRow(block, cur.cosHi.data(), cur.sinHi.data());
   }
   cur.block = block;
 }

@@ -57,6 +57,18 @@ public:
     std::vector<float> cos, sin;     ///< [d/2] of the last position
   };
 
+  /// Keep the high rows (the cos/sin row of each 256-position block) of
+  /// positions below `positions` in a table, so that a cursor entering a
+  /// block copies its row instead of evaluating d/2 sines and cosines: at
+  /// 32K tokens every attention call entered 128 blocks per layer. The
+  /// attention entry calls it before splitting the work; it changes state
+  /// behind a const reference (the table is a cache of values the Rope
+  /// defines), which is safe because one kvq cache is used from one thread
+  /// at a time (docs/RUNTIME.md, "Thread-safety"). Best effort: out of
+  /// memory, the table stays as it was and cursors compute the rows, the
+  /// same bits either way.
+  void cover(int64_t positions) const noexcept;
+
   /// cos/sin of every pair at position pos into cursor.cos / cursor.sin.
   void angles(int64_t pos, Cursor &cursor) const;
 
@@ -87,6 +99,8 @@ public:
 private:
   /// cursor.cosHi / sinHi for the block holding pos.
   void moveTo(int64_t pos, Cursor &cursor) const;
+  /// The high row of block `block` into cosOut / sinOut (pairs floats).
+  void highRow(int64_t block, float *cosOut, float *sinOut) const;
 
   int32_t style_ = KVQ_ROPE_NONE;
   int64_t d_ = 0, pairs_ = 0;
@@ -94,6 +108,9 @@ private:
   std::vector<float> cosLo_, sinLo_; ///< [256][pairs]
   /// The same by tiles: [256 / kKeyTile][pairs][kKeyTile] (anglesTile).
   std::vector<float> cosLoT_, sinLoT_;
+  /// highRow of blocks [0, hiBlocks_): [block][pairs] (cover).
+  mutable std::vector<float> cosHi_, sinHi_;
+  mutable int64_t hiBlocks_ = 0;
 };
 
 /// Deterministic double math of the angles (exposed for the unit test):

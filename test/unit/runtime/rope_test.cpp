@@ -94,6 +94,40 @@ TEST(RopeMath, AnglesAgreeWithLibmAtEveryTableSeam) {
   }
 }
 
+// Rope::cover keeps the high rows in a table (the attention entry covers a
+// layer's positions before each call): cursors that copy a row from it
+// get the bits of cursors that compute it, in both tile layouts, at every
+// block seam below and past the covered positions; a smaller cover later
+// changes nothing.
+TEST(RopeMath, CoveredAnglesAreTheComputedOnesBitForBit) {
+  for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
+    const int d = 64, P = d / 2;
+    const kvq_config cfg = ropeConfig(KVQ_METHOD_FP16, 1, d, style, 500000.0f);
+    const kvq::Rope computed(cfg), covered(cfg);
+    covered.cover(3000); // blocks 0 .. 11
+    covered.cover(10);   // no effect
+    int64_t checked = 0;
+    for (int64_t pos0 : {0, 240, 256, 2816, 2992, 3008, 4096, 65536}) {
+      std::vector<float> c1(16 * P), s1(c1.size()), c2(c1.size()),
+          s2(c1.size());
+      kvq::Rope::Cursor a, b;
+      for (auto [t, i] : {std::pair<int64_t, int64_t>{1, 16},
+                          std::pair<int64_t, int64_t>{P, 1}}) {
+        computed.anglesTile(pos0, 16, a, c1.data(), s1.data(), t, i);
+        covered.anglesTile(pos0, 16, b, c2.data(), s2.data(), t, i);
+        for (size_t e = 0; e < c1.size(); ++e) {
+          ASSERT_EQ(kvq::floatBits(c1[e]), kvq::floatBits(c2[e]))
+              << pos0 << " " << e;
+          ASSERT_EQ(kvq::floatBits(s1[e]), kvq::floatBits(s2[e]))
+              << pos0 << " " << e;
+          ++checked;
+        }
+      }
+    }
+    EXPECT_EQ(checked, 8 * 2 * 16 * P);
+  }
+}
+
 TEST(RopeCache, FetchReturnsKeysRotatedAtTheirPositions) {
   const int heads = 2, d = 8;
   for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
