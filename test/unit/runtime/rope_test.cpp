@@ -98,7 +98,8 @@ TEST(RopeMath, AnglesAgreeWithLibmAtEveryTableSeam) {
 // layer's positions before each call): cursors that copy a row from it
 // get the bits of cursors that compute it, in both tile layouts, at every
 // block seam below and past the covered positions; a smaller cover later
-// changes nothing.
+// changes nothing. And the two layouts (by rows, pairs in lanes; by
+// columns, tokens in lanes: separate loops) give the same angles.
 TEST(RopeMath, CoveredAnglesAreTheComputedOnesBitForBit) {
   for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF}) {
     const int d = 64, P = d / 2;
@@ -109,8 +110,9 @@ TEST(RopeMath, CoveredAnglesAreTheComputedOnesBitForBit) {
     int64_t checked = 0;
     for (int64_t pos0 : {0, 240, 256, 2816, 2992, 3008, 4096, 65536}) {
       std::vector<float> c1(16 * P), s1(c1.size()), c2(c1.size()),
-          s2(c1.size());
+          s2(c1.size()), byRows(c1.size()), byRowsSin(c1.size());
       kvq::Rope::Cursor a, b;
+      computed.anglesTile(pos0, 16, a, byRows.data(), byRowsSin.data(), P, 1);
       for (auto [t, i] : {std::pair<int64_t, int64_t>{1, 16},
                           std::pair<int64_t, int64_t>{P, 1}}) {
         computed.anglesTile(pos0, 16, a, c1.data(), s1.data(), t, i);
@@ -120,6 +122,10 @@ TEST(RopeMath, CoveredAnglesAreTheComputedOnesBitForBit) {
               << pos0 << " " << e;
           ASSERT_EQ(kvq::floatBits(s1[e]), kvq::floatBits(s2[e]))
               << pos0 << " " << e;
+          // Element e is (token, pair) in this layout: the same angle by rows.
+          const size_t r = t == 1 ? (e % 16) * P + e / 16 : e;
+          ASSERT_EQ(kvq::floatBits(c1[e]), kvq::floatBits(byRows[r])) << e;
+          ASSERT_EQ(kvq::floatBits(s1[e]), kvq::floatBits(byRowsSin[r])) << e;
           ++checked;
         }
       }
