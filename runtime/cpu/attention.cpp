@@ -359,9 +359,25 @@ void scoreHalfRowsBlock(const LayerStore &store, AttendJob &job, int64_t a,
         for (int64_t off = 0; off < rowBytes; off += 64)
           __builtin_prefetch(p + off, 0, 1);
       }
-      ropeScoresHalfRows(rows + h * kHalfKeyBlock + u, un, cos + u * P,
-                         sin + u * P, job.ropeQueries, h * nq, nq, interleaved,
-                         job.scoreRow(a + u, h), K);
+      const uint16_t *const *r = rows + h * kHalfKeyBlock + u;
+      if (job.ops.ropeHalfRows) {
+        RopeHalfRows args;
+        args.rows = r;
+        args.n = un;
+        args.cos = cos + u * P;
+        args.sin = sin + u * P;
+        args.q = job.ropeQueries.a(h * nq);
+        args.qStride = job.ropeQueries.stride();
+        args.nq = nq;
+        args.d = job.d;
+        args.interleaved = interleaved;
+        args.out = job.scoreRow(a + u, h);
+        args.outStride = K;
+        job.ops.ropeHalfRows(args);
+      } else {
+        ropeScoresHalfRows(r, un, cos + u * P, sin + u * P, job.ropeQueries,
+                           h * nq, nq, interleaved, job.scoreRow(a + u, h), K);
+      }
     }
 }
 

@@ -249,6 +249,7 @@ const AttendOps &kvq::referenceAttendOps() {
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
     // ropeNibbleTiles null: the portable tile loops (rope_keys.h).
     // ropeCodeRows null: loadKeys, then ropeScoresRows.
+    // ropeHalfRows null: ropeScoresHalfRows.
     return o;
   }();
   return ops;

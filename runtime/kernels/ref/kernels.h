@@ -380,16 +380,12 @@ struct RopeNibbleTiles {
   int64_t outStride = 0;
 };
 
-/// ropeCodeRows' operands: one head's keys in n rows of row-major packed
-/// codes (a KIVI key group's rows, stored before RoPE).
-struct RopeCodeRows {
-  /// Row t's codes of the head: channel c at bits [c * bits, (c + 1) *
-  /// bits) from bit 0 of rows[t], as packedCodeAt reads them.
-  const uint8_t *const *rows = nullptr;
-  int64_t n = 0;                                 ///< 1 .. 16 rows
-  int bits = 0;                                  ///< 3
-  const float *scale = nullptr, *zero = nullptr; ///< the head's d channels
-  /// Angles of row t's pair i at cos[t * d/2 + i] (angles by rows).
+/// What the pre-RoPE row kernels (ropeCodeRows, ropeHalfRows) share: n
+/// rows of one head, their angles by rows, the query vectors and where
+/// the scores go.
+struct RopeRowsScore {
+  int64_t n = 0; ///< 1 .. 16 rows
+  /// Angles of row t's pair i at cos[t * d/2 + i].
   const float *cos = nullptr, *sin = nullptr;
   /// Query vector j's pair sides q_a, q_b, -q_a at q + j * qStride, each
   /// d/2 floats (RopeQueries' layout).
@@ -398,6 +394,22 @@ struct RopeCodeRows {
   bool interleaved = false; ///< pairs (2i, 2i+1), else (i, i + d/2)
   float *out = nullptr;     ///< out[t * outStride + j]
   int64_t outStride = 0;
+};
+
+/// ropeCodeRows' operands: one head's keys in n rows of row-major packed
+/// codes (a KIVI key group's rows, stored before RoPE).
+struct RopeCodeRows : RopeRowsScore {
+  /// Row t's codes of the head: channel c at bits [c * bits, (c + 1) *
+  /// bits) from bit 0 of rows[t], as packedCodeAt reads them.
+  const uint8_t *const *rows = nullptr;
+  int bits = 0;                                  ///< 3
+  const float *scale = nullptr, *zero = nullptr; ///< the head's d channels
+};
+
+/// ropeHalfRows' operands: one head's keys in n fp16 rows (rows[t], d
+/// halves each: the fp16 cache, KIVI's window and sinks).
+struct RopeHalfRows : RopeRowsScore {
+  const uint16_t *const *rows = nullptr;
 };
 
 /// groupWeightsHalf's operands.
@@ -531,6 +543,10 @@ struct AttendOps {
   /// version covers the shape (always in the reference): the store then
   /// decodes the rows (loadKeys) and scores them with ropeScoresRows.
   void (*ropeCodeRows)(const RopeCodeRows &a);
+  /// The same for fp16 rows, converted in registers: the bits of
+  /// ropeScoresHalfRows (rope_keys.h), which the key pass calls where this
+  /// is null (always in the reference).
+  void (*ropeHalfRows)(const RopeHalfRows &a);
 };
 
 /// The entry of a kernel written with positional arguments (in the order
@@ -600,7 +616,8 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(axpyLevelRows)                                                             \
   X(groupWeightsHalf)                                                          \
   X(ropeNibbleTiles)                                                           \
-  X(ropeCodeRows)
+  X(ropeCodeRows)                                                              \
+  X(ropeHalfRows)
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
 /// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).

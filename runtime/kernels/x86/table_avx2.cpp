@@ -64,7 +64,7 @@ kvq::AttendOps attendAvx512(const kvq::AttendShape &s) {
   kvq::x86::fillPairsAvx512(s, ops);
   kvq::x86::fillGroupWeightsAvx512(s, ops);
   kvq::x86::fillRopeNibbleAvx512(s, ops);
-  kvq::x86::fillRopeCodesAvx512(s, ops);
+  kvq::x86::fillRopeRowsAvx512(s, ops);
   kvq::x86::fillLutAvx512(s, ops);
   kvq::x86::fillHalfAvx512(s, ops);
   return ops;

@@ -92,8 +92,9 @@ void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
 /// rope_nibble_avx512.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
 void fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops);
-/// rope_codes_avx512.cpp: pre-RoPE 3-bit KIVI key rows decoded in registers.
-void fillRopeCodesAvx512(const AttendShape &s, AttendOps &ops);
+/// rope_rows_avx512.cpp: pre-RoPE key rows (3-bit KIVI codes, fp16)
+/// decoded in registers.
+void fillRopeRowsAvx512(const AttendShape &s, AttendOps &ops);
 
 } // namespace x86
 } // namespace kvq

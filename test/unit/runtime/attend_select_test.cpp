@@ -35,8 +35,8 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
   bool mulHalf, dequant, half, keyCodes, axpyCodes, axpyCodesRows, nibble,
-      levelRows, lutRows, groupWeights, ropeNibble, ropeCodes, outliers,
-      levelColumns;
+      levelRows, lutRows, groupWeights, ropeNibble, ropeCodes, ropeHalf,
+      outliers, levelColumns;
 };
 
 Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
@@ -65,6 +65,7 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   c.ropeNibble =
       name == "avx512" && (s.keyBits == 2 || s.keyBits == 4) && s.d % 4 == 0;
   c.ropeCodes = name == "avx512" && s.keyBits == 3 && s.d % 32 == 0;
+  c.ropeHalf = name == "avx512" && s.d % 32 == 0; // any key width
   return c;
 }
 
@@ -94,6 +95,7 @@ TEST(SelectAttendOps, TheReferenceTableGivesTheReferenceForEveryShape) {
   EXPECT_EQ(ref.groupWeightsHalf, nullptr); // the portable path
   EXPECT_EQ(ref.ropeNibbleTiles, nullptr);  // the portable tile loops
   EXPECT_EQ(ref.ropeCodeRows, nullptr);     // loadKeys, ropeScoresRows
+  EXPECT_EQ(ref.ropeHalfRows, nullptr);     // ropeScoresHalfRows
   for (const AttendShape &s : shapesAroundEveryCondition()) {
     const AttendOps ops = selectAttendOps(referenceKernels(), s);
 #define KVQ_EXPECT_REFERENCE(op) EXPECT_EQ(ops.op, ref.op) << #op;
@@ -154,6 +156,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
             want.groupWeights);
       check("ropeNibbleTiles", ops.ropeNibbleTiles != nullptr, want.ropeNibble);
       check("ropeCodeRows", ops.ropeCodeRows != nullptr, want.ropeCodes);
+      check("ropeHalfRows", ops.ropeHalfRows != nullptr, want.ropeHalf);
     }
   // Both sides of the conditions were reached.
   EXPECT_GT(simdEntries, 0);

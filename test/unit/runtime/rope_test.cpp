@@ -361,113 +361,132 @@ TEST(RopeKeys, NibbleTableTilesGiveTheCanonicalScore) {
     EXPECT_EQ(checked, int64_t{16} * (1 + 2 + 3 + 4) * 2 * (1 + 3) * 3 * 2);
 }
 
-// AttendOps::ropeCodeRows (3-bit row-major KIVI key rows decoded in
-// registers) of every table this CPU runs that has one, against the
-// canonical score of the keys the codes decode to (code * scale + zero, as
-// loadRow): every row count up to a tile, both styles, one to five query
-// vectors (pairs and a single one), head_dims 32 to 256, a head that is
-// not the row's first, scales of both signs. Each row is the last bytes of
-// its own buffer, so a read past its codes is out of bounds (ASan).
-// Bit for bit.
-TEST(RopeKeys, CodeRowsDecodedInRegistersGiveTheCanonicalScore) {
+// AttendOps::ropeCodeRows (3-bit row-major KIVI key rows) and ropeHalfRows
+// (fp16 rows), decoded in registers, of every table this CPU runs that has
+// them, against the canonical score of the keys the rows decode to (code *
+// scale + zero, as loadRow; the fp16 value): every row count up to a tile,
+// both styles, one to five query vectors (pairs and a single one),
+// head_dims 32 to 256, a head that is not the row's first, scales of both
+// signs. Each row is the last bytes of its own buffer, so a read past it
+// is out of bounds (ASan). Bit for bit.
+TEST(RopeKeys, TableRowKernelsGiveTheCanonicalScore) {
   Rng rng(37);
   std::vector<const kvq::KernelTable *> tables = {&kvq::referenceKernels()};
   for (const kvq::KernelTable *t : kvq::simdKernelVariants())
     tables.push_back(t);
   const int bits = 3;
   int64_t checked = 0;
-  for (int64_t d : {32, 64, 128, 256})
-    for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
-      for (int64_t nq : {1, 2, 5})
-        for (int64_t n = 1; n <= 16; ++n) {
-          const int64_t heads = 2, h = 1, P = d / 2;
-          const int64_t sliceBytes = d * bits / 8;
-          // Row t: the head's codes, packed row-major, alone in a buffer.
-          std::vector<std::vector<uint8_t>> codes(static_cast<size_t>(n)),
-              rows(static_cast<size_t>(n));
-          std::vector<const uint8_t *> rowPtrs;
-          for (int64_t t = 0; t < n; ++t) {
-            std::vector<uint8_t> &c = codes[static_cast<size_t>(t)];
-            c.resize(static_cast<size_t>(d));
-            for (uint8_t &x : c)
-              x = static_cast<uint8_t>(rng.uniform() * (1 << bits));
-            rows[static_cast<size_t>(t)].assign(static_cast<size_t>(sliceBytes),
-                                                0);
-            kvq::packCodesRef(c.data(), d, bits,
-                              rows[static_cast<size_t>(t)].data());
-            rowPtrs.push_back(rows[static_cast<size_t>(t)].data());
-          }
-          std::vector<float> scale(static_cast<size_t>(heads * d)),
-              zero(scale.size());
-          for (size_t c = 0; c < scale.size(); ++c) {
-            scale[c] =
-                static_cast<float>(rng.normal() * (c % 3 == 0 ? 0.01 : 1));
-            zero[c] = static_cast<float>(rng.laplace());
-          }
-          std::vector<float> cos(static_cast<size_t>(n * P)), sin(cos.size());
-          for (size_t i = 0; i < cos.size(); ++i) {
-            const double angle = rng.uniform(0.0, 6.283185307179586);
-            cos[i] = static_cast<float>(std::cos(angle));
-            sin[i] = static_cast<float>(std::sin(angle));
-          }
-          std::vector<float> q(static_cast<size_t>(heads * nq * d));
-          for (float &e : q)
-            e = static_cast<float>(rng.normal());
-          kvq::RopeQueries rq;
-          rq.split(q.data(), heads * nq, d, style == KVQ_ROPE_INTERLEAVED);
-          const int64_t outStride = nq + 2;
-          for (const kvq::KernelTable *t : tables) {
-            const kvq::AttendOps ops = kvq::selectAttendOps(
-                *t, kvq::AttendShape{d, heads, 32, bits, bits});
-            if (!ops.ropeCodeRows)
-              continue;
-            SCOPED_TRACE(testing::Message()
-                         << t->name << " d " << d << " style " << style
-                         << " nq " << nq << " rows " << n);
-            std::vector<float> out(static_cast<size_t>(n * outStride), -7.0f);
-            kvq::RopeCodeRows a;
-            a.rows = rowPtrs.data();
-            a.n = n;
-            a.bits = bits;
-            a.scale = scale.data() + h * d;
-            a.zero = zero.data() + h * d;
-            a.cos = cos.data();
-            a.sin = sin.data();
-            a.q = rq.a(h * nq);
-            a.qStride = rq.stride();
-            a.nq = nq;
-            a.d = d;
-            a.interleaved = style == KVQ_ROPE_INTERLEAVED;
-            a.out = out.data();
-            a.outStride = outStride;
-            ops.ropeCodeRows(a);
-            std::vector<float> k(static_cast<size_t>(d));
-            for (int64_t r = 0; r < n; ++r) {
-              for (int64_t ch = 0; ch < d; ++ch) {
-                const size_t at = static_cast<size_t>(h * d + ch);
-                k[static_cast<size_t>(ch)] =
-                    static_cast<float>(codes[static_cast<size_t>(r)]
-                                            [static_cast<size_t>(ch)]) *
-                        scale[at] +
-                    zero[at];
+  for (bool half : {false, true})
+    for (int64_t d : {32, 64, 128, 256})
+      for (int32_t style : {KVQ_ROPE_INTERLEAVED, KVQ_ROPE_HALF})
+        for (int64_t nq : {1, 2, 5})
+          for (int64_t n = 1; n <= 16; ++n) {
+            const int64_t heads = 2, h = 1, P = d / 2;
+            std::vector<float> scale(static_cast<size_t>(heads * d)),
+                zero(scale.size());
+            for (size_t c = 0; c < scale.size(); ++c) {
+              scale[c] =
+                  static_cast<float>(rng.normal() * (c % 3 == 0 ? 0.01 : 1));
+              zero[c] = static_cast<float>(rng.laplace());
+            }
+            // Row t: the head's codes packed row-major (or its fp16
+            // values), alone in a buffer, and the keys they decode to.
+            std::vector<std::vector<uint8_t>> codeRows(static_cast<size_t>(n));
+            std::vector<std::vector<uint16_t>> halfRows(static_cast<size_t>(n));
+            std::vector<const uint8_t *> codePtrs;
+            std::vector<const uint16_t *> halfPtrs;
+            std::vector<float> keys(static_cast<size_t>(n * d));
+            for (int64_t t = 0; t < n; ++t) {
+              float *k = keys.data() + t * d;
+              if (half) {
+                std::vector<uint16_t> &r = halfRows[static_cast<size_t>(t)];
+                r.resize(static_cast<size_t>(d));
+                for (int64_t c = 0; c < d; ++c) {
+                  r[static_cast<size_t>(c)] =
+                      kvq::floatToHalf(static_cast<float>(rng.laplace()));
+                  k[c] = kvq::halfToFloat(r[static_cast<size_t>(c)]);
+                }
+                halfPtrs.push_back(r.data());
+                continue;
               }
-              for (int64_t j = 0; j < nq; ++j) {
-                const float want = canonicalRopeScore(
-                    q.data() + (h * nq + j) * d, k.data(), cos.data() + r * P,
-                    sin.data() + r * P, d, style);
-                ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
-                    << "row " << r << " query " << j;
-                ++checked;
+              std::vector<uint8_t> codes(static_cast<size_t>(d));
+              for (int64_t c = 0; c < d; ++c) {
+                codes[static_cast<size_t>(c)] =
+                    static_cast<uint8_t>(rng.uniform() * (1 << bits));
+                const size_t at = static_cast<size_t>(h * d + c);
+                k[c] = static_cast<float>(codes[static_cast<size_t>(c)]) *
+                           scale[at] +
+                       zero[at];
               }
-              for (int64_t j = nq; j < outStride; ++j) // between: untouched
-                ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
+              std::vector<uint8_t> &r = codeRows[static_cast<size_t>(t)];
+              r.assign(static_cast<size_t>(d * bits / 8), 0);
+              kvq::packCodesRef(codes.data(), d, bits, r.data());
+              codePtrs.push_back(r.data());
+            }
+            std::vector<float> cos(static_cast<size_t>(n * P)), sin(cos.size());
+            for (size_t i = 0; i < cos.size(); ++i) {
+              const double angle = rng.uniform(0.0, 6.283185307179586);
+              cos[i] = static_cast<float>(std::cos(angle));
+              sin[i] = static_cast<float>(std::sin(angle));
+            }
+            std::vector<float> q(static_cast<size_t>(heads * nq * d));
+            for (float &e : q)
+              e = static_cast<float>(rng.normal());
+            kvq::RopeQueries rq;
+            rq.split(q.data(), heads * nq, d, style == KVQ_ROPE_INTERLEAVED);
+            const int64_t outStride = nq + 2;
+            for (const kvq::KernelTable *t : tables) {
+              const kvq::AttendOps ops = kvq::selectAttendOps(
+                  *t, kvq::AttendShape{d, heads, 32, bits, bits});
+              if (half ? !ops.ropeHalfRows : !ops.ropeCodeRows)
+                continue;
+              SCOPED_TRACE(testing::Message()
+                           << t->name << (half ? " fp16" : " 3-bit") << " d "
+                           << d << " style " << style << " nq " << nq
+                           << " rows " << n);
+              std::vector<float> out(static_cast<size_t>(n * outStride), -7.0f);
+              kvq::RopeCodeRows a;
+              kvq::RopeHalfRows b;
+              kvq::RopeRowsScore &common =
+                  half ? static_cast<kvq::RopeRowsScore &>(b) : a;
+              common.n = n;
+              common.cos = cos.data();
+              common.sin = sin.data();
+              common.q = rq.a(h * nq);
+              common.qStride = rq.stride();
+              common.nq = nq;
+              common.d = d;
+              common.interleaved = style == KVQ_ROPE_INTERLEAVED;
+              common.out = out.data();
+              common.outStride = outStride;
+              if (half) {
+                b.rows = halfPtrs.data();
+                ops.ropeHalfRows(b);
+              } else {
+                a.rows = codePtrs.data();
+                a.bits = bits;
+                a.scale = scale.data() + h * d;
+                a.zero = zero.data() + h * d;
+                ops.ropeCodeRows(a);
+              }
+              for (int64_t r = 0; r < n; ++r) {
+                for (int64_t j = 0; j < nq; ++j) {
+                  const float want = canonicalRopeScore(
+                      q.data() + (h * nq + j) * d, keys.data() + r * d,
+                      cos.data() + r * P, sin.data() + r * P, d, style);
+                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
+                      << "row " << r << " query " << j;
+                  ++checked;
+                }
+                for (int64_t j = nq; j < outStride; ++j) // between: untouched
+                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
+              }
             }
           }
-        }
-  // On AVX-512 machines the kernel must actually have run.
+  // On AVX-512 machines both kernels must actually have run.
   const std::vector<const kvq::KernelTable *> v = kvq::simdKernelVariants();
   if (!v.empty() && std::string(v[0]->name) == "avx512")
-    EXPECT_EQ(checked, int64_t{4} * 2 * (1 + 2 + 5) * (16 * 17 / 2));
+    EXPECT_EQ(checked, int64_t{2} * 4 * 2 * (1 + 2 + 5) * (16 * 17 / 2));
 }
 
 // The key pass of a pre-RoPE cache (attendKeysRotated) at shapes where

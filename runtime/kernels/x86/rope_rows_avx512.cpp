@@ -1,15 +1,20 @@
-//===- rope_codes_avx512.cpp - Pre-RoPE 3-bit KIVI key rows ---------------===//
+//===- rope_rows_avx512.cpp - Pre-RoPE key rows decoded in registers ------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// AttendOps::ropeCodeRows (contract in kernels.h; the canonical score in
-// runtime/cpu/rope_keys.h) for 3-bit codes. KIVI's 3-bit key groups are
-// row-major, so the pre-RoPE key pass used to decode each token's whole
-// row into floats (dequantCodes) and read them back to score them
-// (ropeScoresRows): at 32K tokens the two took over half its time. Here
-// each 16 channels of a head are decoded in a register straight from
-// their 6 bytes and go into the pair steps at once; pairs sit in the
-// lanes (S_l's lane is pair i mod 16), four rows at a time, so each chain
-// is the canonical one and the tree of four rows ends in one transpose.
+// AttendOps::ropeCodeRows and ropeHalfRows (contracts in kernels.h; the
+// canonical score in runtime/cpu/rope_keys.h): the rotated scores of a
+// head's key rows, pairs in the lanes (S_l's lane is pair i mod 16), four
+// rows at a time and up to two query vectors per pass, so each row is
+// decoded once per 16 pairs for both; the four rows' trees end in one
+// transpose.
+// - 3-bit KIVI codes (row-major): the pre-RoPE key pass used to decode
+//   each token's whole row into floats (dequantCodes) and read them back
+//   to score them (ropeScoresRows), at 32K tokens over half its time. Here
+//   each 16 channels are decoded in a register from their 6 bytes.
+// - fp16 rows: the portable ropeScoresHalfRows, generic in head_dim, style
+//   and query count, spent most of its time around its four short loops
+//   of 16 pairs; here the style is a template parameter and the loop
+//   bounds are the kernel's own.
 //
 //===----------------------------------------------------------------------===//
 #include "x86_kernels.h"
@@ -45,17 +50,33 @@ KVQ_AVX512 inline __m512 keys3x16(const uint8_t *row, const float *scale,
       _mm512_loadu_ps(zero + c));
 }
 
-/// Pairs i .. i + 15 of a row: channels a in ka, b in kb.
-KVQ_AVX512 inline void pairKeys(const uint8_t *row, const float *scale,
-                                const float *zero, int64_t i, int64_t P,
-                                bool interleaved, __m512 &ka, __m512 &kb) {
-  if (!interleaved) {
-    ka = keys3x16(row, scale, zero, i);
-    kb = keys3x16(row, scale, zero, P + i);
+/// The keys of a row of 3-bit codes, 16 channels at a time.
+struct CodeKeys {
+  const RopeCodeRows &a;
+  KVQ_AVX512 __m512 operator()(int64_t t, int64_t c) const {
+    return keys3x16(a.rows[t], a.scale, a.zero, c);
+  }
+};
+
+/// The keys of an fp16 row, 16 channels at a time (exact conversion).
+struct HalfKeys {
+  const RopeHalfRows &a;
+  KVQ_AVX512 __m512 operator()(int64_t t, int64_t c) const {
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.rows[t] + c)));
+  }
+};
+
+/// Pairs i .. i + 15 of row t: channels a in ka, b in kb.
+template <bool INTERLEAVED, class Keys>
+KVQ_AVX512 inline void pairKeys(const Keys &keys, int64_t t, int64_t i,
+                                int64_t P, __m512 &ka, __m512 &kb) {
+  if (!INTERLEAVED) {
+    ka = keys(t, i);
+    kb = keys(t, P + i);
     return;
   }
-  const __m512 lo = keys3x16(row, scale, zero, 2 * i);
-  const __m512 hi = keys3x16(row, scale, zero, 2 * i + 16);
+  const __m512 lo = keys(t, 2 * i), hi = keys(t, 2 * i + 16);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
                                          22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
@@ -82,8 +103,9 @@ KVQ_AVX512 inline __m128 tree4(const __m512 S[4]) {
 
 /// Rows t .. t + M - 1 against query vectors j0 .. j0 + NJ - 1: M x NJ
 /// independent chains, each row decoded once per 16 pairs for all NJ.
-template <int M, int NJ>
-KVQ_AVX512 void scoreRows(const RopeCodeRows &a, int64_t t, int64_t j0) {
+template <int M, int NJ, bool INTERLEAVED, class Keys>
+KVQ_AVX512 void scoreRows(const RopeRowsScore &a, const Keys &keys, int64_t t,
+                          int64_t j0) {
   const int64_t P = a.d / 2;
   __m512 S[NJ][4];
   for (int jj = 0; jj < NJ; ++jj)
@@ -92,8 +114,7 @@ KVQ_AVX512 void scoreRows(const RopeCodeRows &a, int64_t t, int64_t j0) {
   for (int64_t i = 0; i < P; i += 16) {
     __m512 ka[M], kb[M];
     for (int u = 0; u < M; ++u)
-      pairKeys(a.rows[t + u], a.scale, a.zero, i, P, a.interleaved, ka[u],
-               kb[u]);
+      pairKeys<INTERLEAVED>(keys, t + u, i, P, ka[u], kb[u]);
     for (int jj = 0; jj < NJ; ++jj) {
       const float *q = a.q + (j0 + jj) * a.qStride + i;
       const __m512 qa = _mm512_loadu_ps(q), qb = _mm512_loadu_ps(q + P),
@@ -116,38 +137,61 @@ KVQ_AVX512 void scoreRows(const RopeCodeRows &a, int64_t t, int64_t j0) {
   }
 }
 
-template <int M>
-KVQ_AVX512 void scoreRowsAllQueries(const RopeCodeRows &a, int64_t t) {
+/// Rows t .. t + M - 1 against every query vector, two at a time.
+template <int M, bool INTERLEAVED, class Keys>
+KVQ_AVX512 void scoreRowsAllQueries(const RopeRowsScore &a, const Keys &keys,
+                                    int64_t t) {
   int64_t j = 0;
   for (; j + 2 <= a.nq; j += 2)
-    scoreRows<M, 2>(a, t, j);
+    scoreRows<M, 2, INTERLEAVED>(a, keys, t, j);
   if (j < a.nq)
-    scoreRows<M, 1>(a, t, j);
+    scoreRows<M, 1, INTERLEAVED>(a, keys, t, j);
 }
 
-KVQ_AVX512 void ropeCodeRowsAvx512(const RopeCodeRows &a) {
-  assert(a.bits == 3 && a.d % 32 == 0 && a.n >= 1 && a.n <= 16);
+/// All n rows, four at a time.
+template <bool INTERLEAVED, class Keys>
+KVQ_AVX512 void scoreAllRows(const RopeRowsScore &a, const Keys &keys) {
   int64_t t = 0;
   for (; t + 4 <= a.n; t += 4)
-    scoreRowsAllQueries<4>(a, t);
+    scoreRowsAllQueries<4, INTERLEAVED>(a, keys, t);
   switch (a.n - t) {
   case 3:
-    scoreRowsAllQueries<3>(a, t);
+    scoreRowsAllQueries<3, INTERLEAVED>(a, keys, t);
     break;
   case 2:
-    scoreRowsAllQueries<2>(a, t);
+    scoreRowsAllQueries<2, INTERLEAVED>(a, keys, t);
     break;
   case 1:
-    scoreRowsAllQueries<1>(a, t);
+    scoreRowsAllQueries<1, INTERLEAVED>(a, keys, t);
     break;
   default:
     break;
   }
 }
 
+template <class Keys>
+KVQ_AVX512 void scoreAllRows(const RopeRowsScore &a, const Keys &keys) {
+  if (a.interleaved)
+    scoreAllRows<true>(a, keys);
+  else
+    scoreAllRows<false>(a, keys);
+}
+
+KVQ_AVX512 void ropeCodeRowsAvx512(const RopeCodeRows &a) {
+  assert(a.bits == 3 && a.d % 32 == 0 && a.n >= 1 && a.n <= 16);
+  scoreAllRows(a, CodeKeys{a});
+}
+
+KVQ_AVX512 void ropeHalfRowsAvx512(const RopeHalfRows &a) {
+  assert(a.d % 32 == 0 && a.n >= 1 && a.n <= 16);
+  scoreAllRows(a, HalfKeys{a});
+}
+
 } // namespace
 
-void kvq::x86::fillRopeCodesAvx512(const AttendShape &s, AttendOps &ops) {
+void kvq::x86::fillRopeRowsAvx512(const AttendShape &s, AttendOps &ops) {
   if (s.keyBits == 3 && s.d % 32 == 0)
     ops.ropeCodeRows = ropeCodeRowsAvx512;
+  if (s.d % 32 == 0)
+    ops.ropeHalfRows = ropeHalfRowsAvx512;
 }
