@@ -350,12 +350,22 @@ void scoreHalfRowsBlock(const LayerStore &store, AttendJob &job, int64_t a,
     for (int64_t u = 0; u < m; u += kHalfRowStep) {
       const int64_t un = std::min(kHalfRowStep, m - u);
       store.prefetchValues(a + u, a + u + un, h);
-      // Row t of this head's run, past its end the next head's rows.
-      for (int64_t t = u + kHalfRowsAhead; t < u + kHalfRowsAhead + un; ++t) {
-        if (h + t / m >= H)
+      // Row t of this head's run, past its end the next heads' rows
+      // (found by subtracting rather than a division per row).
+      int64_t ah = h, at = u + kHalfRowsAhead;
+      while (at >= m) {
+        at -= m;
+        ++ah;
+      }
+      for (int64_t i = 0; i < un; ++i, ++at) {
+        if (at == m) {
+          at = 0;
+          ++ah;
+        }
+        if (ah >= H)
           break;
-        const char *p = reinterpret_cast<const char *>(
-            rows[(h + t / m) * kHalfKeyBlock + t % m]);
+        const char *p =
+            reinterpret_cast<const char *>(rows[ah * kHalfKeyBlock + at]);
         for (int64_t off = 0; off < rowBytes; off += 64)
           __builtin_prefetch(p + off, 0, 1);
       }

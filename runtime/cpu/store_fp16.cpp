@@ -167,18 +167,32 @@ public:
                              out + (t - t0) * channels_ + h * d_);
   }
 
+  /// Inside a page the head's rows follow each other: one address per
+  /// page run, not per row.
   bool halfKeyRows(int64_t t0, int64_t t1, int64_t h,
                    const uint16_t **rows) const override {
-    for (int64_t t = t0; t < t1; ++t)
-      rows[t - t0] = keyRow(t, h);
+    for (int64_t t = t0; t < t1;) {
+      if (t < paged()) {
+        const int64_t e = std::min(t1, (t / P + 1) * P);
+        const uint16_t *k = pageKey(t, h);
+        for (; t < e; ++t, k += d_)
+          rows[t - t0] = k;
+      } else {
+        rows[t - t0] = tailRow(t) + h * d_;
+        ++t;
+      }
+    }
     return true;
   }
 
   void prefetchValues(int64_t t0, int64_t t1, int64_t h) const override {
-    for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t e = t < paged() ? std::min(t1, (t / P + 1) * P) : t + 1;
       const uint8_t *v = reinterpret_cast<const uint8_t *>(valueRow(t, h));
-      for (int64_t off = 0; off < 2 * d_; off += 64)
+      const int64_t bytes = 2 * d_ * (e - t);
+      for (int64_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(v + off, 0, 2);
+      t = e;
     }
   }
 
