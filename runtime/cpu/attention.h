@@ -42,6 +42,7 @@ struct AttendJob {
   /// Free scratch for stores (sized by them; kept across chunks).
   std::vector<float> scratch, scratch2, scratch3;
   std::vector<const uint8_t *> codeRows; ///< row pointers for *Rows ops
+  std::vector<uint8_t> codeBytes;        ///< a row's codes, one byte each
   std::vector<const uint16_t *> halfRows;
   std::vector<int64_t> positions;
   /// Pre-RoPE KVQuant key tiles: per token of the tile, where its outlier

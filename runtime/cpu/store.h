@@ -85,8 +85,9 @@ public:
   /// The key pass of a pre-RoPE cache (attendKeysRotated): the keys of
   /// tokens [t0, t1) (at most kKeyTile, within one aligned tile) exactly as
   /// loadRow dequantizes them, without their values, by rows
-  /// (out[(t - t0) * channels + c]). May use job.scratch2, scratch3 and
-  /// codeRows (attendValues sets them again). The default calls loadRow.
+  /// (out[(t - t0) * channels + c]). May use job.scratch2, scratch3,
+  /// codeRows and codeBytes (attendValues sets them again). The default
+  /// calls loadRow.
   virtual void loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                         float *out) const;
 

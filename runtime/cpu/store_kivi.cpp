@@ -644,13 +644,17 @@ void KiviStore::loadKeys(AttendJob &job, int64_t t0, int64_t t1,
                            k);
       continue;
     }
-    const int64_t rows = nibbleKeys_ ? codedRows(gp) : 0;
-    for (int64_t c = 0; c < C; ++c) {
-      const uint8_t code =
-          nibbleKeys_ ? nibbleMajorCodeAt(blk.codes(), rows, row, c, kb_)
-                      : packedCodeAt(blk.codes(), row * C + c, kb_);
-      k[c] = uniformDequant(code, sz[c], sz[C + c]);
-    }
+    // Nibble-major rows (a tile that holds a sink): the row's codes in
+    // one walk down its nibbles, then one product and sum each.
+    job.codeBytes.resize(static_cast<size_t>(C));
+    uint8_t *codes = job.codeBytes.data();
+    if (nibbleKeys_)
+      unpackNibbleMajorRow(blk.codes(), codedRows(gp), row, C, kb_, codes);
+    else
+      for (int64_t c = 0; c < C; ++c)
+        codes[c] = packedCodeAt(blk.codes(), row * C + c, kb_);
+    for (int64_t c = 0; c < C; ++c)
+      k[c] = uniformDequant(codes[c], sz[c], sz[C + c]);
   }
 }
 

@@ -97,6 +97,21 @@ void kvq::packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
     }
 }
 
+void kvq::unpackNibbleMajorRow(const uint8_t *packed, int64_t rows, int64_t row,
+                               int64_t cols, int bits, uint8_t *codes) {
+  const int64_t nibbles = cols * bits / 4;
+  const unsigned mask = (1u << bits) - 1u;
+  for (int64_t i = 0, k = row; i < nibbles; ++i, k += rows) {
+    const unsigned x = nibbleAt(packed, k);
+    if (bits == 4) {
+      codes[i] = static_cast<uint8_t>(x);
+    } else { // two 2-bit codes: channels 2i (bits 0-1) and 2i + 1
+      codes[2 * i] = static_cast<uint8_t>(x & mask);
+      codes[2 * i + 1] = static_cast<uint8_t>(x >> 2);
+    }
+  }
+}
+
 void kvq::unpackNibbleMajor(const uint8_t *packed, int64_t rows, int64_t cols,
                             int bits, uint8_t *codes) {
   for (int64_t r = 0; r < rows; ++r)

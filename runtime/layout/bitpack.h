@@ -76,6 +76,13 @@ void packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols, int bits,
 void unpackNibbleMajor(const uint8_t *packed, int64_t rows, int64_t cols,
                        int bits, uint8_t *codes);
 
+/// Row `row` of a nibble-major block of `rows` rows: its cols codes, one
+/// byte each, as nibbleMajorCodeAt gives them column by column, in one
+/// walk down the row's nibbles (the pre-RoPE key pass decodes the rows of
+/// a tile that holds a sink so).
+void unpackNibbleMajorRow(const uint8_t *packed, int64_t rows, int64_t row,
+                          int64_t cols, int bits, uint8_t *codes);
+
 /// Code (row, col) of a nibble-major block of `rows` rows.
 inline uint8_t nibbleMajorCodeAt(const uint8_t *packed, int64_t rows,
                                  int64_t row, int64_t col, int bits) {

@@ -50,6 +50,13 @@ TEST(NibbleMajor, NibbleIOfEveryRowSitsSideBySide) {
           static_cast<size_t>(packedBytes(rows * cols, bits)), 0xee);
       packNibbleMajor(codes.data(), rows, cols, bits, packed.data());
       const int perNibble = 4 / bits;
+      for (int64_t r = 0; r < rows; ++r) { // a whole row in one walk
+        std::vector<uint8_t> row(static_cast<size_t>(cols), 0xee);
+        unpackNibbleMajorRow(packed.data(), rows, r, cols, bits, row.data());
+        ASSERT_EQ(row, std::vector<uint8_t>(codes.begin() + r * cols,
+                                            codes.begin() + (r + 1) * cols))
+            << "bits " << bits << " rows " << rows << " row " << r;
+      }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) {
           const uint8_t want = codes[static_cast<size_t>(r * cols + c)];
