@@ -8,8 +8,9 @@
 // codes as floats, then one FMA per query vector, where AVX2 spends a
 // broadcast, shift, mask and conversion per 8 codes. The accumulators of a tile
 // (NJ query vectors x 64 or 128 channels) stay in registers across the rows, in
-// blockIndex's lane order (AccTile512). (3- and 8-bit rows keep the AVX2
-// kernel: the same scheme was not faster for them, docs/PERFORMANCE.md.) Same
+// blockIndex's lane order (AccTile512). (3-bit rows decode by shifts instead,
+// attend_codes3_avx512.cpp: this scheme was not faster for them; 8-bit rows
+// keep the AVX2 kernel, docs/PERFORMANCE.md.) Same
 // bits as AVX2, NEON and the reference: acc = fma(w, code, acc) per element,
 // rows in order (kernels.h).
 //

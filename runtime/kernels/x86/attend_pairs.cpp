@@ -211,12 +211,13 @@ KVQ_AVX512 void pairTilesAvx512(const uint8_t *const *rows, int64_t n,
 
 bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/// The AVX-512 axpyCodesRows: 2-bit rows in pairs here, 4-bit rows 16
-/// codes per register (attend_codes4_avx512.cpp); both take 64 channels
-/// per tile and whole registers of one weight (groups of 16 channels and
-/// more, a power of two dividing d).
+/// The AVX-512 axpyCodesRows: 2-bit rows in pairs here, 3- and 4-bit rows
+/// 16 codes per register (attend_codes3_avx512.cpp,
+/// attend_codes4_avx512.cpp); all take 64 channels per tile and whole
+/// registers of one weight (groups of 16 channels and more, a power of two
+/// dividing d).
 bool codeRowsAvx512(int bits, int64_t d, int64_t G) {
-  return (bits == 2 || bits == 4) && d % 64 == 0 && G % 16 == 0 &&
+  return bits >= 2 && bits <= 4 && d % 64 == 0 && G % 16 == 0 &&
          powerOfTwo(G) && d % G == 0;
 }
 
@@ -253,6 +254,8 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
   assert(codeRowsAvx512(bits, d, G));
   if (bits == 4)
     return x86::axpyCodes4Avx512(rows, n, ws, wsStride, G, nq, d, acc);
+  if (bits == 3)
+    return x86::axpyCodes3Avx512(rows, n, ws, wsStride, G, nq, d, acc);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 16:

@@ -86,6 +86,10 @@ void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
 void axpyCodes4Avx512(const uint8_t *const *rows, int64_t n, const float *ws,
                       int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                       float *acc);
+/// attend_codes3_avx512.cpp: the 3-bit case of the AVX-512 axpyCodesRows.
+void axpyCodes3Avx512(const uint8_t *const *rows, int64_t n, const float *ws,
+                      int64_t wsStride, int64_t G, int64_t nq, int64_t d,
+                      float *acc);
 /// attend_half_avx512.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
