@@ -567,7 +567,7 @@ bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
   }
   const int64_t row0 = codedBefore(t0), rowBytes = C * kb_ / 8;
   const int64_t headBytes = d * kb_ / 8;
-  job.codeRows.resize(static_cast<size_t>(std::max(n, G_)));
+  job.codeRows.resize(static_cast<size_t>(n));
   const uint8_t **rows = job.codeRows.data();
   const RopeQueries &rq = job.ropeQueries;
   // Each head's turn asks for 1/H of the next tile's bytes (this group's

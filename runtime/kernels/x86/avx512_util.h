@@ -95,6 +95,43 @@ KVQ_AVX512 inline __m512i blockCodes(const uint8_t *row, int64_t c) {
                           _mm512_set1_epi32((1 << BITS) - 1));
 }
 
+/// The 16 codes of channels c .. c + 15 (c % 16 == 0) of a row of 3-bit
+/// codes, in channel order: codes 0-7 and 8-15 are the four bytes from
+/// c * 3 / 8 and the four from two bytes later, broadcast into the two
+/// halves of one register, shifted per lane and masked (exactly the 6
+/// bytes of the 16 codes are read).
+KVQ_AVX512 inline __m512i codes3x16(const uint8_t *row, int64_t c) {
+  const uint8_t *p = row + c / 8 * 3;
+  uint32_t w0, w1;
+  std::memcpy(&w0, p, 4);
+  std::memcpy(&w1, p + 2, 4);
+  const __m512i words =
+      _mm512_mask_set1_epi32(_mm512_set1_epi32(static_cast<int32_t>(w0)),
+                             0xFF00, static_cast<int32_t>(w1));
+  const __m512i shift = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 8, 11, 14,
+                                          17, 20, 23, 26, 29);
+  return _mm512_and_si512(_mm512_srlv_epi32(words, shift),
+                          _mm512_set1_epi32(7));
+}
+
+/// NJ query vectors x W channels of the accumulator plane in registers,
+/// lanes in channel order, for the weighted-sum tiles whose codes come so
+/// (codes3x16).
+template <int NJ, int W = 64> struct AccTile512InOrder {
+  static constexpr int B = W / 16;
+  __m512 a[NJ][B];
+  KVQ_AVX512 void load(const float *acc, int64_t j0, int64_t c0, int64_t d) {
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        a[jj][b] = _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b);
+  }
+  KVQ_AVX512 void store(float *acc, int64_t j0, int64_t c0, int64_t d) const {
+    for (int jj = 0; jj < NJ; ++jj)
+      for (int b = 0; b < B; ++b)
+        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
+  }
+};
+
 /// NJ query vectors x W channels of the accumulator plane in registers,
 /// lanes in block order (permuted on load and store, once per tile), for
 /// the weighted-sum tiles that decode codes with blockIndex.
@@ -116,6 +153,39 @@ template <int NJ, int W = 64> struct AccTile512 {
       for (int b = 0; b < B; ++b)
         _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b,
                          _mm512_permutexvar_ps(laneOfChannel, a[jj][b]));
+  }
+};
+
+/// acc[j0+jj][c0 .. c0+W) += ws[r*wsStride + (j0+jj)*groups + c/G] *
+/// code_r[c] over the rows in order (axpyCodesRows: one FMA per element
+/// and row); G is a multiple of 16, so one weight covers a register.
+/// Codes::at(row, c) gives channels c .. c+15 as floats in the lane order
+/// of the accumulator tile Acc (AccTile512 or AccTile512InOrder).
+template <class Codes, template <int, int> class Acc> struct GroupRowsTile512 {
+  const uint8_t *const *rows;
+  int64_t n;
+  const float *ws;
+  int64_t wsStride, groups;
+  int shift; ///< log2 G
+  int64_t d;
+  float *acc;
+
+  template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
+    constexpr int B = W / 16;
+    Acc<NJ, W> t;
+    t.load(acc, j0, c0, d);
+    auto &a = t.a;
+    for (int64_t r = 0; r < n; ++r) {
+      const float *w = ws + r * wsStride + j0 * groups;
+      for (int b = 0; b < B; ++b) {
+        const int64_t c = c0 + 16 * b;
+        const __m512 v = Codes::at(rows[r], c);
+        for (int jj = 0; jj < NJ; ++jj)
+          a[jj][b] = _mm512_fmadd_ps(
+              _mm512_set1_ps(w[jj * groups + (c >> shift)]), v, a[jj][b]);
+      }
+    }
+    t.store(acc, j0, c0, d);
   }
 };
 

@@ -17,37 +17,26 @@
 //   bounds are the kernel's own.
 //
 //===----------------------------------------------------------------------===//
+#include "avx512_util.h"
 #include "x86_kernels.h"
 #include "x86_target.h"
 
 #include <cassert>
-#include <cstring>
 #include <immintrin.h>
 
 using namespace kvq;
+using kvq::avx512::codes3x16;
 
 namespace {
 
 /// Channels c .. c + 15 (c % 16 == 0) of a 3-bit row as keys: code *
-/// scale + zero, a product then a sum, as loadRow. The 16 codes are the 6
-/// bytes from c * 3 / 8: codes 0-7 in the first four, 8-15 in the four
-/// from byte 2 (exactly those six bytes are read).
+/// scale + zero, a product then a sum, as loadRow (codes3x16 reads exactly
+/// the 16 codes' 6 bytes).
 KVQ_AVX512 inline __m512 keys3x16(const uint8_t *row, const float *scale,
                                   const float *zero, int64_t c) {
-  const uint8_t *p = row + c / 8 * 3;
-  uint32_t w0, w1;
-  std::memcpy(&w0, p, 4);
-  std::memcpy(&w1, p + 2, 4);
-  const __m512i words =
-      _mm512_mask_set1_epi32(_mm512_set1_epi32(static_cast<int32_t>(w0)),
-                             0xFF00, static_cast<int32_t>(w1));
-  const __m512i shift = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 8, 11, 14,
-                                          17, 20, 23, 26, 29);
-  const __m512i codes =
-      _mm512_and_si512(_mm512_srlv_epi32(words, shift), _mm512_set1_epi32(7));
-  return _mm512_add_ps(
-      _mm512_mul_ps(_mm512_cvtepi32_ps(codes), _mm512_loadu_ps(scale + c)),
-      _mm512_loadu_ps(zero + c));
+  return _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(codes3x16(row, c)),
+                                     _mm512_loadu_ps(scale + c)),
+                       _mm512_loadu_ps(zero + c));
 }
 
 /// The keys of a row of 3-bit codes, 16 channels at a time.
