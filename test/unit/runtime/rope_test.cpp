@@ -192,6 +192,37 @@ float canonicalRopeScore(const float *q, const float *k, const float *cos,
   return (U[0] + U[2]) + (U[1] + U[3]);
 }
 
+/// n random angles in [0, 2 pi): their cosines and sines.
+void randomAngles(Rng &rng, size_t n, std::vector<float> &cos,
+                  std::vector<float> &sin) {
+  cos.resize(n);
+  sin.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double angle = rng.uniform(0.0, 6.283185307179586);
+    cos[i] = static_cast<float>(std::cos(angle));
+    sin[i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+/// One key row's scores in a kernel's output (out[j], j < nq; the slots up
+/// to outStride left at -7): each the canonical score of key k against
+/// query vector j (q + j * d), bit for bit.
+testing::AssertionResult rowIsCanonical(const float *out, int64_t nq,
+                                        int64_t outStride, const float *q,
+                                        const float *k, const float *cos,
+                                        const float *sin, int64_t d,
+                                        int32_t style) {
+  for (int64_t j = 0; j < nq; ++j)
+    if (const float want = canonicalRopeScore(q + j * d, k, cos, sin, d, style);
+        out[j] != want)
+      return testing::AssertionFailure()
+             << "query " << j << ": " << out[j] << ", want " << want;
+  for (int64_t j = nq; j < outStride; ++j) // between: untouched
+    if (out[j] != -7.0f)
+      return testing::AssertionFailure() << "slot " << j << " written";
+  return testing::AssertionSuccess();
+}
+
 // The row kernels of the key pass, called with any part of a tile (the
 // fp16 walk scores a few rows per call): every row count up to a tile,
 // both styles, pairs that fill whole 16-lane steps and pairs that leave a
@@ -217,11 +248,7 @@ TEST(RopeKeys, RowKernelsGiveTheCanonicalScoreForEveryRowCount) {
             halves[i] = kvq::floatToHalf(static_cast<float>(rng.laplace()));
             keys[i] = kvq::halfToFloat(halves[i]);
           }
-          for (size_t i = 0; i < cos.size(); ++i) {
-            const double angle = rng.uniform(0.0, 6.283185307179586);
-            cos[i] = static_cast<float>(std::cos(angle));
-            sin[i] = static_cast<float>(std::sin(angle));
-          }
+          randomAngles(rng, cos.size(), cos, sin);
           kvq::RopeQueries rq;
           rq.split(q.data(), nq, d, style == KVQ_ROPE_INTERLEAVED);
           std::vector<const uint16_t *> rows(static_cast<size_t>(n));
@@ -282,13 +309,8 @@ TEST(RopeKeys, NibbleTableTilesGiveTheCanonicalScore) {
                   static_cast<float>(rng.normal() * (c % 3 == 0 ? 0.01 : 1));
               zero[static_cast<size_t>(c)] = static_cast<float>(rng.laplace());
             }
-            std::vector<float> cos(static_cast<size_t>(tiles * P * 16)),
-                sin(cos.size());
-            for (size_t i = 0; i < cos.size(); ++i) {
-              const double angle = rng.uniform(0.0, 6.283185307179586);
-              cos[i] = static_cast<float>(std::cos(angle));
-              sin[i] = static_cast<float>(std::sin(angle));
-            }
+            std::vector<float> cos, sin;
+            randomAngles(rng, static_cast<size_t>(tiles * P * 16), cos, sin);
             std::vector<float> q(static_cast<size_t>(heads * nq * d));
             for (float &e : q)
               e = static_cast<float>(rng.normal());
@@ -342,16 +364,12 @@ TEST(RopeKeys, NibbleTableTilesGiveTheCanonicalScore) {
                   s[static_cast<size_t>(i)] =
                       sin[static_cast<size_t>((u * P + i) * 16 + lane)];
                 }
-                for (int64_t j = 0; j < nq; ++j) {
-                  const float want =
-                      canonicalRopeScore(q.data() + (h * nq + j) * d, k.data(),
-                                         c.data(), s.data(), d, style);
-                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
-                      << "row " << r << " query " << j;
-                  ++checked;
-                }
-                for (int64_t j = nq; j < outStride; ++j) // between: untouched
-                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
+                ASSERT_TRUE(rowIsCanonical(out.data() + r * outStride, nq,
+                                           outStride, q.data() + h * nq * d,
+                                           k.data(), c.data(), s.data(), d,
+                                           style))
+                    << "row " << r;
+                checked += nq;
               }
             }
           }
@@ -423,12 +441,8 @@ TEST(RopeKeys, TableRowKernelsGiveTheCanonicalScore) {
               kvq::packCodesRef(codes.data(), d, bits, r.data());
               codePtrs.push_back(r.data());
             }
-            std::vector<float> cos(static_cast<size_t>(n * P)), sin(cos.size());
-            for (size_t i = 0; i < cos.size(); ++i) {
-              const double angle = rng.uniform(0.0, 6.283185307179586);
-              cos[i] = static_cast<float>(std::cos(angle));
-              sin[i] = static_cast<float>(std::sin(angle));
-            }
+            std::vector<float> cos, sin;
+            randomAngles(rng, static_cast<size_t>(n * P), cos, sin);
             std::vector<float> q(static_cast<size_t>(heads * nq * d));
             for (float &e : q)
               e = static_cast<float>(rng.normal());
@@ -470,16 +484,12 @@ TEST(RopeKeys, TableRowKernelsGiveTheCanonicalScore) {
                 ops.ropeCodeRows(a);
               }
               for (int64_t r = 0; r < n; ++r) {
-                for (int64_t j = 0; j < nq; ++j) {
-                  const float want = canonicalRopeScore(
-                      q.data() + (h * nq + j) * d, keys.data() + r * d,
-                      cos.data() + r * P, sin.data() + r * P, d, style);
-                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], want)
-                      << "row " << r << " query " << j;
-                  ++checked;
-                }
-                for (int64_t j = nq; j < outStride; ++j) // between: untouched
-                  ASSERT_EQ(out[static_cast<size_t>(r * outStride + j)], -7.0f);
+                ASSERT_TRUE(rowIsCanonical(
+                    out.data() + r * outStride, nq, outStride,
+                    q.data() + h * nq * d, keys.data() + r * d,
+                    cos.data() + r * P, sin.data() + r * P, d, style))
+                    << "row " << r;
+                checked += nq;
               }
             }
           }
