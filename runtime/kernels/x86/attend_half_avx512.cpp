@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "acc_tiles.h"
 #include "avx2_util.h"
+#include "avx512_util.h"
 #include "x86_kernels.h"
 
 #include "block16_family.h"
@@ -20,16 +21,12 @@
 #include <cassert>
 
 using namespace kvq;
+using kvq::avx512::AccTile512InOrder;
+using kvq::avx512::halfs16;
 using kvq::x86::forEachAccTile;
 using kvq::x86::forEachQueryBlock;
 
 namespace {
-
-/// Channels c .. c+15 of an fp16 row as floats.
-KVQ_AVX512 inline __m512 halfs16(const uint16_t *row, int64_t c) {
-  return _mm512_cvtph_ps(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + c)));
-}
 
 /// The canonical reduction of the sixteen partial sums: T_l = S_l + S_{l+8},
 /// then hsum's U, W and W_0 + W_1.
@@ -82,10 +79,9 @@ struct HalfTile512 {
 
   template <int NJ, int W> KVQ_AVX512 void run(int64_t j0, int64_t c0) const {
     constexpr int B = W / 16;
-    __m512 a[NJ][B];
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < B; ++b)
-        a[jj][b] = _mm512_loadu_ps(acc + (j0 + jj) * d + c0 + 16 * b);
+    AccTile512InOrder<NJ, W> t;
+    t.load(acc, j0, c0, d);
+    auto &a = t.a;
     for (int64_t r = 0; r < n; ++r) {
       const uint16_t *row = rows[r] + c0;
       __m512 wv[NJ];
@@ -97,9 +93,7 @@ struct HalfTile512 {
           a[jj][b] = _mm512_fmadd_ps(wv[jj], v, a[jj][b]);
       }
     }
-    for (int jj = 0; jj < NJ; ++jj)
-      for (int b = 0; b < B; ++b)
-        _mm512_storeu_ps(acc + (j0 + jj) * d + c0 + 16 * b, a[jj][b]);
+    t.store(acc, j0, c0, d);
   }
 };
 

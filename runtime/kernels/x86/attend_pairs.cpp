@@ -5,8 +5,8 @@
 // kernels.h): rows go in pairs (2k, 2k+1), and each element gains one
 // pairTerm(wa, a, wb, b) = fma(wb, b, wa * a).
 //
-// Also the AVX-512 entry's selection, which sends 4-bit rows to
-// attend_codes4_avx512.cpp.
+// Also the AVX-512 entry's selection, which sends 3- and 4-bit rows to
+// attend_codes_avx512.cpp.
 // - AVX-512F: the 16 terms of a pair and group form one zmm table; a lane's
 //   index a + 4b is built from the two rows' code words (a shift, a rotate
 //   and a bit select), so one `vpermps` and one addition cover 16 channels
@@ -212,10 +212,9 @@ KVQ_AVX512 void pairTilesAvx512(const uint8_t *const *rows, int64_t n,
 bool powerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /// The AVX-512 axpyCodesRows: 2-bit rows in pairs here, 3- and 4-bit rows
-/// 16 codes per register (attend_codes3_avx512.cpp,
-/// attend_codes4_avx512.cpp); all take 64 channels per tile and whole
-/// registers of one weight (groups of 16 channels and more, a power of two
-/// dividing d).
+/// 16 codes per register (attend_codes_avx512.cpp); all take 64 channels per
+/// tile and whole registers of one weight (groups of 16 channels and more, a
+/// power of two dividing d).
 bool codeRowsAvx512(int bits, int64_t d, int64_t G) {
   return bits >= 2 && bits <= 4 && d % 64 == 0 && G % 16 == 0 &&
          powerOfTwo(G) && d % G == 0;
@@ -252,10 +251,8 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
                                     int64_t G, int64_t nq, int64_t d,
                                     float *acc) {
   assert(codeRowsAvx512(bits, d, G));
-  if (bits == 4)
-    return x86::axpyCodes4Avx512(rows, n, ws, wsStride, G, nq, d, acc);
-  if (bits == 3)
-    return x86::axpyCodes3Avx512(rows, n, ws, wsStride, G, nq, d, acc);
+  if (bits != 2)
+    return x86::axpyCodes34Avx512(rows, n, bits, ws, wsStride, G, nq, d, acc);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 16:

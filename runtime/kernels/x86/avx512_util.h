@@ -24,11 +24,16 @@
 namespace kvq {
 namespace avx512 {
 
+/// Channels c .. c+15 of an fp16 row as floats (exact).
+KVQ_AVX512 inline __m512 halfs16(const uint16_t *row, int64_t c) {
+  return _mm512_cvtph_ps(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + c)));
+}
+
 /// Sixteen consecutive elements x[i..i+16) of an fp16 or f32 buffer.
 KVQ_AVX512 inline __m512 load16(const void *x, kvq_dtype dtype, int64_t i) {
   if (dtype == KVQ_DTYPE_F16)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-        static_cast<const uint16_t *>(x) + i)));
+    return halfs16(static_cast<const uint16_t *>(x), i);
   return _mm512_loadu_ps(static_cast<const float *>(x) + i);
 }
 
@@ -115,8 +120,8 @@ KVQ_AVX512 inline __m512i codes3x16(const uint8_t *row, int64_t c) {
 }
 
 /// NJ query vectors x W channels of the accumulator plane in registers,
-/// lanes in channel order, for the weighted-sum tiles whose codes come so
-/// (codes3x16).
+/// lanes in channel order, for the weighted-sum tiles whose rows come so
+/// (codes3x16, halfs16).
 template <int NJ, int W = 64> struct AccTile512InOrder {
   static constexpr int B = W / 16;
   __m512 a[NJ][B];

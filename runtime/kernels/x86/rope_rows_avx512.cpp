@@ -26,6 +26,7 @@
 
 using namespace kvq;
 using kvq::avx512::codes3x16;
+using kvq::avx512::halfs16;
 
 namespace {
 
@@ -51,8 +52,7 @@ struct CodeKeys {
 struct HalfKeys {
   const RopeHalfRows &a;
   KVQ_AVX512 __m512 operator()(int64_t t, int64_t c) const {
-    return _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.rows[t] + c)));
+    return halfs16(a.rows[t], c);
   }
 };
 

@@ -82,14 +82,11 @@ void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
 void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_codes4_avx512.cpp: the 4-bit case of the AVX-512 axpyCodesRows.
-void axpyCodes4Avx512(const uint8_t *const *rows, int64_t n, const float *ws,
-                      int64_t wsStride, int64_t G, int64_t nq, int64_t d,
-                      float *acc);
-/// attend_codes3_avx512.cpp: the 3-bit case of the AVX-512 axpyCodesRows.
-void axpyCodes3Avx512(const uint8_t *const *rows, int64_t n, const float *ws,
-                      int64_t wsStride, int64_t G, int64_t nq, int64_t d,
-                      float *acc);
+/// attend_codes_avx512.cpp: the 3- and 4-bit cases of the AVX-512
+/// axpyCodesRows.
+void axpyCodes34Avx512(const uint8_t *const *rows, int64_t n, int bits,
+                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
+                       int64_t d, float *acc);
 /// attend_half_avx512.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// group_weights_avx512.cpp: fused KIVI value headers.
