@@ -145,6 +145,36 @@ void softmaxWeights(float *__restrict s, int64_t n, int64_t K,
   }
 }
 
+/// out[k] = the maximum of s[t*K + k] over the n >= 1 tokens of a chunk,
+/// folded token by token with std::max (the order, and so the sign of a
+/// zero maximum, of a plain loop). Eight vectors' maxima stay in registers
+/// across the tokens: a loop over a heap array of K maxima stored and
+/// reloaded each one every token, a store-to-load chain per token.
+#if defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void chunkMaxima(const float *__restrict s, int64_t n, int64_t K,
+                 float *__restrict out) {
+  constexpr int64_t W = 8;
+  int64_t k0 = 0;
+  for (; k0 + W <= K; k0 += W) {
+    float m[W];
+    for (int64_t i = 0; i < W; ++i)
+      m[i] = s[k0 + i];
+    for (int64_t t = 1; t < n; ++t)
+      for (int64_t i = 0; i < W; ++i)
+        m[i] = std::max(m[i], s[t * K + k0 + i]);
+    for (int64_t i = 0; i < W; ++i)
+      out[k0 + i] = m[i];
+  }
+  for (; k0 < K; ++k0) {
+    float m = s[k0];
+    for (int64_t t = 1; t < n; ++t)
+      m = std::max(m, s[t * K + k0]);
+    out[k0] = m;
+  }
+}
+
 /// What every token range of one attention call shares: the prescaled
 /// query vectors by KV head (split by RoPE pair for a pre-RoPE cache) and
 /// each vector's last visible position.
@@ -196,11 +226,7 @@ void attendRange(const LayerStore &store, const Rope &rope,
       for (int64_t k = 0; k < K; ++k)
         if (t > aq.lastVisible[static_cast<size_t>(k)])
           s[(t - t0) * K + k] = -std::numeric_limits<float>::infinity();
-    std::copy(s, s + K, chunkMax.begin());
-    for (int64_t t = 1; t < n; ++t)
-      for (int64_t k = 0; k < K; ++k)
-        chunkMax[static_cast<size_t>(k)] =
-            std::max(chunkMax[static_cast<size_t>(k)], s[t * K + k]);
+    chunkMaxima(s, n, K, chunkMax.data());
     bool masked = false; // a vector that has seen only masked tokens
     for (int64_t k = 0; k < K; ++k) {
       float m = runMax[static_cast<size_t>(k)];

@@ -697,9 +697,11 @@ void KiviStore::attendKeys(AttendJob &job) const {
                         folded + h * nq * d);
       job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d, bias + h * nq);
     }
-    int64_t n = 0;
+    // Without any sink every row of a quantized group is coded (codedRows):
+    // no slot to read here (56 bytes a token, the first touch of each).
+    int64_t n = nSinks_ == 0 ? end - t : 0;
     std::vector<int64_t> &rowOf = job.positions;
-    for (int64_t p = t; p < end; ++p) {
+    for (int64_t p = nSinks_ == 0 ? end : t; p < end; ++p) {
       const Slot &q = slots_[static_cast<size_t>(p)];
       if (q.kf) { // a sink inside the group
         const uint16_t *k = reinterpret_cast<const uint16_t *>(q.kf.p);
