@@ -440,8 +440,10 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
     const int64_t a = t0 + tiles * kKeyTile, b = a + kKeyTile;
     if ((b - 1) / G_ != g || b > length())
       break;
-    bool coded = true;
-    for (int64_t p = a; p < b && coded; ++p)
+    // Without sinks, the rows before keyDone() are exactly the coded ones:
+    // no slot to read (as attendKeys).
+    bool coded = nSinks_ > 0 || b <= keyDone();
+    for (int64_t p = a; nSinks_ > 0 && p < b && coded; ++p)
       coded = !slots_[static_cast<size_t>(p)].kf;
     if (!coded)
       break;
@@ -467,6 +469,16 @@ void KiviStore::prefetchNextHeadCodes(int64_t g, int64_t rows, int64_t h,
   // prefetch never faults.
   if (next)
     prefetchBytes(next, headBytes);
+  // And 1/H of the next group's scales and zeros, which the next group's
+  // first call converts (halfToFloatN) before anything else: their first
+  // touch had held that conversion ~7 % of a kivi2+rope step at 32K.
+  if (g + 1 < static_cast<int64_t>(groups_.size())) {
+    const uint8_t *header = groups_[static_cast<size_t>(g + 1)].p;
+    const int64_t bytes = keyGroup(header).codes() - header;
+    const int64_t slice = (bytes * d / channels_ + 63) / 64 * 64;
+    const int64_t from = std::min(bytes, h * slice);
+    prefetchBytes(header + from, std::min(bytes - from, slice));
+  }
 }
 
 /// Where the kernel table has ropeNibbleTiles: all the tiles at once, by
@@ -534,14 +546,15 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
       }
     }
   }
-  if (h == 0) {
-    // The value pass reads these tokens' value blocks next (one
-    // allocation each): ask for them now, as attendKeys does.
-    const int64_t vBytes = valueBlockBytes();
-    for (int64_t p = t0; p < t0 + tiles * kKeyTile; ++p)
-      if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-        prefetchBytes(v, vBytes);
-  }
+  // The value pass reads these tokens' value blocks next (one allocation
+  // each): each head's turn asks for 1/H of them, as attendKeys does (all
+  // of them at head 0 held that loop on its prefetches).
+  const int64_t vBytes = valueBlockBytes(), n = tiles * kKeyTile;
+  const int64_t share = (n + job.heads - 1) / job.heads;
+  const int64_t p1 = t0 + std::min(n, (h + 1) * share);
+  for (int64_t p = t0 + h * share; p < p1; ++p)
+    if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+      prefetchBytes(v, vBytes);
 }
 
 /// Row-major codes (3 bits) where the kernel table has ropeCodeRows and
@@ -730,7 +743,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
     // row, so each head's pass touched lines of the whole block for the
     // first time and the dot kernels waited on them. (Nibble-major groups,
     // a head's rows in one run, were no faster with it at 2 bits and
-    // slower at 4.)
+    // slower at 4, nor with only the next group's scales and zeros.)
     Blk next;
     if (!nibbleKeys_ && end < job.t1 &&
         group + 1 < static_cast<int64_t>(groups_.size()))
