@@ -520,11 +520,18 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
       // not read: ask for it now, while the codes are decoded.
       if (s.kOut > 0)
         __builtin_prefetch(s.kq.p + keyRow_.outliersOffset());
-      // The value pass reads these tokens' value blocks next: ask now.
-      prefetchBytes(s.vq.p, s.vq.size);
     }
     // The next tile's key rows, of which each head reads only its slice.
     prefetchKeyRows(t0 + kKeyTile, t0 + 2 * kKeyTile);
+  }
+  // The value pass reads the tile's value blocks next: each head's turn
+  // asks for 1/H of them (all at head 0, with the next tile's key rows,
+  // held that loop on its prefetches).
+  const int64_t share = (kKeyTile + job.heads - 1) / job.heads;
+  for (int64_t t = t0 + std::min(kKeyTile, h * share);
+       t < t0 + std::min(kKeyTile, (h + 1) * share); ++t) {
+    const Slot &s = slots_[static_cast<size_t>(t)];
+    prefetchBytes(s.vq.p, s.vq.size);
   }
   job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
   float *cols = job.scratch3.data();
