@@ -598,10 +598,18 @@ bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
   }
   const int64_t slice =
       (std::max<int64_t>(nextBytes, 0) / job.heads + 63) / 64 * 64;
+  // And 1/H of the tile's value blocks (one allocation each), which the
+  // value pass reads next, as attendKeys does.
+  const int64_t vBytes = valueBlockBytes(),
+                share = (n + job.heads - 1) / job.heads;
   for (int64_t h = 0; h < job.heads; ++h) {
     const int64_t from = std::min(nextBytes, h * slice);
     if (from < nextBytes)
       prefetchBytes(next + from, std::min(nextBytes - from, slice));
+    for (int64_t p = t0 + std::min(n, h * share);
+         p < t0 + std::min(n, (h + 1) * share); ++p)
+      if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+        prefetchBytes(v, vBytes);
     for (int64_t t = 0; t < n; ++t)
       rows[t] = blk.codes() + (row0 + t) * rowBytes + h * headBytes;
     RopeCodeRows a;
@@ -621,12 +629,6 @@ bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
     a.outStride = job.heads * job.nq;
     job.ops.ropeCodeRows(a);
   }
-  // The value pass reads these tokens' value blocks next (one allocation
-  // each): ask for them now, as attendKeys does.
-  const int64_t vBytes = valueBlockBytes();
-  for (int64_t p = t0; p < t1; ++p)
-    if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-      prefetchBytes(v, vBytes);
   return true;
 }
 
