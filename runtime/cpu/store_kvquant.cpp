@@ -606,16 +606,13 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     const int64_t last = std::min({job.t1, t + kKeyRun, segmentEnd(t)});
     for (end = t; end < last && !slots_[static_cast<size_t>(end)].kf; ++end)
       run[end - t] = slots_[static_cast<size_t>(end)].kq.p;
-    // The value pass that follows reads these tokens' value blocks (their
-    // own allocations, a stride the hardware prefetcher does not follow):
-    // ask for them now, while the key arithmetic runs (as the KIVI store
-    // does).
-    for (int64_t u = t; u < end; ++u) {
-      const Blk &vq = slots_[static_cast<size_t>(u)].vq;
-      prefetchBytes(vq.p, vq.size);
-    }
-    // The next run's key rows, their own allocations as well.
+    // The next run's key rows, their own allocations.
     prefetchKeyRows(end, std::min(job.t1, end + kKeyRun));
+    // The value pass that follows reads these tokens' value blocks (their
+    // own allocations as well, a stride the hardware prefetcher does not
+    // follow): each head's turn below asks for 1/H of them, while the key
+    // arithmetic runs, as the KIVI store does.
+    const int64_t share = (end - t + H - 1) / H;
     // The run's rows of each head at once against the head's product
     // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
     // their codes once for the nq query vectors).
@@ -627,6 +624,11 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     a.d = d;
     a.outStride = H * nq;
     for (int64_t h = 0; h < H; ++h) {
+      for (int64_t u = t + std::min(end - t, h * share);
+           u < t + std::min(end - t, (h + 1) * share); ++u) {
+        const Blk &vq = slots_[static_cast<size_t>(u)].vq;
+        prefetchBytes(vq.p, vq.size);
+      }
       a.first = h * d;
       a.lut = lut + h * nq * d * L;
       a.out = job.scoreRow(t, h);
