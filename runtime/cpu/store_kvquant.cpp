@@ -606,13 +606,14 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     const int64_t last = std::min({job.t1, t + kKeyRun, segmentEnd(t)});
     for (end = t; end < last && !slots_[static_cast<size_t>(end)].kf; ++end)
       run[end - t] = slots_[static_cast<size_t>(end)].kq.p;
-    // The next run's key rows, their own allocations.
-    prefetchKeyRows(end, std::min(job.t1, end + kKeyRun));
-    // The value pass that follows reads these tokens' value blocks (their
-    // own allocations as well, a stride the hardware prefetcher does not
-    // follow): each head's turn below asks for 1/H of them, while the key
-    // arithmetic runs, as the KIVI store does.
+    // Each head's turn below asks for 1/H of the next run's key rows and
+    // of the value blocks of this run's tokens, which the value pass reads
+    // next (each token's rows its own allocations, a stride the hardware
+    // prefetcher does not follow), while the key arithmetic runs, as the
+    // KIVI store does.
+    const int64_t next = std::min(job.t1, end + kKeyRun);
     const int64_t share = (end - t + H - 1) / H;
+    const int64_t nextShare = (next - end + H - 1) / H;
     // The run's rows of each head at once against the head's product
     // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
     // their codes once for the nq query vectors).
@@ -629,6 +630,8 @@ void KvquantStore::attendKeys(AttendJob &job) const {
         const Blk &vq = slots_[static_cast<size_t>(u)].vq;
         prefetchBytes(vq.p, vq.size);
       }
+      prefetchKeyRows(end + std::min(next - end, h * nextShare),
+                      end + std::min(next - end, (h + 1) * nextShare));
       a.first = h * d;
       a.lut = lut + h * nq * d * L;
       a.out = job.scoreRow(t, h);
