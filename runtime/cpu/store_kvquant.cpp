@@ -521,18 +521,19 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
       if (s.kOut > 0)
         __builtin_prefetch(s.kq.p + keyRow_.outliersOffset());
     }
-    // The next tile's key rows, of which each head reads only its slice.
-    prefetchKeyRows(t0 + kKeyTile, t0 + 2 * kKeyTile);
   }
-  // The value pass reads the tile's value blocks next: each head's turn
-  // asks for 1/H of them (all at head 0, with the next tile's key rows,
-  // held that loop on its prefetches).
+  // Each head's turn asks for 1/H of the next tile's key rows (of which
+  // each head reads only its slice) and of this tile's value blocks, which
+  // the value pass reads next (all at head 0 held that loop on its
+  // prefetches).
   const int64_t share = (kKeyTile + job.heads - 1) / job.heads;
-  for (int64_t t = t0 + std::min(kKeyTile, h * share);
-       t < t0 + std::min(kKeyTile, (h + 1) * share); ++t) {
+  const int64_t u0 = std::min(kKeyTile, h * share);
+  const int64_t u1 = std::min(kKeyTile, (h + 1) * share);
+  for (int64_t t = t0 + u0; t < t0 + u1; ++t) {
     const Slot &s = slots_[static_cast<size_t>(t)];
     prefetchBytes(s.vq.p, s.vq.size);
   }
+  prefetchKeyRows(t0 + kKeyTile + u0, t0 + kKeyTile + u1);
   job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
   float *cols = job.scratch3.data();
   LevelColumns a;
