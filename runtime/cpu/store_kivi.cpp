@@ -103,6 +103,9 @@ private:
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
+  /// Asks for the value blocks of the coded tokens of [t0, t1), which the
+  /// value pass reads after the key pass.
+  void prefetchValueBlocks(TokenSpan span) const;
   /// Group g holds `rows` coded rows.
   void prefetchNextHeadCodes(int64_t g, int64_t rows, int64_t h,
                              int64_t d) const;
@@ -451,6 +454,13 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
   return tiles;
 }
 
+void KiviStore::prefetchValueBlocks(TokenSpan span) const {
+  const int64_t vBytes = valueBlockBytes();
+  for (int64_t p = span.begin; p < span.end; ++p)
+    if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
+      prefetchBytes(v, vBytes);
+}
+
 /// Ask for the codes of the head the pre-RoPE key pass scores after head h
 /// of group g (the group's next head, else the next group's first), a
 /// line at a time: the tile kernels visit a head's nibbles in chain
@@ -547,14 +557,8 @@ void KiviStore::scoreKeyColumns(AttendJob &job, int64_t t0, int64_t tiles,
     }
   }
   // The value pass reads these tokens' value blocks next (one allocation
-  // each): each head's turn asks for 1/H of them, as attendKeys does (all
-  // of them at head 0 held that loop on its prefetches).
-  const int64_t vBytes = valueBlockBytes(), n = tiles * kKeyTile;
-  const int64_t share = (n + job.heads - 1) / job.heads;
-  const int64_t p1 = t0 + std::min(n, (h + 1) * share);
-  for (int64_t p = t0 + h * share; p < p1; ++p)
-    if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-      prefetchBytes(v, vBytes);
+  // each): each head's turn asks for 1/H of them.
+  prefetchValueBlocks(headShare(t0, tiles * kKeyTile, job.heads, h));
 }
 
 /// Row-major codes (3 bits) where the kernel table has ropeCodeRows and
@@ -598,18 +602,12 @@ bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
   }
   const int64_t slice =
       (std::max<int64_t>(nextBytes, 0) / job.heads + 63) / 64 * 64;
-  // And 1/H of the tile's value blocks (one allocation each), which the
-  // value pass reads next, as attendKeys does.
-  const int64_t vBytes = valueBlockBytes(),
-                share = (n + job.heads - 1) / job.heads;
   for (int64_t h = 0; h < job.heads; ++h) {
     const int64_t from = std::min(nextBytes, h * slice);
     if (from < nextBytes)
       prefetchBytes(next + from, std::min(nextBytes - from, slice));
-    for (int64_t p = t0 + std::min(n, h * share);
-         p < t0 + std::min(n, (h + 1) * share); ++p)
-      if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-        prefetchBytes(v, vBytes);
+    // And 1/H of the tile's value blocks, which the value pass reads next.
+    prefetchValueBlocks(headShare(t0, n, job.heads, h));
     for (int64_t t = 0; t < n; ++t)
       rows[t] = blk.codes() + (row0 + t) * rowBytes + h * headBytes;
     RopeCodeRows a;
@@ -739,7 +737,6 @@ void KiviStore::attendKeys(AttendJob &job) const {
     // hardware prefetcher does not follow): each head's turn asks for the
     // value blocks of 1/H of the group's tokens, so those loads overlap
     // with the arithmetic and never arrive as one burst.
-    const int64_t vBytes = valueBlockBytes(), share = (end - t + H - 1) / H;
     // Likewise, with row-major codes (3 bits), each head's turn asks for
     // 1/H of the next group's key block: a head's rows are a slice of every
     // row, so each head's pass touched lines of the whole block for the
@@ -797,10 +794,7 @@ void KiviStore::attendKeys(AttendJob &job) const {
           job.ops.dotCodes(a);
         }
       }
-      const int64_t p1 = std::min(end, t + (h + 1) * share);
-      for (int64_t p = t + h * share; p < p1; ++p)
-        if (const uint8_t *v = slots_[static_cast<size_t>(p)].vq.p)
-          prefetchBytes(v, vBytes);
+      prefetchValueBlocks(headShare(t, end - t, H, h));
       if (!inPlace)
         for (int64_t i = 0; i < n; ++i) {
           float *o = job.scoreRow(rowOf[static_cast<size_t>(i)], h);

@@ -121,11 +121,20 @@ private:
   /// attendKeys' outlier corrections of token t (lut: its product tables).
   void patchKeyOutliers(AttendJob &job, int64_t t, const float *lut) const;
   /// Asks for the quantized key rows (codes and outlier lists, each token
-  /// its own allocation) of tokens [t0, t1), a step of the key pass ahead.
-  void prefetchKeyRows(int64_t t0, int64_t t1) const {
-    for (int64_t t = t0; t < std::min(t1, length()); ++t) {
+  /// its own allocation) of the span's tokens, a step of the key pass
+  /// ahead.
+  void prefetchKeyRows(TokenSpan span) const {
+    for (int64_t t = span.begin; t < std::min(span.end, length()); ++t) {
       const Blk &kq = slots_[static_cast<size_t>(t)].kq;
       prefetchBytes(kq.p, kq.size);
+    }
+  }
+  /// The same for their quantized value rows, which the value pass reads
+  /// after the key pass.
+  void prefetchValueRows(TokenSpan span) const {
+    for (int64_t t = span.begin; t < span.end; ++t) {
+      const Blk &vq = slots_[static_cast<size_t>(t)].vq;
+      prefetchBytes(vq.p, vq.size);
     }
   }
 
@@ -526,14 +535,8 @@ void KvquantStore::scoreKeyColumns(AttendJob &job, int64_t t0,
   // each head reads only its slice) and of this tile's value blocks, which
   // the value pass reads next (all at head 0 held that loop on its
   // prefetches).
-  const int64_t share = (kKeyTile + job.heads - 1) / job.heads;
-  const int64_t u0 = std::min(kKeyTile, h * share);
-  const int64_t u1 = std::min(kKeyTile, (h + 1) * share);
-  for (int64_t t = t0 + u0; t < t0 + u1; ++t) {
-    const Slot &s = slots_[static_cast<size_t>(t)];
-    prefetchBytes(s.vq.p, s.vq.size);
-  }
-  prefetchKeyRows(t0 + kKeyTile + u0, t0 + kKeyTile + u1);
+  prefetchValueRows(headShare(t0, kKeyTile, job.heads, h));
+  prefetchKeyRows(headShare(t0 + kKeyTile, kKeyTile, job.heads, h));
   job.scratch3.resize(static_cast<size_t>(d * kKeyTile));
   float *cols = job.scratch3.data();
   LevelColumns a;
@@ -613,8 +616,6 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     // prefetcher does not follow), while the key arithmetic runs, as the
     // KIVI store does.
     const int64_t next = std::min(job.t1, end + kKeyRun);
-    const int64_t share = (end - t + H - 1) / H;
-    const int64_t nextShare = (next - end + H - 1) / H;
     // The run's rows of each head at once against the head's product
     // tables (the AVX-512 kernel holds 16 rows in its lanes and decodes
     // their codes once for the nq query vectors).
@@ -626,13 +627,8 @@ void KvquantStore::attendKeys(AttendJob &job) const {
     a.d = d;
     a.outStride = H * nq;
     for (int64_t h = 0; h < H; ++h) {
-      for (int64_t u = t + std::min(end - t, h * share);
-           u < t + std::min(end - t, (h + 1) * share); ++u) {
-        const Blk &vq = slots_[static_cast<size_t>(u)].vq;
-        prefetchBytes(vq.p, vq.size);
-      }
-      prefetchKeyRows(end + std::min(next - end, h * nextShare),
-                      end + std::min(next - end, (h + 1) * nextShare));
+      prefetchValueRows(headShare(t, end - t, H, h));
+      prefetchKeyRows(headShare(end, next - end, H, h));
       a.first = h * d;
       a.lut = lut + h * nq * d * L;
       a.out = job.scoreRow(t, h);

@@ -12,6 +12,7 @@
 #include "fp16.h"
 #include "status.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -38,6 +39,19 @@ inline void halfRowToFloat(const uint16_t *h, int64_t n, float *out) {
 inline void blockRowToFloat(const uint8_t *p, int64_t n, float *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = halfToFloat(read16(p, i));
+}
+
+/// Tokens [begin, end) of a key pass's run of n tokens from t0 whose value
+/// blocks (or next rows) head h's turn asks for: the h-th of `heads`
+/// near-equal shares. Each turn asks for its share while the key
+/// arithmetic runs; asked for all at one head they stalled that turn on
+/// full miss buffers (docs/PERFORMANCE.md, "Prefetches by head").
+struct TokenSpan {
+  int64_t begin, end;
+};
+inline TokenSpan headShare(int64_t t0, int64_t n, int64_t heads, int64_t h) {
+  const int64_t share = (n + heads - 1) / heads;
+  return {t0 + std::min(n, h * share), t0 + std::min(n, (h + 1) * share)};
 }
 
 /// Asks for `bytes` bytes from p a cache line at a time: the attention
