@@ -102,6 +102,9 @@ private:
   /// Coded (non-sink) rows of key group g, and how many precede pos in it.
   int64_t codedRows(int64_t g) const;
   int64_t codedBefore(int64_t pos) const;
+  /// Whether tokens [a, b) are all coded rows of quantized key groups (no
+  /// fp16 window row or sink among them).
+  bool allCoded(int64_t a, int64_t b) const;
   void quantizeValue(const uint16_t *row, uint8_t *out) const;
   /// Asks for the value blocks of the coded tokens of [t0, t1), which the
   /// value pass reads after the key pass.
@@ -215,6 +218,17 @@ int64_t KiviStore::codedRows(int64_t g) const {
   for (int64_t p = g * G_; p < (g + 1) * G_; ++p)
     coded += !slots_[static_cast<size_t>(p)].sink;
   return coded;
+}
+
+bool KiviStore::allCoded(int64_t a, int64_t b) const {
+  if (b > keyDone())
+    return false;
+  if (nSinks_ == 0) // every row of a quantized group: no slot to read
+    return true;
+  for (int64_t p = a; p < b; ++p)
+    if (slots_[static_cast<size_t>(p)].kf) // a sink's fp16 row
+      return false;
+  return true;
 }
 
 int64_t KiviStore::codedBefore(int64_t pos) const {
@@ -441,14 +455,7 @@ int64_t KiviStore::keyColumnTiles(int64_t t0, int64_t maxTiles) const {
   int64_t tiles = 0;
   for (; tiles < most; ++tiles) {
     const int64_t a = t0 + tiles * kKeyTile, b = a + kKeyTile;
-    if ((b - 1) / G_ != g || b > length())
-      break;
-    // Without sinks, the rows before keyDone() are exactly the coded ones:
-    // no slot to read (as attendKeys).
-    bool coded = nSinks_ > 0 || b <= keyDone();
-    for (int64_t p = a; nSinks_ > 0 && p < b && coded; ++p)
-      coded = !slots_[static_cast<size_t>(p)].kf;
-    if (!coded)
+    if ((b - 1) / G_ != g || !allCoded(a, b))
       break;
   }
   return tiles;
@@ -569,11 +576,8 @@ bool KiviStore::scoreKeyRows(AttendJob &job, int64_t t0, int64_t t1,
                              bool interleaved) const {
   const int64_t C = channels_, d = job.d, g = t0 / G_, n = t1 - t0;
   if (nibbleKeys_ || !job.ops.ropeCodeRows || (t1 - 1) / G_ != g ||
-      t1 > keyDone())
+      !allCoded(t0, t1))
     return false;
-  for (int64_t p = t0; p < t1; ++p)
-    if (slots_[static_cast<size_t>(p)].kf) // a sink's fp16 row
-      return false;
   const auto blk = keyGroup(groups_[static_cast<size_t>(g)].p);
   job.keyScratch.resize(static_cast<size_t>(2 * C));
   float *sz = job.keyScratch.data(); // the group's scales, then its zeros
@@ -710,20 +714,23 @@ void KiviStore::attendKeys(AttendJob &job) const {
                         folded + h * nq * d);
       job.ops.dotHalf(scales + C + h * d, job.query(h), nq, d, bias + h * nq);
     }
-    // Without any sink every row of a quantized group is coded (codedRows):
-    // no slot to read here (56 bytes a token, the first touch of each).
-    int64_t n = nSinks_ == 0 ? end - t : 0;
+    // Without any sink every row of a quantized group is coded (allCoded):
+    // no slot to read (56 bytes a token, the first touch of each).
+    int64_t n = 0;
     std::vector<int64_t> &rowOf = job.positions;
-    for (int64_t p = nSinks_ == 0 ? end : t; p < end; ++p) {
-      const Slot &q = slots_[static_cast<size_t>(p)];
-      if (q.kf) { // a sink inside the group
-        const uint16_t *k = reinterpret_cast<const uint16_t *>(q.kf.p);
-        for (int64_t h = 0; h < H; ++h)
-          job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(p, h));
-        continue;
+    if (nSinks_ == 0)
+      n = end - t;
+    else
+      for (int64_t p = t; p < end; ++p) {
+        const Slot &q = slots_[static_cast<size_t>(p)];
+        if (q.kf) { // a sink inside the group
+          const uint16_t *k = reinterpret_cast<const uint16_t *>(q.kf.p);
+          for (int64_t h = 0; h < H; ++h)
+            job.ops.dotHalf(k + h * d, job.query(h), nq, d, job.scoreRow(p, h));
+          continue;
+        }
+        rowOf[static_cast<size_t>(n++)] = p;
       }
-      rowOf[static_cast<size_t>(n++)] = p;
-    }
     const uint8_t *codes = keyGroup(block).codes();
     // Without a sink in the group the coded rows are the chunk's rows
     // t .. end - 1, so the kernels write the score rows in place and the
