@@ -3,7 +3,8 @@
 #
 # kvq_add_fuzzer(<target> SOURCES <file>... CORPUS <dir>...
 #                [LINK <lib>...] [INCLUDES <dir>...]
-#                [INSTRUMENT <object library>...] [TEST <name>]
+#                [INSTRUMENT <object library>...]
+#                [NOT_INSTRUMENTED <file name>...] [TEST <name>]
 #                [SECONDS <n>] [MAX_LEN <bytes>])
 #
 # Only in the sanitizer build with clang, native (libFuzzer needs
@@ -17,6 +18,10 @@
 # code under test and not only the harness's (the original objects stay as
 # they are for everything else). Fuzzers with the same INSTRUMENT list share
 # their copies (one of the runtime costs a minute of compile time).
+# NOT_INSTRUMENTED names sources of those libraries whose branches do not
+# depend on the input (registration, pipeline assembly): their original
+# objects are linked instead of a copy, which saves their compile time twice
+# over (the passes' Pipelines.cpp and Registration.cpp: ~60 s of CPU).
 #
 #===----------------------------------------------------------------------===#
 include_guard(GLOBAL)
@@ -34,15 +39,32 @@ function(_kvq_fuzz_instrument target lib)
   # Named by the whole list: a copy's link interface leaves out the other
   # libraries copied with it (below), so only the same list can share it.
   get_target_property(copied ${target} KVQ_FUZZ_INSTRUMENT)
+  get_target_property(skipped ${target} KVQ_FUZZ_NOT_INSTRUMENTED)
   list(JOIN copied "_" set)
+  if(skipped)
+    list(JOIN skipped "_" skip_set)
+    string(APPEND set "_but_${skip_set}")
+  endif()
   string(MAKE_C_IDENTIFIER "kvq_fuzz_cov_${lib}_of_${set}" copy)
+  get_target_property(srcs ${lib} SOURCES)
+  get_target_property(dir ${lib} SOURCE_DIR)
+  list(TRANSFORM srcs PREPEND ${dir}/ REGEX "^[^/$]")
+  # The library's own objects of the sources left out.
+  set(kept_srcs)
+  foreach(name IN LISTS skipped)
+    list(FILTER srcs EXCLUDE REGEX "/${name}$")
+    string(REPLACE "." "\\." name_regex "${name}")
+    list(APPEND kept_srcs "/${name_regex}\\.o")
+  endforeach()
+  if(kept_srcs)
+    list(JOIN kept_srcs "|" kept_regex)
+    target_sources(${target} PRIVATE
+      "$<FILTER:$<TARGET_OBJECTS:${lib}>,INCLUDE,${kept_regex}>")
+  endif()
   if(TARGET ${copy})
     target_link_libraries(${target} PRIVATE ${copy})
     return()
   endif()
-  get_target_property(srcs ${lib} SOURCES)
-  get_target_property(dir ${lib} SOURCE_DIR)
-  list(TRANSFORM srcs PREPEND ${dir}/ REGEX "^[^/$]")
   # Per-source settings live in the library's directory: copy them here.
   foreach(src IN LISTS srcs)
     foreach(prop COMPILE_DEFINITIONS COMPILE_OPTIONS INCLUDE_DIRECTORIES)
@@ -87,7 +109,7 @@ function(kvq_add_fuzzer target)
     return()
   endif()
   cmake_parse_arguments(PARSE_ARGV 1 F "" "TEST;SECONDS;MAX_LEN"
-                        "SOURCES;CORPUS;LINK;INCLUDES;INSTRUMENT")
+                        "SOURCES;CORPUS;LINK;INCLUDES;INSTRUMENT;NOT_INSTRUMENTED")
   if(NOT F_SOURCES OR NOT F_CORPUS)
     message(FATAL_ERROR "kvq_add_fuzzer(${target}): SOURCES and CORPUS needed")
   endif()
@@ -106,6 +128,8 @@ function(kvq_add_fuzzer target)
   # The libraries may be defined after this call (dialect/ and passes/ come
   # after test/): copy them once the top-level directory is complete.
   set_property(TARGET ${target} PROPERTY KVQ_FUZZ_INSTRUMENT ${F_INSTRUMENT})
+  set_property(TARGET ${target} PROPERTY KVQ_FUZZ_NOT_INSTRUMENTED
+               ${F_NOT_INSTRUMENTED})
   foreach(lib IN LISTS F_INSTRUMENT)
     # (EVAL: a deferred call's arguments are otherwise read when it runs.)
     cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY
