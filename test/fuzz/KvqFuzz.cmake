@@ -52,6 +52,12 @@ function(_kvq_fuzz_instrument target lib)
   # The library's own objects of the sources left out.
   set(kept_srcs)
   foreach(name IN LISTS skipped)
+    set(matching ${srcs})
+    list(FILTER matching INCLUDE REGEX "/${name}$")
+    if(matching)
+      set_property(TARGET ${target} APPEND PROPERTY KVQ_FUZZ_NOT_INSTRUMENTED_FOUND
+                   ${name})
+    endif()
     list(FILTER srcs EXCLUDE REGEX "/${name}$")
     string(REPLACE "." "\\." name_regex "${name}")
     list(APPEND kept_srcs "/${name_regex}\\.o")
@@ -104,6 +110,21 @@ function(_kvq_fuzz_instrument target lib)
   target_link_libraries(${target} PRIVATE ${copy})
 endfunction()
 
+# A NOT_INSTRUMENTED name that is no source of the INSTRUMENT libraries is
+# a mistake (it would leave the file instrumented without a word).
+function(_kvq_fuzz_check_not_instrumented target)
+  get_target_property(skipped ${target} KVQ_FUZZ_NOT_INSTRUMENTED)
+  get_target_property(found ${target} KVQ_FUZZ_NOT_INSTRUMENTED_FOUND)
+  get_target_property(copied ${target} KVQ_FUZZ_INSTRUMENT)
+  list(JOIN copied ", " copied)
+  foreach(name IN LISTS skipped)
+    if(NOT name IN_LIST found)
+      message(FATAL_ERROR "kvq_add_fuzzer(${target}): NOT_INSTRUMENTED "
+              "${name} is not a source of ${copied}")
+    endif()
+  endforeach()
+endfunction()
+
 function(kvq_add_fuzzer target)
   if(NOT KVQ_FUZZ_ENABLED)
     return()
@@ -136,6 +157,11 @@ function(kvq_add_fuzzer target)
       [[${PROJECT_SOURCE_DIR}]] CALL _kvq_fuzz_instrument [[${target}]]
       [[${lib}]])")
   endforeach()
+  if(F_NOT_INSTRUMENTED)
+    cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY
+      [[${PROJECT_SOURCE_DIR}]] CALL _kvq_fuzz_check_not_instrumented
+      [[${target}]])")
+  endif()
 
   set(extra)
   if(F_MAX_LEN)
