@@ -60,8 +60,7 @@ kvq_status kvq::cacheAttend(const kvq_cache_t *cache, int32_t layer,
   cache->rope.cover(store.length());
   try {
     if (impl == AttendImpl::Fused)
-      attendFused(store, cache->cfg, cache->rope,
-                  cache->parallel ? *cache->parallel : defaultParallel(),
+      attendFused(store, cache->cfg, cache->rope, cache->lentParallel(),
                   queries, n_queries, q_heads, out);
     else
       attendReference(store, cache->cfg, cache->rope, queries, n_queries,

@@ -103,7 +103,7 @@ kvq_status cacheUpdate(const char *entry, Cache *cache, int32_t layer,
       return s;
     if (kvq_status s = toHalf(values, dtype, n, v, "value"))
       return s;
-    return cache->layers[layer]->update(k.data(), v.data(), nTokens);
+    return cache->append(layer, k.data(), v.data(), nTokens);
   } catch (const std::bad_alloc &) {
     return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
   }

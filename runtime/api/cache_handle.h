@@ -10,6 +10,7 @@
 #define KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
 
 #include "kvq/runtime.h"
+#include "parallel.h"
 #include "payload.h"
 #include "rope.h"
 #include "store.h"
@@ -33,6 +34,15 @@ struct kvq_cache {
   /// default (parallel.h).
   std::optional<kvq_parallel> parallel;
   int64_t channels() const { return int64_t{cfg.num_kv_heads} * cfg.head_dim; }
+  /// The parallel-for this cache's work runs through.
+  kvq_parallel lentParallel() const {
+    return parallel ? *parallel : kvq::defaultParallel();
+  }
+  /// Appends n checked fp16 rows to a layer (cacheUpdate's last step).
+  kvq_status append(int32_t layer, const uint16_t *k, const uint16_t *v,
+                    int64_t n) {
+    return layers[static_cast<size_t>(layer)]->update(k, v, n, lentParallel());
+  }
 };
 
 namespace kvq {

@@ -57,9 +57,11 @@ public:
   /// Append n tokens; k and v are [n, channels] fp16 bits, already checked
   /// finite. All-or-nothing: returns KVQ_ERR_OUT_OF_MEMORY (and changes
   /// nothing) when the allocator fails; may throw std::bad_alloc before
-  /// its commit point, which also leaves the store unchanged.
-  virtual kvq_status update(const uint16_t *k, const uint16_t *v,
-                            int64_t n) = 0;
+  /// its commit point, which also leaves the store unchanged. A store may
+  /// split independent work (KVQuant's level fits) over the host's
+  /// `parallel` in fixed tasks; the result never depends on it.
+  virtual kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n,
+                            const kvq_parallel &parallel) = 0;
 
   /// Tokens held.
   virtual int64_t length() const = 0;

@@ -43,7 +43,8 @@ public:
     pending_.reserve(static_cast<size_t>(P));
   }
 
-  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override {
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n,
+                    const kvq_parallel &) override {
     const int64_t rowBytes = channels_ * 2;
     const int64_t T = static_cast<int64_t>(tail_.size()), total = T + n;
     const int64_t newPages = total / P;

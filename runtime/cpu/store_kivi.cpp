@@ -44,7 +44,8 @@ public:
     top_.reserve(static_cast<size_t>(k_));
   }
 
-  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n,
+                    const kvq_parallel &) override;
   int64_t length() const override {
     return static_cast<int64_t>(slots_.size());
   }
@@ -240,7 +241,8 @@ int64_t KiviStore::codedBefore(int64_t pos) const {
   return row;
 }
 
-kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n) {
+kvq_status KiviStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
+                             const kvq_parallel &) {
   const int64_t C = channels_, L0 = length(), L1 = L0 + n;
   const int64_t rowBytes = 2 * C;
   const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);

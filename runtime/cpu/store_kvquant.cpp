@@ -14,6 +14,7 @@
 #include "kvquant_plan.h"
 #include "layer_section.h"
 #include "paged.h"
+#include "parallel.h"
 #include "rope.h"
 #include "rope_keys.h"
 #include "serial.h"
@@ -37,6 +38,14 @@ namespace {
 /// (rows in its 16 lanes).
 constexpr int64_t kKeyRun = 16;
 
+/// The level fits of an update are split into fixed tasks for the host's
+/// parallel-for: key channels per task, and value rows per task within
+/// chunks of kValueChunk rows (which bound the floats held at once). Each
+/// channel or row is fitted on its own, so the split never changes a bit.
+constexpr int64_t kFitTaskChannels = 32;
+constexpr int64_t kFitTaskRows = 8;
+constexpr int64_t kValueChunk = 32;
+
 /// Outlier o of a row's side list (blocks.h).
 void writeOutlier(uint8_t *outliers, int64_t o, float value, int64_t c) {
   OutlierList<uint8_t>{outliers}.set(
@@ -52,7 +61,8 @@ public:
         valueRow_(kvquantValueRowLayout(cfg)), table_(kvquantTableLayout(cfg)) {
   }
 
-  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override;
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n,
+                    const kvq_parallel &parallel) override;
   int64_t length() const override {
     return static_cast<int64_t>(slots_.size());
   }
@@ -94,8 +104,12 @@ private:
 
   int64_t tableBytes() const { return table_.bytes(); }
   /// Fit a key segment on rows x[m, C] into `table`; mask receives the
-  /// rank outliers of the batch.
-  void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table) const;
+  /// rank outliers of the batch. Channels in tasks over `parallel`.
+  void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table,
+               const kvq_parallel &parallel) const;
+  /// fitKeys' work on channels [c0, c1) (one task).
+  void fitKeyChannels(const float *x, int64_t m, int64_t c0, int64_t c1,
+                      uint8_t *mask, uint8_t *table) const;
   /// Write one key row into `out`: its codes (one byte each, from the
   /// batch's kvq_nuq_quant) packed, then the outliers mask marks.
   void writeKeyRow(const float *x, const uint8_t *codes, const uint8_t *mask,
@@ -178,14 +192,25 @@ private:
 };
 
 void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
-                           uint8_t *table) const {
+                           uint8_t *table, const kvq_parallel &parallel) const {
+  const int64_t C = channels_;
+  const int64_t tasks = (C + kFitTaskChannels - 1) / kFitTaskChannels;
+  runTasks(parallel, tasks, [&](int64_t task) {
+    fitKeyChannels(x, m, task * kFitTaskChannels,
+                   std::min(C, (task + 1) * kFitTaskChannels), mask, table);
+  });
+}
+
+void KvquantStore::fitKeyChannels(const float *x, int64_t m, int64_t c0,
+                                  int64_t c1, uint8_t *mask,
+                                  uint8_t *table) const {
   const int64_t C = channels_;
   const KernelTable &kt = kernels();
   const int64_t k = outlierCount(cfg_.outlier_fraction, m);
   std::vector<float> scratch(static_cast<size_t>(m)),
       column(static_cast<size_t>(m));
   float levels[kMaxLevels];
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     // The channel's values gathered once: the rank split bisects over them
     // about 31 times, and the kernels' vector paths take contiguous input.
     for (int64_t t = 0; t < m; ++t)
@@ -258,8 +283,8 @@ void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
       writeOutlier(outliers, o++, x[c], c);
 }
 
-kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
-                                int64_t n) {
+kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
+                                const kvq_parallel &parallel) {
   const int64_t C = channels_, L0 = length(), L1 = L0 + n;
   const int64_t rowBytes = 2 * C;
   const UpdateRows<decltype(slots_)> in(slots_, k, v, L0, C);
@@ -302,7 +327,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
     for (int64_t p = a; p < b; ++p)
       halfRowToFloat(in.key(p), C, x.data() + (p - a) * C);
     if (fresh) {
-      fitKeys(x.data(), m, mask.data(), const_cast<uint8_t *>(table));
+      fitKeys(x.data(), m, mask.data(), const_cast<uint8_t *>(table), parallel);
     } else {
       // Decode keys: screened against the thresholds frozen at prefill.
       for (int64_t i = 0; i < m * C; ++i)
@@ -352,26 +377,44 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v,
       return oom(keyRowBytes(0));
   }
 
-  // Value rows: levels per (token, head), refit on every row.
+  // Value rows: levels per (token, head), refit on every row. A chunk's
+  // rows are fitted in tasks over the host's workers, then allocated and
+  // written in order on this thread (the allocator is the host's).
   std::vector<Blk> vq(kq.size());
   {
-    std::vector<float> row(static_cast<size_t>(C));
-    std::vector<uint8_t> vmask(static_cast<size_t>(C));
-    std::vector<float> levels(
-        static_cast<size_t>(cfg_.num_kv_heads * vLevels_));
-    for (int64_t p = first; p < quantEnd; ++p) {
-      halfRowToFloat(in.value(p), C, row.data());
-      int64_t outs = planValueRow(row.data(), vmask.data(), levels.data());
-      int64_t bytes = valueRowBytes(outs);
-      Blk blk = txn.allocate(bytes);
-      if (!blk)
-        return oom(bytes);
-      writeValueRow(row.data(), vmask.data(), levels.data(), blk.p);
-      vq[static_cast<size_t>(p - first)] = blk;
-      vOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
-      if (p < L0) { // a token that waited fp16 for its refit
-        txn.retire(slots_[static_cast<size_t>(p)].kf);
-        txn.retire(slots_[static_cast<size_t>(p)].vf);
+    const int64_t HL = cfg_.num_kv_heads * vLevels_;
+    const int64_t chunk = std::min(kValueChunk, quantEnd - first);
+    std::vector<float> rows(static_cast<size_t>(chunk * C)),
+        levels(static_cast<size_t>(chunk * HL));
+    std::vector<uint8_t> vmasks(static_cast<size_t>(chunk * C));
+    std::vector<int64_t> outs(static_cast<size_t>(chunk));
+    for (int64_t p0 = first; p0 < quantEnd; p0 += chunk) {
+      const int64_t m = std::min(chunk, quantEnd - p0);
+      runTasks(parallel, (m + kFitTaskRows - 1) / kFitTaskRows,
+               [&](int64_t task) {
+                 const int64_t i1 = std::min(m, (task + 1) * kFitTaskRows);
+                 for (int64_t i = task * kFitTaskRows; i < i1; ++i) {
+                   float *row = rows.data() + i * C;
+                   halfRowToFloat(in.value(p0 + i), C, row);
+                   outs[static_cast<size_t>(i)] = planValueRow(
+                       row, vmasks.data() + i * C, levels.data() + i * HL);
+                 }
+               });
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t p = p0 + i;
+        const int64_t o = outs[static_cast<size_t>(i)];
+        const int64_t bytes = valueRowBytes(o);
+        Blk blk = txn.allocate(bytes);
+        if (!blk)
+          return oom(bytes);
+        writeValueRow(rows.data() + i * C, vmasks.data() + i * C,
+                      levels.data() + i * HL, blk.p);
+        vq[static_cast<size_t>(p - first)] = blk;
+        vOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(o);
+        if (p < L0) { // a token that waited fp16 for its refit
+          txn.retire(slots_[static_cast<size_t>(p)].kf);
+          txn.retire(slots_[static_cast<size_t>(p)].vf);
+        }
       }
     }
   }

@@ -327,11 +327,13 @@ typedef struct kvq_parallel {
 /// Hand `cache` a parallel-for for kvq_cache_attend (decode attention is
 /// split over fixed ranges of tokens and the partial softmaxes merged in a
 /// fixed order, so the output has the same bits with any thread count or
-/// none). p null returns the cache to the process default
-/// (kvq_set_default_parallel). Forks inherit it; kvq_cache_save does not
-/// store it. A null cache is KVQ_ERR_NULL_POINTER, workers out of range
-/// KVQ_ERR_INVALID_ARGUMENT; either leaves the cache unchanged. Not
-/// to be called while another thread uses the cache.
+/// none) and for the level fits of kvq_cache_update (kvquant; each key
+/// channel and value row is fitted on its own, so the same bytes). p null
+/// returns the cache to the process default (kvq_set_default_parallel). Forks
+/// inherit it; kvq_cache_save does not store it. A null cache is
+/// KVQ_ERR_NULL_POINTER, workers out of range KVQ_ERR_INVALID_ARGUMENT; either
+/// leaves the cache unchanged. Not to be called while another thread uses the
+/// cache.
 KVQ_RT_EXPORT kvq_status kvq_cache_set_parallel(kvq_cache_t *cache,
                                                 const kvq_parallel *p);
 

@@ -646,6 +646,12 @@ struct kvq_metal_cache {
   /// The low angle table of a pre-RoPE cache (null without a RoPE), shared
   /// by its layers and its forks.
   std::shared_ptr<const RopeLow> rope;
+  /// Appends n checked fp16 rows to a layer (cacheUpdate's last step; the
+  /// Metal host's fits stay on the calling thread).
+  kvq_status append(int32_t layer, const uint16_t *k, const uint16_t *v,
+                    int64_t n) {
+    return layers[static_cast<size_t>(layer)]->update(k, v, n);
+  }
 };
 
 namespace {

@@ -36,7 +36,8 @@ static_assert(kvq::kFp16PageTokens == kPage, "the lengths below straddle it");
 class RowsStore final : public kvq::LayerStore {
 public:
   using LayerStore::LayerStore;
-  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n) override {
+  kvq_status update(const uint16_t *k, const uint16_t *v, int64_t n,
+                    const kvq_parallel &) override {
     for (int64_t t = 0; t < n; ++t) {
       std::vector<uint16_t> row(k + t * channels_, k + (t + 1) * channels_);
       row.insert(row.end(), v + t * channels_, v + (t + 1) * channels_);
@@ -153,7 +154,8 @@ TEST(Fp16Pages, AttentionEqualsThePerTokenLayoutBitForBit) {
         const int64_t C = kv.channels();
         kvq::Payload payload(kvq_allocator{});
         RowsStore oracle(cfg, payload);
-        ASSERT_EQ(oracle.update(kh.data(), vh.data(), L), KVQ_OK);
+        ASSERT_EQ(oracle.update(kh.data(), vh.data(), L, kvq_parallel{}),
+                  KVQ_OK);
         for (const std::vector<int64_t> &calls : splits(L)) {
           SCOPED_TRACE(testing::Message()
                        << "heads " << sh.heads << " style " << style << " L "
@@ -162,7 +164,8 @@ TEST(Fp16Pages, AttentionEqualsThePerTokenLayoutBitForBit) {
               kvq::makeFp16Store(cfg, payload);
           int64_t t = 0;
           for (int64_t n : calls) {
-            ASSERT_EQ(store->update(kh.data() + t * C, vh.data() + t * C, n),
+            ASSERT_EQ(store->update(kh.data() + t * C, vh.data() + t * C, n,
+                                    kvq_parallel{}),
                       KVQ_OK);
             t += n;
           }

@@ -6,10 +6,13 @@
 // the output has the same bits with no threads, 2, 3 or 8; the host's
 // callback is really used (and not below two workers); long caches, where
 // the ranges' partial softmaxes are merged, still agree with float64
-// attention over the fetched K/V; bad arguments change nothing.
+// attention over the fetched K/V; bad arguments change nothing. KVQuant's
+// level fits (prefill and refits) go through the same parallel-for and
+// give the same bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "reference_attention.h"
+#include "saved_file_util.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -228,4 +231,68 @@ TEST(Parallel, ForksInheritTheCachesSettingAndOthersTheDefault) {
   ASSERT_EQ(kvq_set_default_parallel(nullptr), KVQ_OK);
   EXPECT_TRUE(sameBits(attendQueries(c.h, 0, q, 1, 2), viaDefault));
   EXPECT_EQ(shared.calls, 2);
+}
+
+// KVQuant's fits (the prefill's, each refit batch's keys per channel, every
+// value row's) run in fixed tasks through the host's parallel-for: the same
+// saved bytes as on one thread, with any thread count, frozen or refitting
+// keys, with and without RoPE, and a channel count (48) and a prefill (300
+// rows) that leave partial tasks.
+TEST(ParallelUpdate, KvquantFitsGiveTheSameBytesWithAnyThreadCount) {
+  for (int32_t refit : {128, 0})
+    for (int32_t rope : {KVQ_ROPE_NONE, KVQ_ROPE_INTERLEAVED}) {
+      kvq_config cfg = config(KVQ_METHOD_KVQUANT, 2, 24);
+      cfg.refit_interval = refit;
+      cfg.rope_style = rope;
+      cfg.rope_theta = 10000.0f;
+      const KV kv = laplaceKV(17, 300 + 2 * 128 + 5, 2, 24);
+      Cache serial(cfg);
+      feed(serial.h, kv, 300);
+      const std::vector<uint8_t> want = saveBytes(serial.h);
+      for (int threads : {2, 3, 8}) {
+        SCOPED_TRACE(testing::Message() << "refit " << refit << " rope " << rope
+                                        << ", " << threads << " threads");
+        TestPool pool;
+        pool.threads = threads;
+        const kvq_parallel p = pool.handle();
+        Cache c(cfg);
+        ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+        ASSERT_EQ(append(c.h, kv, 0, 300), KVQ_OK) << kvq_last_error();
+        EXPECT_GT(pool.calls, 0); // the prefill's fits
+        // A decode token calls the pool exactly when it completes a refit
+        // batch (a frozen token fits one value row: too little to split).
+        for (int64_t t = 300; t < kv.tokens; ++t) {
+          const int64_t before = pool.calls;
+          ASSERT_EQ(append(c.h, kv, t, t + 1), KVQ_OK) << kvq_last_error();
+          const bool refits = refit && (t + 1 - 300) % refit == 0;
+          EXPECT_EQ(pool.calls > before, refits) << "token " << t;
+        }
+        EXPECT_EQ(saveBytes(c.h), want);
+      }
+    }
+}
+
+// A refit batch whose allocation fails after its fits ran on the host's
+// workers leaves the cache as it was.
+TEST(ParallelUpdate, KvquantRefitThatRunsOutOfMemoryChangesNothing) {
+  CountingAllocator counter;
+  kvq_config cfg = config(KVQ_METHOD_KVQUANT, 2, 32);
+  cfg.allocator = counter.handle();
+  const KV kv = gaussianKV(23, 200 + 128, 2, 32);
+  Cache c(cfg);
+  TestPool pool;
+  pool.threads = 2;
+  const kvq_parallel p = pool.handle();
+  ASSERT_EQ(kvq_cache_set_parallel(c.h, &p), KVQ_OK);
+  ASSERT_EQ(append(c.h, kv, 0, 200), KVQ_OK) << kvq_last_error();
+  for (int64_t t = 200; t < 327; ++t) // one token short of a refit batch
+    ASSERT_EQ(append(c.h, kv, t, t + 1), KVQ_OK) << kvq_last_error();
+  const std::vector<uint8_t> before = saveBytes(c.h);
+  const int64_t calls = pool.calls;
+  counter.failAt = counter.calls + 5; // inside the batch's value rows
+  EXPECT_EQ(append(c.h, kv, 327, 328), KVQ_ERR_OUT_OF_MEMORY);
+  EXPECT_GT(pool.calls, calls); // the fits did run through the pool
+  EXPECT_EQ(saveBytes(c.h), before);
+  counter.failAt = -1;
+  ASSERT_EQ(append(c.h, kv, 327, 328), KVQ_OK) << kvq_last_error();
 }
