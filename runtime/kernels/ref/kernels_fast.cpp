@@ -64,6 +64,36 @@ namespace {
 bool movesUp(float lo, float hi, float x) {
   return x >= hi || (x > lo && hi - x < x - lo);
 }
+
+/// Whether every sum of some of the m finite floats, in any order, is exact
+/// in double: each value is a multiple of 2^low (its lowest set bit) and
+/// below 2^top in magnitude, so every such sum is a multiple of the least
+/// 2^low and below 2^(greatest top + ceil(log2 m)); 53 bits hold that span.
+/// Values converted from fp16 (multiples of 2^-24 below 2^16) always pass
+/// up to m = 8192: then a cell's sum is a difference of prefix sums, with
+/// the bits of the reference's sequential sum.
+bool sumsAreExact(const float *data, int64_t m) {
+  int low = 1 << 20, top = -(1 << 20);
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &data[i], 4);
+    u &= 0x7FFFFFFFu;
+    if (u == 0)
+      continue; // zeros add nothing (and +0 + -0 is +0 either way)
+    const int exponent = static_cast<int>(u >> 23);
+    // The significand as an integer times 2^(scale): subnormals have no
+    // implicit bit and the scale of exponent 1.
+    const uint32_t significand =
+        exponent ? (u & 0x7FFFFFu) | 0x800000u : u & 0x7FFFFFu;
+    const int scale = (exponent ? exponent : 1) - 150;
+    low = std::min(low, scale + __builtin_ctz(significand));
+    top = std::max(top, scale + 32 - __builtin_clz(significand));
+  }
+  int growth = 0; // ceil(log2 m)
+  while ((int64_t{1} << growth) < m)
+    ++growth;
+  return top == -(1 << 20) || top + growth - low <= 53;
+}
 } // namespace
 
 void kvq::lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
@@ -76,6 +106,22 @@ void kvq::lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
   const int count = 1 << bits;
   sortFloats(data, m);
   lloydInitSorted(data, m, count, levels);
+  // Prefix sums where they are exact (sumsAreExact): a cell's sum is then
+  // one subtraction instead of a pass over the cell in every sweep.
+  constexpr int64_t kStackSums = 513;
+  double stackSums[kStackSums];
+  std::vector<double> heapSums;
+  double *prefix = nullptr;
+  if (sumsAreExact(data, m)) {
+    prefix = stackSums;
+    if (m + 1 > kStackSums) {
+      heapSums.resize(static_cast<size_t>(m + 1));
+      prefix = heapSums.data();
+    }
+    prefix[0] = 0.0;
+    for (int64_t i = 0; i < m; ++i)
+      prefix[i + 1] = prefix[i] + data[i];
+  }
   float updated[kMaxLevels];
   for (int it = 0; it < iters; ++it) {
     std::copy(levels, levels + count, updated); // an empty cell stays put
@@ -98,10 +144,13 @@ void kvq::lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
             a = mid + 1;
         }
       }
-      if (end > pos) { // summed in the reference's order: same bits
+      if (end > pos) { // the reference's sum, bit for bit
         double sum = 0;
-        for (int64_t i = pos; i < end; ++i)
-          sum += data[i];
+        if (prefix)
+          sum = prefix[end] - prefix[pos]; // both exact, so exactly the sum
+        else
+          for (int64_t i = pos; i < end; ++i) // the reference's order
+            sum += data[i];
         updated[cur] = static_cast<float>(sum / static_cast<double>(end - pos));
       }
       pos = end;

@@ -27,9 +27,10 @@ void sortFloats(float *data, int64_t m);
 /// lloydFitGathered with the same levels, bit for bit, faster: the data are
 /// sorted by sortFloats; the nearest level is non-decreasing in x, so each
 /// level's cell is a run of the sorted data, found by binary search on
-/// nearestLevel's rule and summed in the reference's order; a sweep that
-/// leaves the levels unchanged ends the fit (every later sweep would repeat
-/// it).
+/// nearestLevel's rule and summed as the reference sums it (by prefix sums
+/// where every partial sum is exact in double, as for fp16 data, else in
+/// the reference's order); a sweep that leaves the levels unchanged ends
+/// the fit (every later sweep would repeat it).
 void lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
                           float *levels, double *distortion);
 

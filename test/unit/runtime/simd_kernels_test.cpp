@@ -329,6 +329,38 @@ TEST(SimdNuq, LloydFitGivesTheSameLevels) {
         }
 }
 
+// The fast fit sums a cell by prefix sums only where every partial sum is
+// exact in double (fp16 data always are); float data beyond fp16 take
+// either path: plain normals (exact: a span under 53 bits), the same
+// scaled over 2^-60..2^60 (not exact: the sequential sums), and values a
+// few ulps apart at two far scales (the boundary of the span).
+TEST(SimdNuq, LloydFitOnFloatDataGivesTheSameLevels) {
+  REQUIRE_SIMD();
+  for (int pattern = 0; pattern < 3; ++pattern)
+    for (int bits : {2, 3, 4})
+      for (int64_t m : {2, 17, 128, 1000, 9000})
+        for (int iters : {1, 8, 100}) {
+          Rng rng(7000 + static_cast<uint64_t>(m) + pattern);
+          std::vector<float> x(static_cast<size_t>(m));
+          for (int64_t i = 0; i < m; ++i) {
+            double v = rng.normal();
+            if (pattern == 1)
+              v = std::ldexp(v, static_cast<int>(i % 121) - 60);
+            else if (pattern == 2) // 1 + k ulp, or 2^29 times it
+              v = std::ldexp(1.0 + std::ldexp(static_cast<double>(i % 5), -23),
+                             i % 2 ? 29 - static_cast<int>(m > 128) : 0);
+            x[static_cast<size_t>(i)] = static_cast<float>(v);
+          }
+          auto y = x;
+          float l1[kMaxLevels], l2[kMaxLevels];
+          ref.lloydFitGathered(x.data(), m, bits, iters, l1, nullptr);
+          simd->lloydFitGathered(y.data(), m, bits, iters, l2, nullptr);
+          ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)))
+              << "pattern " << pattern << " bits " << bits << " m " << m
+              << " iters " << iters;
+        }
+}
+
 TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
   REQUIRE_SIMD();
   uint64_t seed = 900;
