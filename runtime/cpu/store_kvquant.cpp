@@ -45,6 +45,10 @@ constexpr int64_t kKeyRun = 16;
 constexpr int64_t kFitTaskChannels = 32;
 constexpr int64_t kFitTaskRows = 8;
 constexpr int64_t kValueChunk = 32;
+/// Key rows converted, coded and written per chunk: a batch (a whole
+/// prefill) is never held as floats, whose fresh pages cost more than the
+/// conversion on this project's VMs.
+constexpr int64_t kKeyChunk = 64;
 
 /// Outlier o of a row's side list (blocks.h).
 void writeOutlier(uint8_t *outliers, int64_t o, float value, int64_t c) {
@@ -103,13 +107,14 @@ private:
   };
 
   int64_t tableBytes() const { return table_.bytes(); }
-  /// Fit a key segment on rows x[m, C] into `table`; mask receives the
-  /// rank outliers of the batch. Channels in tasks over `parallel`.
-  void fitKeys(const float *x, int64_t m, uint8_t *mask, uint8_t *table,
-               const kvq_parallel &parallel) const;
+  /// Fit a key segment on the m fp16 rows `rows` into `table`; mask[m, C]
+  /// receives the rank outliers of the batch. Channels in tasks over
+  /// `parallel`.
+  void fitKeys(const uint16_t *const *rows, int64_t m, uint8_t *mask,
+               uint8_t *table, const kvq_parallel &parallel) const;
   /// fitKeys' work on channels [c0, c1) (one task).
-  void fitKeyChannels(const float *x, int64_t m, int64_t c0, int64_t c1,
-                      uint8_t *mask, uint8_t *table) const;
+  void fitKeyChannels(const uint16_t *const *rows, int64_t m, int64_t c0,
+                      int64_t c1, uint8_t *mask, uint8_t *table) const;
   /// Write one key row into `out`: its codes (one byte each, from the
   /// batch's kvq_nuq_quant) packed, then the outliers mask marks.
   void writeKeyRow(const float *x, const uint8_t *codes, const uint8_t *mask,
@@ -191,33 +196,40 @@ private:
   }
 };
 
-void KvquantStore::fitKeys(const float *x, int64_t m, uint8_t *mask,
-                           uint8_t *table, const kvq_parallel &parallel) const {
+void KvquantStore::fitKeys(const uint16_t *const *rows, int64_t m,
+                           uint8_t *mask, uint8_t *table,
+                           const kvq_parallel &parallel) const {
   const int64_t C = channels_;
   const int64_t tasks = (C + kFitTaskChannels - 1) / kFitTaskChannels;
   runTasks(parallel, tasks, [&](int64_t task) {
-    fitKeyChannels(x, m, task * kFitTaskChannels,
+    fitKeyChannels(rows, m, task * kFitTaskChannels,
                    std::min(C, (task + 1) * kFitTaskChannels), mask, table);
   });
 }
 
-void KvquantStore::fitKeyChannels(const float *x, int64_t m, int64_t c0,
-                                  int64_t c1, uint8_t *mask,
+void KvquantStore::fitKeyChannels(const uint16_t *const *rows, int64_t m,
+                                  int64_t c0, int64_t c1, uint8_t *mask,
                                   uint8_t *table) const {
-  const int64_t C = channels_;
+  const int64_t C = channels_, w = c1 - c0;
   const KernelTable &kt = kernels();
   const int64_t k = outlierCount(cfg_.outlier_fraction, m);
+  // The task's channels gathered once, each into its own column: the rank
+  // split bisects over a column about 31 times, and the kernels' vector
+  // paths take contiguous input. Row by row, so each row is read once.
   std::vector<float> scratch(static_cast<size_t>(m)),
-      column(static_cast<size_t>(m));
+      columns(static_cast<size_t>(m * w));
+  float part[kFitTaskChannels];
+  for (int64_t t = 0; t < m; ++t) {
+    halfRowToFloat(rows[t] + c0, w, part);
+    for (int64_t j = 0; j < w; ++j)
+      columns[static_cast<size_t>(j * m + t)] = part[j];
+  }
   float levels[kMaxLevels];
   for (int64_t c = c0; c < c1; ++c) {
-    // The channel's values gathered once: the rank split bisects over them
-    // about 31 times, and the kernels' vector paths take contiguous input.
-    for (int64_t t = 0; t < m; ++t)
-      column[static_cast<size_t>(t)] = x[t * C + c];
+    float *column = columns.data() + (c - c0) * m;
     float threshold;
-    kt.topkAbs(column.data(), m, 1, nullptr, 0, k, mask + c, C, &threshold);
-    kt.lloydFit(column.data(), m, 1, mask + c, C, kb_, cfg_.lloyd_iters,
+    kt.topkAbs(column, m, 1, nullptr, 0, k, mask + c, C, &threshold);
+    kt.lloydFit(column, m, 1, mask + c, C, kb_, cfg_.lloyd_iters,
                 scratch.data(), levels, nullptr);
     for (int l = 0; l < kLevels_; ++l)
       write16(table, table_.levelAt(c, l), floatToHalf(levels[l]));
@@ -319,46 +331,57 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
   std::vector<uint16_t> kOut(kq.size(), 0), vOut(kq.size(), 0);
   std::vector<float> x;
   std::vector<uint8_t> mask, codes;
+  std::vector<const uint16_t *> keyRows;
   auto quantizeKeys = [&](int64_t a, int64_t b, const uint8_t *table,
                           bool fresh) -> bool {
     const int64_t m = b - a;
-    x.resize(static_cast<size_t>(m * C));
-    mask.assign(static_cast<size_t>(m * C), 0);
-    for (int64_t p = a; p < b; ++p)
-      halfRowToFloat(in.key(p), C, x.data() + (p - a) * C);
+    mask.resize(static_cast<size_t>(m * C)); // every entry written below
     if (fresh) {
-      fitKeys(x.data(), m, mask.data(), const_cast<uint8_t *>(table), parallel);
-    } else {
-      // Decode keys: screened against the thresholds frozen at prefill.
-      for (int64_t i = 0; i < m * C; ++i)
-        mask[static_cast<size_t>(i)] =
-            std::fabs(x[static_cast<size_t>(i)]) >=
-                    halfToFloat(read16(table, table_.thresholdAt(i % C)))
-                ? 1
-                : 0;
+      keyRows.resize(static_cast<size_t>(m));
+      for (int64_t p = a; p < b; ++p)
+        keyRows[static_cast<size_t>(p - a)] = in.key(p);
+      fitKeys(keyRows.data(), m, mask.data(), const_cast<uint8_t *>(table),
+              parallel);
     }
-    // The nearest levels of the whole batch in one kvq_nuq_quant call:
-    // per channel one group of m tokens against the table's levels.
-    Grid g;
-    g.rows = m;
-    g.cols = C;
-    g.group = m;
-    g.axis = KVQ_AXIS_PER_CHANNEL;
-    codes.resize(static_cast<size_t>(m * C));
-    kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
-                       reinterpret_cast<const uint16_t *>(table),
-                       KVQ_CODES_UNPACKED, codes.data());
-    for (int64_t p = a; p < b; ++p) {
-      const uint8_t *rowMask = mask.data() + (p - a) * C;
-      int64_t outs = std::count(rowMask, rowMask + C, uint8_t{1});
-      int64_t bytes = keyRowBytes(outs);
-      Blk blk = txn.allocate(bytes);
-      if (!blk)
-        return false;
-      writeKeyRow(x.data() + (p - a) * C, codes.data() + (p - a) * C, rowMask,
-                  blk.p);
-      kq[static_cast<size_t>(p - first)] = blk;
-      kOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
+    // Chunks of rows: converted, screened (frozen levels), coded and
+    // written. The nearest levels by kvq_nuq_quant, per channel one group
+    // of the chunk's rows against the table's levels (a code depends only
+    // on its element and its channel's levels, so chunks change nothing).
+    const int64_t chunk = std::min(kKeyChunk, m);
+    x.resize(static_cast<size_t>(chunk * C));
+    codes.resize(static_cast<size_t>(chunk * C));
+    for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+      const int64_t rows = std::min(chunk, m - r0);
+      for (int64_t i = 0; i < rows; ++i)
+        halfRowToFloat(in.key(a + r0 + i), C, x.data() + i * C);
+      uint8_t *chunkMask = mask.data() + r0 * C;
+      if (!fresh) // decode keys: screened against the prefill's thresholds
+        for (int64_t i = 0; i < rows * C; ++i)
+          chunkMask[i] =
+              std::fabs(x[static_cast<size_t>(i)]) >=
+                      halfToFloat(read16(table, table_.thresholdAt(i % C)))
+                  ? 1
+                  : 0;
+      Grid g;
+      g.rows = rows;
+      g.cols = C;
+      g.group = rows;
+      g.axis = KVQ_AXIS_PER_CHANNEL;
+      kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
+                         reinterpret_cast<const uint16_t *>(table),
+                         KVQ_CODES_UNPACKED, codes.data());
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t p = a + r0 + i;
+        const uint8_t *rowMask = chunkMask + i * C;
+        const int64_t outs = std::count(rowMask, rowMask + C, uint8_t{1});
+        const int64_t bytes = keyRowBytes(outs);
+        Blk blk = txn.allocate(bytes);
+        if (!blk)
+          return false;
+        writeKeyRow(x.data() + i * C, codes.data() + i * C, rowMask, blk.p);
+        kq[static_cast<size_t>(p - first)] = blk;
+        kOut[static_cast<size_t>(p - first)] = static_cast<uint16_t>(outs);
+      }
     }
     return true;
   };
