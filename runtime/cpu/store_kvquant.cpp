@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 
 using namespace kvq;
@@ -216,8 +217,9 @@ void KvquantStore::fitKeyChannels(const uint16_t *const *rows, int64_t m,
   // The task's channels gathered once, each into its own column: the rank
   // split bisects over a column about 31 times, and the kernels' vector
   // paths take contiguous input. Row by row, so each row is read once.
-  std::vector<float> scratch(static_cast<size_t>(m)),
-      columns(static_cast<size_t>(m * w));
+  // Not zeroed first (every element is written): fresh pages are costly.
+  const std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(m)]),
+      columns(new float[static_cast<size_t>(m * w)]);
   float part[kFitTaskChannels];
   for (int64_t t = 0; t < m; ++t) {
     halfRowToFloat(rows[t] + c0, w, part);
@@ -226,11 +228,11 @@ void KvquantStore::fitKeyChannels(const uint16_t *const *rows, int64_t m,
   }
   float levels[kMaxLevels];
   for (int64_t c = c0; c < c1; ++c) {
-    float *column = columns.data() + (c - c0) * m;
+    float *column = columns.get() + (c - c0) * m;
     float threshold;
     kt.topkAbs(column, m, 1, nullptr, 0, k, mask + c, C, &threshold);
-    kt.lloydFit(column, m, 1, mask + c, C, kb_, cfg_.lloyd_iters,
-                scratch.data(), levels, nullptr);
+    kt.lloydFit(column, m, 1, mask + c, C, kb_, cfg_.lloyd_iters, scratch.get(),
+                levels, nullptr);
     for (int l = 0; l < kLevels_; ++l)
       write16(table, table_.levelAt(c, l), floatToHalf(levels[l]));
     if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
@@ -330,17 +332,18 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
   std::vector<Blk> kq(static_cast<size_t>(quantEnd - first));
   std::vector<uint16_t> kOut(kq.size(), 0), vOut(kq.size(), 0);
   std::vector<float> x;
-  std::vector<uint8_t> mask, codes;
+  std::unique_ptr<uint8_t[]> mask; // every entry written before it is read
+  std::vector<uint8_t> codes;
   std::vector<const uint16_t *> keyRows;
   auto quantizeKeys = [&](int64_t a, int64_t b, const uint8_t *table,
                           bool fresh) -> bool {
     const int64_t m = b - a;
-    mask.resize(static_cast<size_t>(m * C)); // every entry written below
+    mask.reset(new uint8_t[static_cast<size_t>(m * C)]);
     if (fresh) {
       keyRows.resize(static_cast<size_t>(m));
       for (int64_t p = a; p < b; ++p)
         keyRows[static_cast<size_t>(p - a)] = in.key(p);
-      fitKeys(keyRows.data(), m, mask.data(), const_cast<uint8_t *>(table),
+      fitKeys(keyRows.data(), m, mask.get(), const_cast<uint8_t *>(table),
               parallel);
     }
     // Chunks of rows: converted, screened (frozen levels), coded and
@@ -354,7 +357,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
       const int64_t rows = std::min(chunk, m - r0);
       for (int64_t i = 0; i < rows; ++i)
         halfRowToFloat(in.key(a + r0 + i), C, x.data() + i * C);
-      uint8_t *chunkMask = mask.data() + r0 * C;
+      uint8_t *chunkMask = mask.get() + r0 * C;
       if (!fresh) // decode keys: screened against the prefill's thresholds
         for (int64_t i = 0; i < rows * C; ++i)
           chunkMask[i] =

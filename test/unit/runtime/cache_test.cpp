@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 using namespace kvqtest;
@@ -184,6 +185,49 @@ TEST_P(CacheBadInput, EveryFailedCallLeavesTheCacheUnchanged) {
       kvq_cache_update(c32.h, 0, k32.data(), v32.data(), 3, KVQ_DTYPE_F32),
       KVQ_OK);
   EXPECT_TRUE(snapshot(c16.h) == snapshot(c32.h));
+}
+
+// fp16 input at an odd address (no alignment is asked of the caller) gives
+// the cache that aligned fp16 input and f32 input of the same values give,
+// and the caller's buffers are never written.
+TEST_P(CacheBadInput, Fp16InputAlignedOrNotGivesTheSameCache) {
+  const kvq_config c = small(GetParam());
+  const KV kv = gaussianKV(41, 40, 2, 32);
+  std::vector<uint16_t> kh(kv.k.size()), vh(kv.v.size());
+  for (size_t i = 0; i < kh.size(); ++i) {
+    kh[i] = toHalf(kv.k[i]);
+    vh[i] = toHalf(kv.v[i]);
+  }
+  // The same halves at an odd address (byte 1 of a buffer).
+  std::vector<uint8_t> oddK(kh.size() * 2 + 1), oddV(vh.size() * 2 + 1);
+  std::memcpy(oddK.data() + 1, kh.data(), kh.size() * 2);
+  std::memcpy(oddV.data() + 1, vh.data(), vh.size() * 2);
+  const std::vector<uint8_t> oddKBefore = oddK;
+  const std::vector<uint16_t> khBefore = kh;
+  KV rounded = kv; // f32 input of the fp16 values
+  for (size_t i = 0; i < kh.size(); ++i) {
+    rounded.k[i] = fromHalf(kh[i]);
+    rounded.v[i] = fromHalf(vh[i]);
+  }
+  Cache aligned(c), odd(c), f32(c);
+  const int64_t C = kv.channels();
+  for (int64_t t0 : {int64_t{0}, int64_t{25}}) { // a prefill, then the rest
+    const int64_t t1 = t0 ? kv.tokens : 25;
+    ASSERT_EQ(kvq_cache_update(aligned.h, 0, kh.data() + t0 * C,
+                               vh.data() + t0 * C, t1 - t0, KVQ_DTYPE_F16),
+              KVQ_OK)
+        << kvq_last_error();
+    ASSERT_EQ(kvq_cache_update(odd.h, 0, oddK.data() + 1 + 2 * t0 * C,
+                               oddV.data() + 1 + 2 * t0 * C, t1 - t0,
+                               KVQ_DTYPE_F16),
+              KVQ_OK)
+        << kvq_last_error();
+    ASSERT_EQ(append(f32.h, rounded, t0, t1), KVQ_OK) << kvq_last_error();
+  }
+  EXPECT_TRUE(snapshot(aligned.h) == snapshot(f32.h));
+  EXPECT_TRUE(snapshot(odd.h) == snapshot(f32.h));
+  EXPECT_EQ(kh, khBefore);
+  EXPECT_EQ(oddK, oddKBefore);
 }
 
 TEST_P(CacheBadInput, PayloadBytesEqualWhatTheAllocatorHandedOut) {
