@@ -121,7 +121,8 @@ KVQ_RT_EXPORT kvq_status kvq_cache_fetch(const kvq_cache_t *cache,
       return s;
     const LayerStore &store = *cache->layers[layer];
     const int64_t length = store.length();
-    if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, length))
+    if (kvq_status s = checkFetchArgs("kvq_cache_fetch", keys_out, values_out,
+                                      capacity_tokens, dtype, length))
       return s;
     const int64_t c = cache->channels();
     const Rope &rope = cache->rope;

@@ -45,12 +45,21 @@ kvq_status kvq::validateCacheUpdateArgs(const char *entry,
                 static_cast<long long>(nTokens));
   if (nTokens == 0)
     return fail(KVQ_ERR_EMPTY_INPUT, "%s: zero tokens", entry);
-  return checkDtype(dtype);
+  if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkAligned(entry, keys, dtype, "keys"))
+    return s;
+  return checkAligned(entry, values, dtype, "values");
 }
 
-kvq_status kvq::checkFetchArgs(int64_t capacityTokens, kvq_dtype dtype,
-                               int64_t length) {
+kvq_status kvq::checkFetchArgs(const char *entry, const void *keysOut,
+                               const void *valuesOut, int64_t capacityTokens,
+                               kvq_dtype dtype, int64_t length) {
   if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkAligned(entry, keysOut, dtype, "keys_out"))
+    return s;
+  if (kvq_status s = checkAligned(entry, valuesOut, dtype, "values_out"))
     return s;
   if (capacityTokens < length)
     return fail(KVQ_ERR_BUFFER_TOO_SMALL, "capacity %lld tokens < %lld cached",

@@ -50,8 +50,9 @@ kvq_status validateCacheUpdateArgs(const char *entry, const kvq_config *cfg,
 
 /// kvq_cache_fetch: the checks after checkCacheLayerArgs, given the length
 /// of the (validated) layer.
-kvq_status checkFetchArgs(int64_t capacityTokens, kvq_dtype dtype,
-                          int64_t length);
+kvq_status checkFetchArgs(const char *entry, const void *keysOut,
+                          const void *valuesOut, int64_t capacityTokens,
+                          kvq_dtype dtype, int64_t length);
 
 /// kvq_cache_attend: the checks after checkCacheLayerArgs, given the length
 /// of the (validated) layer.

@@ -117,6 +117,17 @@ kvq_status kvq::checkDtype(kvq_dtype dtype) {
   return KVQ_OK;
 }
 
+kvq_status kvq::checkAligned(const char *entry, const void *p, kvq_dtype dtype,
+                             const char *name) {
+  const uintptr_t size = dtype == KVQ_DTYPE_F16 ? 2 : 4;
+  if (reinterpret_cast<uintptr_t>(p) % size != 0)
+    return fail(KVQ_ERR_INVALID_ARGUMENT,
+                "%s: %s is not aligned to its %d-byte %s elements", entry, name,
+                static_cast<int>(size),
+                dtype == KVQ_DTYPE_F16 ? "fp16" : "f32");
+  return KVQ_OK;
+}
+
 kvq_status kvq::checkBits(int32_t bits) {
   if (!supportedBits(bits))
     return fail(KVQ_ERR_UNSUPPORTED_BITS,
@@ -246,6 +257,8 @@ kvq::validateGroupQuantArgs(const char *entry, const void *x, kvq_dtype dtype,
   if (kvq_status s =
           checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
     return s;
+  if (kvq_status s = checkAligned(entry, x, dtype, "x"))
+    return s;
   return checkFinite(x, dtype, rows * cols);
 }
 
@@ -259,6 +272,8 @@ kvq::validateGroupDequantArgs(const char *entry, const uint8_t *codes,
     return nullArgs(entry, "codes, scale, zero and out");
   if (kvq_status s =
           checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
+    return s;
+  if (kvq_status s = checkAligned(entry, out, dtype, "out"))
     return s;
   if (kvq_status s = checkHalfTable(scale, g->vectors(), "scale"))
     return s;
@@ -306,6 +321,8 @@ kvq_status kvq::validateNuqFitArgs(const char *entry, const void *x,
     return nullArgs(entry, "x, scratch and levels");
   if (kvq_status s = checkCodedGrid(dtype, bits, rows, cols, axis, group, g))
     return s;
+  if (kvq_status s = checkAligned(entry, x, dtype, "x"))
+    return s;
   if (iters < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "lloyd iterations %d < 0", iters);
   if (iters > limits::kLloydIters)
@@ -333,6 +350,8 @@ kvq_status kvq::validateNuqQuantArgs(const char *entry, const void *x,
   if (kvq_status s =
           checkQuantGrid(dtype, bits, rows, cols, axis, group, layout, g))
     return s;
+  if (kvq_status s = checkAligned(entry, x, dtype, "x"))
+    return s;
   const int64_t count = int64_t{1} << bits;
   if (levelsFiniteAndAscending(levels, g->vectors() * count, count))
     return checkFinite(x, dtype, rows * cols);
@@ -358,6 +377,8 @@ kvq_status kvq::validateNuqDequantArgs(
   if (kvq_status s =
           checkNuqGrid(dtype, bits, rows, cols, axis, group, layout, levels, g))
     return s;
+  if (kvq_status s = checkAligned(entry, out, dtype, "out"))
+    return s;
   return checkCodes(codes, layout, rows * cols, bits);
 }
 
@@ -369,6 +390,8 @@ kvq_status kvq::validateOutlierSplitArgs(const char *entry, const void *x,
   if (!x || !outlierMask)
     return nullArgs(entry, "x and outlier_mask");
   if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkAligned(entry, x, dtype, "x"))
     return s;
   if (kvq_status s = makeGeometry(rows, cols, axis, group, g))
     return s;
@@ -387,6 +410,8 @@ kvq_status kvq::validateOutlierScreenArgs(const char *entry, const void *x,
     return nullArgs(entry, "x, threshold and outlier_mask");
   if (kvq_status s = checkDtype(dtype))
     return s;
+  if (kvq_status s = checkAligned(entry, x, dtype, "x"))
+    return s;
   if (kvq_status s = checkMatrix(rows, cols))
     return s;
   for (int64_t c = 0; c < cols; ++c)
@@ -403,6 +428,8 @@ kvq_status kvq::validateKeyNormArgs(const char *entry, const void *keys,
   if (!keys || !norms)
     return nullArgs(entry, "keys and norms");
   if (kvq_status s = checkDtype(dtype))
+    return s;
+  if (kvq_status s = checkAligned(entry, keys, dtype, "keys"))
     return s;
   if (kvHeads < 0 || headDim < 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT, "negative kv_heads or head_dim");

@@ -25,6 +25,12 @@ namespace kvq {
 
 /// KVQ_DTYPE_F16 or KVQ_DTYPE_F32.
 kvq_status checkDtype(kvq_dtype dtype);
+
+/// KVQ_ERR_INVALID_ARGUMENT (naming `entry` and `name`) unless the buffer
+/// `p` of a known dtype is aligned to its elements: 2 bytes for fp16, 4 for
+/// f32. The runtime reads and writes those buffers as uint16_t or float.
+kvq_status checkAligned(const char *entry, const void *p, kvq_dtype dtype,
+                        const char *name);
 /// A supported code width (2, 3, 4, 8).
 kvq_status checkBits(int32_t bits);
 /// A non-negative, non-empty [rows, cols] shape.

@@ -100,7 +100,10 @@ typedef enum kvq_residual_mode {
   KVQ_RESIDUAL_MAX_ENUM = 0x7fffffff
 } kvq_residual_mode;
 
-/// Element type of K/V/Q buffers passed to or returned by the runtime.
+/// Element type of K/V/Q buffers passed to or returned by the runtime. A
+/// buffer passed as `void *` with a dtype must be aligned to its elements
+/// (2 bytes for F16, 4 for F32); a misaligned one is
+/// KVQ_ERR_INVALID_ARGUMENT, and the call changes nothing.
 typedef enum kvq_dtype {
   KVQ_DTYPE_F16 = 0, ///< uint16_t binary16 bit patterns
   KVQ_DTYPE_F32 = 1, ///< float

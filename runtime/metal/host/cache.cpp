@@ -755,7 +755,9 @@ KVQ_RT_EXPORT kvq_status kvq_metal_cache_fetch(const kvq_metal_cache_t *cache,
             keys_out && values_out, "cache, keys_out and values_out", layer))
       return s;
     const CacheLayer &l = *cache->layers[layer];
-    if (kvq_status s = checkFetchArgs(capacity_tokens, dtype, l.length()))
+    if (kvq_status s =
+            checkFetchArgs("kvq_metal_cache_fetch", keys_out, values_out,
+                           capacity_tokens, dtype, l.length()))
       return s;
     // fp16 output past the fp16 range (a KIVI group spanning [-65504,
     // 65504], or a key rotated past it) is a status, as on the CPU: checked

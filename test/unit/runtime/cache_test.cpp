@@ -187,47 +187,53 @@ TEST_P(CacheBadInput, EveryFailedCallLeavesTheCacheUnchanged) {
   EXPECT_TRUE(snapshot(c16.h) == snapshot(c32.h));
 }
 
-// fp16 input at an odd address (no alignment is asked of the caller) gives
-// the cache that aligned fp16 input and f32 input of the same values give,
-// and the caller's buffers are never written.
-TEST_P(CacheBadInput, Fp16InputAlignedOrNotGivesTheSameCache) {
+// A K/V buffer that is not aligned to its elements (an fp16 buffer at an
+// odd address, an f32 one at 2 mod 4) is refused by update and fetch with
+// a message naming it, and the cache and the caller's buffers are left as
+// they were; the same values, aligned, are accepted.
+TEST_P(CacheBadInput, MisalignedBuffersAreRefusedAndChangeNothing) {
   const kvq_config c = small(GetParam());
   const KV kv = gaussianKV(41, 40, 2, 32);
-  std::vector<uint16_t> kh(kv.k.size()), vh(kv.v.size());
-  for (size_t i = 0; i < kh.size(); ++i) {
-    kh[i] = toHalf(kv.k[i]);
-    vh[i] = toHalf(kv.v[i]);
-  }
-  // The same halves at an odd address (byte 1 of a buffer).
-  std::vector<uint8_t> oddK(kh.size() * 2 + 1), oddV(vh.size() * 2 + 1);
-  std::memcpy(oddK.data() + 1, kh.data(), kh.size() * 2);
-  std::memcpy(oddV.data() + 1, vh.data(), vh.size() * 2);
-  const std::vector<uint8_t> oddKBefore = oddK;
-  const std::vector<uint16_t> khBefore = kh;
-  KV rounded = kv; // f32 input of the fp16 values
-  for (size_t i = 0; i < kh.size(); ++i) {
-    rounded.k[i] = fromHalf(kh[i]);
-    rounded.v[i] = fromHalf(vh[i]);
-  }
-  Cache aligned(c), odd(c), f32(c);
   const int64_t C = kv.channels();
-  for (int64_t t0 : {int64_t{0}, int64_t{25}}) { // a prefill, then the rest
-    const int64_t t1 = t0 ? kv.tokens : 25;
-    ASSERT_EQ(kvq_cache_update(aligned.h, 0, kh.data() + t0 * C,
-                               vh.data() + t0 * C, t1 - t0, KVQ_DTYPE_F16),
-              KVQ_OK)
-        << kvq_last_error();
-    ASSERT_EQ(kvq_cache_update(odd.h, 0, oddK.data() + 1 + 2 * t0 * C,
-                               oddV.data() + 1 + 2 * t0 * C, t1 - t0,
-                               KVQ_DTYPE_F16),
-              KVQ_OK)
-        << kvq_last_error();
-    ASSERT_EQ(append(f32.h, rounded, t0, t1), KVQ_OK) << kvq_last_error();
+  Cache cache(c);
+  ASSERT_EQ(append(cache.h, kv, 0, 30), KVQ_OK) << kvq_last_error();
+  const Snapshot before = snapshot(cache.h);
+  std::vector<uint16_t> kh(static_cast<size_t>(10 * C));
+  for (size_t i = 0; i < kh.size(); ++i)
+    kh[i] = toHalf(kv.k[static_cast<size_t>(30 * C) + i]);
+  std::vector<uint8_t> raw(static_cast<size_t>(10 * C * 4 + 16));
+  uint8_t *base =
+      raw.data() + (8 - reinterpret_cast<uintptr_t>(raw.data()) % 8);
+  std::memcpy(base + 1, kh.data(), kh.size() * 2); // fp16 at an odd address
+  std::memcpy(base + 2, kv.k.data() + 30 * C, 10 * C * 4); // f32 at 2 mod 4
+  const std::vector<uint8_t> rawBefore = raw;
+  struct Bad {
+    const void *k, *v;
+    kvq_dtype dtype;
+    const char *name;
+  };
+  const uint16_t *alignedH = kh.data();
+  for (const Bad &b : {Bad{base + 1, alignedH, KVQ_DTYPE_F16, "keys"},
+                       Bad{alignedH, base + 1, KVQ_DTYPE_F16, "values"},
+                       Bad{base + 2, base + 2, KVQ_DTYPE_F32, "keys"}}) {
+    EXPECT_EQ(kvq_cache_update(cache.h, 0, b.k, b.v, 10, b.dtype),
+              KVQ_ERR_INVALID_ARGUMENT);
+    const std::string msg = kvq_last_error();
+    EXPECT_NE(msg.find(b.name), std::string::npos) << msg;
+    EXPECT_NE(msg.find("aligned"), std::string::npos) << msg;
   }
-  EXPECT_TRUE(snapshot(aligned.h) == snapshot(f32.h));
-  EXPECT_TRUE(snapshot(odd.h) == snapshot(f32.h));
-  EXPECT_EQ(kh, khBefore);
-  EXPECT_EQ(oddK, oddKBefore);
+  std::vector<uint8_t> out(static_cast<size_t>(64 * C * 4 + 8));
+  EXPECT_EQ(kvq_cache_fetch(cache.h, 0, out.data() + 1, out.data() + 1, 64,
+                            KVQ_DTYPE_F16),
+            KVQ_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("keys_out"), std::string::npos);
+  EXPECT_TRUE(
+      std::all_of(out.begin(), out.end(), [](uint8_t x) { return x == 0; }));
+  EXPECT_TRUE(snapshot(cache.h) == before);
+  EXPECT_EQ(raw, rawBefore);
+  ASSERT_EQ(kvq_cache_update(cache.h, 0, alignedH, alignedH, 10, KVQ_DTYPE_F16),
+            KVQ_OK)
+      << kvq_last_error();
 }
 
 TEST_P(CacheBadInput, PayloadBytesEqualWhatTheAllocatorHandedOut) {

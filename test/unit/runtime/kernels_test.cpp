@@ -361,6 +361,66 @@ TEST(KernelBadArguments, KeyNormAndSinkSelect) {
       std::all_of(pos.begin(), pos.end(), [](int64_t p) { return p == -5; }));
 }
 
+// Every kernel entry point refuses an fp16 or f32 buffer that is not
+// aligned to its elements, names it, and writes nothing.
+TEST(KernelBadArguments, MisalignedDataBuffersAreRefused) {
+  std::vector<uint8_t> raw(64 * 4 + 16, 0);
+  uint8_t *base =
+      raw.data() + (8 - reinterpret_cast<uintptr_t>(raw.data()) % 8);
+  const void *h1 = base + 1, *f2 = base + 2; // fp16 at 1 mod 2, f32 at 2 mod 4
+  std::vector<uint8_t> codes(64, 0xAB);
+  std::vector<uint16_t> scale(16, toHalf(1.0f)), zero(16, 0), levels(8 * 8);
+  for (int v = 0; v < 8; ++v)
+    for (int l = 0; l < 8; ++l)
+      levels[static_cast<size_t>(v * 8 + l)] = toHalf(static_cast<float>(l));
+  std::vector<float> scratch(8), thr(8, 1.0f), norms(4, -1.0f);
+  std::vector<uint8_t> mask(64, 9);
+  std::vector<uint16_t> fitted(8 * 8, 0x1234);
+  auto refused = [&](kvq_status s, const char *name) {
+    EXPECT_EQ(s, KVQ_ERR_INVALID_ARGUMENT) << name;
+    const std::string msg = kvq_last_error();
+    EXPECT_NE(msg.find(std::string(name) + " is not aligned"),
+              std::string::npos)
+        << msg;
+  };
+  for (kvq_dtype dt : {KVQ_DTYPE_F16, KVQ_DTYPE_F32}) {
+    const void *x = dt == KVQ_DTYPE_F16 ? h1 : f2;
+    void *out = const_cast<void *>(x);
+    refused(kvq_group_quant(x, dt, 8, 8, KVQ_AXIS_PER_TOKEN, 4, 2, nullptr,
+                            KVQ_CODES_UNPACKED, codes.data(), scale.data(),
+                            zero.data()),
+            "x");
+    refused(kvq_group_dequant(codes.data(), KVQ_CODES_UNPACKED, scale.data(),
+                              zero.data(), 8, 8, KVQ_AXIS_PER_TOKEN, 4, 2, out,
+                              dt),
+            "out");
+    refused(kvq_nuq_fit(x, dt, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3, 8, nullptr,
+                        scratch.data(), 8, fitted.data()),
+            "x");
+    refused(kvq_nuq_quant(x, dt, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3, levels.data(),
+                          KVQ_CODES_UNPACKED, codes.data()),
+            "x");
+    refused(kvq_nuq_dequant(codes.data(), KVQ_CODES_UNPACKED, levels.data(), 8,
+                            8, KVQ_AXIS_PER_TOKEN, 8, 3, out, dt),
+            "out");
+    refused(kvq_outlier_split(x, dt, 8, 8, KVQ_AXIS_PER_CHANNEL, 8, 0.1f,
+                              nullptr, mask.data(), thr.data()),
+            "x");
+    refused(kvq_outlier_screen(x, dt, 8, 8, thr.data(), mask.data()), "x");
+    refused(kvq_key_norm(x, dt, 4, 1, 4, norms.data()), "keys");
+  }
+  EXPECT_TRUE(
+      std::all_of(raw.begin(), raw.end(), [](uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(std::all_of(codes.begin(), codes.end(),
+                          [](uint8_t c) { return c == 0xAB; }));
+  EXPECT_TRUE(
+      std::all_of(mask.begin(), mask.end(), [](uint8_t m) { return m == 9; }));
+  EXPECT_TRUE(std::all_of(fitted.begin(), fitted.end(),
+                          [](uint16_t l) { return l == 0x1234; }));
+  EXPECT_TRUE(std::all_of(norms.begin(), norms.end(),
+                          [](float f) { return f == -1.0f; }));
+}
+
 TEST(StatusStrings, EveryStatusHasADistinctName) {
   std::vector<std::string> names;
   for (int s = 0; s <= KVQ_ERR_CORRUPT_DATA; ++s)
