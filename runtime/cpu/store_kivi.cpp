@@ -184,12 +184,7 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   }
   // One kvq_group_quant call of the kernel table: per channel one group of
   // the G rows.
-  Grid g;
-  g.rows = G_;
-  g.cols = C;
-  g.group = G_;
-  g.axis = KVQ_AXIS_PER_CHANNEL;
-  kernels().groupQuant(x.data(), KVQ_DTYPE_F16, g, kb_,
+  kernels().groupQuant(x.data(), KVQ_DTYPE_F16, Grid::columns(G_, C), kb_,
                        exclude.empty() ? nullptr : exclude.data(),
                        KVQ_CODES_UNPACKED, codes.data(), scales.data(), zeros);
   const UniformBlock<uint8_t> blk{out, C};

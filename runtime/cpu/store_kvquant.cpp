@@ -365,12 +365,7 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
                       halfToFloat(read16(table, table_.thresholdAt(i % C)))
                   ? 1
                   : 0;
-      Grid g;
-      g.rows = rows;
-      g.cols = C;
-      g.group = rows;
-      g.axis = KVQ_AXIS_PER_CHANNEL;
-      kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, g, kb_,
+      kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, Grid::columns(rows, C), kb_,
                          reinterpret_cast<const uint16_t *>(table),
                          KVQ_CODES_UNPACKED, codes.data());
       for (int64_t i = 0; i < rows; ++i) {

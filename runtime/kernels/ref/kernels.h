@@ -135,6 +135,11 @@ struct Grid {
     }
     return (v / cols) * group * cols + v % cols;
   }
+  /// [rows, cols] with one group per column over all rows (a store's key
+  /// channels, each quantized over a block of tokens).
+  static Grid columns(int64_t rows, int64_t cols) {
+    return Grid{rows, cols, rows, KVQ_AXIS_PER_CHANNEL};
+  }
 };
 
 /// kvq_group_quant on a validated grid (layout is a kvq_code_layout).

@@ -302,20 +302,33 @@ TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
             }
 }
 
+/// The reference's and the SIMD table's Lloyd fits of x agree bit for bit.
+void expectSameFit(const KernelTable &ref, const KernelTable &simd,
+                   const std::vector<float> &x, int64_t m, int bits, int iters,
+                   const std::string &what) {
+  auto a = x, b = x;
+  float l1[kMaxLevels], l2[kMaxLevels];
+  ref.lloydFitGathered(a.data(), m, bits, iters, l1, nullptr);
+  simd.lloydFitGathered(b.data(), m, bits, iters, l2, nullptr);
+  ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits))) << what;
+}
+
+std::string fitLabel(int pattern, int bits, int64_t m, int iters) {
+  return "pattern " + std::to_string(pattern) + " bits " +
+         std::to_string(bits) + " m " + std::to_string(m) + " iters " +
+         std::to_string(iters);
+}
+
 TEST(SimdNuq, LloydFitGivesTheSameLevels) {
   REQUIRE_SIMD();
   for (int pattern = 0; pattern < 5; ++pattern)
     for (int bits : {2, 3, 4, 8})
       for (int64_t m : {1, 2, 3, 17, 128, 1000})
         for (int iters : {0, 1, 8}) {
-          auto x = awkwardData(500 + m + pattern, m, pattern);
-          auto y = x;
+          ASSERT_NO_FATAL_FAILURE(expectSameFit(
+              ref, *simd, awkwardData(500 + m + pattern, m, pattern), m, bits,
+              iters, fitLabel(pattern, bits, m, iters)));
           float l1[kMaxLevels], l2[kMaxLevels];
-          ref.lloydFitGathered(x.data(), m, bits, iters, l1, nullptr);
-          simd->lloydFitGathered(y.data(), m, bits, iters, l2, nullptr);
-          ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)))
-              << "pattern " << pattern << " bits " << bits << " m " << m
-              << " iters " << iters;
           std::vector<float> s1(static_cast<size_t>(m)), s2(s1.size());
           std::vector<uint8_t> ex(static_cast<size_t>(m));
           for (int64_t i = 0; i < m; ++i)
@@ -351,13 +364,9 @@ TEST(SimdNuq, LloydFitOnFloatDataGivesTheSameLevels) {
                              i % 2 ? 29 - static_cast<int>(m > 128) : 0);
             x[static_cast<size_t>(i)] = static_cast<float>(v);
           }
-          auto y = x;
-          float l1[kMaxLevels], l2[kMaxLevels];
-          ref.lloydFitGathered(x.data(), m, bits, iters, l1, nullptr);
-          simd->lloydFitGathered(y.data(), m, bits, iters, l2, nullptr);
-          ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)))
-              << "pattern " << pattern << " bits " << bits << " m " << m
-              << " iters " << iters;
+          ASSERT_NO_FATAL_FAILURE(
+              expectSameFit(ref, *simd, x, m, bits, iters,
+                            fitLabel(pattern, bits, m, iters)));
         }
 }
 
