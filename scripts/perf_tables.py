@@ -162,6 +162,10 @@ def main():
     if app.get("caches"):  # runs before 2026-12-03 time kivi2 only
         print("Append at 1K tokens, ns per token: %s." % ", ".join(
             "%s %.0f" % (a["cache"], a["ns"]) for a in app["caches"]))
+        if all("max_ns" in a for a in app["caches"]):  # since 2026-12-04
+            print("Slowest single append at 1K tokens, us: %s." % ", ".join(
+                "%s %.1f" % (a["cache"], a["max_ns"] / 1e3)
+                for a in app["caches"]))
     if doc.get("compile"):
         print("Compile (`kvq-opt --kvq-to-llvm`, %d layers): %.3f s." %
               (doc["compile"]["layers"], doc["compile"]["seconds"]))

@@ -119,7 +119,7 @@ kvq_status kvq::checkDtype(kvq_dtype dtype) {
 
 kvq_status kvq::checkAligned(const char *entry, const void *p, kvq_dtype dtype,
                              const char *name) {
-  const uintptr_t size = dtype == KVQ_DTYPE_F16 ? 2 : 4;
+  const auto size = static_cast<uintptr_t>(dtypeBytes(dtype));
   if (reinterpret_cast<uintptr_t>(p) % size != 0)
     return fail(KVQ_ERR_INVALID_ARGUMENT,
                 "%s: %s is not aligned to its %d-byte %s elements", entry, name,

@@ -185,6 +185,8 @@ def main():
         need(row, "tokens", int)
         if need(row, "ns", num) <= 0:
             fail("append row ns is not positive")
+        if need(row, "max_ns", num) < row["ns"]:
+            fail("append row max_ns is below its mean ns")
     if "compile" not in doc:
         fail("missing key 'compile'")
     if doc["compile"] is not None:

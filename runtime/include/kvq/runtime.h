@@ -17,7 +17,11 @@
  *    IEEE binary16 bit patterns, so the header needs no half type.
  *  - A "[tokens, channels]" matrix flattens [tokens, kv_heads, head_dim] to
  *    channels = kv_heads * head_dim.
- *  - Stateless kernels never allocate; callers provide every buffer.
+ *  - Stateless kernels take every buffer from the caller; the one exception
+ *    is the SIMD tables' Lloyd fit (kvq_nuq_fit) of a vector with more than
+ *    512 eligible elements, which takes a heap buffer for its radix sort and
+ *    cell sums (about 16 bytes an element; KVQ_ERR_OUT_OF_MEMORY on
+ *    failure).
  *  - No exception crosses this ABI: sizes derived from arguments are
  *    overflow-checked and bounded (the limits below and in kvq_config) and
  *    give KVQ_ERR_INVALID_ARGUMENT; anything unexpected inside becomes a
@@ -409,7 +413,7 @@ KVQ_RT_EXPORT kvq_status kvq_cache_load(const void *data, int64_t size,
                                         kvq_cache_t **out);
 
 /*===----------------------------------------------------------------------===*
- * Stateless kernels (never allocate)
+ * Stateless kernels (caller buffers; see the note on kvq_nuq_fit above)
  *
  * Inputs are [rows, cols] matrices of `dtype`, at most 2^48 elements
  * (KVQ_ERR_INVALID_ARGUMENT beyond). Scales, zeros and levels are

@@ -142,6 +142,11 @@ struct Grid {
   }
 };
 
+/// Bytes per element of a (valid) dtype: 2 for fp16 bits, 4 for f32.
+inline int64_t dtypeBytes(kvq_dtype dtype) {
+  return dtype == KVQ_DTYPE_F16 ? 2 : 4;
+}
+
 /// kvq_group_quant on a validated grid (layout is a kvq_code_layout).
 void groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
                    const uint8_t *exclude, int layout, uint8_t *codes,

@@ -184,7 +184,7 @@ KVQ_AVX512 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
   constexpr int bits = Bits, layout = Layout;
   const __m512i maxc = _mm512_set1_epi32((1 << bits) - 1);
   const int64_t C = g.cols, G = g.group;
-  const int64_t elementBytes = dtype == KVQ_DTYPE_F16 ? 2 : 4;
+  const int64_t elementBytes = dtypeBytes(dtype);
   for (int64_t rg = 0; rg < g.rows / G; ++rg)
     for (int64_t c = 0; c < C; c += 32) {
       const int64_t base = rg * G * C + c;

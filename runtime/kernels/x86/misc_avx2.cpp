@@ -190,7 +190,7 @@ KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
     _mm_storeu_ps(norms + t, _mm256_cvtpd_ps(mean));
   }
   if (t4 < tokens) {
-    const size_t elem = dtype == KVQ_DTYPE_F16 ? 2 : 4;
+    const int64_t elem = dtypeBytes(dtype);
     keyNormRef(static_cast<const uint8_t *>(keys) + t4 * C * elem, dtype,
                tokens - t4, heads, headDim, norms + t4);
   }

@@ -277,8 +277,7 @@ KVQ_AVX2 void groupQuantColumns32(const void *x, kvq_dtype dtype, const Grid &g,
       for (int64_t i = 0; i < G; ++i) {
         const int64_t e = base + i * C;
         _mm_prefetch(static_cast<const char *>(x) +
-                         (e + x86::kColumnPrefetchAhead) *
-                             (dtype == KVQ_DTYPE_F16 ? 2 : 4),
+                         (e + x86::kColumnPrefetchAhead) * dtypeBytes(dtype),
                      _MM_HINT_T0);
         __m256 a[4];
         __m256i k[4];

@@ -30,9 +30,9 @@ kvq_status deviceOf(void *ctx, const char *fn, Device **out);
 /// One dispatch covers at most 2^32 - 1 threads (uint thread positions).
 kvq_status checkGrid(int64_t threads, const char *fn);
 
-/// Bytes per element of dtype.
+/// Bytes per element of dtype (kvq::dtypeBytes), as a buffer size.
 inline size_t dtypeSize(kvq_dtype dtype) {
-  return dtype == KVQ_DTYPE_F16 ? 2 : 4;
+  return static_cast<size_t>(kvq::dtypeBytes(dtype));
 }
 
 } // namespace kvq::metal
