@@ -58,7 +58,7 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(
 
 KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits) {
   (void)bits; // the level sums live on the stack (at most 256 levels)
-  return len < 0 ? 0 : len;
+  return lloydScratchFloats(len);
 }
 
 KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
@@ -81,7 +81,8 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
         if (!exclude || !exclude[e])
           scratch[m++] = loadElement(x, dtype, e);
       }
-      kernels().lloydFitGathered(scratch, m, bits, iters, fitted, nullptr);
+      kernels().lloydFitGathered(scratch, m, scratch + m, bits, iters, fitted,
+                                 nullptr);
       for (int l = 0; l < count; ++l)
         levels[v * count + l] = floatToHalf(fitted[l]);
     }

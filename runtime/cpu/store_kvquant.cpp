@@ -218,7 +218,8 @@ void KvquantStore::fitKeyChannels(const uint16_t *const *rows, int64_t m,
   // split bisects over a column about 31 times, and the kernels' vector
   // paths take contiguous input. Row by row, so each row is read once.
   // Not zeroed first (every element is written): fresh pages are costly.
-  const std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(m)]),
+  const std::unique_ptr<float[]> scratch(
+      new float[static_cast<size_t>(lloydScratchFloats(m))]),
       columns(new float[static_cast<size_t>(m * w)]);
   float part[kFitTaskChannels];
   for (int64_t t = 0; t < m; ++t) {
@@ -258,7 +259,7 @@ int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask,
   const int64_t D = cfg_.head_dim;
   const KernelTable &kt = kernels();
   const int64_t k = outlierCount(cfg_.outlier_fraction, D);
-  std::vector<float> scratch(static_cast<size_t>(D));
+  std::vector<float> scratch(static_cast<size_t>(lloydScratchFloats(D)));
   int64_t count = 0;
   for (int32_t h = 0; h < cfg_.num_kv_heads; ++h) {
     kt.topkAbs(x + h * D, D, 1, nullptr, 0, k, mask + h * D, 1, nullptr);

@@ -520,13 +520,14 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
     const int64_t L = int64_t{1} << bits;
     const int64_t kv = (T / 32) * kChannels, vv = T * kHeads;
     std::vector<uint16_t> lk(kv * L), lv(vv * L);
-    std::vector<float> scratch(kDim);
+    const int64_t S = kvq_nuq_fit_scratch_size(kDim, bits);
+    std::vector<float> scratch(static_cast<size_t>(S));
     check(kvq_nuq_fit(k.data(), KVQ_DTYPE_F16, T, kChannels,
                       KVQ_AXIS_PER_CHANNEL, 32, bits, 4, nullptr,
-                      scratch.data(), kDim, lk.data()),
+                      scratch.data(), S, lk.data()),
           "nuq_fit");
     check(kvq_nuq_fit(v.data(), KVQ_DTYPE_F16, T, kChannels, KVQ_AXIS_PER_TOKEN,
-                      kDim, bits, 4, nullptr, scratch.data(), kDim, lv.data()),
+                      kDim, bits, 4, nullptr, scratch.data(), S, lv.data()),
           "nuq_fit");
     std::vector<uint8_t> ck(kvq_packed_size(n, bits)), cv(ck.size());
     auto quant = [&] {

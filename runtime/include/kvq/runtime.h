@@ -17,11 +17,8 @@
  *    IEEE binary16 bit patterns, so the header needs no half type.
  *  - A "[tokens, channels]" matrix flattens [tokens, kv_heads, head_dim] to
  *    channels = kv_heads * head_dim.
- *  - Stateless kernels take every buffer from the caller; the one exception
- *    is the SIMD tables' Lloyd fit (kvq_nuq_fit) of a vector with more than
- *    512 eligible elements, which takes a heap buffer for its radix sort and
- *    cell sums (about 16 bytes an element; KVQ_ERR_OUT_OF_MEMORY on
- *    failure).
+ *  - Stateless kernels take every buffer from the caller and never
+ *    allocate (kvq_nuq_fit's work is in its scratch).
  *  - No exception crosses this ABI: sizes derived from arguments are
  *    overflow-checked and bounded (the limits below and in kvq_config) and
  *    give KVQ_ERR_INVALID_ARGUMENT; anything unexpected inside becomes a
@@ -448,7 +445,11 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(
     const uint16_t *zero, int64_t rows, int64_t cols, kvq_axis axis,
     int32_t group, int32_t bits, void *out, kvq_dtype dtype);
 
-/// Scratch floats kvq_nuq_fit needs for vectors of length `len`.
+/// Scratch floats kvq_nuq_fit needs for vectors of length `len`: room to
+/// gather a vector's eligible elements, then the fit's work (the radix
+/// sort's keys, then prefix sums in double), 3 * len + 2 for len >= 1;
+/// 0 for len < 1, INT64_MAX where that overflows. Changed in 0.3: it was
+/// len, and the fit of a long vector allocated the rest.
 KVQ_RT_EXPORT int64_t kvq_nuq_fit_scratch_size(int64_t len, int32_t bits);
 
 /// Lloyd-Max non-uniform levels, one table of 2^bits ascending fp16 levels

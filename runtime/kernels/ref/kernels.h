@@ -70,13 +70,25 @@ int nearestLevel(const float *levels, int count, float x);
 /// Quantile initialisation of `count` levels from m >= 1 sorted values.
 void lloydInitSorted(const float *sorted, int64_t m, int count, float *levels);
 
+/// Floats of work a Lloyd-Max fit of m gathered values may use besides them:
+/// the SIMD tables' sort keys (2m), then their prefix sums (m + 1 doubles);
+/// the reference uses none. Saturates at INT64_MAX; 0 for m < 1.
+int64_t lloydWorkFloats(int64_t m);
+
+/// Scratch floats lloydFit takes for n elements: room to gather them, then
+/// their work (kvq_nuq_fit_scratch_size). Saturates at INT64_MAX.
+int64_t lloydScratchFloats(int64_t n);
+
 /// Lloyd-Max on m gathered eligible values (sorted in place), as below.
-void lloydFitGathered(float *data, int64_t m, int bits, int iters,
+/// work holds lloydWorkFloats(m) floats; no kernel table allocates.
+void lloydFitGathered(float *data, int64_t m, float *work, int bits, int iters,
                       float *levels, double *distortion);
 
 /// Fit 2^bits levels (ascending, float) to the eligible elements: quantile
 /// initialisation at (i + 0.5) / L with linear interpolation, then `iters`
-/// assign/update sweeps. scratch holds >= n floats. distortion (optional,
+/// assign/update sweeps. scratch holds lloydScratchFloats(n) floats: the
+/// eligible elements are gathered into it, and the fit's work follows them.
+/// distortion (optional,
 /// iters + 1 entries) receives the mean squared error over the eligible
 /// elements before the first sweep and after each sweep (float levels).
 /// Returns the number of eligible elements; 0 gives all-zero levels.
@@ -695,7 +707,8 @@ struct KernelTable {
   void (*nuqDequant)(const uint8_t *, int, const uint16_t *, const Grid &, int,
                      void *, kvq_dtype);
   /// Lloyd-Max on m gathered values (lloydFitGathered's contract).
-  void (*lloydFitGathered)(float *, int64_t, int, int, float *, double *);
+  void (*lloydFitGathered)(float *, int64_t, float *, int, int, float *,
+                           double *);
   void (*outlierSplit)(const void *, kvq_dtype, const Grid &, float,
                        const uint8_t *, uint8_t *, float *);
   void (*outlierScreen)(const void *, kvq_dtype, int64_t, int64_t,

@@ -9,36 +9,62 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 using namespace kvq;
 
-void kvq::sortFloats(float *data, int64_t m) {
+namespace {
+// The work is caller's float storage, so the keys and sums in it are read
+// and written by memcpy (a plain load or store once compiled).
+uint32_t keyAt(const float *work, int64_t i) {
+  uint32_t u;
+  std::memcpy(&u, work + i, 4);
+  return u;
+}
+void setKey(float *work, int64_t i, uint32_t u) {
+  std::memcpy(work + i, &u, 4);
+}
+double sumAt(const float *work, int64_t i) {
+  double d;
+  std::memcpy(&d, work + 2 * i, 8);
+  return d;
+}
+void setSum(float *work, int64_t i, double d) {
+  std::memcpy(work + 2 * i, &d, 8);
+}
+} // namespace
+
+int64_t kvq::lloydWorkFloats(int64_t m) {
+  // The sort keys (2m) and then the prefix sums (m + 1 doubles) share it.
+  if (m < 1)
+    return 0;
+  return m > (INT64_MAX - 2) / 2 ? INT64_MAX : 2 * m + 2;
+}
+
+int64_t kvq::lloydScratchFloats(int64_t n) {
+  if (n < 1)
+    return 0;
+  const int64_t work = lloydWorkFloats(n);
+  return work > INT64_MAX - n ? INT64_MAX : n + work;
+}
+
+void kvq::sortFloats(float *data, int64_t m, float *work) {
   if (m < 2)
     return;
   // Order-preserving keys: flip every bit of a negative float, only the
-  // sign bit of a positive one.
-  constexpr int64_t kStackKeys = 512;
-  uint32_t stackKeys[2 * kStackKeys];
-  std::vector<uint32_t> heapKeys;
-  uint32_t *keys = stackKeys;
-  if (m > kStackKeys) {
-    heapKeys.resize(static_cast<size_t>(2 * m));
-    keys = heapKeys.data();
-  }
-  uint32_t *other = keys + m;
+  // sign bit of a positive one. keys and other are halves of the work.
+  float *keys = work, *other = work + m;
   uint32_t offsets[4][256] = {};
   for (int64_t i = 0; i < m; ++i) {
     uint32_t u;
     std::memcpy(&u, &data[i], 4);
     u ^= (u >> 31) ? 0xFFFFFFFFu : 0x80000000u;
-    keys[i] = u;
+    setKey(keys, i, u);
     for (int d = 0; d < 4; ++d)
       ++offsets[d][(u >> (8 * d)) & 255];
   }
   for (int d = 0; d < 4; ++d) {
     const int shift = 8 * d;
-    if (offsets[d][(keys[0] >> shift) & 255] == static_cast<uint64_t>(m))
+    if (offsets[d][(keyAt(keys, 0) >> shift) & 255] == static_cast<uint64_t>(m))
       continue; // one digit value for all: the pass would copy
     uint32_t sum = 0;
     for (uint32_t &o : offsets[d]) {
@@ -46,12 +72,14 @@ void kvq::sortFloats(float *data, int64_t m) {
       o = sum;
       sum += c;
     }
-    for (int64_t i = 0; i < m; ++i)
-      other[offsets[d][(keys[i] >> shift) & 255]++] = keys[i];
+    for (int64_t i = 0; i < m; ++i) {
+      const uint32_t u = keyAt(keys, i);
+      setKey(other, offsets[d][(u >> shift) & 255]++, u);
+    }
     std::swap(keys, other);
   }
   for (int64_t i = 0; i < m; ++i) {
-    uint32_t u = keys[i];
+    uint32_t u = keyAt(keys, i);
     u ^= (u >> 31) ? 0x80000000u : 0xFFFFFFFFu;
     std::memcpy(&data[i], &u, 4);
   }
@@ -96,31 +124,27 @@ bool sumsAreExact(const float *data, int64_t m) {
 }
 } // namespace
 
-void kvq::lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
-                               float *levels, double *distortion) {
+void kvq::lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
+                               int iters, float *levels, double *distortion) {
   // The distortion trace is a debugging aid: keep the reference for it.
   if (distortion || m == 0) {
-    lloydFitGathered(data, m, bits, iters, levels, distortion);
+    lloydFitGathered(data, m, work, bits, iters, levels, distortion);
     return;
   }
   const int count = 1 << bits;
-  sortFloats(data, m);
+  sortFloats(data, m, work);
   lloydInitSorted(data, m, count, levels);
-  // Prefix sums where they are exact (sumsAreExact): a cell's sum is then
-  // one subtraction instead of a pass over the cell in every sweep.
-  constexpr int64_t kStackSums = 513;
-  double stackSums[kStackSums];
-  std::vector<double> heapSums;
-  double *prefix = nullptr;
-  if (sumsAreExact(data, m)) {
-    prefix = stackSums;
-    if (m + 1 > kStackSums) {
-      heapSums.resize(static_cast<size_t>(m + 1));
-      prefix = heapSums.data();
+  // Prefix sums where they are exact (sumsAreExact), in the work the sort
+  // is done with: a cell's sum is then one subtraction instead of a pass
+  // over the cell in every sweep.
+  const bool prefix = sumsAreExact(data, m);
+  if (prefix) {
+    double running = 0.0;
+    setSum(work, 0, running);
+    for (int64_t i = 0; i < m; ++i) {
+      running += data[i];
+      setSum(work, i + 1, running);
     }
-    prefix[0] = 0.0;
-    for (int64_t i = 0; i < m; ++i)
-      prefix[i + 1] = prefix[i] + data[i];
   }
   float updated[kMaxLevels];
   for (int it = 0; it < iters; ++it) {
@@ -147,7 +171,7 @@ void kvq::lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
       if (end > pos) { // the reference's sum, bit for bit
         double sum = 0;
         if (prefix)
-          sum = prefix[end] - prefix[pos]; // both exact, so exactly the sum
+          sum = sumAt(work, end) - sumAt(work, pos); // both exact: the sum
         else
           for (int64_t i = pos; i < end; ++i) // the reference's order
             sum += data[i];
@@ -173,6 +197,7 @@ int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])
       scratch[m++] = x[i * stride];
-  lloydFitGatheredFast(scratch, m, bits, iters, levels, distortion);
+  lloydFitGatheredFast(scratch, m, scratch + m, bits, iters, levels,
+                       distortion);
   return m;
 }

@@ -21,8 +21,9 @@ namespace kvq {
 /// half, resp. two thirds, of the old fit). Values equal under < differ
 /// only in the sign of zero, which neither the fit's sums (they start at
 /// +0) nor its quantile levels can carry, so the fit gets the reference's
-/// levels whatever order std::sort gives them.
-void sortFloats(float *data, int64_t m);
+/// levels whatever order std::sort gives them. work holds 2m floats (the
+/// keys, in two halves).
+void sortFloats(float *data, int64_t m, float *work);
 
 /// lloydFitGathered with the same levels, bit for bit, faster: the data are
 /// sorted by sortFloats; the nearest level is non-decreasing in x, so each
@@ -31,8 +32,8 @@ void sortFloats(float *data, int64_t m);
 /// where every partial sum is exact in double, as for fp16 data, else in
 /// the reference's order); a sweep that leaves the levels unchanged ends
 /// the fit (every later sweep would repeat it).
-void lloydFitGatheredFast(float *data, int64_t m, int bits, int iters,
-                          float *levels, double *distortion);
+void lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
+                          int iters, float *levels, double *distortion);
 
 /// lloydFitRef's contract on top of lloydFitGatheredFast.
 int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,

@@ -49,12 +49,13 @@ int64_t kvq::lloydFitRef(const float *x, int64_t n, int64_t stride,
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])
       scratch[m++] = x[i * stride];
-  lloydFitGathered(scratch, m, bits, iters, levels, distortion);
+  lloydFitGathered(scratch, m, scratch + m, bits, iters, levels, distortion);
   return m;
 }
 
-void kvq::lloydFitGathered(float *scratch, int64_t m, int bits, int iters,
-                           float *levels, double *distortion) {
+void kvq::lloydFitGathered(float *scratch, int64_t m, float * /*work*/,
+                           int bits, int iters, float *levels,
+                           double *distortion) {
   const int count = 1 << bits;
   if (m == 0) {
     std::fill(levels, levels + count, 0.0f);

@@ -106,20 +106,22 @@ TEST(MetalNuq, HeavyTailedDataOverManySweeps) {
   // Laplace data with wide dynamic range stresses the binary64 sums.
   const int64_t rows = 512, cols = 4;
   Matrix x = randomMatrix(rows, cols, KVQ_DTYPE_F32, 77);
-  std::vector<float> scratch(rows);
+  const int64_t S = kvq_nuq_fit_scratch_size(rows, 3);
+  std::vector<float> scratch(static_cast<size_t>(S));
   std::vector<uint16_t> a(4 * 8), b(4 * 8);
   ASSERT_EQ(KVQ_OK, kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, rows, cols,
                                 KVQ_AXIS_PER_CHANNEL, rows, 3, 30, nullptr,
-                                scratch.data(), rows, a.data()));
+                                scratch.data(), S, a.data()));
   ASSERT_EQ(KVQ_OK, kvq_metal_nuq_fit(ctx(), x.data(), KVQ_DTYPE_F32, rows,
                                       cols, KVQ_AXIS_PER_CHANNEL, rows, 3, 30,
-                                      nullptr, scratch.data(), rows, b.data()));
+                                      nullptr, scratch.data(), S, b.data()));
   EXPECT_EQ(a, b);
 }
 
 TEST(MetalNuqErrors, SameStatusesAsTheCpu) {
   Matrix x = randomMatrix(4, 8, KVQ_DTYPE_F32, 2);
-  std::vector<float> scratch(8);
+  const int64_t S = kvq_nuq_fit_scratch_size(4, 2);
+  std::vector<float> scratch(static_cast<size_t>(S));
   std::vector<uint16_t> levels(4 * 2 * 4, 0);
   auto fit = [&](bool metal, int iters, int64_t scratchFloats) {
     return metal
@@ -130,9 +132,11 @@ TEST(MetalNuqErrors, SameStatusesAsTheCpu) {
                              4, 2, iters, nullptr, scratch.data(),
                              scratchFloats, levels.data());
   };
-  EXPECT_EQ(fit(false, -1, 8), fit(true, -1, 8));
-  EXPECT_EQ(KVQ_ERR_BUFFER_TOO_SMALL, fit(true, 2, 3));
-  EXPECT_EQ(fit(false, 2, 3), fit(true, 2, 3));
+  EXPECT_EQ(fit(false, -1, S), fit(true, -1, S));
+  EXPECT_EQ(KVQ_ERR_BUFFER_TOO_SMALL, fit(true, 2, S - 1));
+  EXPECT_EQ(fit(false, 2, S - 1), fit(true, 2, S - 1));
+  EXPECT_EQ(KVQ_OK, fit(true, 2, S));
+  EXPECT_EQ(KVQ_OK, fit(false, 2, S));
   std::vector<uint16_t> descending = {0x4000, 0x3c00, 0x3800, 0x3400};
   std::vector<uint8_t> codes(8);
   EXPECT_EQ(KVQ_ERR_INVALID_ARGUMENT,

@@ -25,7 +25,8 @@
 TEST(LloydInternal, DistortionIsMonotoneNonIncreasingPerSweep) {
   std::mt19937_64 gen(99);
   for (int bits : {2, 3, 4, 8}) {
-    std::vector<float> x(3000), scratch(3000);
+    std::vector<float> x(3000),
+        scratch(static_cast<size_t>(kvq::lloydScratchFloats(3000)));
     for (float &f : x) {
       double u = (static_cast<double>(gen() >> 11) + 0.5) / 9007199254740992.0;
       double s = u < 0.5 ? -1 : 1;
@@ -73,7 +74,8 @@ TEST(LloydInternal, SortFloatsOrdersLikeStdSort) {
         }
       }
       std::vector<float> radix = x, expected = x;
-      kvq::sortFloats(radix.data(), m);
+      std::vector<float> work(static_cast<size_t>(2 * m)); // exactly the keys
+      kvq::sortFloats(radix.data(), m, work.data());
       std::sort(expected.begin(), expected.end());
       for (int64_t i = 0; i < m; ++i) {
         SCOPED_TRACE(testing::Message()

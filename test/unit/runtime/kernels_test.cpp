@@ -246,29 +246,30 @@ TEST(KernelBadArguments, GroupDequant) {
 
 TEST(KernelBadArguments, NuqFitQuantDequant) {
   std::vector<float> x(64, 0.5f);
-  std::vector<float> scratch(8);
+  const int64_t S = kvq_nuq_fit_scratch_size(8, 3);
+  std::vector<float> scratch(static_cast<size_t>(S));
   std::vector<uint16_t> levels(8 * 16, 0x1234);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3,
-                        8, nullptr, nullptr, 8, levels.data()),
+                        8, nullptr, nullptr, S, levels.data()),
             KVQ_ERR_NULL_POINTER);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 7,
-                        8, nullptr, scratch.data(), 8, levels.data()),
+                        8, nullptr, scratch.data(), S, levels.data()),
             KVQ_ERR_UNSUPPORTED_BITS);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 3, 3,
-                        8, nullptr, scratch.data(), 8, levels.data()),
+                        8, nullptr, scratch.data(), S, levels.data()),
             KVQ_ERR_BAD_GROUP_SIZE);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3,
-                        -1, nullptr, scratch.data(), 8, levels.data()),
+                        -1, nullptr, scratch.data(), S, levels.data()),
             KVQ_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3,
-                        8, nullptr, scratch.data(), 7, levels.data()),
+                        8, nullptr, scratch.data(), S - 1, levels.data()),
             KVQ_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 0, 8, KVQ_AXIS_PER_TOKEN, 8, 3,
-                        8, nullptr, scratch.data(), 8, levels.data()),
+                        8, nullptr, scratch.data(), S, levels.data()),
             KVQ_ERR_EMPTY_INPUT);
   x[0] = NAN;
   EXPECT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3,
-                        8, nullptr, scratch.data(), 8, levels.data()),
+                        8, nullptr, scratch.data(), S, levels.data()),
             KVQ_ERR_NON_FINITE);
   EXPECT_TRUE(std::all_of(levels.begin(), levels.end(),
                           [](uint16_t l) { return l == 0x1234; }));
@@ -373,7 +374,9 @@ TEST(KernelBadArguments, MisalignedDataBuffersAreRefused) {
   for (int v = 0; v < 8; ++v)
     for (int l = 0; l < 8; ++l)
       levels[static_cast<size_t>(v * 8 + l)] = toHalf(static_cast<float>(l));
-  std::vector<float> scratch(8), thr(8, 1.0f), norms(4, -1.0f);
+  std::vector<float> scratch(
+      static_cast<size_t>(kvq_nuq_fit_scratch_size(8, 3))),
+      thr(8, 1.0f), norms(4, -1.0f);
   std::vector<uint8_t> mask(64, 9);
   std::vector<uint16_t> fitted(8 * 8, 0x1234);
   auto refused = [&](kvq_status s, const char *name) {
@@ -395,7 +398,8 @@ TEST(KernelBadArguments, MisalignedDataBuffersAreRefused) {
                               dt),
             "out");
     refused(kvq_nuq_fit(x, dt, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3, 8, nullptr,
-                        scratch.data(), 8, fitted.data()),
+                        scratch.data(), static_cast<int64_t>(scratch.size()),
+                        fitted.data()),
             "x");
     refused(kvq_nuq_quant(x, dt, 8, 8, KVQ_AXIS_PER_TOKEN, 8, 3, levels.data(),
                           KVQ_CODES_UNPACKED, codes.data()),

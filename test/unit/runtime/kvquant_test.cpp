@@ -238,11 +238,12 @@ TEST(Kvquant, FractionZeroCacheIsPureNuqOfTheKernels) {
   ASSERT_EQ(append(cache.h, kv, 0, 64), KVQ_OK);
   Fetched f = fetch(cache.h);
   EXPECT_EQ(stats(cache.h).outlier_count, 0);
-  std::vector<float> scratch(64), out(64 * 128);
+  const int64_t S = kvq_nuq_fit_scratch_size(64, 3);
+  std::vector<float> scratch(static_cast<size_t>(S)), out(64 * 128);
   std::vector<uint16_t> levels(128 * 8);
   std::vector<uint8_t> codes(64 * 128);
   ASSERT_EQ(kvq_nuq_fit(kv.v.data(), KVQ_DTYPE_F32, 64, 128, KVQ_AXIS_PER_TOKEN,
-                        64, 3, 8, nullptr, scratch.data(), 64, levels.data()),
+                        64, 3, 8, nullptr, scratch.data(), S, levels.data()),
             KVQ_OK);
   ASSERT_EQ(kvq_nuq_quant(kv.v.data(), KVQ_DTYPE_F32, 64, 128,
                           KVQ_AXIS_PER_TOKEN, 64, 3, levels.data(),
@@ -257,7 +258,7 @@ TEST(Kvquant, FractionZeroCacheIsPureNuqOfTheKernels) {
   std::vector<uint16_t> klevels(128 * 8);
   ASSERT_EQ(kvq_nuq_fit(kv.k.data(), KVQ_DTYPE_F32, 64, 128,
                         KVQ_AXIS_PER_CHANNEL, 64, 3, 8, nullptr, scratch.data(),
-                        64, klevels.data()),
+                        S, klevels.data()),
             KVQ_OK);
   ASSERT_EQ(kvq_nuq_quant(kv.k.data(), KVQ_DTYPE_F32, 64, 128,
                           KVQ_AXIS_PER_CHANNEL, 64, 3, klevels.data(),

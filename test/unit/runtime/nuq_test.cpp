@@ -159,12 +159,13 @@ TEST(Nuq, LloydMseNonIncreasingInIterations) {
 
 TEST(Nuq, LevelTablesAreDeterministic) {
   std::vector<float> x = laplaceData(8, 2048);
-  std::vector<float> scratch(2048);
+  const int64_t S = kvq_nuq_fit_scratch_size(1024, 3);
+  std::vector<float> scratch(static_cast<size_t>(S));
   std::vector<uint16_t> a(16), b(16);
   for (std::vector<uint16_t> *l : {&a, &b})
     ASSERT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 2048, 1,
                           KVQ_AXIS_PER_CHANNEL, 1024, 3, 8, nullptr,
-                          scratch.data(), 2048, l->data()),
+                          scratch.data(), S, l->data()),
               KVQ_OK);
   EXPECT_EQ(a, b);
   for (int v = 0; v < 2; ++v)
@@ -173,22 +174,38 @@ TEST(Nuq, LevelTablesAreDeterministic) {
         [](uint16_t p, uint16_t q) { return fromHalf(p) < fromHalf(q); }));
 }
 
+// The documented rule (runtime.h): room for the gathered elements, then the
+// SIMD fit's sort keys and prefix sums; the fits above and below run with
+// scratch of exactly this size, so the sanitizer build sees any access past
+// it (group 1024 takes the long-vector path that allocated before 0.3).
+TEST(Nuq, ScratchSizeIsTheDocumentedRule) {
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(-5, 3), 0);
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(0, 3), 0);
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(1, 3), 5);
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(1024, 8), 3 * 1024 + 2);
+  const int64_t largest = (INT64_MAX - 2) / 3;
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(largest, 2), 3 * largest + 2);
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(largest + 1, 2), INT64_MAX);
+  EXPECT_EQ(kvq_nuq_fit_scratch_size(INT64_MAX, 2), INT64_MAX);
+}
+
 TEST(Nuq, QuantileInitialisationAndEmptyVector) {
   // Zero sweeps: levels are the (i + 0.5) / L quantiles with linear
   // interpolation. Data 0..15 at 2 bits: positions 1.875, 5.625, 9.375,
   // 13.125.
   std::vector<float> x(16);
   std::iota(x.begin(), x.end(), 0.0f);
-  std::vector<float> scratch(16);
+  const int64_t S = kvq_nuq_fit_scratch_size(16, 2);
+  std::vector<float> scratch(static_cast<size_t>(S));
   std::vector<uint16_t> levels(4);
   ASSERT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 1, 16, KVQ_AXIS_PER_TOKEN, 16,
-                        2, 0, nullptr, scratch.data(), 16, levels.data()),
+                        2, 0, nullptr, scratch.data(), S, levels.data()),
             KVQ_OK);
   EXPECT_EQ(levels, (std::vector<uint16_t>{toHalf(1.875f), toHalf(5.625f),
                                            toHalf(9.375f), toHalf(13.125f)}));
   std::vector<uint8_t> all(16, 1);
   ASSERT_EQ(kvq_nuq_fit(x.data(), KVQ_DTYPE_F32, 1, 16, KVQ_AXIS_PER_TOKEN, 16,
-                        2, 8, all.data(), scratch.data(), 16, levels.data()),
+                        2, 8, all.data(), scratch.data(), S, levels.data()),
             KVQ_OK);
   EXPECT_EQ(levels, (std::vector<uint16_t>{0, 0, 0, 0}));
 }
