@@ -405,22 +405,30 @@ TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
                               m2.data());
           ASSERT_EQ(m1, m2) << what;
         }
-  for (int64_t n : {1, 9, 64, 1000})
-    for (int64_t k : {int64_t{0}, int64_t{1}, n / 3, n}) {
-      auto x = awkwardData(77 + n, n, 1);
-      std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
-      float th1, th2;
-      ref.topkAbs(x.data(), n, 1, nullptr, 0, k, m1.data(), 1, &th1);
-      simd->topkAbs(x.data(), n, 1, nullptr, 0, k, m2.data(), 1, &th2);
-      ASSERT_EQ(m1, m2);
-      ASSERT_EQ(floatBits(th1), floatBits(th2));
-      for (float &v : x)
-        v = std::fabs(v);
-      std::vector<int64_t> p1(static_cast<size_t>(k)), p2(p1.size());
-      ref.topkIndices(x.data(), n, k, p1.data());
-      simd->topkIndices(x.data(), n, k, p2.data());
-      ASSERT_EQ(p1, p2) << "n " << n << " k " << k;
-    }
+  // k up to 16 takes the one-pass selection, above it the bisection;
+  // pattern 4 is small integers, so most magnitudes tie.
+  for (int pattern : {1, 4})
+    for (int64_t n : {1, 9, 64, 128, 1000})
+      for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{16},
+                        int64_t{17}, n / 3, n}) {
+        if (k > n)
+          continue;
+        auto x = awkwardData(77 + n + pattern, n, pattern);
+        std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
+        float th1, th2;
+        ref.topkAbs(x.data(), n, 1, nullptr, 0, k, m1.data(), 1, &th1);
+        simd->topkAbs(x.data(), n, 1, nullptr, 0, k, m2.data(), 1, &th2);
+        const std::string what = "pattern " + std::to_string(pattern) + " n " +
+                                 std::to_string(n) + " k " + std::to_string(k);
+        ASSERT_EQ(m1, m2) << what;
+        ASSERT_EQ(floatBits(th1), floatBits(th2)) << what;
+        for (float &v : x)
+          v = std::fabs(v);
+        std::vector<int64_t> p1(static_cast<size_t>(k)), p2(p1.size());
+        ref.topkIndices(x.data(), n, k, p1.data());
+        simd->topkIndices(x.data(), n, k, p2.data());
+        ASSERT_EQ(p1, p2) << what;
+      }
 }
 
 TEST(SimdSinks, KeyNormsAreBitIdentical) {
