@@ -126,13 +126,20 @@ bool sumsAreExact(const float *data, int64_t m) {
 
 void kvq::lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
                                int iters, float *levels, double *distortion) {
+  lloydFitGatheredSortedBy(sortFloats, data, m, work, bits, iters, levels,
+                           distortion);
+}
+
+void kvq::lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
+                                   float *work, int bits, int iters,
+                                   float *levels, double *distortion) {
   // The distortion trace is a debugging aid: keep the reference for it.
   if (distortion || m == 0) {
     lloydFitGathered(data, m, work, bits, iters, levels, distortion);
     return;
   }
   const int count = 1 << bits;
-  sortFloats(data, m, work);
+  sort(data, m, work);
   lloydInitSorted(data, m, count, levels);
   // Prefix sums where they are exact (sumsAreExact), in the work the sort
   // is done with: a cell's sum is then one subtraction instead of a pass
@@ -193,11 +200,20 @@ int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,
                           const uint8_t *exclude, int64_t exStride, int bits,
                           int iters, float *scratch, float *levels,
                           double *distortion) {
+  return lloydFitSortedBy(sortFloats, x, n, stride, exclude, exStride, bits,
+                          iters, scratch, levels, distortion);
+}
+
+int64_t kvq::lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
+                              int64_t stride, const uint8_t *exclude,
+                              int64_t exStride, int bits, int iters,
+                              float *scratch, float *levels,
+                              double *distortion) {
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])
       scratch[m++] = x[i * stride];
-  lloydFitGatheredFast(scratch, m, scratch + m, bits, iters, levels,
-                       distortion);
+  lloydFitGatheredSortedBy(sort, scratch, m, scratch + m, bits, iters, levels,
+                           distortion);
   return m;
 }

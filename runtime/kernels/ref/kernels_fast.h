@@ -41,6 +41,18 @@ int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,
                      int iters, float *scratch, float *levels,
                      double *distortion);
 
+/// A sort that leaves exactly sortFloats' bytes (a table's faster one).
+using FloatSort = void (*)(float *data, int64_t m, float *work);
+
+/// The two fits above, starting with `sort` instead of sortFloats.
+void lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
+                              float *work, int bits, int iters, float *levels,
+                              double *distortion);
+int64_t lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
+                         int64_t stride, const uint8_t *exclude,
+                         int64_t exStride, int bits, int iters, float *scratch,
+                         float *levels, double *distortion);
+
 /// The reference takes the first minimal element, so a minimum of zero
 /// carries the sign of the first zero in the group (it ends up in the fp16
 /// zero point); SIMD min does not know the order. The sign of the group's

@@ -88,6 +88,7 @@ const kvq::KernelTable &avx512Table() {
     kvq::KernelTable t = avx2Table();
     t.name = "avx512";
     kvq::x86::fillNuqAvx512(t);
+    kvq::x86::fillSortAvx512(t);
     kvq::x86::fillGroupQuantAvx512(t);
     t.attendFor = attendAvx512;
     return t;

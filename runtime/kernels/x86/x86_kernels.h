@@ -61,6 +61,11 @@ void nuqQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
                   const uint16_t *levels, int layout, uint8_t *codes);
 /// nuq_avx512.cpp: nuqQuant for 2-4 bits without gathers.
 void fillNuqAvx512(KernelTable &t);
+/// sort_avx512.cpp: Lloyd fits that sort up to 128 values in registers.
+void fillSortAvx512(KernelTable &t);
+/// sort_avx512.cpp: that sort (sortFloats' bytes), for the differential
+/// test; AVX-512F only.
+void sortFloatsForTests(float *data, int64_t m, float *work);
 /// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
 void fillMiscAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.

@@ -10,6 +10,9 @@
 #include "fp16.h"
 #include "kernels.h"
 #include "kernels_fast.h"
+#if defined(__x86_64__)
+#include "x86_kernels.h"
+#endif
 
 #include <gtest/gtest.h>
 
@@ -43,36 +46,46 @@ TEST(LloydInternal, DistortionIsMonotoneNonIncreasingPerSweep) {
   }
 }
 
+namespace {
+/// m values of one of five awkward patterns: wide exponents; signed zeros,
+/// infinities and subnormals; one repeated value (whose radix passes are
+/// all skipped); only negative values; few distinct integers.
+std::vector<float> awkwardSortInput(std::mt19937_64 &gen, int64_t m,
+                                    int pattern) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(static_cast<size_t>(m));
+  for (float &f : x) {
+    const double u = static_cast<double>(gen() >> 11) / 9007199254740992.0;
+    switch (pattern) {
+    case 0:
+      f = static_cast<float>(std::ldexp(u - 0.5, int(gen() % 80) - 40));
+      break;
+    case 1: {
+      const float pick[] = {0.0f, -0.0f, inf, -inf, 1e-45f, -1e-45f, 2.5f};
+      f = pick[gen() % 7];
+      break;
+    }
+    case 2:
+      f = -3.25f;
+      break;
+    case 3:
+      f = -static_cast<float>(u) * 1e6f;
+      break;
+    default:
+      f = static_cast<float>(static_cast<int>(gen() % 5) - 2);
+    }
+  }
+  return x;
+}
+} // namespace
+
 TEST(LloydInternal, SortFloatsOrdersLikeStdSort) {
   std::mt19937_64 gen(5);
-  const float inf = std::numeric_limits<float>::infinity();
-  // Lengths around the stack buffer (512 keys), and inputs with signed
-  // zeros, infinities, subnormals, one repeated value (whose radix passes
-  // are all skipped) and only negative values.
+  // Lengths around the old stack buffer (512 keys) and the AVX-512
+  // network's (128 values).
   for (int64_t m : {0, 1, 2, 3, 127, 511, 512, 513, 5000})
     for (int pattern = 0; pattern < 5; ++pattern) {
-      std::vector<float> x(static_cast<size_t>(m));
-      for (float &f : x) {
-        const double u = static_cast<double>(gen() >> 11) / 9007199254740992.0;
-        switch (pattern) {
-        case 0:
-          f = static_cast<float>(std::ldexp(u - 0.5, int(gen() % 80) - 40));
-          break;
-        case 1: {
-          const float pick[] = {0.0f, -0.0f, inf, -inf, 1e-45f, -1e-45f, 2.5f};
-          f = pick[gen() % 7];
-          break;
-        }
-        case 2:
-          f = -3.25f;
-          break;
-        case 3:
-          f = -static_cast<float>(u) * 1e6f;
-          break;
-        default:
-          f = static_cast<float>(static_cast<int>(gen() % 5) - 2);
-        }
-      }
+      const std::vector<float> x = awkwardSortInput(gen, m, pattern);
       std::vector<float> radix = x, expected = x;
       std::vector<float> work(static_cast<size_t>(2 * m)); // exactly the keys
       kvq::sortFloats(radix.data(), m, work.data());
@@ -97,6 +110,28 @@ TEST(LloydInternal, SortFloatsOrdersLikeStdSort) {
       EXPECT_EQ(bits(radix), bits(x)) << "m " << m << " pattern " << pattern;
     }
 }
+
+#if defined(__x86_64__)
+// The AVX-512 table's fits sort up to 128 values in registers: the bytes
+// must be sortFloats', signed zeros included, at every length around the
+// network's register counts (1, 2, 4 and 8 registers) and past them.
+TEST(LloydInternal, NetworkSortGivesSortFloatsBytes) {
+  if (!__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937_64 gen(6);
+  for (int64_t m = 0; m <= 140; ++m)
+    for (int pattern = 0; pattern < 5; ++pattern)
+      for (int round = 0; round < 3; ++round) {
+        const std::vector<float> x = awkwardSortInput(gen, m, pattern);
+        std::vector<float> radix = x, network = x;
+        std::vector<float> w1(static_cast<size_t>(2 * m)), w2 = w1;
+        kvq::sortFloats(radix.data(), m, w1.data());
+        kvq::x86::sortFloatsForTests(network.data(), m, w2.data());
+        ASSERT_EQ(0, m ? std::memcmp(radix.data(), network.data(), 4 * m) : 0)
+            << "m " << m << " pattern " << pattern;
+      }
+}
+#endif
 
 TEST(LloydInternal, NearestLevelTiesGoToTheLowerLevel) {
   float levels[] = {0.0f, 1.0f, 1.0f, 3.0f};
