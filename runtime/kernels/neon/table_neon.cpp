@@ -27,6 +27,7 @@ const kvq::KernelTable *kvq::simdKernelTable() {
     t.name = "neon";
     t.lloydFit = lloydFitFast;
     t.lloydFitGathered = lloydFitGatheredFast;
+    t.topkAbs = topkAbsFast;
     neon::fillQuantNeon(t);
     t.attendFor = attendNeon;
     return t;

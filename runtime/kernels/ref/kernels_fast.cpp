@@ -196,6 +196,27 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
   }
 }
 
+void kvq::topkAbsFast(const float *x, int64_t n, int64_t stride,
+                      const uint8_t *exclude, int64_t exStride, int64_t k,
+                      uint8_t *mask, int64_t maskStride, float *threshold) {
+  if (stride != 1 || exclude || k < 1 || k > n || k > kOnePassK)
+    return topkAbsRef(x, n, stride, exclude, exStride, k, mask, maskStride,
+                      threshold);
+  KLargest top(k);
+  for (int64_t i = 0; i < n; ++i)
+    top.offer(floatBits(x[i]) & 0x7fffffffu);
+  int64_t ties;
+  const uint32_t t = top.kthLargest(&ties);
+  for (int64_t i = 0; i < n; ++i) { // ties to the earlier index
+    const uint32_t b = floatBits(x[i]) & 0x7fffffffu;
+    const bool take = b > t || (b == t && ties > 0);
+    ties -= b == t && take;
+    mask[i * maskStride] = take ? 1 : 0;
+  }
+  if (threshold)
+    *threshold = bitsToFloat(t);
+}
+
 int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,
                           const uint8_t *exclude, int64_t exStride, int bits,
                           int iters, float *scratch, float *levels,

@@ -44,34 +44,20 @@ KVQ_AVX2 int64_t countAtLeast(const void *x, kvq_dtype dtype, int64_t base,
   return c;
 }
 
-/// Up to this k the k-th largest magnitude comes from one pass that keeps
-/// the k largest seen; the bisection's 31 counting passes took 12 % of a
-/// KVQuant refit, whose splits have k = 2 (1 % of 128 elements).
-constexpr int64_t kOnePassK = 16;
-
-/// kthMagnitude for 1 <= k <= min(n, kOnePassK): the same integers. The
-/// k largest magnitudes (as a multiset) are kept descending; a block of 8
-/// with none above the k-th kept is skipped by one compare.
+/// kthMagnitude for 1 <= k <= min(n, kOnePassK) by KLargest: the same
+/// integers; a block of 8 with none above the k-th kept is skipped by one
+/// compare.
 KVQ_AVX2 uint32_t kthMagnitudeOnePass(const void *x, kvq_dtype dtype,
                                       int64_t base, int64_t n, int64_t k,
                                       int64_t *ties) {
-  uint32_t top[kOnePassK];
-  int64_t held = 0;
-  auto offer = [&](uint32_t b) {
-    if (held == k && b <= top[k - 1])
-      return;
-    int64_t j = held < k ? held++ : k - 1;
-    for (; j > 0 && top[j - 1] < b; --j)
-      top[j] = top[j - 1];
-    top[j] = b;
-  };
+  KLargest top(k);
   const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
   const int64_t n8 = n & ~int64_t{7};
   for (int64_t i = 0; i < n8; i += 8) {
     const __m256i mag = _mm256_and_si256(
         _mm256_castps_si256(load8(x, dtype, base + i)), absMask);
-    if (held == k) { // magnitudes are below 2^31: signed compares order them
-      const __m256i kth = _mm256_set1_epi32(static_cast<int32_t>(top[k - 1]));
+    if (top.full()) { // magnitudes are below 2^31: signed compares order them
+      const __m256i kth = _mm256_set1_epi32(static_cast<int32_t>(top.kth()));
       if (_mm256_testz_si256(_mm256_cmpgt_epi32(mag, kth),
                              _mm256_set1_epi32(-1)))
         continue;
@@ -79,16 +65,11 @@ KVQ_AVX2 uint32_t kthMagnitudeOnePass(const void *x, kvq_dtype dtype,
     alignas(32) uint32_t lanes[8];
     _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), mag);
     for (uint32_t b : lanes)
-      offer(b);
+      top.offer(b);
   }
   for (int64_t i = n8; i < n; ++i)
-    offer(floatBits(loadElement(x, dtype, base + i)) & 0x7fffffffu);
-  const uint32_t t = top[k - 1];
-  int64_t greater = 0; // every magnitude above t is among the k kept
-  for (int64_t j = 0; j < k; ++j)
-    greater += top[j] > t;
-  *ties = k - greater;
-  return t;
+    top.offer(floatBits(loadElement(x, dtype, base + i)) & 0x7fffffffu);
+  return top.kthLargest(ties);
 }
 
 /// topkAbsGeneric's bisection with vector counts (no exclusions): the k-th
