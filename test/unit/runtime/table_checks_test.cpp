@@ -123,6 +123,46 @@ TEST(TableChecks, NuqQuantAndDequantRefuseEveryNonFiniteLevel) {
     }
 }
 
+// The one-pass ascending check skips each table's first level (it is not
+// compared with the table before): a table whose only descending pair is
+// its first must still be refused, in the first vector and in later ones,
+// for every width (up to 16 levels the check counts positions in 16 bits,
+// 8 bits take a loop of their own). Tables that each ascend but start
+// below the end of the one before are fine.
+TEST(TableChecks, NuqQuantRefusesATableWhoseFirstPairDescends) {
+  for (int32_t bits : {2, 3, 4, 8}) {
+    const int64_t L = int64_t{1} << bits, group = 256;
+    const int64_t rows = 4, cols = 512, vectors = rows * cols / group;
+    std::vector<float> x(rows * cols, 0.25f);
+    std::vector<uint16_t> levels(vectors * L);
+    for (int64_t i = 0; i < vectors * L; ++i) // each table -L/2 .. L/2 - 1
+      levels[i] = toHalf(static_cast<float>(i % L - L / 2));
+    std::vector<uint8_t> codes(x.size(), 0xee);
+    ASSERT_EQ(kvq_nuq_quant(x.data(), KVQ_DTYPE_F32, rows, cols,
+                            KVQ_AXIS_PER_TOKEN, group, bits, levels.data(),
+                            KVQ_CODES_UNPACKED, codes.data()),
+              KVQ_OK)
+        << "bits " << bits;
+    for (int64_t v : {int64_t{0}, int64_t{3}, vectors - 1}) {
+      std::vector<uint16_t> bad = levels;
+      std::swap(bad[v * L], bad[v * L + 1]);
+      std::fill(codes.begin(), codes.end(), 0xee);
+      EXPECT_EQ(kvq_nuq_quant(x.data(), KVQ_DTYPE_F32, rows, cols,
+                              KVQ_AXIS_PER_TOKEN, group, bits, bad.data(),
+                              KVQ_CODES_UNPACKED, codes.data()),
+                KVQ_ERR_INVALID_ARGUMENT)
+          << "bits " << bits << " vector " << v;
+      const std::string msg = kvq_last_error();
+      EXPECT_NE(msg.find("levels of vector " + std::to_string(v) +
+                         " are not ascending"),
+                std::string::npos)
+          << msg;
+      EXPECT_TRUE(std::all_of(codes.begin(), codes.end(),
+                              [](uint8_t c) { return c == 0xee; }));
+    }
+  }
+}
+
 TEST(TableChecks, SinkSelectRefusesNegativeAndNonFiniteNorms) {
   for (float bad : {-1e-30f, -0.5f, -1.0f, -3e38f}) {
     std::vector<float> norms = {1.0f, 2.0f, bad, 4.0f};
