@@ -120,8 +120,10 @@ private:
   /// batch's kvq_nuq_quant) packed, then the outliers mask marks.
   void writeKeyRow(const float *x, const uint8_t *codes, const uint8_t *mask,
                    uint8_t *out) const;
-  /// Fit, quantize and pack one value row (levels, codes, outliers).
-  int64_t planValueRow(const float *x, uint8_t *mask, float *levels) const;
+  /// Fit, quantize and pack one value row (levels, codes, outliers);
+  /// scratch holds lloydScratchFloats(head_dim) floats.
+  int64_t planValueRow(const float *x, uint8_t *mask, float *levels,
+                       float *scratch) const;
   void writeValueRow(const float *x, const uint8_t *mask, const float *levels,
                      uint8_t *out) const;
   /// The first segment starting after pos.
@@ -254,17 +256,16 @@ void KvquantStore::writeKeyRow(const float *x, const uint8_t *codes,
   kernels().packCodes(codes, C, kb_, out);
 }
 
-int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask,
-                                   float *levels) const {
+int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask, float *levels,
+                                   float *scratch) const {
   const int64_t D = cfg_.head_dim;
   const KernelTable &kt = kernels();
   const int64_t k = outlierCount(cfg_.outlier_fraction, D);
-  std::vector<float> scratch(static_cast<size_t>(lloydScratchFloats(D)));
   int64_t count = 0;
   for (int32_t h = 0; h < cfg_.num_kv_heads; ++h) {
     kt.topkAbs(x + h * D, D, 1, nullptr, 0, k, mask + h * D, 1, nullptr);
     kt.lloydFit(x + h * D, D, 1, mask + h * D, 1, vb_, cfg_.lloyd_iters,
-                scratch.data(), levels + h * vLevels_, nullptr);
+                scratch, levels + h * vLevels_, nullptr);
     for (int l = 0; l < vLevels_; ++l) // store and use fp16 levels
       levels[h * vLevels_ + l] = roundToHalf(levels[h * vLevels_ + l]);
     for (int64_t d = 0; d < D; ++d)
@@ -414,12 +415,18 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
       const int64_t m = std::min(chunk, quantEnd - p0);
       runTasks(parallel, (m + kFitTaskRows - 1) / kFitTaskRows,
                [&](int64_t task) {
+                 // One fit scratch per task, not zeroed (each fit gathers
+                 // into it first).
+                 const std::unique_ptr<float[]> scratch(
+                     new float[static_cast<size_t>(
+                         lloydScratchFloats(cfg_.head_dim))]);
                  const int64_t i1 = std::min(m, (task + 1) * kFitTaskRows);
                  for (int64_t i = task * kFitTaskRows; i < i1; ++i) {
                    float *row = rows.data() + i * C;
                    halfRowToFloat(in.value(p0 + i), C, row);
-                   outs[static_cast<size_t>(i)] = planValueRow(
-                       row, vmasks.data() + i * C, levels.data() + i * HL);
+                   outs[static_cast<size_t>(i)] =
+                       planValueRow(row, vmasks.data() + i * C,
+                                    levels.data() + i * HL, scratch.get());
                  }
                });
       for (int64_t i = 0; i < m; ++i) {

@@ -88,9 +88,9 @@ void lloydFitGathered(float *data, int64_t m, float *work, int bits, int iters,
 /// initialisation at (i + 0.5) / L with linear interpolation, then `iters`
 /// assign/update sweeps. scratch holds lloydScratchFloats(n) floats: the
 /// eligible elements are gathered into it, and the fit's work follows them.
-/// distortion (optional,
-/// iters + 1 entries) receives the mean squared error over the eligible
-/// elements before the first sweep and after each sweep (float levels).
+/// distortion (optional, iters + 1 entries) receives the mean squared error
+/// over the eligible elements before the first sweep and after each sweep
+/// (float levels).
 /// Returns the number of eligible elements; 0 gives all-zero levels.
 int64_t lloydFitRef(const float *x, int64_t n, int64_t stride,
                     const uint8_t *exclude, int64_t exStride, int bits,

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels_fast.h"
+#include "topk_impl.h"
 
 #include <algorithm>
 #include <cstring>
@@ -207,12 +208,10 @@ void kvq::topkAbsFast(const float *x, int64_t n, int64_t stride,
     top.offer(floatBits(x[i]) & 0x7fffffffu);
   int64_t ties;
   const uint32_t t = top.kthLargest(&ties);
-  for (int64_t i = 0; i < n; ++i) { // ties to the earlier index
-    const uint32_t b = floatBits(x[i]) & 0x7fffffffu;
-    const bool take = b > t || (b == t && ties > 0);
-    ties -= b == t && take;
-    mask[i * maskStride] = take ? 1 : 0;
-  }
+  markRanked([&](int64_t i) { return floatBits(x[i]) & 0x7fffffffu; },
+             [](int64_t) { return false; },
+             [&](int64_t i, bool take) { mask[i * maskStride] = take; }, n, t,
+             ties);
   if (threshold)
     *threshold = bitsToFloat(t);
 }

@@ -13,6 +13,23 @@
 
 namespace kvq {
 
+/// The split's marks once the k-th largest magnitude t is known: every
+/// eligible element above t, and the first `ties` equal to it (ties to the
+/// earlier index). Every rank split ends with it, whichever way it found t.
+template <class Magnitude, class Skip, class Mark>
+void markRanked(Magnitude magnitude, Skip skip, Mark &&mark, int64_t n,
+                uint32_t t, int64_t ties) {
+  for (int64_t i = 0; i < n; ++i) {
+    bool take = false;
+    if (!skip(i)) {
+      const uint32_t b = magnitude(i);
+      take = b > t || (b == t && ties > 0);
+      ties -= b == t && take;
+    }
+    mark(i, take);
+  }
+}
+
 template <class Get, class Skip, class Mark>
 uint32_t topkAbsGeneric(Get get, Skip skip, Mark mark, int64_t n, int64_t k) {
   auto magnitude = [&](int64_t i) { return floatBits(get(i)) & 0x7fffffffu; };
@@ -42,19 +59,7 @@ uint32_t topkAbsGeneric(Get get, Skip skip, Mark mark, int64_t n, int64_t k) {
       hi = mid;
   }
   int64_t ties = k - countAtLeast(lo + 1); // elements equal to lo to take
-  for (int64_t i = 0; i < n; ++i) {
-    bool take = false;
-    if (!skip(i)) {
-      uint32_t b = magnitude(i);
-      if (b > lo) {
-        take = true;
-      } else if (b == lo && ties > 0) {
-        take = true;
-        --ties;
-      }
-    }
-    mark(i, take);
-  }
+  markRanked(magnitude, skip, mark, n, lo, ties);
   return lo;
 }
 

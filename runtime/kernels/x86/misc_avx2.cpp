@@ -12,6 +12,7 @@
 
 #include "fp16.h"
 #include "kernels_fast.h"
+#include "topk_impl.h"
 
 #include <limits>
 
@@ -104,13 +105,12 @@ KVQ_AVX2 uint32_t topkContiguous(const void *x, kvq_dtype dtype, int64_t base,
     return 0;
   }
   int64_t ties;
-  uint32_t t = kthMagnitude(x, dtype, base, n, k, &ties);
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t b = floatBits(loadElement(x, dtype, base + i)) & 0x7fffffffu;
-    bool take = b > t || (b == t && ties > 0);
-    ties -= b == t && take;
-    mark(i, take);
-  }
+  const uint32_t t = kthMagnitude(x, dtype, base, n, k, &ties);
+  markRanked(
+      [&](int64_t i) {
+        return floatBits(loadElement(x, dtype, base + i)) & 0x7fffffffu;
+      },
+      [](int64_t) { return false; }, mark, n, t, ties);
   return t;
 }
 
