@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
-#include "passes/transforms/RopeMatcher.h"
+#include "passes/transforms/kvcache/RopeMatcher.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"

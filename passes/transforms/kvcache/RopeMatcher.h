@@ -11,8 +11,8 @@
 // probe.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_PASSES_TRANSFORMS_ROPEMATCHER_H
-#define KVQ_PASSES_TRANSFORMS_ROPEMATCHER_H
+#ifndef KVQ_PASSES_TRANSFORMS_KVCACHE_ROPEMATCHER_H
+#define KVQ_PASSES_TRANSFORMS_KVCACHE_ROPEMATCHER_H
 
 #include "kvq/dialect/KvqDialect.h"
 
@@ -37,4 +37,4 @@ FailureOr<RopeMatch> matchRope(Value key, Value pos, int64_t context,
 
 } // namespace mlir::kvq
 
-#endif // KVQ_PASSES_TRANSFORMS_ROPEMATCHER_H
+#endif // KVQ_PASSES_TRANSFORMS_KVCACHE_ROPEMATCHER_H
