@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/dialect/KvqDialect.h"
 
+#include "kvq/config_limits.h"
+
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
@@ -167,12 +169,26 @@ static SmallVector<int64_t> levelShape(ArrayRef<int64_t> grouped,
 // Primitive ops
 //===----------------------------------------------------------------------===//
 
+/// An attribute the lowering passes as an int32_t runtime parameter must
+/// be at most `max` (INT32_MAX unless the runtime's limit is lower): checked
+/// here, where a static size cannot do it (a dynamic dimension), so that no
+/// value is truncated on its way into the C ABI.
+static LogicalResult verifyAbiInt(Operation *op, StringRef what, int64_t value,
+                                  int64_t max = INT32_MAX) {
+  if (value <= max)
+    return success();
+  return op->emitOpError() << what << " " << value
+                           << " exceeds the runtime's limit of " << max;
+}
+
 /// What every grouped op checks first: one kind of operand, a supported bit
-/// width (ops that have one), then the per-group shape of `source`.
+/// width (ops that have one), a group size the runtime's int32_t takes, then
+/// the per-group shape of `source`.
 static FailureOr<SmallVector<int64_t>>
 verifyGroupedOp(Operation *op, Value source, QuantAxis axis, int64_t group,
                 std::optional<int64_t> bits) {
-  if (failed(verifyOneKind(op)) || (bits && failed(verifyBits(op, *bits))))
+  if (failed(verifyOneKind(op)) || (bits && failed(verifyBits(op, *bits))) ||
+      failed(verifyAbiInt(op, "group size", group)))
     return failure();
   return groupedShape(op, cast<ShapedType>(source.getType()), axis, group);
 }
@@ -212,6 +228,8 @@ LogicalResult NuqFitOp::verify() {
   auto grouped =
       verifyGroupedOp(*this, getInput(), getAxis(), getGroup(), getBits());
   if (failed(grouped) ||
+      failed(verifyAbiInt(*this, "iters", getIters(),
+                          ::kvq::limits::kLloydIters)) ||
       failed(verifyShapeIs(*this, "levels", getLevels().getType(),
                            levelShape(*grouped, getBits()))))
     return failure();
@@ -291,6 +309,8 @@ LogicalResult SinkSelectOp::verify() {
     return failure();
   int64_t tokens = cast<ShapedType>(getNorms().getType()).getDimSize(0);
   int64_t count = getCount();
+  if (failed(verifyAbiInt(*this, "sink count", count)))
+    return failure();
   if (!ShapedType::isDynamic(tokens) && count > tokens)
     return emitOpError() << "sink count " << count << " exceeds the " << tokens
                          << " tokens it selects from";

@@ -94,6 +94,9 @@ public:
         module(op->getParentOfType<ModuleOp>()) {}
 
   Value i32(int64_t value) {
+    // The verifiers bound every attribute that reaches an int32_t parameter
+    // (test/dialect/invalid-abi-ints.mlir).
+    assert(value >= INT32_MIN && value <= INT32_MAX && "truncated ABI value");
     return arith::ConstantIntOp::create(rewriter, loc, value, 32);
   }
   Value i64(int64_t value) {

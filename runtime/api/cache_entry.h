@@ -23,6 +23,7 @@
 #include "status.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <vector>
 
@@ -100,9 +101,12 @@ kvq_status cacheUpdate(const char *entry, Cache *cache, int32_t layer,
                 static_cast<long long>(limits::kLayerTokens));
   try {
     std::vector<uint16_t> k, v;
-    if (kvq_status s = toHalf(keys, dtype, n, k, "key"))
+    char what[96];
+    std::snprintf(what, sizeof(what), "%s: layer %d: key", entry, layer);
+    if (kvq_status s = toHalf(keys, dtype, n, k, what))
       return s;
-    if (kvq_status s = toHalf(values, dtype, n, v, "value"))
+    std::snprintf(what, sizeof(what), "%s: layer %d: value", entry, layer);
+    if (kvq_status s = toHalf(values, dtype, n, v, what))
       return s;
     return cache->append(layer, k.data(), v.data(), nTokens);
   } catch (const std::bad_alloc &) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <type_traits>
 
 namespace {
@@ -91,8 +92,11 @@ static_assert(offsetof(kvq_stats, effective_bits) == 13 * 8,
               "kvq_stats layout");
 
 namespace {
-/// The first failure a compiled graph hit on this thread.
+/// The first failure a compiled graph hit on this thread, and its line.
 thread_local int32_t pendingStatus = KVQ_OK;
+thread_local char pendingError[1024] = "";
+/// Whether kvq_check_status prints failures on this thread.
+thread_local bool statusEcho = true;
 } // namespace
 
 extern "C" KVQ_RT_EXPORT kvq_status
@@ -108,16 +112,30 @@ extern "C" KVQ_RT_EXPORT int32_t kvq_check_status(int32_t status,
                                                   const char *site) {
   if (status == KVQ_OK)
     return status;
-  std::fprintf(stderr, "kvq: error: %s: %s: %s\n", site ? site : "(unknown)",
-               kvq_status_string(static_cast<kvq_status>(status)),
-               kvq_last_error());
-  if (pendingStatus == KVQ_OK)
+  char line[sizeof(pendingError)];
+  std::snprintf(line, sizeof(line), "%s: %s: %s", site ? site : "(unknown)",
+                kvq_status_string(static_cast<kvq_status>(status)),
+                kvq_last_error());
+  if (statusEcho)
+    std::fprintf(stderr, "kvq: error: %s\n", line);
+  if (pendingStatus == KVQ_OK) {
     pendingStatus = status;
+    std::memcpy(pendingError, line, sizeof(line));
+  }
   return status;
 }
 
 extern "C" KVQ_RT_EXPORT kvq_status kvq_take_pending_status(void) {
   kvq_status status = static_cast<kvq_status>(pendingStatus);
   pendingStatus = KVQ_OK;
+  pendingError[0] = 0;
   return status;
+}
+
+extern "C" KVQ_RT_EXPORT const char *kvq_pending_error(void) {
+  return pendingError;
+}
+
+extern "C" KVQ_RT_EXPORT void kvq_set_status_echo(int32_t enabled) {
+  statusEcho = enabled != 0;
 }

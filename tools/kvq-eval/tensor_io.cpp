@@ -604,6 +604,11 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
   std::vector<uint8_t> cd(static_cast<size_t>(cdSize));
   if (!src.read(cdOff, cd.data(), cd.size(), err))
     return false;
+  struct Span {
+    uint64_t begin, end; // local header to the end of the member's data
+    std::string name;
+  };
+  std::vector<Span> spans;
   size_t p = 0;
   for (uint64_t n = 0; n < entries; ++n) {
     if (cd.size() - p < 46 || le32(&cd[p]) != 0x02014b50u) {
@@ -645,6 +650,30 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
       x += 4 + len;
     }
     p += 46 + nameLen + extraLen + commentLen;
+    // Every member's local header carries the directory's name, and no two
+    // members share bytes (Python's zipfile refuses both: "File name in
+    // directory and header differ", "Overlapped entries").
+    uint8_t lh[30];
+    if (!src.read(local, lh, 30, err) || le32(lh) != 0x04034b50u) {
+      err = "corrupt zip: bad local header of '" + printable(name, 80) + "'";
+      return false;
+    }
+    const size_t localNameLen = le16(lh + 26);
+    std::string localName(localNameLen, '\0');
+    if (!src.read(local + 30, localName.data(), localNameLen, err) ||
+        localName != name) {
+      err = "corrupt zip: the directory names a member '" +
+            printable(name, 80) + "' whose local header says '" +
+            printable(localName, 80) + "'";
+      return false;
+    }
+    const uint64_t dataOff = local + 30 + localNameLen + le16(lh + 28);
+    if (dataOff > size || csize > size - dataOff) {
+      err = "corrupt zip: member '" + printable(name, 80) +
+            "' lies outside the file";
+      return false;
+    }
+    spans.push_back({local, dataOff + csize, name});
     Entry en;
     en.name = name;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
@@ -667,7 +696,6 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
       out.push_back(en);
       continue;
     }
-    uint8_t lh[30];
     if (method == 0 && csize != usize) {
       en.problem =
           "member '" + printable(name, 80) + "' is stored with differing sizes";
@@ -683,16 +711,6 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
                    " deflated ones, more than deflate can produce";
       out.push_back(en);
       continue;
-    }
-    if (!src.read(local, lh, 30, err) || le32(lh) != 0x04034b50u) {
-      err = "corrupt zip: bad local header of '" + printable(name, 80) + "'";
-      return false;
-    }
-    const uint64_t dataOff = local + 30 + le16(lh + 26) + le16(lh + 28);
-    if (dataOff > size || csize > size - dataOff) {
-      err = "corrupt zip: member '" + printable(name, 80) +
-            "' lies outside the file";
-      return false;
     }
     if (method == 8) {
       // Inflate only as much as a .npy header can take to list the
@@ -728,6 +746,14 @@ bool listNpz(Source &src, std::vector<Entry> &out, std::string &err) {
       en.problem = "member '" + printable(name, 80) + "': " + perr;
     out.push_back(en);
   }
+  std::sort(spans.begin(), spans.end(),
+            [](const Span &a, const Span &b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].begin < spans[i - 1].end) {
+      err = "corrupt zip: members '" + printable(spans[i - 1].name, 80) +
+            "' and '" + printable(spans[i].name, 80) + "' overlap";
+      return false;
+    }
   return true;
 }
 
@@ -778,9 +804,25 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
     return false;
   }
   const uint64_t dataStart = 8 + n, dataLen = src.size() - dataStart;
+  // The tensors' data_offsets, to check that they tile the data bytes.
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "__metadata__")
+    if (it.key() == "__metadata__") {
+      // A map of strings to strings, as the format's reference reader
+      // requires.
+      bool strings = it.value().is_object();
+      for (const auto &m : it.value().items())
+        strings = strings && m.value().is_string();
+      if (!strings) {
+        err = ".safetensors __metadata__ is not an object of strings";
+        return false;
+      }
       continue;
+    }
     Entry e;
     e.name = it.key();
     const nlohmann::json &t = it.value();
@@ -820,6 +862,7 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
             std::to_string(dataLen) + " data bytes";
       return false;
     }
+    spans.push_back({b, en, e.name});
     if (e.dtype == DType::Unsupported) {
       e.problem = where + " has dtype '" + printable(e.rawDtype, 20) +
                   "' (use F16, BF16, F32 or F64)";
@@ -841,6 +884,33 @@ bool listSafetensors(Source &src, std::vector<Entry> &out, std::string &err) {
     e.offset = dataStart + b;
     e.bytes = bytes;
     out.push_back(e);
+  }
+  // Like the reference reader: in offset order each tensor starts where the
+  // one before ends, the first at 0 and the last at the end of the file.
+  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t at = 0;
+  std::string before;
+  for (const Span &t : spans) {
+    if (t.begin < at) {
+      err = ".safetensors tensors '" + printable(before, 80) + "' and '" +
+            printable(t.name, 80) + "' overlap";
+      return false;
+    }
+    if (t.begin > at) {
+      err = ".safetensors data bytes [" + std::to_string(at) + ", " +
+            std::to_string(t.begin) + ") belong to no tensor (before '" +
+            printable(t.name, 80) + "')";
+      return false;
+    }
+    at = t.end;
+    before = t.name;
+  }
+  if (at != dataLen) {
+    err = ".safetensors file has " + std::to_string(dataLen - at) +
+          " bytes after the last tensor's data";
+    return false;
   }
   return true;
 }

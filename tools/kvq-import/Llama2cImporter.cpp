@@ -613,11 +613,10 @@ private:
 
 std::string validateImportOptions(const Llama2cConfig &config,
                                   const ImportOptions &options) {
-  if (options.contextLength < 0 || options.contextLength > config.seqLen)
+  if (options.contextLength < 1 || options.contextLength > config.seqLen)
     return "context length " + std::to_string(options.contextLength) +
            " is not in [1, seq_len " + std::to_string(config.seqLen) + "]";
-  int64_t context =
-      options.contextLength > 0 ? options.contextLength : config.seqLen;
+  int64_t context = options.contextLength;
   if (options.prefillTokens < 0 || options.prefillTokens > context)
     return "prefill tokens " + std::to_string(options.prefillTokens) +
            " is not in [0, context " + std::to_string(context) + "]";

@@ -46,6 +46,8 @@ struct ImportOptions {
 };
 
 /// Checks options against the config; returns a one-line message or "".
+/// The capacity must be given (contextLength in [1, seq_len]): a user's 0
+/// is an error, not the default.
 std::string validateImportOptions(const model::Llama2cConfig &config,
                                   const ImportOptions &options);
 

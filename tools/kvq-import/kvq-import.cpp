@@ -89,7 +89,9 @@ int main(int argc, char **argv) {
   options.gqa = gqa;
   options.expandSoftmax = softmax == "expanded";
   options.prefillTokens = prefill;
-  options.contextLength = context;
+  // Unset means the checkpoint's seq_len; a value given is checked as is.
+  options.contextLength =
+      context.getNumOccurrences() ? int64_t(context) : ckpt->config().seqLen;
   std::string bad = kvq::import::validateImportOptions(ckpt->config(), options);
   if (!bad.empty())
     return fail(bad);

@@ -99,7 +99,11 @@ int runDecodeBench(
       std::vector<double> steps;
       for (int r = 0; r < repetitions; ++r) {
         auto start = clock::now();
-        model->decode(int32_t(r + 3) % c.vocab, context + r);
+        if (!model->decode(int32_t(r + 3) % c.vocab, context + r)) {
+          llvm::errs() << "kvq-run: error: " << label << ": "
+                       << model->error() << "\n";
+          return 2;
+        }
         steps.push_back(seconds(start));
       }
       // The same runtime calls on a cache filled the same way.

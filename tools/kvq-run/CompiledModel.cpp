@@ -120,10 +120,13 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     return nullptr;
   }
   // Pass lists for a module-anchored pass manager (no anchor in the text).
+  // A failed runtime call is recorded, not fatal: call() reads the pending
+  // status after every entry point and reports it.
+  const std::string lowering = "kvq-to-llvm{on-error=report}";
   std::string pipeline;
   if (m->quantized_)
     pipeline += "kvq-quantize-kv-cache{" + passOptions + "},";
-  pipeline += "kvq-to-llvm";
+  pipeline += lowering;
   mlir::PassManager pm(&impl.context, mlir::ModuleOp::getOperationName());
   std::string parseErrors;
   llvm::raw_string_ostream errs(parseErrors);
@@ -151,7 +154,7 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
       return nullptr;
     }
     pm.clear();
-    if (mlir::failed(mlir::parsePassPipeline("kvq-to-llvm", pm, errs))) {
+    if (mlir::failed(mlir::parsePassPipeline(lowering, pm, errs))) {
       *error = parseErrors;
       return nullptr;
     }
@@ -245,15 +248,29 @@ const float *CompiledModel::call(const char *entry, const int32_t *tokens,
   args.push_back(&tPtr);
   args.push_back(&pos);
   std::string name = std::string("_mlir_ciface_") + entry;
-  if (auto err = impl.engine->invokePacked(name, args)) {
-    llvm::errs() << "kvq-run: " << name << ": "
-                 << llvm::toString(std::move(err)) << "\n";
-    std::abort();
+  // The graph's runtime failures are recorded on this thread, not printed:
+  // the first one becomes this call's error.
+  kvq_take_pending_status();
+  kvq_set_status_echo(0);
+  llvm::Error err = impl.engine->invokePacked(name, args);
+  std::string runtimeError = kvq_pending_error();
+  kvq_status status = kvq_take_pending_status();
+  kvq_set_status_echo(1);
+  if (err) {
+    error_ = "@" + std::string(entry) + ": " + llvm::toString(std::move(err));
+    return nullptr;
   }
   auto *alloc = reinterpret_cast<float *>(result[0]);
   auto *aligned = reinterpret_cast<float *>(result[1]);
-  std::memcpy(impl.logits.data(), aligned + result[2], sizeof(float) * c.vocab);
+  if (status == KVQ_OK)
+    std::memcpy(impl.logits.data(), aligned + result[2],
+                sizeof(float) * c.vocab);
   std::free(alloc);
+  if (status != KVQ_OK) {
+    error_ = "@" + std::string(entry) + " at position " + std::to_string(pos) +
+             ": " + runtimeError;
+    return nullptr;
+  }
   return impl.logits.data();
 }
 

@@ -41,9 +41,14 @@ public:
   /// Empties the cache (a new sequence).
   bool reset(std::string *error);
   /// Runs @prefill on exactly prefillTokens() tokens at `pos`, or @decode on
-  /// one; returns the last token's logits (valid until the next call).
+  /// one; returns the last token's logits (valid until the next call), or
+  /// null when a runtime call of the graph failed (the graph is lowered
+  /// with on-error=report), with the first failure, naming its op, layer
+  /// and problem, in error(). The cache is then unspecified: reset() it.
   const float *prefill(const int32_t *tokens, int64_t pos);
   const float *decode(int32_t token, int64_t pos);
+  /// Why the last prefill() or decode() returned null (one line).
+  const std::string &error() const { return error_; }
   int64_t prefillTokens() const { return prefillTokens_; }
   bool quantized() const { return quantized_; }
   /// The kvq cache (a kvq_cache_t*), null for the plain model.
@@ -68,6 +73,7 @@ private:
   int64_t prefillTokens_ = 0;
   bool quantized_ = false;
   bool cacheF16_ = false; // plain model: its cache tensors hold f16
+  std::string error_;
 };
 
 } // namespace kvq::run

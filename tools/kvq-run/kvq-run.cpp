@@ -14,6 +14,7 @@
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
+#include "flags.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -31,6 +32,10 @@ namespace cl = llvm::cl;
 using namespace kvq;
 
 namespace {
+
+/// The largest --temperature (sampling divides the logits by it); far above
+/// any useful setting, it keeps the flag's range finite and stated.
+constexpr double kMaxTemperature = 100;
 
 /// One entry of --method: a method name and extra pass options, written
 /// `kvquant` or `kvquant{refit-interval=0}`.
@@ -216,9 +221,12 @@ int main(int argc, char **argv) {
                               cl::init("Once upon a time"), cl::cat(cat));
   cl::opt<int64_t> steps("steps", cl::desc("Tokens to generate (default 64)"),
                          cl::init(64), cl::cat(cat));
-  cl::opt<float> temperature(
-      "temperature", cl::desc("Sampling temperature (default 0: greedy)"),
-      cl::init(0.0f), cl::cat(cat));
+  // Read as text and range-checked by flags.h's rule for numbers (finite,
+  // within the range, the range named in the error).
+  cl::opt<std::string> temperatureText(
+      "temperature",
+      cl::desc("Sampling temperature in [0, 100] (default 0: greedy)"),
+      cl::value_desc("T"), cl::init("0"), cl::cat(cat));
   cl::opt<uint64_t> seed("seed", cl::desc("Sampling seed (default 1)"),
                          cl::init(1), cl::cat(cat));
   cl::opt<std::string> methods(
@@ -267,6 +275,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "kvq-run: error: " << message << "\n";
     return 2;
   };
+  const float temperature = static_cast<float>(kvq::cli::parseDouble(
+      "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
   std::string error;
   std::string path = modelPath;
   std::string scratch; // a generated random checkpoint, removed at exit
@@ -350,8 +360,8 @@ int main(int argc, char **argv) {
   if (bits != 0 && (bits < 2 || bits > 8))
     return fail("--bits " + std::to_string(bits) +
                 " is not a code width (2, 3, 4 or 8)");
-  if (steps < 0 || temperature < 0.0f)
-    return fail("--steps and --temperature must not be negative");
+  if (steps < 0)
+    return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
 
   if (perplexity.empty()) {
@@ -369,6 +379,11 @@ int main(int argc, char **argv) {
       llvm::outs() << "[" << m.label << "] " << prompt;
       llvm::outs().flush();
       const float *logits = model->prefill(ids.data(), 0);
+      if (!logits) {
+        llvm::outs() << "\n";
+        llvm::outs().flush();
+        return fail(m.label + ": " + model->error());
+      }
       int32_t prev = ids.back();
       auto start = clock::now();
       int64_t made = 0;
@@ -380,8 +395,11 @@ int main(int argc, char **argv) {
         llvm::outs().flush();
         prev = next;
         ++made;
-        if (made < steps)
-          logits = model->decode(next, pos);
+        if (made < steps && !(logits = model->decode(next, pos))) {
+          llvm::outs() << "\n";
+          llvm::outs().flush();
+          return fail(m.label + ": " + model->error());
+        }
       }
       double secs = std::chrono::duration<double>(clock::now() - start).count();
       llvm::outs() << "\n  (" << made << " tokens, "
@@ -429,12 +447,14 @@ int main(int argc, char **argv) {
       if (!model->reset(&error))
         return fail(error);
       const float *logits = model->prefill(d.data(), 0);
+      if (!logits)
+        return fail(m.label + ": " + model->error());
       auto start = clock::now();
       for (int64_t i = promptTokens; i < int64_t(d.size()); ++i) {
         total += nll(logits, config.vocab, d[i]);
         ++r.decoded;
-        if (i + 1 < int64_t(d.size()))
-          logits = model->decode(d[i], i);
+        if (i + 1 < int64_t(d.size()) && !(logits = model->decode(d[i], i)))
+          return fail(m.label + ": " + model->error());
       }
       seconds += std::chrono::duration<double>(clock::now() - start).count();
       run::CacheStats s = model->stats();

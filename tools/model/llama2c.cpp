@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -104,6 +105,58 @@ Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
   return l;
 }
 
+std::vector<Llama2cTensor> llama2cTensors(const Llama2cConfig &c,
+                                           const Llama2cLayout &l) {
+  const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim();
+  std::vector<Llama2cTensor> t = {
+      {"token_embedding_table", l.embedding, int64_t(c.vocab) * dim, false},
+      {"rms_att_weight", l.attnNorm, dim, true},
+      {"wq", l.wq, dim * dim, true},
+      {"wk", l.wk, kvDim * dim, true},
+      {"wv", l.wv, kvDim * dim, true},
+      {"wo", l.wo, dim * dim, true},
+      {"rms_ffn_weight", l.ffnNorm, dim, true},
+      {"w1", l.w1, hidden * dim, true},
+      {"w2", l.w2, dim * hidden, true},
+      {"w3", l.w3, hidden * dim, true},
+      {"rms_final_weight", l.finalNorm, dim, false},
+  };
+  if (!c.sharedClassifier)
+    t.push_back({"wcls", l.classifier, int64_t(c.vocab) * dim, false});
+  return t;
+}
+
+std::string findNonFiniteWeight(const Llama2cConfig &config,
+                                const Llama2cLayout &layout,
+                                const float *weights) {
+  for (const Llama2cTensor &t : llama2cTensors(config, layout)) {
+    const float *w = weights + t.offset;
+    const int64_t n = t.elements * (t.perLayer ? config.layers : 1);
+    // One pass over the exponent bits (it vectorizes); the element is
+    // looked for only in a tensor that holds one.
+    uint32_t exponents = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, w + i, 4);
+      exponents = std::max(exponents, bits & 0x7f800000u);
+    }
+    if (exponents != 0x7f800000u)
+      continue;
+    int64_t i = 0;
+    while (std::isfinite(w[i]))
+      ++i;
+    std::string where = std::string("weight ") + t.name;
+    if (t.perLayer)
+      where += " of layer " + std::to_string(i / t.elements) + ", element " +
+               std::to_string(i % t.elements);
+    else
+      where += ", element " + std::to_string(i);
+    return where + " is " + (std::isnan(w[i]) ? "NaN" : "infinite") +
+           " (every weight must be finite)";
+  }
+  return "";
+}
+
 struct Llama2cCheckpoint::Mapping {
   void *base = nullptr;
   size_t bytes = 0;
@@ -151,10 +204,19 @@ Llama2cCheckpoint::open(const std::string &path, std::string *error) {
   }
   Llama2cLayout layout = llama2cLayout(*config);
   int64_t need = kLlama2cHeaderBytes + layout.total * int64_t(sizeof(float));
-  if (st.st_size < need) {
+  if (st.st_size != need) {
     ::close(fd);
+    // Extra bytes are refused too: a file that is not exactly what its
+    // header describes was written for another shape.
     fail(error, path + ": " + std::to_string(st.st_size) +
-                    " bytes, but its header describes " + std::to_string(need));
+                    " bytes, but its header describes exactly " +
+                    std::to_string(need) +
+                    (st.st_size > need
+                         ? ": " + std::to_string(st.st_size - need) +
+                               (st.st_size - need == 1 ? " byte follows"
+                                                       : " bytes follow") +
+                               " the weights"
+                         : std::string(": the weights are truncated")));
     return std::nullopt;
   }
   void *base = mmap(nullptr, size_t(need), PROT_READ, MAP_PRIVATE, fd, 0);
@@ -169,6 +231,11 @@ Llama2cCheckpoint::open(const std::string &path, std::string *error) {
   ckpt.mapping_->bytes = size_t(need);
   ckpt.config_ = *config;
   ckpt.layout_ = layout;
+  std::string bad = findNonFiniteWeight(*config, layout, ckpt.weights());
+  if (!bad.empty()) {
+    fail(error, path + ": " + bad);
+    return std::nullopt;
+  }
   return ckpt;
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kvq::model {
 
@@ -56,7 +57,30 @@ std::optional<Llama2cConfig> parseLlama2cHeader(const int32_t header[7],
 /// Where each weight lives; the config must have passed parseLlama2cHeader.
 Llama2cLayout llama2cLayout(const Llama2cConfig &config);
 
-/// A checkpoint file mapped read-only.
+/// One weight array of a checkpoint, as llama2.c names it. A per-layer
+/// tensor is `elements` floats per layer, stacked over the layers.
+struct Llama2cTensor {
+  const char *name;
+  int64_t offset;
+  int64_t elements;
+  bool perLayer;
+};
+
+/// Every weight array the model reads, in file order (not the legacy RoPE
+/// tables between rms_final_weight and wcls, which nothing reads).
+std::vector<Llama2cTensor> llama2cTensors(const Llama2cConfig &config,
+                                          const Llama2cLayout &layout);
+
+/// "" if every weight the model reads is finite, else a one-line message
+/// naming the first tensor (and layer and element) holding a NaN or an
+/// infinity.
+std::string findNonFiniteWeight(const Llama2cConfig &config,
+                                const Llama2cLayout &layout,
+                                const float *weights);
+
+/// A checkpoint file mapped read-only. open() refuses a file whose size is
+/// not exactly the header plus the weights its header describes, and one
+/// whose weights hold a NaN or an infinity (findNonFiniteWeight).
 class Llama2cCheckpoint {
 public:
   static std::optional<Llama2cCheckpoint> open(const std::string &path,

@@ -119,6 +119,10 @@ std::optional<Tokenizer> Tokenizer::load(const std::string &path,
   }
   if (t.pieces.empty())
     return fail("no tokens");
+  // encode() emits kBos and falls back to kUnk: both must be ids.
+  if (t.vocabSize() <= kEos)
+    return fail("holds " + std::to_string(t.vocabSize()) +
+                " tokens; llama2.c's first three are <unk>, <s> and </s>");
   if (expectedVocab > 0 && t.vocabSize() != expectedVocab)
     return fail("holds " + std::to_string(t.vocabSize()) +
                 " tokens, the model expects " + std::to_string(expectedVocab));

@@ -24,7 +24,8 @@ public:
   static constexpr int32_t kEos = 2;
 
   /// Reads a tok512.bin-style file: int32 max_token_length, then per token
-  /// float32 score, int32 byte length, the bytes. With expectedVocab > 0 the
+  /// float32 score, int32 byte length, the bytes; at least the three
+  /// special tokens (kUnk, kBos, kEos). With expectedVocab > 0 the
   /// file must hold exactly that many tokens. On failure returns std::nullopt
   /// and sets *error (if non-null) to a one-line message.
   static std::optional<Tokenizer>

@@ -166,10 +166,11 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
 
     Every status a runtime call returns goes through `kvq_check_status`,
     which prints `kvq: error: <op> (<symbol>) at <location>: <status>:
-    <message>` and records it for `kvq_take_pending_status()`. With
-    `on-error=abort` (the default) a `cf.assert` then stops the program;
-    with `on-error=report` execution continues, outputs of the failed call
-    are unspecified, and the host reads the pending status.
+    <message>` and records it for `kvq_take_pending_status()` (the line
+    for `kvq_pending_error()`). With `on-error=abort` (the default) a
+    `cf.assert` then stops the program; with `on-error=report` execution
+    continues, outputs of the failed call are unspecified, and the host
+    reads the pending status.
 
     Example:
 

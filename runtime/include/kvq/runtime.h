@@ -524,15 +524,26 @@ KVQ_RT_EXPORT kvq_status
 kvq_cache_create_flat(KVQ_CONFIG_FIELDS(KVQ_CONFIG_PARAM) kvq_cache_t **out);
 
 /// The check generated after every runtime call. A non-zero status is
-/// printed to stderr as "kvq: error: <site>: <status>: <message>" and kept
-/// as this thread's pending status (the first one wins) for the host to
-/// read with kvq_take_pending_status(). Returns `status` unchanged. `site`
-/// may be null.
+/// printed to stderr as "kvq: error: <site>: <status>: <message>" (unless
+/// this thread turned that off with kvq_set_status_echo(0)) and kept, with
+/// that line's text after "kvq: error: ", as this thread's pending status
+/// (the first one wins) for the host to read with kvq_pending_error() and
+/// kvq_take_pending_status(). Returns `status` unchanged. `site` may be
+/// null.
 KVQ_RT_EXPORT int32_t kvq_check_status(int32_t status, const char *site);
 
 /// The first status recorded by kvq_check_status() on this thread since the
-/// last call (KVQ_OK if none), and clears it.
+/// last call (KVQ_OK if none), and clears it (and kvq_pending_error()).
 KVQ_RT_EXPORT kvq_status kvq_take_pending_status(void);
+
+/// "<site>: <status>: <message>" of the pending status, "" if there is
+/// none; valid until this thread's next kvq_take_pending_status().
+KVQ_RT_EXPORT const char *kvq_pending_error(void);
+
+/// Whether kvq_check_status() prints failures on this thread (1, the
+/// default) or only records them (0): for a host that reports the pending
+/// error itself, in one line, after the compiled call returns.
+KVQ_RT_EXPORT void kvq_set_status_echo(int32_t enabled);
 
 #ifdef __cplusplus
 } /* extern "C" */

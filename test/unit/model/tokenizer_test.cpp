@@ -174,10 +174,16 @@ void expectRefused(const std::string &path, int32_t expectedVocab,
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
 }
 
-/// max_token_length 7, one token "ab" with the given length field.
+/// max_token_length 7, tokens "u" and "s", then "ab" with the given
+/// length field.
 std::vector<char> oneToken(int32_t length) {
   std::vector<char> b;
   appendRaw<int32_t>(b, 7);
+  for (char c : {'u', 's'}) {
+    appendRaw<float>(b, 0.0f);
+    appendRaw<int32_t>(b, 1);
+    b.push_back(c);
+  }
   appendRaw<float>(b, -1.0f);
   appendRaw<int32_t>(b, length);
   b.push_back('a');
@@ -199,7 +205,7 @@ TEST(TokenizerMalformed, BadLengths) {
   std::string err;
   std::optional<Tokenizer> t = Tokenizer::load(ok, 0, &err);
   ASSERT_TRUE(t) << err; // The builder itself makes a valid file.
-  EXPECT_EQ(t->piece(0), "ab");
+  EXPECT_EQ(t->piece(2), "ab");
 
   expectRefused(writeScratch("tok-neg.bin", oneToken(-1)), 0, "negative");
   expectRefused(writeScratch("tok-huge.bin", oneToken(0x7FFFFFFF)), 0, "huge");
@@ -212,6 +218,23 @@ TEST(TokenizerMalformed, BadLengths) {
   std::vector<char> header(4, 0);
   header[0] = 7;
   expectRefused(writeScratch("tok-header.bin", header), 0, "no tokens");
+}
+
+// encode() puts <s> (id 1) first and falls back to <unk> (id 0): a file
+// without the three special ids would give ids outside its vocabulary.
+TEST(TokenizerMalformed, FewerThanTheThreeSpecialTokens) {
+  std::vector<char> b = oneToken(2);
+  // Cut after "u" (one token) and after "s" (two).
+  for (size_t tokens : {size_t{1}, size_t{2}}) {
+    std::vector<char> cut(b.begin(), b.begin() + 4 + 9 * tokens);
+    std::string err;
+    EXPECT_FALSE(Tokenizer::load(writeScratch("tok-few.bin", cut), 0, &err));
+    EXPECT_NE(err.find("holds " + std::to_string(tokens) +
+                       " tokens; llama2.c's first three are <unk>, <s> and "
+                       "</s>"),
+              std::string::npos)
+        << err;
+  }
 }
 
 TEST(TokenizerMalformed, EveryTruncationOfTok512) {

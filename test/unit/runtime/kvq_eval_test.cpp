@@ -1214,6 +1214,145 @@ TEST_F(KvqEval, HostileFilesAreOneLineErrors) {
   expectTwo("--keys " + tmp("k.npy") + ":keys" + v, "names nothing");
 }
 
+/// A .safetensors file written by hand: the 8-byte header length, the JSON
+/// header as given, then `dataBytes` bytes of small floats.
+void handSafetensors(const std::string &path, const std::string &header,
+                     size_t dataBytes) {
+  std::vector<uint8_t> b;
+  for (int i = 0; i < 8; ++i)
+    b.push_back(static_cast<uint8_t>((uint64_t{header.size()} >> (8 * i)) &
+                                     0xff));
+  b.insert(b.end(), header.begin(), header.end());
+  std::vector<float> data = randomData(36, (dataBytes + 3) / 4);
+  const auto *d = reinterpret_cast<const uint8_t *>(data.data());
+  b.insert(b.end(), d, d + dataBytes);
+  writeBytes(path, b);
+}
+
+// What the formats' reference readers refuse (the safetensors crate's
+// validation; Python's zipfile, which np.load uses) kvq-eval refuses too,
+// rather than read one tensor's bytes as another's.
+TEST_F(KvqEval, SafetensorsThatLieAreRefused) {
+  const std::string v = " --values " + tmp("v.npy") + " --method kivi";
+  const std::string keys =
+      R"("keys":{"dtype":"F32","shape":[96,2,32],"data_offsets":[0,24576]})";
+  // The control: keys and a one-float tensor after it, listed last first,
+  // with string metadata.
+  handSafetensors(tmp("ok.safetensors"),
+                  R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[24576,)"
+                  R"(24580]},"__metadata__":{"format":"pt"},)" +
+                      keys + "}",
+                  24580);
+  RunResult ok = runTool("--keys " + tmp("ok.safetensors") + v + " --json");
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  EXPECT_EQ(parse(ok)["tokens"], 96);
+  // Two tensors on the same bytes.
+  handSafetensors(tmp("overlap.safetensors"),
+                  "{" + keys +
+                      R"(,"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                  24576);
+  expectTwo("--keys " + tmp("overlap.safetensors") + v,
+            "tensors 'keys' and 'x' overlap");
+  // Bytes that belong to no tensor: before the first, between two.
+  handSafetensors(
+      tmp("gap0.safetensors"),
+      R"({"keys":{"dtype":"F32","shape":[96,2,32],"data_offsets":[4,24580]}})",
+      24580);
+  expectTwo("--keys " + tmp("gap0.safetensors") + v,
+            "data bytes [0, 4) belong to no tensor (before 'keys')");
+  handSafetensors(tmp("gap.safetensors"),
+                  "{" + keys +
+                      R"(,"x":{"dtype":"F32","shape":[1],"data_offsets":[24580,)"
+                      R"(24584]}})",
+                  24584);
+  expectTwo("--keys " + tmp("gap.safetensors") + v,
+            "data bytes [24576, 24580) belong to no tensor (before 'x')");
+  // Bytes after the last tensor.
+  handSafetensors(tmp("trail.safetensors"), "{" + keys + "}", 24576 + 3);
+  expectTwo("--keys " + tmp("trail.safetensors") + v,
+            "has 3 bytes after the last tensor's data");
+  // __metadata__ must map strings to strings.
+  for (const char *meta : {R"({"format":1})", R"("pt")", R"({"a":null})",
+                           R"({"a":{"b":"c"}})"}) {
+    handSafetensors(tmp("meta.safetensors"),
+                    std::string(R"({"__metadata__":)") + meta + "," + keys +
+                        "}",
+                    24576);
+    expectTwo("--keys " + tmp("meta.safetensors") + v,
+              "__metadata__ is not an object of strings");
+  }
+}
+
+TEST_F(KvqEval, NpzThatLiesIsRefused) {
+  const std::string v = " --values " + tmp("v.npy") + " --method kivi";
+  std::string err;
+  ASSERT_TRUE(kvq::tio::writeNpz(
+      tmp("two.npz"),
+      {{"keys",
+        kvq::tio::npyImage({96, 2, 32}, randomData(37, 96 * 64), DType::F32)},
+       {"kkkk",
+        kvq::tio::npyImage({96, 2, 32}, randomData(38, 96 * 64), DType::F32)}},
+      err))
+      << err;
+  std::vector<uint8_t> zip;
+  {
+    std::ifstream f(tmp("two.npz"), std::ios::binary);
+    zip.assign(std::istreambuf_iterator<char>(f),
+               std::istreambuf_iterator<char>());
+  }
+  RunResult ok = runTool("--keys " + tmp("two.npz") + ":kkkk" + v + " --json");
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  // The zip format: central directory entries start PK\1\2, their sizes
+  // at 20 (compressed) and 24, their name at 46, the member's local header
+  // offset at 42; keys.npy's local header is at 0, its name at 30.
+  std::vector<size_t> central;
+  for (size_t i = 0; i + 4 <= zip.size(); ++i)
+    if (zip[i] == 'P' && zip[i + 1] == 'K' && zip[i + 2] == 1 &&
+        zip[i + 3] == 2)
+      central.push_back(i);
+  ASSERT_EQ(central.size(), 2u);
+  ASSERT_EQ(std::string(zip.begin() + 30, zip.begin() + 38), "keys.npy");
+  ASSERT_EQ(std::string(zip.begin() + central[1] + 46,
+                        zip.begin() + central[1] + 54),
+            "kkkk.npy");
+  auto put32 = [](std::vector<uint8_t> &b, size_t at, uint32_t x) {
+    for (int i = 0; i < 4; ++i)
+      b[at + i] = static_cast<uint8_t>(x >> (8 * i));
+  };
+  auto get32 = [](const std::vector<uint8_t> &b, size_t at) {
+    uint32_t x = 0;
+    for (int i = 0; i < 4; ++i)
+      x |= uint32_t{b[at + i]} << (8 * i);
+    return x;
+  };
+  // kkkk.npy's directory entry points at keys.npy's member.
+  std::vector<uint8_t> twice = zip;
+  put32(twice, central[1] + 42, 0);
+  writeBytes(tmp("twice.npz"), twice);
+  expectTwo("--keys " + tmp("twice.npz") + ":kkkk" + v,
+            "corrupt zip: the directory names a member 'kkkk.npy' whose "
+            "local header says 'keys.npy'");
+  // The same under the same name: two directory entries, one member.
+  std::copy_n("keys", 4, twice.begin() + central[1] + 46);
+  writeBytes(tmp("dup.npz"), twice);
+  expectTwo("--keys " + tmp("dup.npz") + v,
+            "corrupt zip: members 'keys.npy' and 'keys.npy' overlap");
+  // keys.npy's directory sizes reach into kkkk.npy's local header.
+  std::vector<uint8_t> grown = zip;
+  put32(grown, central[0] + 20, get32(zip, central[0] + 20) + 8);
+  put32(grown, central[0] + 24, get32(zip, central[0] + 24) + 8);
+  writeBytes(tmp("grown.npz"), grown);
+  expectTwo("--keys " + tmp("grown.npz") + ":kkkk" + v,
+            "corrupt zip: members 'keys.npy' and 'kkkk.npy' overlap");
+  // keys.npy's local header names another file.
+  std::vector<uint8_t> renamed = zip;
+  renamed[30] = 'j';
+  writeBytes(tmp("renamed.npz"), renamed);
+  expectTwo("--keys " + tmp("renamed.npz") + ":kkkk" + v,
+            "corrupt zip: the directory names a member 'keys.npy' whose "
+            "local header says 'jeys.npy'");
+}
+
 // --save writes the first configuration's cache with kvq_cache_save: for
 // fp16 its size is known without the runtime (docs/RUNTIME.md, "Saved cache
 // format"): the K and V payload, 108 bytes of header and checksum, and 16

@@ -691,6 +691,36 @@ TEST(LifecycleBadFile, HeaderFields) {
   expectCorrupt(b, "checksum");
 }
 
+// The backend field (offset 80: 0 CPU, 1 Metal) records the backend of the
+// cache that saved the file. Either loads into either cache; a re-save
+// writes the saving cache's backend, so a Metal file re-saved by a CPU cache
+// changes in that field and the checksum only (docs/RUNTIME.md, "Saved
+// cache format"). Values other than 0 and 1 are refused (above).
+TEST(LifecycleSaveLoad, BackendFieldIsTheSaversOnly) {
+  const size_t kBackendField = 20 + 4 * 15;
+  for (kvq_method m : kMethods) {
+    SCOPED_TRACE(m);
+    const std::vector<uint8_t> cpu = smallFile(m);
+    uint32_t saved = 0;
+    std::memcpy(&saved, cpu.data() + kBackendField, 4);
+    EXPECT_EQ(saved, 0u);
+    std::vector<uint8_t> metal = cpu;
+    put(metal, kBackendField, 1, 4);
+    reseal(metal);
+    kvq_cache_t *out = nullptr;
+    ASSERT_EQ(load(metal, &out), KVQ_OK) << kvq_last_error();
+    const std::vector<uint8_t> again = saveBytes(out);
+    kvq_cache_destroy(out);
+    EXPECT_EQ(again, cpu);
+    ASSERT_EQ(again.size(), metal.size());
+    for (size_t i = 0; i < again.size(); ++i)
+      if (again[i] != metal[i])
+        EXPECT_TRUE((i >= kBackendField && i < kBackendField + 4) ||
+                    i >= again.size() - 8)
+            << "byte " << i << " differs";
+  }
+}
+
 TEST(LifecycleBadFile, TamperedConfigurationWithValidChecksum) {
   // Config fields start at byte 20, 4 bytes each, in kvq_config order.
   auto field = [](int i) { return static_cast<size_t>(20 + 4 * i); };

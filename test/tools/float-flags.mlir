@@ -1,0 +1,43 @@
+// Every float flag of every tool takes only finite numbers within its
+// range, and its error states that range (one line, exit status 2).
+// kvq-import, kvq-bench and kvq-demo have no float flags.
+//
+// kvq-run --temperature:
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --temperature nan; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=TNAN
+// TNAN-NOT: {{.}}
+// TNAN: kvq-run: --temperature expects a number in [0, 100], got 'nan'
+// TNAN-NEXT: status 2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --temperature=inf; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=TINF
+// TINF-NOT: {{.}}
+// TINF: kvq-run: --temperature expects a number in [0, 100], got 'inf'
+// TINF-NEXT: status 2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --temperature 1e300; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=TBIG
+// TBIG-NOT: {{.}}
+// TBIG: kvq-run: --temperature expects a number in [0, 100], got '1e300'
+// TBIG-NEXT: status 2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --temperature -0.5; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=TNEG
+// TNEG-NOT: {{.}}
+// TNEG: kvq-run: --temperature expects a number in [0, 100], got '-0.5'
+// TNEG-NEXT: status 2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --temperature 0.5x; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=TTXT
+// TTXT-NOT: {{.}}
+// TTXT: kvq-run: --temperature expects a number in [0, 100], got '0.5x'
+// TTXT-NEXT: status 2
+//
+// A temperature in range samples (stdout only, status 0):
+// RUN: kvq-run %models/stories260K/stories260K.bin --temperature 0.8 --steps 4 2>&1 | FileCheck %s --check-prefix=TOK
+// TOK: [fp16] Once upon a time
+//
+// kvq-eval's float flags (--budget, --rope-theta, --outlier-fraction):
+// RUN: sh -c 'kvq-eval --keys x.npy --budget nan; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET-NOT: {{.}}
+// BUDGET: kvq-eval: --budget expects a number in [0.5, 64], got 'nan'
+// BUDGET-NEXT: status 2
+// RUN: sh -c 'kvq-eval --keys x.npy --rope-theta inf; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=THETA
+// THETA-NOT: {{.}}
+// THETA: kvq-eval: --rope-theta expects a number in (1, 1e+09], got 'inf'
+// THETA-NEXT: status 2
+// RUN: sh -c 'kvq-eval --keys x.npy --outlier-fraction 0.01,1e300; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=OUTL
+// OUTL-NOT: {{.}}
+// OUTL: kvq-eval: --outlier-fraction expects a number in [0, 1), got '1e300'
+// OUTL-NEXT: status 2
