@@ -119,22 +119,9 @@ LogicalResult CacheConfigAttr::verify(
     std::optional<int64_t> nSinkTokens, llvm::APFloat outlierFraction,
     int64_t lloydIters, int64_t refitInterval, int64_t kvquantNSink,
     int64_t kvquantGroupSize, RopeAttr rope) {
-  // key_bits and value_bits print and parse as optional with the value
-  // fp16 implies (kvq::kFp16Bits): fp16 takes no other, and the quantized
-  // methods must be given theirs.
-  for (auto [name, bits] : {std::pair<const char *, int64_t>{"key_bits", keyBits},
-                            {"value_bits", valueBits}}) {
-    if (method == Method::Fp16 && bits != ::kvq::kFp16Bits)
-      return emitError() << name << " " << bits
-                         << " does not apply to method fp16, which stores "
-                         << ::kvq::kFp16Bits << " bits (leave " << name
-                         << " out)";
-    if (method != Method::Fp16 && bits == ::kvq::kFp16Bits)
-      return emitError() << "method " << stringifyMethod(method) << " needs "
-                         << name
-                         << " = 2, 3, 4 or 8 (it is left out or "
-                         << ::kvq::kFp16Bits << "); only fp16 may leave it out";
-  }
+  // key_bits and value_bits are optional with the value fp16 implies
+  // (kvq::kFp16Bits); a quantized method left without them meets the
+  // runtime's rule for that width, whose message says so.
   // The runtime's rules and messages (kvq/config_rules.h) on what the
   // lowering would pass; those that need the shape run on !kvq.cache.
   ::kvq::ConfigVerdict verdict = ::kvq::checkConfigFields(runtimeFieldsOf(

@@ -71,7 +71,7 @@ QUOTES = [
      "kDefaultKvquantNSink"),
     ("include/kvq/dialect/KvqAttrs.td",
      r"\| `kvquant_group_size` \| `kvquant_group_size` \| (\d+) \|", "kKvquantGroupSize"),
-    ("include/kvq/dialect/KvqAttrs.td", r"fp16: (\d+), the only value it takes", "kFp16Bits"),
+    ("include/kvq/dialect/KvqAttrs.td", r"fp16: (\d+) when left out", "kFp16Bits"),
 ]
 
 

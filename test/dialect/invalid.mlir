@@ -15,34 +15,15 @@ func.func @config_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim =
 // -----
 
 // Only fp16 implies its bits (16); a quantized method must be given them.
-// expected-error @below {{method kivi needs key_bits = 2, 3, 4 or 8 (it is left out or 16); only fp16 may leave it out}}
+// expected-error @below {{unsupported key_bits 16 (fp16's width, which #kvq.config implies when it is left out); supported bit widths are 2, 3, 4 and 8}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_kivi_without_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi>>)
 
 // -----
 
-// expected-error @below {{method kvquant needs value_bits = 2, 3, 4 or 8 (it is left out or 16); only fp16 may leave it out}}
+// expected-error @below {{unsupported value_bits 16 (fp16's width, which #kvq.config implies when it is left out); supported bit widths are 2, 3, 4 and 8}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
 func.func @config_kvquant_without_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3>>)
-
-// -----
-
-// expected-error @below {{method kivi_sink needs key_bits = 2, 3, 4 or 8 (it is left out or 16); only fp16 may leave it out}}
-// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
-func.func @config_sink_bits_16(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 16, value_bits = 2>>)
-
-// -----
-
-// fp16 stores 16 bits: another width would be kept and silently unused.
-// expected-error @below {{key_bits 2 does not apply to method fp16, which stores 16 bits (leave key_bits out)}}
-// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
-func.func @config_fp16_key_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 2>>)
-
-// -----
-
-// expected-error @below {{value_bits 8 does not apply to method fp16, which stores 16 bits (leave value_bits out)}}
-// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
-func.func @config_fp16_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 8>>)
 
 // -----
 
