@@ -67,3 +67,12 @@
 // RUN: sh -c 'kvq-bench --prompt-tokens=3; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: kvq-bench: unknown option '--prompt-tokens'
 // OTHER-NEXT: status 2
+//
+// kvq-run --threads (read under the shared rules, not LLVM's hidden flag):
+// the caches' updates on a pool give the same perplexities as one thread.
+// RUN: kvq-run %models/stories260K/stories260K.bin --perplexity %models/stories260K/eval.txt --method kivi,kvquant --threads 2 --json | sed 's/"tokens_per_second": [0-9.]*//' > %t.t2
+// RUN: kvq-run %models/stories260K/stories260K.bin --perplexity %models/stories260K/eval.txt --method kivi,kvquant --json | sed 's/"tokens_per_second": [0-9.]*//' > %t.t1
+// RUN: diff %t.t1 %t.t2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --threads 0; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=THREADS0
+// THREADS0: kvq-run: --threads expects an integer in [1, 4096], got '0'
+// THREADS0-NEXT: status 2

@@ -84,6 +84,36 @@ inline void renameDeprecatedFlags(const char *tool, int argc, char **argv,
   }
 }
 
+/// Removes every `--name value` / `--name=value` from argv (argc shrinks)
+/// and returns the last value, or "" when absent. For a shared flag whose
+/// name a library linked into an llvm::cl tool already registers (LLVM's
+/// hidden --threads), so the tool reads it under the shared rules instead.
+/// A missing or empty value is an error naming the flag.
+inline std::string takeFlag(const char *tool, int &argc, char **argv,
+                            const std::string &name) {
+  std::string value;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == name || arg.rfind(name + "=", 0) == 0) {
+      if (arg == name) {
+        if (i + 1 >= argc)
+          fail(tool, name + " needs a value");
+        value = argv[++i];
+      } else {
+        value = arg.substr(name.size() + 1);
+      }
+      if (value.empty())
+        fail(tool, name + " has an empty value");
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return value;
+}
+
 /// One method spec: `kivi` or `kivi{bits=2 group-size=16}`.
 struct MethodSpec {
   std::string label;  // as written

@@ -14,6 +14,7 @@
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
+#include "thread_pool.h"
 #include "vocabulary.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
@@ -231,15 +233,35 @@ int main(int argc, char **argv) {
   std::vector<std::string> renamed;
   kvq::cli::renameDeprecatedFlags("kvq-run", argc, argv, {"--prompt-tokens"},
                                   renamed);
+  // --threads N: host threads the caches may use for their updates
+  // (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
+  // where LLVM itself registers a hidden --threads.
+  const std::string threadsText =
+      kvq::cli::takeFlag("kvq-run", argc, argv, "--threads");
+  const int64_t threads =
+      threadsText.empty() ? 1
+                          : kvq::cli::parseInt("kvq-run", "--threads",
+                                               threadsText, 1, KVQ_MAX_WORKERS);
   kvq::cli::parseCommandLine(
       "kvq-run", argc, argv,
       "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
-      "generate text or measure perplexity\n");
+      "generate text or measure perplexity\n"
+      "  --threads N  host threads the caches may use for their updates "
+      "(default 1; the same bytes as one)\n");
 
   auto fail = [](const std::string &message) {
     llvm::errs() << "kvq-run: error: " << message << "\n";
     return 2;
   };
+  // Every cache the compiled models create uses the pool (same bytes as one
+  // thread); none is set up for one thread.
+  std::unique_ptr<kvqbench::ThreadPool> pool;
+  if (threads > 1) {
+    pool = std::make_unique<kvqbench::ThreadPool>(static_cast<int>(threads));
+    kvq_parallel handle = pool->handle();
+    if (kvq_set_default_parallel(&handle) != KVQ_OK)
+      return fail(std::string("--threads: ") + kvq_last_error());
+  }
   // --bits 0 is not "each method's default": that is --bits left out.
   if (bits.getNumOccurrences() && !(bits == 2 || bits == 3 || bits == 4 || bits == 8))
     return fail("--bits " + std::to_string(bits) +
