@@ -10,6 +10,7 @@
 #   lib/cmake/kvq/kvqConfig.cmake, kvqConfigVersion.cmake, kvqTargets*.cmake
 #   include/kvq-c/Dialect.h, lib/libKvqCAPI.so*     the MLIR C API of kvq
 #   lib/KvqPlugin.so                              plugin for a stock mlir-opt
+#   share/doc/kvq/KvqDialect.md, KvqOps.md, KvqPasses.md   generated reference
 # exporting kvq::runtime, kvq::MLIRKvq, kvq::KvqPasses and kvq::CAPI.
 #
 # The source tree keeps the same layout (include/kvq/dialect,
@@ -79,22 +80,40 @@ install(TARGETS ${kvq_export_targets} EXPORT kvqTargets
 install(EXPORT kvqTargets NAMESPACE kvq::
   DESTINATION ${KVQ_INSTALL_CMAKEDIR} COMPONENT kvq-headers)
 
-# The tools find the runtime (and MLIR) through their RUNPATH.
+# Installed binaries find kvq's libraries next to them ($ORIGIN/../lib) and
+# MLIR's where kvq was built against it (LLVM_LIBRARY_DIR,
+# /usr/lib/llvm-22/lib on Debian): libMLIR.so and libLLVM.so are not on the
+# loader's default path. The build tree's RUNPATH is not what gets
+# installed, so this is set for every installed tool and shared library.
+set(kvq_install_rpath "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+if(NOT KVQ_RUNTIME_ONLY AND LLVM_LIBRARY_DIR)
+  list(APPEND kvq_install_rpath "${LLVM_LIBRARY_DIR}")
+endif()
+foreach(target KvqCAPI KvqPlugin)
+  if(TARGET ${target})
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH "${kvq_install_rpath}")
+  endif()
+endforeach()
 if(KVQ_BUILD_TOOLS)
   set(kvq_install_tools)
   foreach(tool kvq-opt kvq-lsp-server kvq-import kvq-run kvq-eval kvq-bench)
     if(TARGET ${tool})
       list(APPEND kvq_install_tools ${tool})
-      # LLVM's executables already carry $ORIGIN/../lib and MLIR's lib/.
-      get_target_property(kvq_rpath ${tool} INSTALL_RPATH)
-      if(NOT kvq_rpath OR NOT "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}" IN_LIST kvq_rpath)
-        set_property(TARGET ${tool} APPEND PROPERTY INSTALL_RPATH
-                     "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
-      endif()
+      set_target_properties(${tool} PROPERTIES INSTALL_RPATH "${kvq_install_rpath}")
     endif()
   endforeach()
   install(TARGETS ${kvq_install_tools}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT kvq-tools)
+endif()
+
+# The dialect's, the ops' and the passes' reference (the mlir-doc target's
+# Markdown: KvqDialect.md, KvqOps.md, KvqPasses.md), built with the project.
+if(NOT KVQ_RUNTIME_ONLY)
+  add_custom_target(kvq-doc ALL)
+  add_dependencies(kvq-doc mlir-doc)
+  install(DIRECTORY ${PROJECT_BINARY_DIR}/docs/Kvq/
+    DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT kvq-docs
+    FILES_MATCHING PATTERN "*.md")
 endif()
 
 if(KVQ_RUNTIME_ONLY)

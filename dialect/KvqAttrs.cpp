@@ -22,7 +22,7 @@ CacheConfigAttr CacheConfigAttr::getDefault(MLIRContext *context,
   int64_t bits = method == Method::KVQuant ? kq::kDefaultKvquantBits
                                            : kq::kDefaultKiviBits;
   if (method == Method::Fp16)
-    bits = 16;
+    bits = kq::kFp16Bits;
   return CacheConfigAttr::get(
       context, method, bits, bits, kq::kDefaultGroupSize,
       kq::kDefaultResidualLength, ResidualMode::Sliding,
@@ -119,6 +119,9 @@ LogicalResult CacheConfigAttr::verify(
     std::optional<int64_t> nSinkTokens, llvm::APFloat outlierFraction,
     int64_t lloydIters, int64_t refitInterval, int64_t kvquantNSink,
     int64_t kvquantGroupSize, RopeAttr rope) {
+  // key_bits and value_bits are optional with the value fp16 implies
+  // (kvq::kFp16Bits); a quantized method left without them meets the
+  // runtime's rule for that width, whose message says so.
   // The runtime's rules and messages (kvq/config_rules.h) on what the
   // lowering would pass; those that need the shape run on !kvq.cache.
   ::kvq::ConfigVerdict verdict = ::kvq::checkConfigFields(runtimeFieldsOf(

@@ -9,7 +9,9 @@
 #     configure and build the project against PREFIX (find_package(kvq)),
 #     run RUN (relative to BINARY) and check its output matches EXPECT and,
 #     when given, equals the output of REFERENCE. Optional: ARGS (more
-#     configure arguments), TARGETS (build only these).
+#     configure arguments), TARGETS (build only these), INSTALLED=ON (kvq
+#     must be found in PREFIX only: no package registry, and the kvq_DIR
+#     the project configured with must lie under PREFIX).
 #   cmake -DMODE=configure -DSOURCE=<kvq> -DBINARY=<dir> -DARGS=<a|b|..> -P ..
 #     configure only.
 cmake_minimum_required(VERSION 3.20)
@@ -40,10 +42,26 @@ elseif(MODE STREQUAL "configure")
   message(STATUS "configured ${BINARY}")
 elseif(MODE STREQUAL "consumer")
   file(REMOVE_RECURSE ${BINARY})
+  if(INSTALLED)
+    list(APPEND ARGS -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+                     -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
+  endif()
   run(${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE} -B ${BINARY}
       -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_BUILD_TYPE=Release
       -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
       ${ARGS})
+  if(INSTALLED)
+    file(STRINGS ${BINARY}/CMakeCache.txt kvq_dir REGEX "^kvq_DIR:")
+    string(REGEX REPLACE "^kvq_DIR:[A-Z]+=" "" kvq_dir "${kvq_dir}")
+    file(REAL_PATH "${kvq_dir}" kvq_dir)
+    file(REAL_PATH "${PREFIX}" prefix_real)
+    string(FIND "${kvq_dir}/" "${prefix_real}/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "find_package(kvq) found '${kvq_dir}', not the "
+                          "installed tree ${prefix_real}")
+    endif()
+    message(STATUS "kvq found in the installed tree: ${kvq_dir}")
+  endif()
   if(DEFINED TARGETS)
     run(${CMAKE_COMMAND} --build ${BINARY} --target ${TARGETS})
   else()

@@ -8,9 +8,22 @@ func.func @config_key_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 6
 
 // -----
 
-// expected-error @below {{unsupported value_bits 16; supported bit widths are 2, 3, 4 and 8}}
+// expected-error @below {{unsupported value_bits 7; supported bit widths are 2, 3, 4 and 8}}
 // expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
-func.func @config_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 16>>)
+func.func @config_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 7>>)
+
+// -----
+
+// Only fp16 implies its bits (16); a quantized method must be given them.
+// expected-error @below {{unsupported key_bits 16 (fp16's width, which #kvq.config implies when it is left out); supported bit widths are 2, 3, 4 and 8}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_kivi_without_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kivi>>)
+
+// -----
+
+// expected-error @below {{unsupported value_bits 16 (fp16's width, which #kvq.config implies when it is left out); supported bit widths are 2, 3, 4 and 8}}
+// expected-error @below {{failed to parse Kvq_CacheType parameter 'config'}}
+func.func @config_kvquant_without_value_bits(%c: !kvq.cache<layers = 1, kv_heads = 1, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3>>)
 
 // -----
 

@@ -3,7 +3,7 @@
 // for arm64 (+neon), each linked with the runtime built for it: the same
 // greedy tokens and the same logits, bit for bit (the arm64 build runs under
 // qemu). The driver prefills "Once upon a time" and decodes 12 tokens.
-// RUN: kvq-import %S/../../models/stories260K/stories260K.bin --prefill-tokens=5 \
+// RUN: kvq-import %S/../../models/stories260K/stories260K.bin --prefill=5 \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache="method=kivi bits=2" --kvq-to-llvm \
 // RUN:   | mlir-translate --mlir-to-llvmir -o %t.ll
 // RUN: %host_cc -O2 %t.ll %S/Inputs/llama_driver.c %kvq_host_link -lm -o %t.x86

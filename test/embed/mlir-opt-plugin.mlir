@@ -12,7 +12,7 @@
 // LLVM: llvm.call @kvq_cache_create
 // LLVM: llvm.call @kvq_cache_attend
 
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 > %t.graph.mlir
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 > %t.graph.mlir
 // RUN: kvq-opt %t.graph.mlir --pass-pipeline='builtin.module(kvq-quantize-kv-cache{method=kivi bits=2},kvq-to-llvm)' > %t.q.kvq-opt.mlir
 // RUN: %mlir_opt %kvq_plugin_args %t.graph.mlir --pass-pipeline='builtin.module(kvq-quantize-kv-cache{method=kivi bits=2},kvq-to-llvm)' > %t.q.mlir-opt.mlir
 // RUN: diff %t.q.kvq-opt.mlir %t.q.mlir-opt.mlir

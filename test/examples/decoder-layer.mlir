@@ -14,7 +14,7 @@
 // RUN: kvq-opt %kvq_src_root/examples/decoder_layer.mlir --kvq-configure-caches=method=kivi_sink --one-shot-bufferize --convert-kvq-to-runtime | FileCheck %s --check-prefixes=SINK-ABI,ABI
 // RUN: kvq-opt %kvq_src_root/examples/decoder_layer.mlir --kvq-configure-caches=method=kvquant --one-shot-bufferize --convert-kvq-to-runtime | FileCheck %s --check-prefixes=NUQ-ABI,ABI
 
-// FP16: !cache = !kvq.cache<layers = 1, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = fp16, key_bits = 16, value_bits = 16>>
+// FP16: !cache = !kvq.cache<layers = 1, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = fp16>>
 // KIVI: !cache = !kvq.cache<layers = 1, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = kivi, key_bits = 2, value_bits = 2>>
 // SINK: !cache = !kvq.cache<layers = 1, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = kivi_sink, key_bits = 2, value_bits = 2>>
 // NUQ: !cache = !kvq.cache<layers = 1, kv_heads = 8, head_dim = 64, element_type = f16, config = <method = kvquant, key_bits = 3, value_bits = 3>>

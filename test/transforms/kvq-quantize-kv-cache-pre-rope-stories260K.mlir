@@ -1,8 +1,8 @@
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f32 \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f32 \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache="method=kvquant pre-rope=true" 2>&1 | FileCheck %s -DT=f32 --implicit-check-not=remark
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache="method=kvquant pre-rope=true" 2>&1 | FileCheck %s -DT=f16 --implicit-check-not=remark
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f16 \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f16 \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache="method=kvquant" 2>&1 | FileCheck %s --check-prefix=OFF --implicit-check-not=remark
 
 // The real model's RoPE (llama2.c: interleaved pairs, theta 10000, angles

@@ -1,7 +1,7 @@
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi --kvq-to-llvm \
 // RUN:   | mlir-translate --mlir-to-llvmir | FileCheck %s
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi --kvq-to-llvm \
 // RUN:   | mlir-translate --mlir-to-llvmir | FileCheck %s
 

@@ -1,49 +1,49 @@
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f32 --gqa=reshape --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f32 --gqa=reshape --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f32 --gqa=reshape --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f32 --gqa=reshape --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f32 --gqa=broadcast --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f32 --gqa=broadcast --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f32 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f32 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f16 --gqa=reshape --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f16 --gqa=reshape --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f16 --gqa=reshape --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f16 --gqa=reshape --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f16 --gqa=broadcast --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f16 --gqa=broadcast --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=stacked --cache-type=f16 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=stacked --cache-type=f16 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f32 --gqa=reshape --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f32 --gqa=reshape --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f32 --gqa=reshape --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f32 --gqa=reshape --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f32 --gqa=broadcast --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f32 --gqa=broadcast --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f32 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f32 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f32 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=reshape --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=reshape --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=reshape --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=reshape --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=linalg \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=linalg \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
-// RUN: kvq-import %models/stories260K/stories260K.bin --prefill-tokens=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
+// RUN: kvq-import %models/stories260K/stories260K.bin --prefill=4 --cache-layout=per-layer --cache-type=f16 --gqa=broadcast --softmax=expanded \
 // RUN:   | kvq-opt --kvq-quantize-kv-cache=method=kivi 2>&1 | FileCheck %s -DT=f16 \
 // RUN:   --implicit-check-not=remark --implicit-check-not=tensor.insert_slice --implicit-check-not=linalg.softmax --implicit-check-not=arith.maximumf
 

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
+#include "vocabulary.h"
 #include "graph.h"
 #include "harness.h"
 #include "page_buffer.h"
@@ -1084,7 +1085,7 @@ void usage() {
       stderr, "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
               "[--layers N]\n"
               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
-              "                 [--tokens LIST] [--threads N] [--rounds N] "
+              "                 [--contexts LIST] [--threads N] [--rounds N] "
               "[--version]\n"
               "  (every flag also takes --flag=value)\n"
               "  --json         one JSON object on stdout (the table goes "
@@ -1104,14 +1105,14 @@ void usage() {
               "32K tokens):\n"
               "                 half (default), interleaved, or none (no "
               "such rows)\n"
-              "  --tokens=LIST  context lengths of the attention rows "
+              "  --contexts=LIST context lengths of the attention rows "
               "(default:\n"
               "                 1024,8192,32768 and, full runs, 131072)\n"
               "  --threads=N    also time attention through a host pool of N "
               "threads\n"
               "                 (kvq_cache_set_parallel) against one thread, "
               "32K tokens\n"
-              "                 unless --tokens (section 'threads')\n"
+              "                 unless --contexts (section 'threads')\n"
               "  --rounds=N     time the attention rows of each length in N "
               "rounds,\n"
               "                 alternating their order, and report medians "
@@ -1127,6 +1128,9 @@ int main(int argc, char **argv) {
   Options o;
   // The shared rules (tools/common/flags.h): --flag value or --flag=value,
   // range-checked integers, one-line errors with exit status 2.
+  std::vector<std::string> renamed;
+  kvq::cli::renameDeprecatedFlags("kvq-bench", argc, argv, {"--tokens"},
+                                  renamed);
   kvq::cli::Parser p("kvq-bench", argc, argv);
   while (p.next()) {
     if (p.is("--json"))
@@ -1149,13 +1153,13 @@ int main(int argc, char **argv) {
       o.threads = static_cast<int>(p.intValue(1, KVQ_MAX_WORKERS));
     else if (p.is("--rounds"))
       o.roundsFlag = static_cast<int>(p.intValue(1, 100));
-    else if (p.is("--tokens")) {
+    else if (p.is("--contexts")) {
       for (const std::string &t : p.listValue()) {
         char *end = nullptr;
         const long long n = std::strtoll(t.c_str(), &end, 10);
         if (t.empty() || *end || n < 1 || n > (1 << 20)) {
           std::fprintf(
-              stderr, "kvq-bench: --tokens expects integers in [1, 1048576]\n");
+              stderr, "kvq-bench: --contexts expects integers in [1, 1048576]\n");
           return 2;
         }
         o.tokens.push_back(n);

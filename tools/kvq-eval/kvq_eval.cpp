@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
+#include "vocabulary.h"
 #include "kvq/config_limits.h"
 #include "kvq/runtime.h"
 #include "tensor_io.h"
@@ -55,7 +56,7 @@ const char *kUsage =
     "                [--queries FILE[:NAME]] [--layout "
     "thd|htd|bhtd|lbhtd|...]\n"
     "                --method kivi,kivi_sink,kvquant,fp16 [--bits N[,N...]]\n"
-    "                [--group-size G] [--residual R]\n"
+    "                [--group-size G] [--residual-length R]\n"
     "                [--residual-mode sliding|block] [--sinks N]\n"
     "                [--outlier-fraction F] [--lloyd-iters N]\n"
     "                [--kvquant-sinks N] [--refit-interval N]\n"
@@ -145,7 +146,7 @@ const std::vector<Sweep> &sweeps() {
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) { c.group_size = static_cast<int32_t>(x); },
        "G"},
-      {"--residual",
+      {"--residual-length",
        true,
        0,
        1 << 30,
@@ -247,6 +248,10 @@ int32_t choice(kvq::cli::Parser &p,
 
 Options parseArgs(int argc, char **argv) {
   Options o;
+  // The shared vocabulary (tools/common/vocabulary.h): former spellings
+  // keep working with a warning.
+  std::vector<std::string> renamed;
+  kvq::cli::renameDeprecatedFlags(kTool, argc, argv, {"--residual"}, renamed);
   kvq::cli::Parser p(kTool, argc, argv);
   while (p.next()) {
     o.given.push_back(p.name());
@@ -1266,7 +1271,7 @@ int main(int argc, char **argv) {
            c.method +
            (c.method == "kvquant"
                 ? ""
-                : "; use more tokens or a smaller --residual"));
+                : "; use more tokens or a smaller --residual-length"));
     if (s.effectiveBits() > 16) {
       char buf[64];
       std::snprintf(buf, sizeof(buf), "%.2f", s.effectiveBits());

@@ -11,6 +11,7 @@
 #include "tools/kvq-import/Llama2cImporter.h"
 
 #include "cl_version.h"
+#include "vocabulary.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -58,13 +59,16 @@ int main(int argc, char **argv) {
                "sum, divide)"),
       cl::init("linalg"), cl::cat(category));
   cl::opt<int64_t> prefill(
-      "prefill-tokens",
+      "prefill",
       cl::desc("Tokens of the @prefill entry point (0: only @decode)"),
       cl::init(0), cl::cat(category));
   cl::opt<int64_t> context(
       "context", cl::desc("Cache capacity in tokens (default: seq_len)"),
       cl::init(0), cl::cat(category));
   cl::HideUnrelatedOptions(category);
+  std::vector<std::string> renamed;
+  kvq::cli::renameDeprecatedFlags("kvq-import", argc, argv,
+                                  {"--prefill-tokens"}, renamed);
   kvq::cli::parseCommandLine(
       "kvq-import", argc, argv,
       "kvq-import: a llama2.c checkpoint as an MLIR module (func, arith, "

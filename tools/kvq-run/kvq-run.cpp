@@ -15,6 +15,8 @@
 
 #include "cl_version.h"
 #include "flags.h"
+#include "thread_pool.h"
+#include "vocabulary.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -25,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
@@ -37,57 +40,20 @@ namespace {
 /// any useful setting, it keeps the flag's range finite and stated.
 constexpr double kMaxTemperature = 100;
 
-/// One entry of --method: a method name and extra pass options, written
-/// `kvquant` or `kvquant{refit-interval=0}`.
-struct MethodSpec {
-  std::string label, method, extra;
-};
+using kvq::cli::MethodSpec;
 
+/// The --method specs (tools/common/vocabulary.h): `none` (the graph's own
+/// f32 tensors) and the cache methods, each optionally with pass options.
 std::vector<MethodSpec> parseMethods(const std::string &list,
                                      std::string *error) {
   std::vector<MethodSpec> out;
-  std::string item;
-  int depth = 0;
-  auto flush = [&]() -> bool {
-    if (item.empty())
-      return true;
-    MethodSpec m;
-    m.label = item;
-    size_t brace = item.find('{');
-    m.method = item.substr(0, brace);
-    if (brace != std::string::npos) {
-      if (item.back() != '}') {
-        *error = "--method: '" + item + "' has an unclosed '{'";
-        return false;
-      }
-      m.extra = item.substr(brace + 1, item.size() - brace - 2);
-    }
-    static const char *known[] = {"none", "fp16", "kivi", "kivi_sink",
-                                  "kvquant"};
-    if (std::find(std::begin(known), std::end(known), m.method) ==
-        std::end(known)) {
-      *error = "--method: unknown method '" + m.method +
-               "'; expected none, fp16, kivi, kivi_sink or kvquant";
-      return false;
-    }
-    out.push_back(m);
-    item.clear();
-    return true;
-  };
-  for (char ch : list) {
-    if (ch == '{')
-      ++depth;
-    if (ch == '}')
-      --depth;
-    if (ch == ',' && depth == 0) {
-      if (!flush())
-        return {};
-      continue;
-    }
-    item += ch;
-  }
-  if (!flush())
+  *error = kvq::cli::parseMethodSpecs(
+      "--method", list, {"none", "fp16", "kivi", "kivi_sink", "kvquant"}, out);
+  if (!error->empty())
     return {};
+  for (const MethodSpec &m : out)
+    if (m.method == "none" && !m.options.empty())
+      return *error = "--method: 'none' takes no options", std::vector<MethodSpec>{};
   return out;
 }
 
@@ -95,10 +61,16 @@ std::string passOptionsFor(const MethodSpec &m, int64_t bits) {
   if (m.method == "none")
     return "";
   std::string s = "method=" + m.method;
-  if (bits > 0 && m.method != "fp16")
+  // --bits applies to the specs that do not set their own width.
+  bool ownBits = false;
+  for (const auto &[key, value] : m.options)
+    ownBits = ownBits || key == "bits" || key == "key-bits" ||
+              key == "value-bits";
+  if (bits > 0 && m.method != "fp16" && !ownBits)
     s += " bits=" + std::to_string(bits);
-  if (!m.extra.empty())
-    s += " " + m.extra;
+  std::string extra = m.passOptions();
+  if (!extra.empty())
+    s += " " + extra;
   return s;
 }
 
@@ -246,7 +218,7 @@ int main(int argc, char **argv) {
                "text, or token ids) instead of generating"),
       cl::value_desc("FILE"), cl::cat(cat));
   cl::opt<int64_t> promptTokens(
-      "prompt-tokens",
+      "prefill",
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
                "decoding (default 128)"),
       cl::init(128), cl::cat(cat));
@@ -266,10 +238,24 @@ int main(int argc, char **argv) {
       "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
       cl::init(5), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
+  std::vector<std::string> renamed;
+  kvq::cli::renameDeprecatedFlags("kvq-run", argc, argv, {"--prompt-tokens"},
+                                  renamed);
+  // --threads N: host threads the caches may use for their updates
+  // (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
+  // where LLVM itself registers a hidden --threads.
+  const std::string threadsText =
+      kvq::cli::takeFlag("kvq-run", argc, argv, "--threads");
+  const int64_t threads =
+      threadsText.empty() ? 1
+                          : kvq::cli::parseInt("kvq-run", "--threads",
+                                               threadsText, 1, KVQ_MAX_WORKERS);
   kvq::cli::parseCommandLine(
       "kvq-run", argc, argv,
       "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
-      "generate text or measure perplexity\n");
+      "generate text or measure perplexity\n"
+      "  --threads N  host threads the caches may use for their updates "
+      "(default 1; the same bytes as one)\n");
 
   auto fail = [](const std::string &message) {
     llvm::errs() << "kvq-run: error: " << message << "\n";
@@ -277,6 +263,19 @@ int main(int argc, char **argv) {
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
       "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
+  // Every cache the compiled models create uses the pool (same bytes as one
+  // thread); none is set up for one thread.
+  std::unique_ptr<kvqbench::ThreadPool> pool;
+  if (threads > 1) {
+    pool = std::make_unique<kvqbench::ThreadPool>(static_cast<int>(threads));
+    kvq_parallel handle = pool->handle();
+    if (kvq_set_default_parallel(&handle) != KVQ_OK)
+      return fail(std::string("--threads: ") + kvq_last_error());
+  }
+  // --bits 0 is not "each method's default": that is --bits left out.
+  if (bits.getNumOccurrences() && !(bits == 2 || bits == 3 || bits == 4 || bits == 8))
+    return fail("--bits " + std::to_string(bits) +
+                " is not a code width (2, 3, 4 or 8)");
   std::string error;
   std::string path = modelPath;
   std::string scratch; // a generated random checkpoint, removed at exit
@@ -357,9 +356,6 @@ int main(int argc, char **argv) {
   std::vector<MethodSpec> specs = parseMethods(methods, &error);
   if (specs.empty())
     return fail(error.empty() ? "--method is empty" : error);
-  if (bits != 0 && (bits < 2 || bits > 8))
-    return fail("--bits " + std::to_string(bits) +
-                " is not a code width (2, 3, 4 or 8)");
   if (steps < 0)
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
@@ -414,7 +410,7 @@ int main(int argc, char **argv) {
   if (docs.empty())
     return fail(error);
   if (promptTokens < 1 || promptTokens >= config.seqLen)
-    return fail("--prompt-tokens must be in [1, " +
+    return fail("--prefill must be in [1, " +
                 std::to_string(config.seqLen - 1) + "]");
   size_t usable = 0;
   for (auto &d : docs) {
@@ -423,13 +419,13 @@ int main(int argc, char **argv) {
     usable += int64_t(d.size()) > promptTokens;
   }
   if (usable == 0)
-    return fail("no document is longer than --prompt-tokens " +
+    return fail("no document is longer than --prefill " +
                 std::to_string(promptTokens));
   bool hasNone = false;
   for (auto &m : specs)
     hasNone = hasNone || m.method == "none";
   if (!hasNone)
-    specs.insert(specs.begin(), MethodSpec{"none", "none", ""});
+    specs.insert(specs.begin(), MethodSpec{"none", "none", {}});
   std::vector<Result> results;
   for (const MethodSpec &m : specs) {
     Result r;

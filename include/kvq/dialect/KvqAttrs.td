@@ -129,7 +129,7 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
     | parameter | seed name | default | read by |
     |---|---|---|---|
     | `method` | `method` | (required) | all |
-    | `key_bits`, `value_bits` | `bit_width_inlier` / `kvquant_bits` | (required) | kivi, kivi_sink, kvquant |
+    | `key_bits`, `value_bits` | `bit_width_inlier` / `kvquant_bits` | required for kivi, kivi_sink and kvquant (2, 3, 4 or 8); fp16: 16 when left out (it stores keys and values unquantized and reads neither), so `#kvq.config<method = fp16>` is complete | all |
     | `group_size` | `kivi_group_size` | 32 | kivi, kivi_sink |
     | `residual_length` | `residual_length` | 32 | kivi, kivi_sink |
     | `residual_mode` | — (`sliding`: seed rule; `block`: KIVI code) | sliding | kivi, kivi_sink |
@@ -150,8 +150,10 @@ def Kvq_CacheConfigAttr : Kvq_Attr<"CacheConfig", "config"> {
   }];
   let parameters = (ins
     EnumParameter<Kvq_Method>:$method,
-    "int64_t":$key_bits,
-    "int64_t":$value_bits,
+    Kvq_IntParam<"::kvq::kFp16Bits",
+        "key code width (fp16: 16, implied)">:$key_bits,
+    Kvq_IntParam<"::kvq::kFp16Bits",
+        "value code width (fp16: 16, implied)">:$value_bits,
     Kvq_IntParam<"::kvq::kDefaultGroupSize", "kivi_group_size">:$group_size,
     Kvq_IntParam<"::kvq::kDefaultResidualLength",
         "fp16 residual window (tokens)">:$residual_length,

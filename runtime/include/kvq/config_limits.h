@@ -22,6 +22,10 @@ namespace kvq {
 constexpr int32_t kDefaultKiviBits = 2;
 /// Code width of kvquant (keys and values).
 constexpr int32_t kDefaultKvquantBits = 3;
+/// The code width of method fp16 (it stores keys and values unquantized):
+/// what #kvq.config implies when key_bits / value_bits are left out, so
+/// #kvq.config<method = fp16> is complete (fp16 reads neither field).
+constexpr int32_t kFp16Bits = 16;
 /// KIVI's group size G and fp16 residual window R.
 constexpr int32_t kDefaultGroupSize = 32;
 constexpr int32_t kDefaultResidualLength = 32;

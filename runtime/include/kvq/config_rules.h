@@ -151,9 +151,12 @@ inline ConfigVerdict checkConfigFields(const ConfigFields &c) {
         {"value_bits", c.value_bits}})
     if (!isSupportedBits(bits))
       return refuse(KVQ_ERR_UNSUPPORTED_BITS,
-                    "unsupported %s %lld; supported bit widths are 2, 3, 4 "
+                    "unsupported %s %lld%s; supported bit widths are 2, 3, 4 "
                     "and 8",
-                    name, static_cast<long long>(bits));
+                    name, static_cast<long long>(bits),
+                    bits == kFp16Bits ? " (fp16's width, which #kvq.config "
+                                        "implies when it is left out)"
+                                      : "");
   if (c.method == KVQ_METHOD_KVQUANT) {
     if (!(c.outlier_fraction >= 0.0f && c.outlier_fraction < 1.0f))
       return refuse(KVQ_ERR_INVALID_ARGUMENT,

@@ -5,7 +5,7 @@
  * --kvq-to-llvm` (calling convention: docs/MODEL.md). Reads the checkpoint
  * named on the command line, prefills the prompt "Once upon a time"
  * (token ids 1 403 407 261 378, so the module must be imported with
- * --prefill-tokens=5), then decodes greedily for `steps` tokens, printing
+ * --prefill=5), then decodes greedily for `steps` tokens, printing
  * each id and the last logits as C99 hex floats: outputs of different
  * machines compare bit for bit.
  *

@@ -9,7 +9,7 @@ eval_file=$scratch/eval2.txt
 out=$scratch/kvq_run_perplexity.json
 head -2 "$model_dir/eval.txt" > "$eval_file"
 "$kvq_run" "$model_dir/stories260K.bin" --perplexity "$eval_file" \
-  --method fp16,kivi --prompt-tokens 64 --json > "$out"
+  --method fp16,kivi --prefill 64 --json > "$out"
 "$python" -c '
 import json, math, sys
 d = json.load(sys.stdin)

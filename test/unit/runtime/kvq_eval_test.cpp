@@ -40,11 +40,10 @@ std::string tmp(const std::string &name) {
 }
 
 /// A file of test/data/kvq-eval, made by NumPy itself (np.save,
-/// np.savez_compressed: make_npz_compressed.py there), found next to this
-/// source file.
+/// np.savez_compressed: make_npz_compressed.py there), found in the source
+/// tree (KVQ_SOURCE_ROOT).
 std::string numpyFile(const std::string &name) {
-  const std::string here = __FILE__;
-  return here.substr(0, here.rfind('/')) + "/../../data/kvq-eval/" + name;
+  return std::string(KVQ_SOURCE_ROOT) + "/test/data/kvq-eval/" + name;
 }
 
 using json = nlohmann::json;
@@ -189,7 +188,7 @@ Direct direct(kvq_method m) {
 TEST_F(KvqEval, JsonReportsEveryFieldForEveryMethod) {
   RunResult r = runTool(inputs() + " --queries " + tmp("q.npy") +
                         " --method fp16,kivi,kivi_sink,kvquant --group-size 16"
-                        " --residual 16 --sinks 2 --prefill 64 --json");
+                        " --residual-length 16 --sinks 2 --prefill 64 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char *m : {"fp16", "kivi", "kivi_sink", "kvquant"}) {
     json o = object(r, m);
@@ -264,13 +263,13 @@ TEST_F(KvqEval, TableByDefaultAndBitsFlag) {
   EXPECT_NE(r.out.find("kvquant"), std::string::npos);
   EXPECT_NE(r.out.find("    4     4"), std::string::npos) << r.out;
   RunResult j =
-      runTool(inputs() + " --method kivi --residual-mode block --residual 32 "
+      runTool(inputs() + " --method kivi --residual-mode block --residual-length 32 "
                          "--group-size 16 --json");
   ASSERT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(j.out.find("attn_rel_err"), std::string::npos); // no queries
   // --flag=value is the same as --flag value.
   RunResult e = runTool(inputs() + " --method=kivi --residual-mode=block "
-                                   "--residual=32 --group-size=16 --json");
+                                   "--residual-length=32 --group-size=16 --json");
   ASSERT_EQ(e.status, 0) << e.out;
   EXPECT_EQ(parse(e)["rows"], parse(j)["rows"]);
 }
@@ -609,7 +608,7 @@ protected:
     }
   }
   static constexpr const char *kMethods =
-      "--method fp16,kivi,kvquant --bits 2,4 --group-size 16 --residual 16 "
+      "--method fp16,kivi,kvquant --bits 2,4 --group-size 16 --residual-length 16 "
       "--prefill 24";
 };
 
@@ -832,7 +831,7 @@ TEST_F(KvqEvalFormats, SweepPlotAndBudget) {
   const std::string in = "--keys " + tmp("k.npy") + " --values " +
                          tmp("v.npy") + " --queries " + tmp("q.npy") +
                          " --method kivi,kvquant --bits 2,3,4,8 "
-                         "--group-size 16 --residual 16 --prefill 24";
+                         "--group-size 16 --residual-length 16 --prefill 24";
   std::remove(tmp("sweep.png").c_str());
   RunResult r =
       runTool(in + " --budget 12 --plot " + tmp("sweep.png") + " --json");
@@ -948,7 +947,7 @@ TEST_F(KvqEval, SilentMisreadsAreRefusedOrWarned) {
             "names 3 axes");
   expectTwo(inputs() + " --method kivi --layout tthd", "--layout expects");
   // Nothing quantized: the whole dump fits in the residual window.
-  RunResult res = runTool(inputs() + " --method kivi --residual 10000 --json");
+  RunResult res = runTool(inputs() + " --method kivi --residual-length 10000 --json");
   ASSERT_EQ(res.status, 0) << res.out;
   EXPECT_NE(parse(res)["warnings"].dump().find("no token was quantized"),
             std::string::npos)
@@ -971,7 +970,7 @@ TEST_F(KvqEval, FlagsAreRangeCheckedBeforeNarrowing) {
   expectTwo(in + " --bits 2,x", "--bits expects");
   expectTwo(in + " --bits 2,,3", "empty item");
   expectTwo(in + " --group-size 4294967328", "--group-size expects");
-  expectTwo(in + " --residual 2147483648", "--residual expects");
+  expectTwo(in + " --residual-length 2147483648", "--residual-length expects");
   expectTwo(in + " --sinks 2147483648", "--sinks expects");
   expectTwo(in + " --lloyd-iters 2147483648", "--lloyd-iters expects");
   expectTwo(in + " --lloyd-iters 1000000", "[0, 100]");
@@ -997,7 +996,7 @@ TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
   // flag a method ignores does not multiply its rows.
   RunResult r = runTool(inputs() +
                         " --method fp16,kivi,kvquant --bits 2,3 "
-                        "--group-size 16,32 --residual 16 "
+                        "--group-size 16,32 --residual-length 16 "
                         "--refit-interval 0,32 --outlier-fraction 0.01 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const json doc = parse(r);
@@ -1011,7 +1010,7 @@ TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
     if (m == "kivi") {
       EXPECT_EQ(c["residual_length"], 16);
       single += " --bits " + std::to_string(int(row["key_bits"])) +
-                " --residual 16 --group-size " +
+                " --residual-length 16 --group-size " +
                 std::to_string(int(c["group_size"]));
       key += std::to_string(int(row["key_bits"])) + "g" +
              std::to_string(int(c["group_size"]));
@@ -1047,7 +1046,7 @@ TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
   // Every value is range-checked.
   const std::string in = inputs() + " --method kivi,kvquant";
   expectTwo(in + " --group-size 32,4294967328", "--group-size expects");
-  expectTwo(in + " --residual 16,-1", "--residual expects");
+  expectTwo(in + " --residual-length 16,-1", "--residual-length expects");
   expectTwo(in + " --lloyd-iters 5,101", "[0, 100]");
   expectTwo(in + " --outlier-fraction 0.01,1", "--outlier-fraction expects");
   expectTwo(in + " --refit-interval 0,,32", "empty item");
@@ -1056,8 +1055,7 @@ TEST_F(KvqEval, ListsOfMethodFlagsAreSwept) {
 TEST(KvqEvalReadme, TheReadmeRecommendationIsWhatTheToolPrints) {
   // README.md shows a sweep on stories260K layer 0 and its --budget
   // answer; that line must be the current tool's.
-  const std::string here = __FILE__;
-  const std::string root = here.substr(0, here.rfind('/')) + "/../../../";
+  const std::string root = std::string(KVQ_SOURCE_ROOT) + "/";
   std::ifstream readme(root + "README.md");
   std::string line, shown;
   while (std::getline(readme, line))
@@ -1390,8 +1388,7 @@ TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
 namespace {
 
 std::string storiesFile(const std::string &name) {
-  const std::string here = __FILE__;
-  return here.substr(0, here.rfind('/')) + "/../../data/stories260K/" + name;
+  return std::string(KVQ_SOURCE_ROOT) + "/test/data/stories260K/" + name;
 }
 
 /// The stories260K layer 0 inputs, with the pre-RoPE keys when preRope.
@@ -1545,7 +1542,7 @@ TEST(KvqEvalPreRope, RuntimeRotationAgreesWithTheOracleForBothStyles) {
 TEST_F(KvqEval, PreRopeTableLabelsTheRows) {
   RunResult t = runTool(inputs() + " --queries " + tmp("q.npy") +
                         " --pre-rope --rope-compare --rope-style half"
-                        " --method kivi --group-size 16 --residual 16");
+                        " --method kivi --group-size 16 --residual-length 16");
   ASSERT_EQ(t.status, 0) << t.out;
   EXPECT_NE(t.stdOut.find("pre-RoPE keys (half, theta 10000)"),
             std::string::npos)

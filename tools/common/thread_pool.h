@@ -1,13 +1,14 @@
-//===- thread_pool.h - A host thread pool for kvq-bench --threads -*- C++ -*-=//
+//===- thread_pool.h - The host thread pool behind --threads ----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// What an engine would lend the runtime (kvq_parallel): N - 1 persistent
+// What an engine would lend the runtime (kvq_parallel), as kvq-bench and
+// kvq-run do for --threads (docs/CLI.md): N - 1 persistent
 // workers plus the calling thread take task indices from a shared counter.
 // Persistent, so a timed call pays a wake-up, not a thread creation.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_TOOLS_KVQ_BENCH_THREAD_POOL_H
-#define KVQ_TOOLS_KVQ_BENCH_THREAD_POOL_H
+#ifndef KVQ_TOOLS_COMMON_THREAD_POOL_H
+#define KVQ_TOOLS_COMMON_THREAD_POOL_H
 
 #include "kvq/runtime.h"
 
@@ -98,4 +99,4 @@ private:
 
 } // namespace kvqbench
 
-#endif // KVQ_TOOLS_KVQ_BENCH_THREAD_POOL_H
+#endif // KVQ_TOOLS_COMMON_THREAD_POOL_H

@@ -1,0 +1,226 @@
+//===- vocabulary.h - The flags every kvq tool spells alike -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// One vocabulary for the ideas several tools share (docs/CLI.md is its
+// reference):
+//   - kFlags: each shared flag's one spelling, and the spellings tools used
+//     before, which keep working with a deprecation warning on stderr
+//     (renameDeprecatedFlags, run on argv before any parsing);
+//   - parseMethodSpecs: the method spec `kivi`, `kivi{bits=2}`,
+//     `kvquant{bits=3 refit-interval=0}` (keys are the configuration
+//     passes' options; items separated by spaces or commas), where an
+//     empty key or value is an error naming the flag, never a default.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_TOOLS_COMMON_VOCABULARY_H
+#define KVQ_TOOLS_COMMON_VOCABULARY_H
+
+#include "flags.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvq::cli {
+
+/// A shared flag: its spelling, the former spellings still accepted (with a
+/// warning) and what it means.
+struct SharedFlag {
+  const char *name;
+  std::vector<const char *> deprecated;
+  const char *meaning;
+};
+
+/// The vocabulary. A tool takes the subset that applies to it, spelled as
+/// here; docs/CLI.md lists the same table.
+inline const std::vector<SharedFlag> &sharedFlags() {
+  static const std::vector<SharedFlag> flags = {
+      {"--method", {}, "method specs: a comma list of method[{key=value ...}]"},
+      {"--bits", {}, "code width of keys and values (2, 3, 4 or 8)"},
+      {"--group-size", {}, "KIVI group size G"},
+      {"--residual-length", {"--residual"}, "KIVI fp16 residual window R"},
+      {"--sinks", {}, "kivi_sink: tokens kept fp16 (n_sink_tokens)"},
+      {"--prefill", {"--prompt-tokens", "--prefill-tokens"},
+       "tokens sent as one prefill update before decoding"},
+      {"--contexts", {"--tokens"}, "context lengths (a comma list)"},
+      {"--threads", {}, "host threads"},
+      {"--json", {}, "machine-readable output (JSON) on stdout"},
+      {"--seed", {}, "seed of any random choice"},
+  };
+  return flags;
+}
+
+/// Rewrites argv in place (argv[i] may point into `storage` afterwards):
+/// a deprecated spelling (`--old` or `--old=value`) becomes the shared
+/// one, with "TOOL: warning: --old is deprecated; use --new" on stderr.
+/// Only the spellings in `accepted` are rewritten (each tool's own former
+/// flags), so a flag another tool used to take stays unknown here.
+inline void renameDeprecatedFlags(const char *tool, int argc, char **argv,
+                                  const std::vector<const char *> &accepted,
+                                  std::vector<std::string> &storage) {
+  storage.reserve(argc);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--")
+      break;
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    for (const char *old : accepted) {
+      if (name != old)
+        continue;
+      for (const SharedFlag &f : sharedFlags())
+        for (const char *d : f.deprecated)
+          if (name == d) {
+            std::fprintf(stderr, "%s: warning: %s is deprecated; use %s\n",
+                         tool, d, f.name);
+            storage.push_back(f.name + (eq == std::string::npos
+                                            ? std::string()
+                                            : arg.substr(eq)));
+            argv[i] = storage.back().data();
+          }
+    }
+  }
+}
+
+/// Removes every `--name value` / `--name=value` from argv (argc shrinks)
+/// and returns the last value, or "" when absent. For a shared flag whose
+/// name a library linked into an llvm::cl tool already registers (LLVM's
+/// hidden --threads), so the tool reads it under the shared rules instead.
+/// A missing or empty value is an error naming the flag.
+inline std::string takeFlag(const char *tool, int &argc, char **argv,
+                            const std::string &name) {
+  std::string value;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == name || arg.rfind(name + "=", 0) == 0) {
+      if (arg == name) {
+        if (i + 1 >= argc)
+          fail(tool, name + " needs a value");
+        value = argv[++i];
+      } else {
+        value = arg.substr(name.size() + 1);
+      }
+      if (value.empty())
+        fail(tool, name + " has an empty value");
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return value;
+}
+
+/// One method spec: `kivi` or `kivi{bits=2 group-size=16}`.
+struct MethodSpec {
+  std::string label;  // as written
+  std::string method; // fp16, kivi, kivi_sink, kvquant (or a tool's extra)
+  std::vector<std::pair<std::string, std::string>> options; // key, value
+  /// The options as the configuration passes take them ("k=v k=v").
+  std::string passOptions() const {
+    std::string s;
+    for (const auto &[k, v] : options)
+      s += (s.empty() ? "" : " ") + k + "=" + v;
+    return s;
+  }
+};
+
+/// Parses a comma list of method specs for `flag`. `methods` lists the
+/// accepted method names. Errors (returned, empty on success) name the
+/// flag: an empty list or item, an unknown method, an unclosed brace, an
+/// option without '=', with an empty key or an empty value, or given twice.
+inline std::string parseMethodSpecs(const std::string &flag,
+                                    const std::string &list,
+                                    const std::vector<std::string> &methods,
+                                    std::vector<MethodSpec> &out) {
+  out.clear();
+  std::vector<std::string> items;
+  std::string item;
+  int depth = 0;
+  for (char ch : list) {
+    if (ch == '{' && ++depth > 1)
+      return flag + ": nested '{' in '" + printable(list, 80) + "'";
+    if (ch == '}' && --depth < 0)
+      return flag + ": '}' without '{' in '" + printable(list, 80) + "'";
+    if (ch == ',' && depth == 0) {
+      items.push_back(item);
+      item.clear();
+      continue;
+    }
+    item += ch;
+  }
+  items.push_back(item);
+  if (depth != 0)
+    return flag + ": '" + printable(item, 80) + "' has an unclosed '{'";
+  for (const std::string &it : items) {
+    if (it.empty())
+      return flag + ": empty method in '" + printable(list, 80) + "'";
+    MethodSpec m;
+    m.label = it;
+    size_t brace = it.find('{');
+    m.method = it.substr(0, brace);
+    bool known = false;
+    std::string names;
+    for (const std::string &name : methods) {
+      known = known || name == m.method;
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    if (!known)
+      return flag + ": unknown method '" + printable(m.method, 40) +
+             "'; expected " + names;
+    if (brace != std::string::npos) {
+      if (it.back() != '}')
+        return flag + ": '" + printable(it, 80) +
+               "' has text after its closing '}'";
+      std::string body = it.substr(brace + 1, it.size() - brace - 2);
+      std::string opt;
+      auto take = [&]() -> std::string {
+        if (opt.empty())
+          return "";
+        size_t eq = opt.find('=');
+        std::string key = opt.substr(0, eq);
+        std::string where = " in '" + printable(it, 80) + "'";
+        if (eq == std::string::npos)
+          return flag + ": option '" + printable(opt, 40) +
+                 "' has no value (write " + printable(opt, 40) + "=VALUE)" +
+                 where;
+        std::string value = opt.substr(eq + 1);
+        if (key.empty())
+          return flag + ": option '=" + printable(value, 40) +
+                 "' has no name" + where;
+        if (value.empty())
+          return flag + ": option '" + printable(key, 40) +
+                 "' has an empty value" + where;
+        for (const auto &[k, v] : m.options)
+          if (k == key)
+            return flag + ": option '" + printable(key, 40) +
+                   "' is given twice" + where;
+        m.options.push_back({key, value});
+        opt.clear();
+        return "";
+      };
+      for (char ch : body) {
+        if (ch == ' ' || ch == ',') {
+          if (std::string e = take(); !e.empty())
+            return e;
+          continue;
+        }
+        opt += ch;
+      }
+      if (std::string e = take(); !e.empty())
+        return e;
+      if (m.options.empty())
+        return flag + ": '" + printable(it, 80) +
+               "' has empty braces (leave them out, or give key=value)";
+    }
+    out.push_back(std::move(m));
+  }
+  return "";
+}
+
+} // namespace kvq::cli
+
+#endif // KVQ_TOOLS_COMMON_VOCABULARY_H
