@@ -119,6 +119,11 @@ std::optional<int64_t> evalInt(Value v, Value pos, int64_t posValue,
     return bin([](int64_t a, int64_t b) { return a - b; });
   if (isa<arith::MulIOp>(op))
     return bin([](int64_t a, int64_t b) { return a * b; });
+  // StableHLO's dynamic_update_slice clamps its start index.
+  if (isa<arith::MaxSIOp, arith::MaxUIOp>(op))
+    return bin([](int64_t a, int64_t b) { return std::max(a, b); });
+  if (isa<arith::MinSIOp, arith::MinUIOp>(op))
+    return bin([](int64_t a, int64_t b) { return std::min(a, b); });
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
           arith::ExtUIOp>(op))
     return evalInt(op->getOperand(0), pos, posValue, depth + 1);
@@ -353,6 +358,21 @@ bool isQuotient(linalg::GenericOp g, Value e, Value z, unsigned rank) {
          b.getTerminator()->getOperand(0) == div;
 }
 
+/// Whether `v` flows into `ret` through the ops that grow or rewrite a
+/// tensor (concat, slice writes, casts).
+bool reachesReturn(Value v, Operation *ret, int depth = 0) {
+  if (depth > 64)
+    return false;
+  for (Operation *u : v.getUsers()) {
+    if (u == ret)
+      return true;
+    if (isa<tensor::ConcatOp, tensor::InsertSliceOp, tensor::CastOp>(u) &&
+        reachesReturn(u->getResult(0), ret, depth + 1))
+      return true;
+  }
+  return false;
+}
+
 /// The single user of `v`, or null.
 Operation *singleUser(Value v) {
   if (!v.hasOneUse())
@@ -417,15 +437,58 @@ LogicalResult FunctionMatcher::findChains() {
     return success();
   for (BlockArgument arg : entry.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || (type.getRank() != 3 && type.getRank() != 4) ||
-        !(type.getElementType().isF16() || type.getElementType().isF32()))
+    if (!type)
       continue;
+    // A cache-like argument the pass cannot adopt gets a remark saying why,
+    // never silence: grown, scattered into or gathered from.
+    for (OpOperand &use : arg.getUses()) {
+      Operation *u = use.getOwner();
+      if (isa<tensor::ConcatOp>(u) && reachesReturn(u->getResult(0), ret))
+        return refuse(u->getLoc(),
+                      "not adopted: the cache grows by tensor.concat and has "
+                      "no capacity; kvq adopts caches of a fixed capacity "
+                      "written by tensor.insert_slice at the step's position");
+      if (isa<tensor::ScatterOp>(u))
+        return refuse(u->getLoc(),
+                      "not adopted: the cache is written through "
+                      "'tensor.scatter' at runtime indices; kvq follows "
+                      "tensor.insert_slice writes at the step's position");
+      if (auto g = dyn_cast<linalg::GenericOp>(u);
+          g && g.isDpsInit(&use) && g.payloadUsesValueFromOperand(&use) &&
+          !g.getRegion().front().getOps<tensor::ExtractOp>().empty())
+        return refuse(u->getLoc(),
+                      "not adopted: the cache is written by a linalg.generic "
+                      "that extracts its indices at runtime (a scatter); kvq "
+                      "follows tensor.insert_slice writes at the step's "
+                      "position");
+      if (isa<tensor::GatherOp>(u))
+        return refuse(u->getLoc(),
+                      "not adopted: the cache is read through 'tensor.gather' "
+                      "at runtime indices (a page table); kvq does not adopt "
+                      "paged caches");
+    }
     bool written = llvm::any_of(arg.getUsers(), [&](Operation *u) {
       auto ins = dyn_cast<tensor::InsertSliceOp>(u);
       return ins && ins.getDest() == arg;
     });
     if (!written)
       continue;
+    Type el = type.getElementType();
+    if (!(el.isF16() || el.isF32())) {
+      std::string name;
+      llvm::raw_string_ostream os(name);
+      os << el;
+      return refuse(arg.getLoc(), "not adopted: the cache tensor's element "
+                                  "type is " +
+                                      name +
+                                      "; kvq adopts f32 and f16 caches");
+    }
+    if (type.getRank() != 3 && type.getRank() != 4)
+      return refuse(arg.getLoc(),
+                    "not adopted: a rank-" + Twine(type.getRank()) +
+                        " cache tensor; kvq adopts [context, kv_heads, "
+                        "head_dim] and [layers, context, kv_heads, head_dim] "
+                        "caches");
     auto chain = std::make_unique<CacheChain>();
     chain->arg = arg;
     chain->stacked = type.getRank() == 4;
@@ -488,6 +551,25 @@ LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
   unsigned t = chain.stacked ? 1 : 0;
   Write d;
   d.chain = &chain;
+  // Where the step's position is written tells the layout.
+  for (unsigned i = 0; i < off.size(); ++i)
+    if (i != t && isa<Value>(off[i]))
+      return refuse(w.getLoc(),
+                    "not adopted: the step's position is written at "
+                    "dimension " +
+                        Twine(i) + " of a rank-" + Twine(off.size()) +
+                        " cache; kvq adopts [context, kv_heads, head_dim] and "
+                        "[layers, context, kv_heads, head_dim] caches, "
+                        "written at dimension " +
+                        Twine(t));
+  if (chain.stacked && isa<Attribute>(off[0]) &&
+      !isConstantIntValue(sizes[0], 1))
+    return refuse(w.getLoc(),
+                  "not adopted: the write covers " +
+                      Twine(getConstantIntValue(sizes[0]).value_or(-1)) +
+                      " entries of dimension 0 at once (a batch of "
+                      "sequences?); a stacked kvq cache is written one layer "
+                      "at a time and holds one sequence");
   if (chain.stacked) {
     std::optional<int64_t> layer = getConstantIntValue(off[0]);
     if (!layer || !isConstantIntValue(sizes[0], 1))
@@ -557,11 +639,16 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read) {
   for (int64_t p : {0, 1, 7, 130}) {
     std::optional<int64_t> got =
         len ? evalInt(len, last->pos, p) : getConstantIntValue(sizes[t]);
-    if (!got || *got != p + last->tokens)
+    if (!got)
       return refuse(read.getLoc(),
-                    "not adopted: attention reads positions beyond the "
-                    "written prefix (the read length is not pos + " +
-                        Twine(last->tokens) + ")");
+                    "not adopted: the cache read's length cannot be evaluated "
+                    "from the step's position (kvq evaluates constants, pos, "
+                    "add/sub/mul, max/min and casts)");
+    if (*got != p + last->tokens)
+      return refuse(read.getLoc(),
+                    "not adopted: attention reads " + Twine(*got) +
+                        " positions at pos = " + Twine(p) + ", not the "
+                        "written prefix pos + " + Twine(last->tokens));
   }
   return *last;
 }
@@ -871,8 +958,22 @@ LogicalResult FunctionMatcher::match() {
       if (auto g = dyn_cast<linalg::GenericOp>(u); g && g != maxR)
         expG = g;
     if (!expG || !m.hasOneUse() || *m.getUsers().begin() != expG ||
-        !isExpOfDifference(expG, x, m, rank))
-      return notSoftmax(maxR, "the max is not subtracted before exp");
+        !isExpOfDifference(expG, x, m, rank)) {
+      // Say what is there: a max that feeds something else than one
+      // exp(x - max) generic is a spelling kvq does not follow yet.
+      Operation *user = m.hasOneUse() ? *m.getUsers().begin() : nullptr;
+      if (!user || user == expG.getOperation())
+        return notSoftmax(maxR, "the max is not subtracted before exp");
+      if (!softmaxRefusal)
+        softmaxRefusal = Refusal{
+            user->getLoc(),
+            ("not adopted: the softmax's max feeds '" +
+             user->getName().getStringRef() +
+             "'; kvq matches linalg.softmax and the max / exp(x - max) / sum "
+             "/ divide form with the subtraction inside the exp's generic")
+                .str()};
+      return;
+    }
     Value e = expG.getResult(0);
     linalg::GenericOp sumR, divG;
     for (Operation *u : e.getUsers()) {

@@ -34,7 +34,7 @@ func.func @reads_whole_context(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v
   %len = arith.addi %pos, %c2 : index
   // Layer 0
   %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
-  // expected-remark@below {{not adopted: attention reads positions beyond the written prefix (the read length is not pos + 2)}}
+  // expected-remark@below {{not adopted: attention reads 16 positions at pos = 0, not the written prefix pos + 2}}
   %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, 16, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<16x2x4xf32>
   %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
   %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, 16, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<16x2x4xf32>

@@ -1,0 +1,77 @@
+// RUN: kvq-opt %s --split-input-file --verify-diagnostics --kvq-quantize-kv-cache \
+// RUN:   | FileCheck %s --implicit-check-not=kvq.cache_update --implicit-check-not=kvq.cache
+
+// Cache-like arguments in the forms frontends emit that kvq-quantize-kv-cache
+// does not adopt yet. None may be left without a remark, and each remark must
+// name what is really there (the function stays as it was: the CHECK lines
+// and implicit-check-not). Attention is left out where the refusal comes
+// from the cache's writes alone.
+
+// Hugging Face's DynamicCache, as torch-mlir lowers torch.cat: the cache
+// grows by concatenation along the sequence ([batch, heads, seq, head_dim]).
+// CHECK-LABEL: func.func @concat_growth(
+// CHECK: tensor.concat
+func.func @concat_growth(%k: tensor<1x2x1x4xf32>, %kc: tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32> {
+  // expected-remark@below {{not adopted: the cache grows by tensor.concat and has no capacity}}
+  %g = tensor.concat dim(2) %kc, %k : (tensor<1x2x?x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x?x4xf32>
+  return %g : tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// A static cache written by index_put / index_copy at runtime indices, as
+// tensor.scatter.
+// CHECK-LABEL: func.func @scatter_write(
+// CHECK: tensor.scatter
+func.func @scatter_write(%k: tensor<1x1x2x4xf32>, %kc: tensor<16x2x4xf32>, %idx: tensor<1x1xindex>) -> tensor<16x2x4xf32> {
+  // expected-remark@below {{not adopted: the cache is written through 'tensor.scatter' at runtime indices}}
+  %w = tensor.scatter %k into %kc[%idx] scatter_dims([0]) unique : (tensor<1x1x2x4xf32>, tensor<16x2x4xf32>, tensor<1x1xindex>) -> tensor<16x2x4xf32>
+  return %w : tensor<16x2x4xf32>
+}
+
+// -----
+
+// A bf16 cache (models shipped in bf16, exported as they are).
+// CHECK-LABEL: func.func @bf16_cache(
+// CHECK: tensor.insert_slice
+// expected-remark@below {{not adopted: the cache tensor's element type is bf16; kvq adopts f32 and f16 caches}}
+func.func @bf16_cache(%k: tensor<1x2x4xbf16>, %kc: tensor<16x2x4xbf16>, %pos: index) -> tensor<16x2x4xbf16> {
+  %w = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xbf16> into tensor<16x2x4xbf16>
+  return %w : tensor<16x2x4xbf16>
+}
+
+// -----
+
+// Hugging Face's [batch, heads, seq, head_dim] layout: the position is
+// written at dimension 2. The remark says so instead of claiming that the
+// write misses heads or channels.
+// CHECK-LABEL: func.func @hf_layout(
+// CHECK: tensor.insert_slice
+func.func @hf_layout(%k: tensor<1x2x1x4xf32>, %kc: tensor<1x2x16x4xf32>, %pos: index) -> tensor<1x2x16x4xf32> {
+  // expected-remark@below {{not adopted: the step's position is written at dimension 2 of a rank-4 cache; kvq adopts [context, kv_heads, head_dim] and [layers, context, kv_heads, head_dim] caches, written at dimension 1}}
+  %w = tensor.insert_slice %k into %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x16x4xf32>
+  return %w : tensor<1x2x16x4xf32>
+}
+
+// -----
+
+// Two sequences in one [batch, seq, heads, head_dim] cache, both written.
+// CHECK-LABEL: func.func @batch_two(
+// CHECK: tensor.insert_slice
+func.func @batch_two(%k: tensor<2x1x2x4xf32>, %kc: tensor<2x16x2x4xf32>, %pos: index) -> tensor<2x16x2x4xf32> {
+  // expected-remark@below {{not adopted: the write covers 2 entries of dimension 0 at once (a batch of sequences?); a stacked kvq cache is written one layer at a time and holds one sequence}}
+  %w = tensor.insert_slice %k into %kc[0, %pos, 0, 0] [2, 1, 2, 4] [1, 1, 1, 1] : tensor<2x1x2x4xf32> into tensor<2x16x2x4xf32>
+  return %w : tensor<2x16x2x4xf32>
+}
+
+// -----
+
+// A rank-5 cache (K and V stacked over layers: [2, layers, seq, heads,
+// head_dim], as vLLM-style exports hold them).
+// CHECK-LABEL: func.func @rank5(
+// CHECK: tensor.insert_slice
+// expected-remark@below {{not adopted: a rank-5 cache tensor}}
+func.func @rank5(%k: tensor<1x2x4xf32>, %kv: tensor<2x3x16x2x4xf32>, %pos: index) -> tensor<2x3x16x2x4xf32> {
+  %w = tensor.insert_slice %k into %kv[0, 1, %pos, 0, 0] [1, 1, 1, 2, 4] [1, 1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x3x16x2x4xf32>
+  return %w : tensor<2x3x16x2x4xf32>
+}
