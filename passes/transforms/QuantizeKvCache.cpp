@@ -461,7 +461,8 @@ LogicalResult FunctionMatcher::findChains() {
                       "that extracts its indices at runtime (a scatter); kvq "
                       "follows tensor.insert_slice writes at the step's "
                       "position");
-      if (isa<tensor::GatherOp>(u))
+      // Gathered state (a page table), not a gathered weight (embeddings).
+      if (isa<tensor::GatherOp>(u) && reachesReturn(arg, ret))
         return refuse(u->getLoc(),
                       "not adopted: the cache is read through 'tensor.gather' "
                       "at runtime indices (a page table); kvq does not adopt "

@@ -75,3 +75,42 @@ func.func @rank5(%k: tensor<1x2x4xf32>, %kv: tensor<2x3x16x2x4xf32>, %pos: index
   %w = tensor.insert_slice %k into %kv[0, 1, %pos, 0, 0] [1, 1, 1, 2, 4] [1, 1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x3x16x2x4xf32>
   return %w : tensor<2x3x16x2x4xf32>
 }
+
+// -----
+
+// index_copy lowered to a generic that overwrites the slot its body picks
+// from a position held in a tensor (a scatter).
+// CHECK-LABEL: func.func @scatter_like_generic(
+// CHECK: linalg.generic
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @scatter_like_generic(%k: tensor<1x2x4xf32>, %kc: tensor<16x2x4xf32>, %pos: tensor<index>) -> tensor<16x2x4xf32> {
+  // expected-remark@below {{not adopted: the cache is written by a linalg.generic that extracts its indices at runtime (a scatter)}}
+  %w = linalg.generic {indexing_maps = [#id3], iterator_types = ["parallel", "parallel", "parallel"]} outs(%kc : tensor<16x2x4xf32>) {
+  ^bb0(%out: f32):
+    %t = linalg.index 0 : index
+    %h = linalg.index 1 : index
+    %c = linalg.index 2 : index
+    %p = tensor.extract %pos[] : tensor<index>
+    %eq = arith.cmpi eq, %t, %p : index
+    %c0 = arith.constant 0 : index
+    %new = tensor.extract %k[%c0, %h, %c] : tensor<1x2x4xf32>
+    %r = arith.select %eq, %new, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<16x2x4xf32>
+  return %w : tensor<16x2x4xf32>
+}
+
+// -----
+
+// A paged cache: this step's key written into its page, the sequence's
+// pages gathered through a page table. (A gathered argument that is not
+// state, such as an embedding table, is not a cache and gets no remark.)
+// CHECK-LABEL: func.func @paged_gather(
+// CHECK: tensor.gather
+func.func @paged_gather(%k: tensor<1x2x4xf32>, %pages: tensor<8x4x2x4xf32>, %page: index, %slot: index, %table: tensor<2x1xindex>, %emb: tensor<10x4xf32>, %ids: tensor<1x1xindex>) -> (tensor<2x1x4x2x4xf32>, tensor<1x1x4xf32>, tensor<8x4x2x4xf32>) {
+  %w = tensor.insert_slice %k into %pages[%page, %slot, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<8x4x2x4xf32>
+  // expected-remark@below {{not adopted: the cache is read through 'tensor.gather' at runtime indices (a page table); kvq does not adopt paged caches}}
+  %g = tensor.gather %pages[%table] gather_dims([0]) : (tensor<8x4x2x4xf32>, tensor<2x1xindex>) -> tensor<2x1x4x2x4xf32>
+  %e = tensor.gather %emb[%ids] gather_dims([0]) : (tensor<10x4xf32>, tensor<1x1xindex>) -> tensor<1x1x4xf32>
+  return %g, %e, %w : tensor<2x1x4x2x4xf32>, tensor<1x1x4xf32>, tensor<8x4x2x4xf32>
+}
