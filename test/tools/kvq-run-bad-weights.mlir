@@ -40,7 +40,7 @@
 //
 // The same in perplexity mode (one document of 20 token ids):
 // RUN: echo "1 10 20 30 40 50 60 70 80 90 100 110 120 130 140 150 160 170 180 190" > %t.ids
-// RUN: not kvq-run %t.big.bin --tokenizer %models/stories260K/tok512.bin --method fp16 --perplexity %t.ids --prompt-tokens 16 --json 2> %t.ppl.err
+// RUN: not kvq-run %t.big.bin --tokenizer %models/stories260K/tok512.bin --method fp16 --perplexity %t.ids --prefill 16 --json 2> %t.ppl.err
 // RUN: FileCheck %s --check-prefix=PPL --input-file=%t.ppl.err
 // PPL-NOT: {{.}}
 // PPL: kvq-run: error: fp16: @prefill at position 0: {{.*}}layer 3: key element 0 is NaN, infinite or outside the fp16 range
