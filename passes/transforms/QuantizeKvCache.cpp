@@ -1277,6 +1277,12 @@ struct QuantizeKvCachePass
       return applyCacheConfigOptions(
           CacheConfigAttr::getDefault(ctx, Method::Fp16), adjusted, loc, kPass);
     };
+    // Options are checked before any graph is looked at: a bad option is an
+    // error on every input, with a cache or without.
+    if (failed(applyCacheConfigOptions(
+            CacheConfigAttr::getDefault(ctx, Method::Fp16), options,
+            module.getLoc(), kPass)))
+      return signalPassFailure();
     std::optional<CacheType> cacheType;
     bool anyFailed = false;
     for (func::FuncOp f :
