@@ -358,6 +358,31 @@ bool isQuotient(linalg::GenericOp g, Value e, Value z, unsigned rank) {
          b.getTerminator()->getOperand(0) == div;
 }
 
+/// The position under StableHLO's clamp of a dynamic_update_slice start,
+/// `min(max(p, 0), last)` in either order: in range that clamp is the
+/// identity, so reads written in terms of p line up with the write. A bound
+/// tighter than [0, last] is not a clamp to the cache and is kept.
+Value stripClamp(Value v, int64_t last) {
+  for (int i = 0; i < 4; ++i) {
+    Operation *op = v.getDefiningOp();
+    if (!op || !isa<arith::MaxSIOp, arith::MinSIOp>(op))
+      return v;
+    APInt c;
+    int other = -1;
+    if (matchPattern(op->getOperand(1), m_ConstantInt(&c)))
+      other = 0;
+    else if (matchPattern(op->getOperand(0), m_ConstantInt(&c)))
+      other = 1;
+    if (other < 0)
+      return v;
+    int64_t bound = c.getSExtValue();
+    if (isa<arith::MaxSIOp>(op) ? bound > 0 : bound < last)
+      return v;
+    v = op->getOperand(other);
+  }
+  return v;
+}
+
 /// Whether `v` flows into `ret` through the ops that grow or rewrite a
 /// tensor (concat, slice writes, casts).
 bool reachesReturn(Value v, Operation *ret, int depth = 0) {
@@ -589,7 +614,7 @@ LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
       return refuse(w.getLoc(), "not adopted: the cache write does not cover "
                                 "every KV head and channel");
   if (auto v = dyn_cast<Value>(off[t]))
-    d.pos = v;
+    d.pos = stripClamp(v, dest.getDimSize(t) - d.tokens);
   else
     d.pos = nullptr; // constant position; compared through evalInt below
   if (!src || src.getRank() != 3 || src.getDimSize(0) != d.tokens)
