@@ -45,3 +45,15 @@
 // PPL-NOT: {{.}}
 // PPL: kvq-run: error: fp16: @prefill at position 0: {{.*}}layer 3: key element 0 is NaN, infinite or outside the fp16 range
 // PPL-NOT: {{.}}
+//
+// Weights so large (wk and the following weights all 3e38) that the f32
+// arithmetic overflows: with no cache to refuse the keys (--method none) the
+// logits turn non-finite, which is an error, never a NaN perplexity or
+// text sampled from NaN with status 0.
+// RUN: %python %S/Inputs/llama2c_patch.py %models/stories260K/stories260K.bin %t.huge.bin --fill 53568 40000 3e38
+// RUN: not kvq-run %t.huge.bin --tokenizer %models/stories260K/tok512.bin --method none --perplexity %t.ids --prefill 16 2> %t.huge.err
+// RUN: FileCheck %s --check-prefix=HUGE --input-file=%t.huge.err
+// RUN: not kvq-run %t.huge.bin --tokenizer %models/stories260K/tok512.bin --method none --steps 4 2>&1 >/dev/null | FileCheck %s --check-prefix=HUGE
+// HUGE-NOT: {{.}}
+// HUGE: kvq-run: error: none: the logits at position {{[0-9]+}} are not finite (logit {{[0-9]+}}): the weights overflow f32 arithmetic
+// HUGE-NOT: {{.}}

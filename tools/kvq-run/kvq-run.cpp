@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -98,6 +99,19 @@ int32_t sample(const float *logits, int32_t vocab, float temperature,
       return i;
   }
   return vocab - 1;
+}
+
+/// Logits that are not all finite (finite weights too large for f32
+/// arithmetic): an error naming the position, never a NaN printed as a
+/// result.
+std::optional<std::string> nonFiniteLogits(const float *logits, int32_t vocab,
+                                           int64_t pos) {
+  for (int32_t i = 0; i < vocab; ++i)
+    if (!std::isfinite(logits[i]))
+      return "the logits at position " + std::to_string(pos) +
+             " are not finite (logit " + std::to_string(i) +
+             "): the weights overflow f32 arithmetic";
+  return std::nullopt;
 }
 
 double nll(const float *logits, int32_t vocab, int32_t target) {
@@ -384,6 +398,11 @@ int main(int argc, char **argv) {
       auto start = clock::now();
       int64_t made = 0;
       for (int64_t pos = int64_t(ids.size()); made < steps; ++pos) {
+        if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1)) {
+          llvm::outs() << "\n";
+          llvm::outs().flush();
+          return fail(m.label + ": " + *bad);
+        }
         int32_t next = sample(logits, config.vocab, temperature, rng);
         if (next == model::Tokenizer::kBos || next == model::Tokenizer::kEos)
           break;
@@ -447,6 +466,8 @@ int main(int argc, char **argv) {
         return fail(m.label + ": " + model->error());
       auto start = clock::now();
       for (int64_t i = promptTokens; i < int64_t(d.size()); ++i) {
+        if (auto bad = nonFiniteLogits(logits, config.vocab, i - 1))
+          return fail(m.label + ": " + *bad);
         total += nll(logits, config.vocab, d[i]);
         ++r.decoded;
         if (i + 1 < int64_t(d.size()) && !(logits = model->decode(d[i], i)))
