@@ -9,7 +9,7 @@
     running the docs' examples must leave the checkout unchanged (except
     where a doc is the procedure that regenerates that file: REGENERATES).
 
-  scripts/check_docs.py [--root DIR] [FILE.md ...]
+  scripts/check_docs.py [--root DIR] [PATH ...]
 exits 1 naming each problem (file:line). Without FILEs, every tracked .md
 file (git ls-files) is checked. ctest runs it (test kvq-docs-portable).
 """

@@ -14,7 +14,7 @@ build="${1:-$here/build}"
 model="$here/models/stories260K/stories260K.bin"
 methods="fp16,kivi,kivi_sink,kvquant,kvquant{refit-interval=0}"
 # Pre-RoPE keys (--kvq-quantize-kv-cache="pre-rope=true"): the cache stores
-# each key before its RoPE and rotates it inside attention (issue 17).
+# each key before its RoPE and rotates it inside attention.
 rope="kvquant{refit-interval=0 pre-rope=true}"
 rope_table="kivi{pre-rope=true},kvquant{pre-rope=true},$rope,kvquant{bits=2},kvquant{bits=2 pre-rope=true}"
 

@@ -10,7 +10,7 @@
 #
 # Reads what `kvq-bench --json` printed and writes every table the
 # performance page quotes (the run's machine and load, attention against
-# the bound and against fp16, the GQA factor, issue 13's targets, threads,
+# the bound and against fp16, the GQA factor, the targets, threads,
 # pre-RoPE ratios, quantize), so the page's figures are copied from the
 # tool's output by a program, never by hand.
 import contextlib
@@ -92,9 +92,9 @@ def main():
                   (c, a["bytes_read"] / 1e6, a["ms"], a["ms"] / a["bound_ms"],
                    a["warm_ms"] / a["bound_ms"], vs, gqa))
 
-    # Issue 13's targets at 32K, cold, one query head per KV head.
+    # The targets at 32K, cold, one query head per KV head.
     T = 32768 if 32768 in lengths else lengths[-1]
-    print("\n**Issue 13's targets** (%d tokens, cold, one thread):\n" % T)
+    print("\n**The targets** (%d tokens, cold, one thread):\n" % T)
     print("| target | measured | |")
     print("|---|---|---|")
 
