@@ -10,7 +10,7 @@
     where a doc is the procedure that regenerates that file: REGENERATES).
 
   scripts/check_docs.py [--root DIR] [PATH ...]
-exits 1 naming each problem (file:line). Without FILEs, every tracked .md
+exits 1 naming each problem (file:line). Without PATHs, every tracked .md
 file (git ls-files) is checked. ctest runs it (test kvq-docs-portable).
 """
 import argparse

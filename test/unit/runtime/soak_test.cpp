@@ -65,6 +65,7 @@ TEST(Soak, LongDecodeWithForkTruncateSaveLoadMatchesAFreshCache) {
       if (round % 2 == 0) {
         // Drop the last kCut tokens (inside the fp16 residual window: an
         // exact cut) and feed them again: back to the fork's state.
+        ASSERT_LE(kCut, cfg.residual_length);
         ASSERT_EQ(kvq_cache_truncate(cache, t + 1 - kCut), KVQ_OK)
             << kvq_last_error();
         for (int64_t u = t + 1 - kCut; u <= t; ++u)
@@ -98,7 +99,8 @@ TEST(Soak, LongDecodeWithForkTruncateSaveLoadMatchesAFreshCache) {
     // The soaked cache holds what a fresh one does, give or take the
     // rollback history a loaded cache rebuilds (at most one residual window
     // of fp16 rows per layer and K/V).
-    const int64_t slack = 2 * 32 * kHeads * kDim * 2 * 2;
+    const int64_t slack = int64_t{2} * cfg.residual_length * kHeads * kDim *
+                          int64_t{sizeof(uint16_t)} * 2; // K and V, fp16
     EXPECT_LE(soakedBytes, freshBytes + slack)
         << "soaked cache holds " << soakedBytes << " bytes where a fresh one "
         << "holds " << freshBytes;
