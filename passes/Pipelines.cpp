@@ -9,6 +9,7 @@
 #include "kvq/passes/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -123,6 +124,9 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   lowering.target = target;
   lowering.onError = options.onError;
   pm.addPass(kvq::createConvertKvqToRuntime(lowering));
+  // The deallocation pipeline clones buffers a function returns when they
+  // may alias another; clones become allocations and copies.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
+#include "passes/transforms/kvcache/Layout.h"
 #include "passes/transforms/kvcache/RopeMatcher.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,6 +31,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -56,11 +58,23 @@ struct Refusal {
 struct CacheChain {
   BlockArgument arg;
   unsigned resultIndex = 0;
-  bool stacked = false; // [layers, context, kv_heads, head_dim]
+  /// What each dimension holds, from the first write: exactly one Token
+  /// (the dynamic offset), at most one Slot (the layer of stacked caches),
+  /// Head (absent for one KV head), Channel, and Units.
+  SmallVector<Role> roles;
+  bool stacked = false; // has a Slot dimension
   SmallVector<tensor::InsertSliceOp> writes;
   SmallVector<tensor::ExtractSliceOp> reads;
   /// Layer of this chain when per-layer (its rank among K or V chains).
   int64_t perLayerIndex = -1;
+
+  int64_t sizeOf(Role r) const {
+    auto type = cast<RankedTensorType>(arg.getType());
+    for (auto [i, role] : llvm::enumerate(roles))
+      if (role == r)
+        return type.getDimSize(i);
+    return 1;
+  }
 };
 
 struct Write {
@@ -68,7 +82,8 @@ struct Write {
   int64_t layer = 0;
   Value pos; // token offset written
   int64_t tokens = 0;
-  Value data; // [tokens, kv_heads, head_dim]
+  Value data; // the written K/V, in the roles `dataRoles`
+  Roles dataRoles;
   /// The write itself: the rewrite reads its source when it runs, since an
   /// earlier layer's rewrite may have replaced the value `data` was.
   tensor::InsertSliceOp op;
@@ -77,14 +92,14 @@ struct Write {
 /// A matched attention: what the rewrite needs.
 struct Attention {
   Write k, v;
-  Value queries;                     // as the scores contraction reads them
   OpOperand *queryOperand = nullptr; // read again at rewrite time
-  AffineMap queryMap;             // its indexing map in the scores contraction
-  unsigned qN, qHead, qGroup, qC; // loop dims of the scores contraction
-  bool grouped = false;           // queries carry [kv_heads, group] dims
-  Value output;                   // the weighted sum
-  AffineMap outputMap;            // its indexing map in the weighted sum
-  unsigned oN, oHead, oGroup, oC;
+  Roles queryRoles;                  // of the query operand's dimensions
+  int64_t qHeads = 0;
+  /// Factor the queries are multiplied by so that kvq.cache_attend's
+  /// 1/sqrt(head_dim) gives the graph's own scale.
+  double queryFactor = 1.0;
+  Value output;       // the weighted sum
+  Roles outputRoles;  // of its dimensions
   Operation *anchor = nullptr; // the weighted-sum op
 };
 
@@ -241,32 +256,48 @@ bool isIdentityElementwise(linalg::GenericOp g) {
          g.getNumReductionLoops() == 0;
 }
 
-/// A generic whose body is `yield (acc + a * b)`: a contraction.
+/// A generic whose body is `yield (acc + a * b)`, with a and b possibly
+/// extended first (f16/bf16 inputs into an f32 accumulator): a contraction.
 bool isMulAddContraction(linalg::GenericOp g) {
   if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
       g.getNumReductionLoops() != 1)
     return false;
   Block &b = g.getRegion().front();
-  if (b.getOperations().size() != 3)
-    return false;
-  auto mul = dyn_cast<arith::MulFOp>(&b.front());
-  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
-  if (!mul || !add)
+  auto add = dyn_cast<arith::AddFOp>(
+      b.getTerminator()->getOperand(0).getDefiningOp());
+  if (!add || add->getBlock() != &b)
     return false;
   Value a0 = b.getArgument(0), a1 = b.getArgument(1), acc = b.getArgument(2);
-  bool mulOk = (mul.getLhs() == a0 && mul.getRhs() == a1) ||
-               (mul.getLhs() == a1 && mul.getRhs() == a0);
-  bool addOk = (add.getLhs() == acc && add.getRhs() == mul) ||
-               (add.getRhs() == acc && add.getLhs() == mul);
-  return mulOk && addOk && b.getTerminator()->getOperand(0) == add;
+  Value product = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() == acc) == (add.getRhs() == acc))
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &b)
+    return false;
+  auto operandOf = [&](Value v) {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>();
+        ext && ext->getBlock() == &b)
+      v = ext.getIn();
+    return v;
+  };
+  Value l = operandOf(mul.getLhs()), r = operandOf(mul.getRhs());
+  // Nothing else in the body.
+  if (b.getOperations().size() >
+      3 + size_t(l != mul.getLhs()) + size_t(r != mul.getRhs()))
+    return false;
+  return (l == a0 && r == a1) || (l == a1 && r == a0);
 }
 
-/// The init of a contraction must start at zero (linalg.fill 0).
+/// The init of a contraction must start at zero (linalg.fill 0, or a zero
+/// constant).
 bool startsAtZero(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
   FloatAttr f;
-  return fill && matchPattern(fill.getInputs()[0], m_Constant(&f)) &&
-         f.getValue().isZero();
+  if (auto fill = init.getDefiningOp<linalg::FillOp>())
+    return matchPattern(fill.getInputs()[0], m_Constant(&f)) &&
+           f.getValue().isZero();
+  DenseFPElementsAttr dense;
+  return matchPattern(init, m_Constant(&dense)) && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().isZero();
 }
 
 /// The single-op body `yield op(arg0, <constant>)` of an elementwise
@@ -431,7 +462,7 @@ public:
 
   func::FuncOp func;
   std::vector<std::unique_ptr<CacheChain>> chains;
-  SmallVector<Attention> attentions;
+  std::vector<Attention> attentions;
   std::optional<Refusal> refusal;
   int64_t kvHeads = 0, headDim = 0, layers = 0;
   Type elementType;
@@ -443,9 +474,9 @@ private:
   }
   LogicalResult findChains();
   LogicalResult describeWrite(CacheChain &chain, tensor::InsertSliceOp w);
-  FailureOr<Write> describeRead(tensor::ExtractSliceOp read);
-  FailureOr<Write> peelToRead(Value v, Operation *user, int64_t *group,
-                              bool *broadcast);
+  FailureOr<Write> describeRead(tensor::ExtractSliceOp read, Roles &roles);
+  FailureOr<std::pair<Write, Roles>> traceCacheOperand(Value operand,
+                                                       Operation *user);
   LogicalResult matchAround(Operation *softmax, Value x, Value p, unsigned tPos,
                             unsigned rank, unsigned xUses);
   DenseMap<Operation *, Write> writeOf; // insert_slice -> its description
@@ -509,15 +540,8 @@ LogicalResult FunctionMatcher::findChains() {
                                       name +
                                       "; kvq adopts f32 and f16 caches");
     }
-    if (type.getRank() != 3 && type.getRank() != 4)
-      return refuse(arg.getLoc(),
-                    "not adopted: a rank-" + Twine(type.getRank()) +
-                        " cache tensor; kvq adopts [context, kv_heads, "
-                        "head_dim] and [layers, context, kv_heads, head_dim] "
-                        "caches");
     auto chain = std::make_unique<CacheChain>();
     chain->arg = arg;
-    chain->stacked = type.getRank() == 4;
     Value v = arg;
     while (true) {
       tensor::InsertSliceOp next;
@@ -568,85 +592,151 @@ LogicalResult FunctionMatcher::findChains() {
 LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
                                              tensor::InsertSliceOp w) {
   auto dest = cast<RankedTensorType>(w.getDest().getType());
-  auto src = dyn_cast<RankedTensorType>(w.getSource().getType());
   if (!llvm::all_of(w.getMixedStrides(),
                     [](OpFoldResult s) { return isConstantIntValue(s, 1); }))
     return refuse(w.getLoc(), "not adopted: the cache write is strided");
   SmallVector<OpFoldResult> off = w.getMixedOffsets(),
                             sizes = w.getMixedSizes();
-  unsigned t = chain.stacked ? 1 : 0;
+  unsigned rank = dest.getRank();
+  // The layout, from what the write does to each dimension: the step's
+  // position is the one dynamic offset, a constant single index into a
+  // longer dimension picks a layer, and the fully written dimensions are
+  // (batch of one,) KV heads and channels, in that order.
+  SmallVector<Role> roles(rank, Role::Unit);
+  SmallVector<int64_t> token, slot, full, partial;
+  for (unsigned i = 0; i < rank; ++i) {
+    std::optional<int64_t> o = getConstantIntValue(off[i]);
+    std::optional<int64_t> n = getConstantIntValue(sizes[i]);
+    if (!o)
+      token.push_back(i);
+    else if (*o == 0 && n == dest.getDimSize(i))
+      full.push_back(i);
+    else if (n == 1)
+      slot.push_back(i);
+    else
+      partial.push_back(i);
+  }
+  if (token.empty())
+    return refuse(w.getLoc(), "not adopted: the cache is written at a "
+                              "constant position, not at the step's position");
+  if (!partial.empty()) {
+    unsigned i = partial.front();
+    std::optional<int64_t> n = getConstantIntValue(sizes[i]);
+    return refuse(w.getLoc(),
+                  "not adopted: the cache write covers " +
+                      (n ? Twine(*n) : Twine("a dynamic number")) + " of the " +
+                      Twine(dest.getDimSize(i)) + " entries of dimension " +
+                      Twine(i) +
+                      "; kvq adopts writes of whole KV heads and channels");
+  }
+  if (token.size() > 1)
+    return refuse(w.getLoc(), "not adopted: the cache write has dynamic "
+                              "offsets in dimensions " +
+                                  Twine(token[0]) + " and " + Twine(token[1]) +
+                                  "; kvq adopts caches written at one "
+                                  "position dimension");
+  roles[token[0]] = Role::Token;
+  SmallVector<int64_t> wide;
+  for (int64_t i : full)
+    if (dest.getDimSize(i) != 1)
+      wide.push_back(i);
+  if (wide.size() > 2)
+    return refuse(w.getLoc(),
+                  "not adopted: the write covers all " +
+                      Twine(dest.getDimSize(wide[0])) +
+                      " entries of dimension " + Twine(wide[0]) +
+                      " besides KV heads and channels: the graph holds a "
+                      "batch of " +
+                      Twine(dest.getDimSize(wide[0])) +
+                      " sequences; a kvq cache holds one sequence");
+  if (wide.empty())
+    return refuse(w.getLoc(), "not adopted: the cache write covers no "
+                              "channel dimension");
+  roles[wide.back()] = Role::Channel;
+  if (wide.size() == 2)
+    roles[wide.front()] = Role::Head;
+  for (int64_t i : slot)
+    if (dest.getDimSize(i) != 1)
+      roles[i] = Role::Slot;
+  if (llvm::count(roles, Role::Slot) > 1)
+    return refuse(w.getLoc(),
+                  "not adopted: the cache write picks one entry of "
+                  "dimensions " +
+                      Twine(slot[0]) + " and " + Twine(slot[1]) +
+                      " (keys and values stacked in one tensor with the "
+                      "layers?); kvq adopts a K and a V tensor, stacked over "
+                      "layers or one per layer");
+  if (dest.isDynamicDim(token[0]))
+    return refuse(w.getLoc(), "not adopted: the cache's capacity (dimension " +
+                                  Twine(token[0]) + ") is dynamic");
+  if (chain.roles.empty()) {
+    chain.roles = roles;
+    chain.stacked = llvm::is_contained(roles, Role::Slot);
+  } else if (chain.roles != roles) {
+    return refuse(w.getLoc(), "not adopted: this write treats the cache's "
+                              "dimensions differently from its first write");
+  }
   Write d;
   d.chain = &chain;
-  // Where the step's position is written tells the layout.
-  for (unsigned i = 0; i < off.size(); ++i)
-    if (i != t && isa<Value>(off[i]))
-      return refuse(w.getLoc(),
-                    "not adopted: the step's position is written at "
-                    "dimension " +
-                        Twine(i) + " of a rank-" + Twine(off.size()) +
-                        " cache; kvq adopts [context, kv_heads, head_dim] and "
-                        "[layers, context, kv_heads, head_dim] caches, "
-                        "written at dimension " +
-                        Twine(t));
-  if (chain.stacked && isa<Attribute>(off[0]) &&
-      !isConstantIntValue(sizes[0], 1))
-    return refuse(w.getLoc(),
-                  "not adopted: the write covers " +
-                      Twine(getConstantIntValue(sizes[0]).value_or(-1)) +
-                      " entries of dimension 0 at once (a batch of "
-                      "sequences?); a stacked kvq cache is written one layer "
-                      "at a time and holds one sequence");
+  unsigned t = token[0];
   if (chain.stacked) {
-    std::optional<int64_t> layer = getConstantIntValue(off[0]);
-    if (!layer || !isConstantIntValue(sizes[0], 1))
-      return refuse(w.getLoc(), "not adopted: the layer of a stacked cache "
-                                "write is not a constant");
-    d.layer = *layer;
+    int s = llvm::find(roles, Role::Slot) - roles.begin();
+    d.layer = *getConstantIntValue(off[s]);
   }
   std::optional<int64_t> n = getConstantIntValue(sizes[t]);
   if (!n)
     return refuse(w.getLoc(), "not adopted: the number of tokens written is "
                               "not static");
   d.tokens = *n;
-  for (unsigned i = t + 1; i < off.size(); ++i)
-    if (!isConstantIntValue(off[i], 0) ||
-        getConstantIntValue(sizes[i]) != dest.getDimSize(i))
-      return refuse(w.getLoc(), "not adopted: the cache write does not cover "
-                                "every KV head and channel");
-  if (auto v = dyn_cast<Value>(off[t]))
-    d.pos = stripClamp(v, dest.getDimSize(t) - d.tokens);
-  else
-    d.pos = nullptr; // constant position; compared through evalInt below
-  if (!src || src.getRank() != 3 || src.getDimSize(0) != d.tokens)
-    return refuse(w.getLoc(), "not adopted: the written K/V is not "
-                              "[tokens, kv_heads, head_dim]");
-  if (!d.pos)
-    return refuse(w.getLoc(), "not adopted: the cache is written at a "
-                              "constant position, not at the step's position");
+  d.pos = stripClamp(cast<Value>(off[t]), dest.getDimSize(t) - d.tokens);
+  // The written data's roles: the dimensions it keeps of the cache's.
+  auto src = cast<RankedTensorType>(w.getSource().getType());
+  SmallVector<int64_t> staticSizes;
+  for (OpFoldResult sz : sizes)
+    staticSizes.push_back(getConstantIntValue(sz).value_or(ShapedType::kDynamic));
+  std::optional<llvm::SmallDenseSet<unsigned>> dropped =
+      computeRankReductionMask(staticSizes, src.getShape());
+  if (!dropped)
+    return refuse(w.getLoc(), "not adopted: the written K/V's shape does not "
+                              "match the write's sizes");
+  for (unsigned i = 0; i < rank; ++i)
+    if (!dropped->contains(i))
+      d.dataRoles.dims.push_back(roles[i] == Role::Slot ? Role::Unit
+                                                         : roles[i]);
   d.data = w.getSource();
   d.op = w;
   writeOf[w] = d;
   return success();
 }
 
-FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read) {
+FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read,
+                                               Roles &readRoles) {
   CacheChain &chain = *chainOfRead.lookup(read);
   SmallVector<OpFoldResult> off = read.getMixedOffsets(),
                             sizes = read.getMixedSizes();
-  unsigned t = chain.stacked ? 1 : 0;
+  auto type = cast<RankedTensorType>(read.getSourceType());
   int64_t layer = 0;
-  if (chain.stacked) {
-    std::optional<int64_t> l = getConstantIntValue(off[0]);
-    if (!l || !isConstantIntValue(sizes[0], 1))
-      return refuse(read.getLoc(), "not adopted: the layer of a stacked "
-                                   "cache read is not a constant");
-    layer = *l;
-  }
-  for (unsigned i = t; i < off.size(); ++i)
-    if (!isConstantIntValue(off[i], 0) ||
-        !isConstantIntValue(read.getMixedStrides()[i], 1))
+  unsigned t = 0;
+  for (auto [i, role] : llvm::enumerate(chain.roles)) {
+    if (!isConstantIntValue(read.getMixedStrides()[i], 1))
+      return refuse(read.getLoc(), "not adopted: the cache read is strided");
+    if (role == Role::Slot) {
+      std::optional<int64_t> l = getConstantIntValue(off[i]);
+      if (!l || !isConstantIntValue(sizes[i], 1))
+        return refuse(read.getLoc(), "not adopted: the layer of a stacked "
+                                     "cache read is not a constant");
+      layer = *l;
+      continue;
+    }
+    if (role == Role::Token)
+      t = i;
+    if (!isConstantIntValue(off[i], 0))
       return refuse(read.getLoc(), "not adopted: the cache read does not "
                                    "start at position 0 of every head");
+    if (role != Role::Token && !isConstantIntValue(sizes[i], type.getDimSize(i)))
+      return refuse(read.getLoc(), "not adopted: the cache read does not "
+                                   "cover every KV head and channel");
+  }
   // The write this read sees last for its layer.
   const Write *last = nullptr;
   Value source = read.getSource();
@@ -676,59 +766,57 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read) {
                         " positions at pos = " + Twine(p) + ", not the "
                         "written prefix pos + " + Twine(last->tokens));
   }
+  llvm::SmallBitVector droppedDims = read.getDroppedDims();
+  readRoles = Roles();
+  for (auto [i, role] : llvm::enumerate(chain.roles))
+    if (!droppedDims.test(i))
+      readRoles.dims.push_back(role == Role::Slot ? Role::Unit : role);
   return *last;
 }
 
-/// Follows an attention operand back through the ops frontends put between
-/// a cache read and the contraction: extf of an f16 cache, and repeat_kv
-/// (broadcast + collapse).
-FailureOr<Write> FunctionMatcher::peelToRead(Value v, Operation *user,
-                                             int64_t *group, bool *broadcast) {
-  *group = 1;
-  *broadcast = false;
-  // Whether a value on the way is also used elsewhere: only a refusal once
-  // the way ends at a cache read (the queries may well be shared).
-  bool shared = false;
-  for (int step = 0; step < 4; ++step) {
-    shared = shared || !v.hasOneUse();
-    Operation *def = v.getDefiningOp();
-    if (auto read = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
-      if (!chainOfRead.count(read))
-        return failure();
-      if (shared)
-        return refuse(user->getLoc(), "not adopted: a cache read feeds more "
-                                      "than the attention");
-      FailureOr<Write> w = describeRead(read);
-      if (succeeded(w))
-        adoptedReads.insert(read);
-      return w;
-    }
-    if (auto g = dyn_cast_or_null<linalg::GenericOp>(def);
-        g && isConversion<arith::ExtFOp>(g)) {
-      v = g.getDpsInputs()[0];
-      continue;
-    }
-    if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
-      auto b = collapse.getSrc().getDefiningOp<linalg::BroadcastOp>();
-      auto srcType = cast<RankedTensorType>(collapse.getSrcType());
-      if (!b || srcType.getRank() != 4 ||
-          collapse.getReassociationIndices() !=
-              SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}})
-        return failure();
-      if (b.getDimensions() != ArrayRef<int64_t>{2})
-        return refuse(b.getLoc(),
-                      "not adopted: query head h reads KV head h % kv_heads "
-                      "(broadcast over dimension 1); kvq.cache_attend groups "
-                      "consecutive query heads (h / group)");
-      *group = srcType.getDimSize(2);
-      *broadcast = true;
-      shared = shared || !collapse.getSrc().hasOneUse();
-      v = b.getInput();
-      continue;
-    }
+/// Follows an attention operand back through the data movement frontends
+/// put between a cache read and the contraction (conversions, transposes,
+/// repeat_kv, reshapes, a constant scale) to a cache read. Failure without
+/// a refusal: the operand is not a cache read.
+FailureOr<std::pair<Write, Roles>>
+FunctionMatcher::traceCacheOperand(Value operand, Operation *user) {
+  std::optional<Write> found;
+  tensor::ExtractSliceOp readOp;
+  auto atRead = [&](Value end) -> FailureOr<Roles> {
+    auto read = end.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!read || !chainOfRead.count(read))
+      return failure();
+    Roles roles;
+    FailureOr<Write> w = describeRead(read, roles);
+    if (failed(w))
+      return failure();
+    found = *w;
+    readOp = read;
+    return roles;
+  };
+  std::string why;
+  Operation *where = nullptr;
+  FailureOr<Trace> trace = traceRoles(operand, atRead, why, where);
+  if (refusal)
     return failure();
+  if (!found)
+    return failure();
+  if (failed(trace))
+    return (void)refuse(where->getLoc(), "not adopted: " + Twine(why)),
+           failure();
+  // Every value between the read and the contraction feeds only this way.
+  for (Value v = operand;;) {
+    if (!v.hasOneUse())
+      return (void)refuse(user->getLoc(), "not adopted: a cache read feeds "
+                                          "more than the attention"),
+             failure();
+    Operation *def = v.getDefiningOp();
+    if (def == readOp.getOperation())
+      break;
+    v = def->getOperand(0);
   }
-  return failure();
+  adoptedReads.insert(readOp);
+  return std::make_pair(*found, trace->roles);
 }
 
 /// Matches the attention around a softmax of `x` (rank `rank`, softmax over
@@ -741,141 +829,190 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
   if (x.getNumUses() != xUses)
     return refuse(softmax->getLoc(), "not adopted: the attention scores are "
                                      "also used outside the attention");
-  // Backward: mask and scale, then the scores contraction.
+  // Backward: conversions, reshapes, mask and scale, then the scores
+  // contraction. `between` holds the ops passed, last first.
   linalg::GenericOp mask;
-  bool scaled = false;
-  double scaleValue = 0;
-  Operation *scaleOp = nullptr;
+  SmallVector<Operation *> between;
   Value s = x;
   linalg::GenericOp scores;
-  for (int step = 0; step < 4; ++step) {
-    auto g = s.getDefiningOp<linalg::GenericOp>();
-    if (!g)
-      break;
-    double c = 0;
-    if (isMulAddContraction(g)) {
+  for (int step = 0; step < 8; ++step) {
+    Operation *def = s.getDefiningOp();
+    auto g = dyn_cast_or_null<linalg::GenericOp>(def);
+    if (g && isMulAddContraction(g)) {
       scores = g;
       break;
     }
-    bool isScale = scalarOpWithConstant<arith::MulFOp>(g, &c) ||
-                   scalarOpWithConstant<arith::DivFOp>(g, &c);
-    bool isMask = !isScale && g.getNumDpsInputs() == 1 &&
+    double c = 0;
+    bool isScale = g && (scalarOpWithConstant<arith::MulFOp>(g, &c) ||
+                         scalarOpWithConstant<arith::DivFOp>(g, &c));
+    bool isConvert = g && (isConversion<arith::ExtFOp>(g) ||
+                           isConversion<arith::TruncFOp>(g));
+    bool isMask = g && !isScale && !isConvert && g.getNumDpsInputs() == 1 &&
                   isIdentityElementwise(g) &&
                   !g.getRegion().front().getOps<linalg::IndexOp>().empty();
-    if (!isScale && !isMask)
+    bool isReshape = isa_and_nonnull<tensor::ExpandShapeOp,
+                                     tensor::CollapseShapeOp>(def);
+    if (!isScale && !isMask && !isConvert && !isReshape)
       break;
-    if (!g.getDpsInputs()[0].hasOneUse())
-      return refuse(g.getLoc(), "not adopted: the attention scores are also "
-                                "used outside the attention");
-    if (isScale) {
-      bool isDiv = bool(scalarOpWithConstant<arith::DivFOp>(g, &c));
-      scaled = true;
-      scaleValue = isDiv ? 1.0 / c : c;
-      scaleOp = g;
-    } else {
+    if (isScale && c == 0.0)
+      return refuse(g.getLoc(), "not adopted: the scores are scaled by 0");
+    if (!def->getOperand(0).hasOneUse())
+      return refuse(def->getLoc(), "not adopted: the attention scores are "
+                                   "also used outside the attention");
+    if (isMask) {
+      if (mask)
+        return refuse(g.getLoc(), "not adopted: two masks on one attention");
       mask = g;
     }
-    s = g.getDpsInputs()[0];
+    between.push_back(def);
+    s = def->getOperand(0);
   }
   if (!scores)
     return refuse(softmax->getLoc(), "not adopted: the softmax input is not "
                                      "a scaled q·k contraction");
   // Which contraction input is the key read?
-  Write kw, vw;
-  int64_t kGroup = 1, vGroup = 1;
-  bool kBroadcast = false, vBroadcast = false;
+  std::optional<std::pair<Write, Roles>> key;
   int keyInput = -1;
-  for (int i = 0; i < 2; ++i) {
-    FailureOr<Write> w =
-        peelToRead(scores.getDpsInputs()[i], scores, &kGroup, &kBroadcast);
-    if (succeeded(w)) {
-      kw = *w;
-      keyInput = i;
-      break;
-    }
+  for (int i = 0; i < 2 && !key; ++i) {
+    auto traced = traceCacheOperand(scores.getDpsInputs()[i], scores);
     if (refusal)
       return failure();
+    if (succeeded(traced)) {
+      key = *traced;
+      keyInput = i;
+    }
   }
-  if (keyInput < 0)
+  if (!key)
     return refuse(scores.getLoc(), "not adopted: neither operand of the "
                                    "scores contraction is a cache read");
+  Write kw = key->first;
+  Roles kRoles = key->second;
   if (!startsAtZero(scores.getDpsInits()[0]))
     return refuse(scores.getLoc(), "not adopted: the scores contraction does "
                                    "not start from zero");
   auto maps = scores.getIndexingMapsArray();
   auto qDims = dimsOf(maps[1 - keyInput]), kDims = dimsOf(maps[keyInput]),
        sDims = dimsOf(maps[2]);
-  if (!qDims || !kDims || !sDims || kDims->size() != 3)
+  if (!qDims || !kDims || !sDims)
     return refuse(scores.getLoc(), "not adopted: the scores contraction's "
                                    "indexing maps are not permutations");
   auto iters = scores.getIteratorTypesArray();
-  unsigned c = (*kDims)[2], t = (*kDims)[0], hk = (*kDims)[1];
-  if (iters[c] != utils::IteratorType::reduction)
-    return refuse(scores.getLoc(), "not adopted: the scores contraction does "
-                                   "not reduce over head_dim");
-  // Queries: (n, hk, c) or (n, hk, g, c) in some order.
-  SmallVector<unsigned> rest;
-  for (unsigned d : *qDims)
-    if (d != hk && d != c)
-      rest.push_back(d);
-  if (!llvm::is_contained(*qDims, hk) || !llvm::is_contained(*qDims, c) ||
-      rest.empty() || rest.size() > 2 || llvm::is_contained(*qDims, t))
+  // Loop roles: the keys' dims first, then the queries' own dims.
+  SmallVector<std::optional<Role>> loop(scores.getNumLoops());
+  for (auto [i, d] : llvm::enumerate(*kDims))
+    loop[d] = kRoles.dims[i];
+  Value queries = scores.getDpsInputs()[1 - keyInput];
+  auto qType = cast<RankedTensorType>(queries.getType());
+  SmallVector<unsigned> own; // query dims that are not the keys'
+  for (auto [i, d] : llvm::enumerate(*qDims)) {
+    if (loop[d]) {
+      if (*loop[d] == Role::Token)
+        return refuse(scores.getLoc(), "not adopted: the queries index the "
+                                       "cached positions");
+      continue;
+    }
+    if (qType.getDimSize(i) == 1)
+      loop[d] = Role::Unit;
+    else
+      own.push_back(i);
+  }
+  bool keysRepeated = kRoles.find(Role::QHead) >= 0;
+  int64_t group = keysRepeated ? kRoles.group : 1;
+  int qHeadDim = -1;
+  for (auto [i, d] : llvm::enumerate(*qDims))
+    if (loop[d] == Role::Head || loop[d] == Role::QHead)
+      qHeadDim = i;
+  auto setOwn = [&](unsigned i, Role r) { loop[(*qDims)[i]] = r; };
+  if (own.size() == 2) {
+    // [.., kv_heads, group, ..]: the group follows the KV head.
+    unsigned g = own[0] == unsigned(qHeadDim + 1) ? own[0] : own[1];
+    unsigned n = g == own[0] ? own[1] : own[0];
+    if (keysRepeated || qHeadDim < 0 || g != unsigned(qHeadDim + 1) ||
+        loop[(*qDims)[qHeadDim]] != Role::Head)
+      return refuse(scores.getLoc(), "not adopted: the queries are not "
+                                     "[tokens, heads, head_dim]");
+    setOwn(g, Role::Group);
+    setOwn(n, Role::Query);
+    group = qType.getDimSize(g);
+  } else if (own.size() == 1) {
+    int64_t size = qType.getDimSize(own[0]);
+    if (kw.tokens > 1 && size == kw.tokens) {
+      setOwn(own[0], Role::Query);
+    } else if (!keysRepeated && kw.tokens == 1 &&
+               (qHeadDim < 0 || own[0] == unsigned(qHeadDim + 1))) {
+      setOwn(own[0], Role::Group);
+      group = size;
+    } else {
+      return refuse(scores.getLoc(), "not adopted: " + Twine(size) +
+                                         " queries for " + Twine(kw.tokens) +
+                                         " written tokens");
+    }
+  } else if (own.size() > 2) {
     return refuse(scores.getLoc(), "not adopted: the queries are not "
                                    "[tokens, heads, head_dim]");
+  }
+  for (auto [d, role] : llvm::enumerate(loop)) {
+    bool reduced = iters[d] == utils::IteratorType::reduction;
+    if (reduced != (role == Role::Channel) && role != Role::Unit)
+      return refuse(scores.getLoc(),
+                    reduced ? "not adopted: the scores contraction reduces "
+                              "over another dimension than head_dim"
+                            : "not adopted: the scores contraction does "
+                              "not reduce over head_dim");
+  }
+  int queryLoop = -1;
+  for (auto [d, role] : llvm::enumerate(loop))
+    if (role == Role::Query)
+      queryLoop = d;
+  if (queryLoop < 0 && kw.tokens > 1)
+    return refuse(scores.getLoc(), "not adopted: 1 query for " +
+                                       Twine(kw.tokens) + " written tokens");
   Attention a;
   a.k = kw;
-  a.queries = scores.getDpsInputs()[1 - keyInput];
   a.queryOperand = scores.getDpsInputOperand(1 - keyInput);
-  a.queryMap = maps[1 - keyInput];
-  a.qHead = hk;
-  a.qC = c;
-  a.grouped = rest.size() == 2;
-  if (a.grouped && kBroadcast)
-    return refuse(scores.getLoc(), "not adopted: queries grouped twice");
-  // In the grouped form the query dims are [.., kv_heads, group, ..]: the
-  // dim right after hk in the query tensor is the group.
-  if (a.grouped) {
-    auto it = llvm::find(*qDims, hk);
-    if (it + 1 == qDims->end() || llvm::is_contained(rest, *(it + 1)) == false)
-      return refuse(scores.getLoc(), "not adopted: the query group dim does "
-                                     "not follow the KV head dim");
-    a.qGroup = *(it + 1);
-    a.qN = rest[0] == a.qGroup ? rest[1] : rest[0];
-  } else {
-    a.qN = rest[0];
-    a.qGroup = ~0u;
+  for (unsigned d : *qDims)
+    a.queryRoles.dims.push_back(*loop[d]);
+  a.queryRoles.group = group;
+  Type qElement = qType.getElementType();
+  if (!(qElement.isF32() || qElement.isF16() || qElement.isBF16()))
+    return refuse(scores.getLoc(), "not adopted: queries are not f32, f16 or "
+                                   "bf16");
+  // Scores layout, carried to the softmax through what lies between; the
+  // softmax reduces the cached positions.
+  Roles sRoles, maskRoles;
+  for (unsigned d : *sDims)
+    sRoles.dims.push_back(*loop[d]);
+  sRoles.group = group;
+  for (Operation *op : llvm::reverse(between)) {
+    if (op == mask.getOperation())
+      maskRoles = sRoles;
+    std::string why;
+    FailureOr<Roles> next = stepRoles(op, sRoles, why);
+    if (failed(next))
+      return refuse(op->getLoc(), "not adopted: " + Twine(why));
+    sRoles = *next;
   }
-  auto qType = cast<RankedTensorType>(a.queries.getType());
-  if (!qType.getElementType().isF32())
-    return refuse(scores.getLoc(), "not adopted: queries are not f32 "
-                                   "(kvq.cache_attend takes f32 queries)");
-  int64_t steps = qType.getDimSize(llvm::find(*qDims, a.qN) - qDims->begin());
-  if (steps != kw.tokens)
-    return refuse(scores.getLoc(), "not adopted: " + Twine(steps) +
-                                       " queries for " + Twine(kw.tokens) +
-                                       " written tokens");
-  // Scores layout must put t where the softmax reduces.
-  if (sDims->size() != rank || (*sDims)[tPos] != t)
+  if (sRoles.dims.size() != rank || sRoles.dims[tPos] != Role::Token)
     return refuse(softmax->getLoc(), "not adopted: the softmax is not over "
                                      "the cached positions");
-  // Scale.
-  int64_t hd = cast<RankedTensorType>(kw.data.getType()).getDimSize(2);
-  if (!scaled || std::abs(scaleValue * std::sqrt(double(hd)) - 1.0) > 1e-6)
-    return refuse(scaled ? scaleOp->getLoc() : scores.getLoc(),
-                  "not adopted: scores are not scaled by 1/sqrt(head_dim) "
-                  "before the softmax (kvq.cache_attend always is)");
+  // Scale: whatever constant the graph applies to q·k is folded into the
+  // queries, since kvq.cache_attend always scales by 1/sqrt(head_dim).
+  int64_t hd = kw.chain->sizeOf(Role::Channel);
+  a.queryFactor = sRoles.scale * kRoles.scale * std::sqrt(double(hd));
+  sRoles.scale = 1.0;
   // Causal mask: masked(n, t) <=> t > pos + n.
-  unsigned nPos = llvm::find(*sDims, a.qN) - sDims->begin();
   if (kw.tokens > 1 && !mask)
     return refuse(softmax->getLoc(), "not adopted: attention over several "
                                      "new tokens without a causal mask");
   if (mask) {
-    SmallVector<int64_t> idx(rank, 0);
+    int nPos = maskRoles.find(Role::Query), mT = maskRoles.find(Role::Token);
+    SmallVector<int64_t> idx(maskRoles.dims.size(), 0);
     for (int64_t posv : {0, 1, 7, 130})
       for (int64_t n = 0; n < kw.tokens; ++n)
         for (int64_t tt = 0; tt < posv + kw.tokens; ++tt) {
-          idx[nPos] = n;
-          idx[tPos] = tt;
+          if (nPos >= 0)
+            idx[nPos] = n;
+          idx[mT] = tt;
           std::optional<bool> m = evalMask(mask, idx, kw.pos, posv);
           if (!m || *m != (tt > posv + n))
             return refuse(mask.getLoc(),
@@ -883,54 +1020,94 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
                           "(position pos + n sees positions 0 .. pos + n)");
         }
   }
-  // Forward: the weighted sum of values.
-  Operation *user = singleUser(p);
+  // Forward: the weighted sum of values, after conversions and reshapes.
+  Value probs = p;
+  Operation *user = singleUser(probs);
+  for (int step = 0; step < 4; ++step) {
+    auto g = dyn_cast_or_null<linalg::GenericOp>(user);
+    bool convert = g && (isConversion<arith::ExtFOp>(g) ||
+                         isConversion<arith::TruncFOp>(g));
+    if (!convert && !isa_and_nonnull<tensor::ExpandShapeOp,
+                                     tensor::CollapseShapeOp>(user))
+      break;
+    std::string why;
+    FailureOr<Roles> next = stepRoles(user, sRoles, why);
+    if (failed(next))
+      return refuse(user->getLoc(), "not adopted: " + Twine(why));
+    sRoles = *next;
+    probs = user->getResult(0);
+    user = singleUser(probs);
+  }
   auto sum = dyn_cast_or_null<linalg::GenericOp>(user);
   if (!sum || !isMulAddContraction(sum))
     return refuse(softmax->getLoc(), "not adopted: the probabilities are not "
                                      "only summed with the values");
-  int probInput = sum.getDpsInputs()[0] == p ? 0 : 1;
-  FailureOr<Write> w =
-      peelToRead(sum.getDpsInputs()[1 - probInput], sum, &vGroup, &vBroadcast);
-  if (failed(w))
+  int probInput = sum.getDpsInputs()[0] == probs ? 0 : 1;
+  auto traced = traceCacheOperand(sum.getDpsInputs()[1 - probInput], sum);
+  if (failed(traced))
     return refusal ? failure()
                    : refuse(sum.getLoc(), "not adopted: the values are not a "
                                           "cache read");
-  vw = *w;
+  Write vw = traced->first;
+  Roles vRoles = traced->second;
+  if (vRoles.scale != 1.0)
+    return refuse(sum.getLoc(), "not adopted: the values are scaled before "
+                                "the weighted sum");
   if (!startsAtZero(sum.getDpsInits()[0]))
     return refuse(sum.getLoc(), "not adopted: the weighted sum does not "
                                 "start from zero");
-  if (vBroadcast != kBroadcast || vGroup != kGroup)
-    return refuse(sum.getLoc(), "not adopted: keys and values are grouped "
-                                "differently");
   auto smaps = sum.getIndexingMapsArray();
   auto pDims = dimsOf(smaps[probInput]), vDims = dimsOf(smaps[1 - probInput]),
        oDims = dimsOf(smaps[2]);
-  if (!pDims || !vDims || !oDims || vDims->size() != 3 || pDims->size() != rank)
+  if (!pDims || !vDims || !oDims || pDims->size() != sRoles.dims.size())
     return refuse(sum.getLoc(), "not adopted: the weighted sum's indexing "
                                 "maps are not permutations");
-  // The same roles through the probabilities' layout.
-  unsigned sHk = llvm::find(*sDims, hk) - sDims->begin();
-  a.oN = (*pDims)[nPos];
-  a.oHead = (*pDims)[sHk];
-  unsigned oT = (*pDims)[tPos];
-  if (a.grouped)
-    a.oGroup = (*pDims)[llvm::find(*sDims, a.qGroup) - sDims->begin()];
-  else
-    a.oGroup = ~0u;
-  if ((*vDims)[0] != oT || (*vDims)[1] != a.oHead ||
-      sum.getIteratorTypesArray()[oT] != utils::IteratorType::reduction)
-    return refuse(sum.getLoc(), "not adopted: the weighted sum does not "
-                                "reduce the probabilities against the values "
-                                "of the same heads");
-  a.oC = (*vDims)[2];
-  if (oDims->size() != (a.grouped ? 4u : 3u))
+  SmallVector<std::optional<Role>> sloop(sum.getNumLoops());
+  for (auto [i, d] : llvm::enumerate(*pDims))
+    sloop[d] = sRoles.dims[i];
+  auto sIters = sum.getIteratorTypesArray();
+  for (auto [i, d] : llvm::enumerate(*vDims)) {
+    Role r = vRoles.dims[i];
+    if (!sloop[d]) {
+      sloop[d] = r;
+      continue;
+    }
+    if (*sloop[d] != r && r != Role::Unit && *sloop[d] != Role::Unit)
+      return refuse(sum.getLoc(),
+                    (*sloop[d] == Role::QHead || r == Role::QHead ||
+                     *sloop[d] == Role::Group || r == Role::Group)
+                        ? "not adopted: keys and values are grouped "
+                          "differently"
+                        : "not adopted: the weighted sum does not reduce the "
+                          "probabilities against the values of the same "
+                          "heads");
+  }
+  if ((vRoles.find(Role::QHead) >= 0) != keysRepeated ||
+      (keysRepeated && vRoles.group != group))
+    return refuse(sum.getLoc(), "not adopted: keys and values are grouped "
+                                "differently");
+  for (auto [d, role] : llvm::enumerate(sloop)) {
+    if (!role)
+      return refuse(sum.getLoc(), "not adopted: the weighted sum has a loop "
+                                  "that neither the probabilities nor the "
+                                  "values index");
+    bool reduced = sIters[d] == utils::IteratorType::reduction;
+    if (reduced != (*role == Role::Token) && *role != Role::Unit)
+      return refuse(sum.getLoc(), "not adopted: the weighted sum does not "
+                                  "reduce the probabilities against the "
+                                  "values of the same heads");
+  }
+  for (unsigned d : *oDims)
+    a.outputRoles.dims.push_back(*sloop[d]);
+  a.outputRoles.group = group;
+  if (a.outputRoles.find(Role::Channel) < 0)
     return refuse(sum.getLoc(), "not adopted: unexpected attention output "
-                                "rank");
+                                "layout");
   a.output = sum.getResult(0);
-  a.outputMap = smaps[2];
   a.anchor = sum;
   a.v = vw;
+  int64_t kvh = kw.chain->sizeOf(Role::Head);
+  a.qHeads = kvh * group;
   // K and V of one layer, written at one position.
   if (kw.chain == vw.chain || kw.layer != vw.layer || kw.pos != vw.pos ||
       kw.tokens != vw.tokens)
@@ -1047,8 +1224,8 @@ LogicalResult FunctionMatcher::match() {
   // Shapes agree across chains.
   for (auto &chain : chains) {
     auto type = cast<RankedTensorType>(chain->arg.getType());
-    int64_t kvh = type.getDimSize(type.getRank() - 2);
-    int64_t d = type.getDimSize(type.getRank() - 1);
+    int64_t kvh = chain->sizeOf(Role::Head);
+    int64_t d = chain->sizeOf(Role::Channel);
     if ((kvHeads && kvh != kvHeads) || (headDim && d != headDim) ||
         (elementType && elementType != type.getElementType()))
       return refuse(chain->arg.getLoc(), "not adopted: cache tensors of "
@@ -1070,8 +1247,7 @@ LogicalResult FunctionMatcher::match() {
                     "not adopted: expected one stacked K and one stacked V "
                     "cache tensor, found " +
                         Twine(chains.size()));
-    layers =
-        cast<RankedTensorType>(chains.front()->arg.getType()).getDimSize(0);
+    layers = chains.front()->sizeOf(Role::Slot);
   } else {
     llvm::SetVector<CacheChain *> ks, vs;
     for (Attention &a : attentions) {
@@ -1103,21 +1279,185 @@ LogicalResult FunctionMatcher::match() {
 // The rewrite
 //===----------------------------------------------------------------------===//
 
-/// `v` transposed so that its dims, now in the order `have`, come in the
-/// order `want` (both lists of role ids).
-Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<unsigned> have,
-              ArrayRef<unsigned> want) {
-  SmallVector<int64_t> perm;
-  for (unsigned role : want)
-    perm.push_back(llvm::find(have, role) - have.begin());
-  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+/// `v` converted to the float type `to` (extf or truncf), or `v`.
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
     return v;
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(type.getDimSize(p));
-  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
-  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, to, v);
+  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, loc, to, v);
+  // bf16 <-> f16: through f32.
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return arith::TruncFOp::create(b, loc, to, wide);
+}
+
+/// A linalg.generic producing `outType` from `src` whose element (for the
+/// output index) is src[srcExprs], converted and multiplied by `factor`.
+Value gatherGeneric(OpBuilder &b, Location loc, Value src,
+                    ArrayRef<AffineExpr> srcExprs, RankedTensorType outType,
+                    double factor) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = outType.getRank();
+  AffineMap in = AffineMap::get(rank, 0, srcExprs, ctx);
+  AffineMap out = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  Value init = tensor::EmptyOp::create(b, loc, outType.getShape(),
+                                       outType.getElementType());
+  auto srcType = cast<RankedTensorType>(src.getType());
+  // A unit dimension read at 0 may as well be read at a unit loop dim that
+  // nothing else reads: then a plain transpose may do.
+  SmallVector<AffineExpr> exprs(srcExprs);
+  llvm::SmallBitVector used(rank);
+  for (AffineExpr e : exprs)
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      used.set(d.getPosition());
+  for (auto [j, e] : llvm::enumerate(exprs)) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0 || srcType.getDimSize(j) != 1)
+      continue;
+    for (unsigned d = 0; d < rank; ++d)
+      if (!used.test(d) && outType.getDimSize(d) == 1) {
+        e = getAffineDimExpr(d, ctx);
+        used.set(d);
+        break;
+      }
+  }
+  if (AffineMap perm = AffineMap::get(rank, 0, exprs, ctx);
+      perm.isPermutation())
+    in = perm;
+  if (factor == 1.0 && in.isPermutation() &&
+      srcType.getElementType() == outType.getElementType()) {
+    SmallVector<int64_t> perm(rank);
+    for (auto [j, e] : llvm::enumerate(in.getResults()))
+      perm[cast<AffineDimExpr>(e).getPosition()] = j;
+    return linalg::TransposeOp::create(b, loc, src, init, perm).getResult()[0];
+  }
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  Type el = outType.getElementType();
+  auto g = linalg::GenericOp::create(
+      b, loc, outType, src, init, ArrayRef<AffineMap>{in, out}, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value v = args[0];
+        if (factor != 1.0) {
+          v = convertScalar(nb, nl, v, nb.getF32Type());
+          Value c = arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(float(factor)));
+          v = arith::MulFOp::create(nb, nl, v, c);
+        }
+        linalg::YieldOp::create(nb, nl, convertScalar(nb, nl, v, el));
+      });
+  return g.getResult(0);
+}
+
+/// Whether `exprs` index `src` as the identity would for `outType`: each
+/// result the loop dim of its position, or 0 on a dimension of size 1.
+bool isIdentityGather(ArrayRef<AffineExpr> exprs, RankedTensorType src,
+                      RankedTensorType outType) {
+  if (src.getShape() != outType.getShape() ||
+      src.getElementType() != outType.getElementType())
+    return false;
+  for (auto [i, e] : llvm::enumerate(exprs)) {
+    if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == i)
+      continue;
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0 || src.getDimSize(i) != 1)
+      return false;
+  }
+  return true;
+}
+
+/// `src` (dims in `roles`) as [tokens, heads, head_dim] of element type
+/// `el`, times `factor`. Queries grouped [.., kv_heads, group, ..] give query
+/// head h = kv_head * group + member.
+Value toCanonical(OpBuilder &b, Location loc, Value src, const Roles &roles,
+                  int64_t tokens, int64_t heads, int64_t headDim, Type el,
+                  double factor) {
+  auto type = cast<RankedTensorType>(src.getType());
+  auto outType = RankedTensorType::get({tokens, heads, headDim}, el);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr n = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
+             c = getAffineDimExpr(2, ctx), zero = getAffineConstantExpr(0, ctx);
+  bool grouped = roles.find(Role::Group) >= 0;
+  int64_t g = roles.group;
+  SmallVector<AffineExpr> exprs;
+  for (Role r : roles.dims) {
+    switch (r) {
+    case Role::Query:
+    case Role::Token:
+      exprs.push_back(n);
+      break;
+    case Role::Head:
+      exprs.push_back(grouped ? h.floorDiv(g) : h);
+      break;
+    case Role::Group:
+      exprs.push_back(h % g);
+      break;
+    case Role::QHead:
+      exprs.push_back(h);
+      break;
+    case Role::Channel:
+      exprs.push_back(c);
+      break;
+    case Role::Unit:
+    case Role::Slot:
+      exprs.push_back(zero);
+      break;
+    }
+  }
+  if (factor == 1.0 && isIdentityGather(exprs, type, outType))
+    return src;
+  // [tokens, kv_heads, group, head_dim]: a reshape is enough.
+  if (factor == 1.0 && type.getElementType() == el && type.getRank() == 4 &&
+      roles.dims[1] == Role::Head && roles.dims[2] == Role::Group &&
+      roles.dims[3] == Role::Channel &&
+      (roles.dims[0] == Role::Query || type.getDimSize(0) == 1))
+    return tensor::CollapseShapeOp::create(
+        b, loc, src, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+  return gatherGeneric(b, loc, src, exprs, outType, factor);
+}
+
+/// kvq.cache_attend's [tokens, q_heads, head_dim] f32 result in the layout
+/// and type of the graph's weighted sum.
+Value fromCanonical(OpBuilder &b, Location loc, Value attn,
+                    RankedTensorType outType, const Roles &roles) {
+  auto type = cast<RankedTensorType>(attn.getType());
+  MLIRContext *ctx = b.getContext();
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineExpr n = zero, c = zero, head, member, qhead;
+  for (auto [i, r] : llvm::enumerate(roles.dims)) {
+    AffineExpr d = getAffineDimExpr(i, ctx);
+    if (r == Role::Query)
+      n = d;
+    else if (r == Role::Channel)
+      c = d;
+    else if (r == Role::Head)
+      head = d;
+    else if (r == Role::Group)
+      member = d;
+    else if (r == Role::QHead)
+      qhead = d;
+  }
+  // A decode's single query may sit in a unit dimension.
+  if (n == zero && outType.getRank() == 3 && outType.getDimSize(0) == 1 &&
+      roles.dims[0] == Role::Unit)
+    n = getAffineDimExpr(0, ctx);
+  AffineExpr h = qhead ? qhead
+                 : head && member ? head * roles.group + member
+                 : head           ? head
+                 : member         ? member
+                                  : zero;
+  SmallVector<AffineExpr> exprs = {n, h, c};
+  if (outType.getRank() == 3 && isIdentityGather(exprs, type, outType))
+    return attn;
+  if (type.getElementType() == outType.getElementType() &&
+      outType.getRank() == 4 && roles.dims[1] == Role::Head &&
+      roles.dims[2] == Role::Group && roles.dims[3] == Role::Channel &&
+      (roles.dims[0] == Role::Query || outType.getDimSize(0) == 1))
+    return tensor::ExpandShapeOp::create(
+        b, loc, outType, attn,
+        SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+  return gatherGeneric(b, loc, attn, exprs, outType, 1.0);
 }
 
 /// Runs the rewrite on `f` (already matched by `m`). preRopeKeys, when not
@@ -1155,11 +1495,13 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
         b, aloc, inOrder,
         "kvq: cache layer " + std::to_string(layer) +
             " does not hold exactly pos tokens (write positions in order)");
-    Value keys = a.k.op.getSource();
+    Type el = cacheType.getElementType();
+    int64_t kvh = cacheType.getKvHeads(), hd = cacheType.getHeadDim();
+    Value keys = toCanonical(b, aloc, a.k.op.getSource(), a.k.dataRoles,
+                             a.k.tokens, kvh, hd, el, 1.0);
     if (!preRopeKeys.empty()) {
       keys = preRopeKeys[&a - m.attentions.data()];
       auto from = cast<RankedTensorType>(keys.getType());
-      Type el = cacheType.getElementType();
       if (from.getElementType() != el) {
         auto to = from.clone(el);
         keys = el.getIntOrFloatBitWidth() < from.getElementTypeBitWidth()
@@ -1167,38 +1509,19 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
                    : arith::ExtFOp::create(b, aloc, to, keys).getResult();
       }
     }
-    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr, keys,
-                          a.v.op.getSource());
-    // Queries as [steps, q_heads, head_dim].
-    auto qDims = *dimsOf(a.queryMap);
-    SmallVector<unsigned> qWant = {a.qN, a.qHead};
-    if (a.grouped)
-      qWant.push_back(a.qGroup);
-    qWant.push_back(a.qC);
-    Value q = permute(b, aloc, a.queryOperand->get(), qDims, qWant);
-    if (a.grouped)
-      q = tensor::CollapseShapeOp::create(
-          b, aloc, q, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+    Value values = toCanonical(b, aloc, a.v.op.getSource(), a.v.dataRoles,
+                               a.v.tokens, kvh, hd, el, 1.0);
+    CacheUpdateOp::create(b, aloc, TypeRange{}, cache, layerAttr, keys, values);
+    // Queries as [steps, q_heads, head_dim] f32, with the graph's scale.
+    double factor = std::abs(a.queryFactor - 1.0) < 1e-6 ? 1.0 : a.queryFactor;
+    Value q = toCanonical(b, aloc, a.queryOperand->get(), a.queryRoles,
+                          a.k.tokens, a.qHeads, hd, b.getF32Type(), factor);
     auto qType = cast<RankedTensorType>(q.getType());
     Value out = CacheAttendOp::create(b, aloc, qType, cache, layerAttr, q);
     // Back to the weighted sum's layout.
-    auto oType = cast<RankedTensorType>(a.output.getType());
-    auto oDims = *dimsOf(a.outputMap);
-    SmallVector<unsigned> have = {a.oN, a.oHead};
-    if (a.grouped) {
-      have.push_back(a.oGroup);
-      int64_t group =
-          oType.getDimSize(llvm::find(oDims, a.oGroup) - oDims.begin());
-      int64_t kvh = qType.getDimSize(1) / group;
-      out = tensor::ExpandShapeOp::create(
-          b, aloc,
-          RankedTensorType::get(
-              {qType.getDimSize(0), kvh, group, qType.getDimSize(2)},
-              b.getF32Type()),
-          out, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
-    }
-    have.push_back(a.oC);
-    out = permute(b, aloc, out, have, oDims);
+    out = fromCanonical(b, aloc, out,
+                        cast<RankedTensorType>(a.output.getType()),
+                        a.outputRoles);
     a.output.replaceAllUsesWith(out);
   }
   // The caches are no longer results.
@@ -1314,6 +1637,15 @@ struct QuantizeKvCachePass
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (f.isExternal())
         continue;
+      // The matcher reads a canonical copy (named linalg ops generalized);
+      // a function that is not adopted keeps its own IR.
+      func::FuncOp original = f;
+      f = cast<func::FuncOp>(original->clone());
+      generalizeForMatching(f);
+      llvm::scope_exit discard([&] {
+        if (f != original)
+          f->erase();
+      });
       FunctionMatcher m(f);
       if (failed(m.match())) {
         emitRemark(m.refusal->loc)
@@ -1322,7 +1654,7 @@ struct QuantizeKvCachePass
       }
       if (m.chains.empty())
         continue;
-      if (!SymbolTable::symbolKnownUseEmpty(f, module)) {
+      if (!SymbolTable::symbolKnownUseEmpty(original, module)) {
         emitRemark(f.getLoc()) << kPass << ": @" << f.getSymName()
                                << ": not adopted: the function has callers "
                                   "in the module, whose cache arguments "
@@ -1344,8 +1676,7 @@ struct QuantizeKvCachePass
           Location where = a.k.op.getLoc();
           int64_t layer =
               a.k.chain->stacked ? a.k.layer : a.k.chain->perLayerIndex;
-          auto chainType = cast<RankedTensorType>(a.k.chain->arg.getType());
-          int64_t context = chainType.getDimSize(a.k.chain->stacked ? 1 : 0);
+          int64_t context = a.k.chain->sizeOf(Role::Token);
           FailureOr<RopeMatch> r =
               matchRope(a.k.op.getSource(), a.k.pos, context, why, where);
           if (succeeded(r) && first &&
@@ -1384,6 +1715,10 @@ struct QuantizeKvCachePass
       }
       cacheType = type;
       rewriteFunction(m, type, preRopeKeys);
+      // The rewritten copy takes the original's place.
+      module.getBody()->getOperations().insert(original->getIterator(), f);
+      original->erase();
+      original = f;
     }
     if (anyFailed)
       return signalPassFailure();

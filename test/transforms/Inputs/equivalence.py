@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Runs a decode graph before and after --kvq-quantize-kv-cache and compares.
+
+Each `// -----` chunk of the input holding a line
+
+    // EQUIV: func=NAME caches=I,J cache_results=R,S pos=P steps=N [tokens=T]
+
+is compiled twice: as written, with zero-filled caches threaded from one call
+to the next, and rewritten by `kvq-opt --kvq-quantize-kv-cache=method=fp16`,
+with a `!kvq.cache` made by @kv_cache_create. Both run N steps (step i at
+position i*T) on the same inputs, made from a sine of the element index,
+the argument number and the step, and every non-cache result of every step
+must agree within fp16 rounding of the cached K and V. A chunk the pass does
+not rewrite fails, as does a mismatch; the script names the chunk, step and
+element.
+
+Usage: equivalence.py FILE --run "RUNNER COMMAND" [--kvq-opt PATH]
+"""
+import argparse
+import re
+import shlex
+import subprocess
+import sys
+
+
+def split_top(text, sep=","):
+    """Splits on `sep` outside <>, (), [] and {}."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def signature(module, name):
+    """(argument types, result types) of func @name in printed IR."""
+    start = module.find("func.func @%s(" % name)
+    if start < 0:
+        sys.exit("equivalence: no func.func @%s in the module" % name)
+    i = module.index("(", start) + 1
+    depth, j = 1, i
+    while depth:
+        depth += {"(": 1, ")": -1}.get(module[j], 0)
+        j += 1
+    args = [a.split(":", 1)[1].strip() for a in split_top(module[i:j - 1])]
+    rest = module[j:module.index("{", j)].split("attributes")[0]
+    results = []
+    if "->" in rest:
+        r = rest.split("->", 1)[1].strip()
+        if r.startswith("("):
+            r = r[1:r.rindex(")")]
+        results = split_top(r)
+    return args, results
+
+
+def tensor_shape(t):
+    m = re.fullmatch(r"tensor<((?:\d+x)*)(f32|f16|bf16)>", t)
+    if not m:
+        sys.exit("equivalence: cannot make inputs of type %s" % t)
+    dims = [int(d) for d in m.group(1).split("x") if d]
+    return dims, m.group(2)
+
+
+class Emitter:
+    def __init__(self):
+        self.lines, self.n = [], 0
+
+    def fresh(self):
+        self.n += 1
+        return "%%v%d" % self.n
+
+    def emit(self, line):
+        self.lines.append("    " + line)
+
+
+def make_input(e, t, seed, step):
+    dims, el = tensor_shape(t)
+    rank = len(dims)
+    ids = ", ".join("d%d" % k for k in range(rank))
+    idmap = "affine_map<(%s) -> (%s)>" % (ids, ids)
+    empty, out = e.fresh(), e.fresh()
+    e.emit("%s = tensor.empty() : %s" % (empty, t))
+    e.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}"
+           " outs(%s : %s) {" % (out, idmap, ", ".join(['"parallel"'] * rank),
+                                 empty, t))
+    e.emit("^bb0(%%o: %s):" % el)
+    flat = None
+    for k in range(rank):
+        idx = e.fresh()
+        e.emit("  %s = linalg.index %d : index" % (idx, k))
+        if flat is None:
+            flat = idx
+        else:
+            c, m, a = e.fresh(), e.fresh(), e.fresh()
+            e.emit("  %s = arith.constant %d : index" % (c, dims[k]))
+            e.emit("  %s = arith.muli %s, %s : index" % (m, flat, c))
+            e.emit("  %s = arith.addi %s, %s : index" % (a, m, idx))
+            flat = a
+    if flat is None:
+        flat = e.fresh()
+        e.emit("  %s = arith.constant 0 : index" % flat)
+    i64, f, arg, s, x, y = (e.fresh() for _ in range(6))
+    e.emit("  %s = arith.index_cast %s : index to i64" % (i64, flat))
+    e.emit("  %s = arith.sitofp %s : i64 to f32" % (f, i64))
+    e.emit("  %s = arith.constant %f : f32" % (s, 0.731 + 0.117 * seed))
+    e.emit("  %s = arith.mulf %s, %s : f32" % (arg, f, s))
+    off = e.fresh()
+    e.emit("  %s = arith.constant %f : f32" % (off, 1.37 * step + 0.5 * seed))
+    e.emit("  %s = arith.addf %s, %s : f32" % (x, arg, off))
+    e.emit("  %s = math.sin %s : f32" % (y, x))
+    if el != "f32":
+        z = e.fresh()
+        e.emit("  %s = arith.truncf %s : f32 to %s" % (z, y, el))
+        y = z
+    e.emit("  linalg.yield %s : %s" % (y, el))
+    e.emit("} -> %s" % t)
+    return out
+
+
+def print_result(e, v, t):
+    dims, el = tensor_shape(t)
+    if el != "f32":
+        rank = len(dims)
+        ids = ", ".join("d%d" % k for k in range(rank))
+        idmap = "affine_map<(%s) -> (%s)>" % (ids, ids)
+        f32t = t.replace(el + ">", "f32>")
+        empty, out, x = e.fresh(), e.fresh(), e.fresh()
+        e.emit("%s = tensor.empty() : %s" % (empty, f32t))
+        e.emit("%s = linalg.generic {indexing_maps = [%s, %s], iterator_types"
+               " = [%s]} ins(%s : %s) outs(%s : %s) {" % (
+                   out, idmap, idmap, ", ".join(['"parallel"'] * rank), v, t,
+                   empty, f32t))
+        e.emit("^bb0(%%i: %s, %%o: f32):" % el)
+        e.emit("  %s = arith.extf %%i : %s to f32" % (x, el))
+        e.emit("  linalg.yield %s : f32" % x)
+        e.emit("} -> %s" % f32t)
+        v, t = out, f32t
+    u = e.fresh()
+    e.emit("%s = tensor.cast %s : %s to tensor<*xf32>" % (u, v, t))
+    e.emit("call @printMemrefF32(%s) : (tensor<*xf32>) -> ()" % u)
+
+
+def driver(name, args, results, spec, rewritten_args=None):
+    e = Emitter()
+    caches = spec["caches"]
+    cache_results = spec["cache_results"]
+    pos_arg = spec["pos"]
+    tokens = spec.get("tokens", 1)
+    state = {}
+    if rewritten_args is None:
+        for c in caches:
+            dims, el = tensor_shape(args[c])
+            z, empty, fill = e.fresh(), e.fresh(), e.fresh()
+            e.emit("%s = arith.constant 0.0 : %s" % (z, el))
+            e.emit("%s = tensor.empty() : %s" % (empty, args[c]))
+            e.emit("%s = linalg.fill ins(%s : %s) outs(%s : %s) -> %s" % (
+                fill, z, el, empty, args[c], args[c]))
+            state[c] = fill
+    else:
+        cache_type = next(t for t in rewritten_args
+                          if t.startswith("!") and "tensor" not in t)
+        cache = e.fresh()
+        e.emit("%s = call @kv_cache_create() : () -> %s" % (cache, cache_type))
+    for step in range(spec["steps"]):
+        pos = e.fresh()
+        pos_type = args[pos_arg]
+        e.emit("%s = arith.constant %d : %s" % (pos, step * tokens, pos_type))
+        inputs = {}
+        for k, t in enumerate(args):
+            if k in caches or k == pos_arg:
+                continue
+            inputs[k] = make_input(e, t, k, step)
+        if rewritten_args is None:
+            operands = [state[k] if k in caches else
+                        pos if k == pos_arg else inputs[k]
+                        for k in range(len(args))]
+            types, rtypes = args, results
+        else:
+            plain = [k for k in range(len(args)) if k not in caches]
+            operands, it = [], iter(plain)
+            for t in rewritten_args:
+                if t.startswith("!") and "tensor" not in t:
+                    operands.append(cache)
+                else:
+                    k = next(it)
+                    operands.append(pos if k == pos_arg else inputs[k])
+            types = rewritten_args
+            rtypes = [t for r, t in enumerate(results)
+                      if r not in cache_results]
+        outs = [e.fresh() for _ in rtypes]
+        lhs = (", ".join(outs) + " = ") if outs else ""
+        e.emit("%scall @%s(%s) : (%s) -> (%s)" % (
+            lhs, name, ", ".join(operands), ", ".join(types), ", ".join(rtypes)))
+        if rewritten_args is None:
+            for c, r in zip(caches, cache_results):
+                state[c] = outs[r]
+            shown = [(outs[r], t) for r, t in enumerate(results)
+                     if r not in cache_results]
+        else:
+            shown = list(zip(outs, rtypes))
+        for v, t in shown:
+            print_result(e, v, t)
+    if rewritten_args is not None:
+        e.emit("call @kv_cache_destroy(%s) : (%s) -> ()" % (cache, cache_type))
+    body = "\n".join(e.lines)
+    return ("  func.func @main() {\n%s\n    return\n  }\n"
+            "  func.func private @printMemrefF32(tensor<*xf32>)\n" % body)
+
+
+def with_driver(module, drv):
+    end = module.rstrip().rindex("}")
+    return module[:end] + drv + "}\n"
+
+
+def numbers(text):
+    vals = []
+    for line in text.splitlines():
+        if line.startswith("Unranked Memref"):
+            continue
+        vals += [float(x) for x in
+                 re.findall(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)", line)]
+    return vals
+
+
+def run(cmd, stdin, what):
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("equivalence: %s failed (%d):\n%s" % (what, p.returncode,
+                                                       p.stderr[-3000:]))
+    return p.stdout
+
+
+def check_chunk(chunk, spec, opts):
+    name = spec["func"]
+    plain = run([opts.kvq_opt, "-"], chunk, "parsing the graph")
+    rewritten = run([opts.kvq_opt, "-", "--kvq-quantize-kv-cache=method=fp16"],
+                    chunk, "the rewrite")
+    if "kvq.cache_attend" not in rewritten:
+        sys.exit("equivalence: @%s was not rewritten" % name)
+    args, results = signature(plain, name)
+    rargs, _ = signature(rewritten, name)
+    runner = shlex.split(opts.run)
+    out = []
+    for module, ra in ((plain, None), (rewritten, rargs)):
+        full = with_driver(module, driver(name, args, results, spec, ra))
+        lowered = run([opts.kvq_opt, "-", "--kvq-to-llvm"], full, "lowering")
+        out.append(numbers(run(runner, lowered, "running")))
+    ref, got = out
+    if not ref or len(ref) != len(got):
+        sys.exit("equivalence: @%s printed %d values before and %d after" % (
+            name, len(ref), len(got)))
+    if max(abs(x) for x in ref) < 1e-3:
+        sys.exit("equivalence: @%s computes all zeros: nothing is compared"
+                 % name)
+    worst = 0.0
+    for i, (a, b) in enumerate(zip(ref, got)):
+        err = abs(a - b)
+        if not err <= 4e-3 + 4e-3 * abs(a):
+            sys.exit("equivalence: @%s value %d: %g before, %g after" % (
+                name, i, a, b))
+        worst = max(worst, err)
+    print("@%s: %d values over %d steps agree (max |diff| %.2g)" % (
+        name, len(ref), spec["steps"], worst))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--kvq-opt", default="kvq-opt")
+    opts = ap.parse_args()
+    text = open(opts.file).read()
+    checked = 0
+    for chunk in re.split(r"^// -----$", text, flags=re.M):
+        m = re.search(r"^// EQUIV: (.*)$", chunk, re.M)
+        if not m:
+            continue
+        spec = {}
+        for kv in m.group(1).split():
+            k, v = kv.split("=", 1)
+            if k == "func":
+                spec[k] = v
+            elif k in ("caches", "cache_results"):
+                spec[k] = [int(x) for x in v.split(",")]
+            else:
+                spec[k] = int(v)
+        check_chunk(chunk, spec, opts)
+        checked += 1
+    if not checked:
+        sys.exit("equivalence: no `// EQUIV:` chunk in %s" % opts.file)
+
+
+if __name__ == "__main__":
+    main()

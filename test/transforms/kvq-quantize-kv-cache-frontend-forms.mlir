@@ -1,0 +1,402 @@
+// RUN: kvq-opt %s --split-input-file --verify-diagnostics --kvq-quantize-kv-cache=method=fp16 | FileCheck %s
+// REQUIRES: mlir-runner
+// RUN: %python %S/Inputs/equivalence.py %s --run "%kvq_run" | FileCheck %s --check-prefix=SAME
+
+// Attention in the spellings frontends emit, each adopted by
+// kvq-quantize-kv-cache. The FileCheck lines pin the rewrite; the second RUN
+// line compiles every graph before and after the rewrite (method fp16), runs
+// both for several decode steps on the same inputs and compares every output
+// (Inputs/equivalence.py): a rewrite that attends the wrong head, position or
+// scale fails there.
+
+// Hugging Face LlamaAttention with a static cache, as torch-mlir lowers it
+// (lib/Conversion/TorchToLinalg/Linear.cpp, ConvertAtenMatmulOp: the batch
+// dims of a 4-D matmul collapsed into one linalg.batch_matmul and expanded
+// back; aten.transpose as linalg.transpose; scaled_dot_product_attention
+// decomposed in lib/Dialect/Torch/Transforms/DecomposeComplexOps.cpp into
+// matmul, divide by sqrt(head_dim) and softmax). The cache is Hugging Face's
+// [batch, kv_heads, seq, head_dim], written at dimension 2 by index_copy's
+// slice form.
+// EQUIV: func=torch_hf_decode caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK-LABEL: func.func @torch_hf_decode(
+// CHECK-SAME: %[[Q:arg[0-9]+]]: tensor<1x2x1x4xf32>, %[[K:arg[0-9]+]]: tensor<1x2x1x4xf32>, %[[V:arg[0-9]+]]: tensor<1x2x1x4xf32>, %[[C:arg[0-9]+]]: !cache, %[[POS:arg[0-9]+]]: index) -> tensor<1x2x1x4xf32>
+// CHECK: %[[KC:.*]] = linalg.generic {{.*}} ins(%[[K]] : tensor<1x2x1x4xf32>) outs(%{{.*}} : tensor<1x2x4xf32>)
+// CHECK: %[[VC:.*]] = linalg.generic {{.*}} ins(%[[V]] : tensor<1x2x1x4xf32>) outs(%{{.*}} : tensor<1x2x4xf32>)
+// CHECK: kvq.cache_update %[[C]][0], %[[KC]], %[[VC]]
+// CHECK: %[[A:.*]] = kvq.cache_attend %[[C]][0], %{{.*}} : !cache, tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+// CHECK: tensor.expand_shape
+// SAME: @torch_hf_decode: 32 values over 4 steps agree
+
+func.func @torch_hf_decode(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %kc: tensor<1x2x16x4xf32>, %vc: tensor<1x2x16x4xf32>, %pos: index)
+    -> (tensor<1x2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>) {
+  %kc1 = tensor.insert_slice %k into %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x16x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x16x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x?x4xf32>
+  %vr = tensor.extract_slice %vc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x?x4xf32>
+  %e0 = tensor.empty(%len) : tensor<1x2x4x?xf32>
+  %kt = linalg.transpose ins(%kr : tensor<1x2x?x4xf32>) outs(%e0 : tensor<1x2x4x?xf32>) permutation = [0, 1, 3, 2]
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x1x4xf32> into tensor<2x1x4xf32>
+  %kt3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<1x2x4x?xf32> into tensor<2x4x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %kt3 : tensor<2x1x4xf32>, tensor<2x4x?xf32>) outs(%f1 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s4 = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [1, 2, 1, %len] : tensor<2x1x?xf32> into tensor<1x2x1x?xf32>
+  %two = arith.constant 2.0 : f32
+  %e2 = tensor.empty(%len) : tensor<1x2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s4 : tensor<1x2x1x?xf32>) outs(%e2 : tensor<1x2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %two : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x1x?xf32>
+  %e3 = tensor.empty(%len) : tensor<1x2x1x?xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<1x2x1x?xf32>) outs(%e3 : tensor<1x2x1x?xf32>) -> tensor<1x2x1x?xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<1x2x1x?xf32> into tensor<2x1x?xf32>
+  %v3 = tensor.collapse_shape %vr [[0, 1], [2], [3]] : tensor<1x2x?x4xf32> into tensor<2x?x4xf32>
+  %e4 = tensor.empty() : tensor<2x1x4xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<2x1x?xf32>, tensor<2x?x4xf32>) outs(%f4 : tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [1, 2, 1, 4] : tensor<2x1x4xf32> into tensor<1x2x1x4xf32>
+  return %o, %kc1, %vc1 : tensor<1x2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
+}
+
+// -----
+
+// Hugging Face's repeat_kv for grouped-query attention, as torch-mlir lowers
+// aten.expand + aten.reshape (lib/Conversion/TorchToLinalg/DataMovement.cpp:
+// expand_shape to insert the group dim, a broadcasting linalg.generic,
+// collapse_shape into [batch, heads, seq, head_dim]), with the scores and
+// weighted sum as linalg.generic batch matmuls over [batch, heads] and the
+// scale on the queries (multiply by 1/sqrt(head_dim) before q·kᵀ).
+// 4 query heads over 2 KV heads.
+// EQUIV: func=torch_gqa_decode caches=3,4 cache_results=1,2 pos=5 steps=3
+
+// CHECK-LABEL: func.func @torch_gqa_decode(
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x4x4xf32> -> tensor<1x4x4xf32>
+// SAME: @torch_gqa_decode: 48 values over 3 steps agree
+
+#m4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#b5in = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d3, d4)>
+#b5out = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#sq = affine_map<(b, h, n, t, c) -> (b, h, n, c)>
+#sk = affine_map<(b, h, n, t, c) -> (b, h, t, c)>
+#ss = affine_map<(b, h, n, t, c) -> (b, h, n, t)>
+#wp = affine_map<(b, h, n, c, t) -> (b, h, n, t)>
+#wv = affine_map<(b, h, n, c, t) -> (b, h, t, c)>
+#wo = affine_map<(b, h, n, c, t) -> (b, h, n, c)>
+func.func @torch_gqa_decode(%q: tensor<1x4x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %pos: index)
+    -> (tensor<1x4x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %kc1 = tensor.insert_slice %k into %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x8x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x8x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x8x4xf32> to tensor<1x2x?x4xf32>
+  %vr = tensor.extract_slice %vc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x8x4xf32> to tensor<1x2x?x4xf32>
+  %kx = tensor.expand_shape %kr [[0], [1, 2], [3], [4]] output_shape [1, 2, 1, %len, 4] : tensor<1x2x?x4xf32> into tensor<1x2x1x?x4xf32>
+  %ke = tensor.empty(%len) : tensor<1x2x2x?x4xf32>
+  %kb = linalg.generic {indexing_maps = [#b5in, #b5out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%kx : tensor<1x2x1x?x4xf32>) outs(%ke : tensor<1x2x2x?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x2x?x4xf32>
+  %kg = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<1x2x2x?x4xf32> into tensor<1x4x?x4xf32>
+  %vx = tensor.expand_shape %vr [[0], [1, 2], [3], [4]] output_shape [1, 2, 1, %len, 4] : tensor<1x2x?x4xf32> into tensor<1x2x1x?x4xf32>
+  %ve = tensor.empty(%len) : tensor<1x2x2x?x4xf32>
+  %vb = linalg.generic {indexing_maps = [#b5in, #b5out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%vx : tensor<1x2x1x?x4xf32>) outs(%ve : tensor<1x2x2x?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x2x?x4xf32>
+  %vg = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<1x2x2x?x4xf32> into tensor<1x4x?x4xf32>
+  %half = arith.constant 0.5 : f32
+  %qe = tensor.empty() : tensor<1x4x1x4xf32>
+  %qs = linalg.generic {indexing_maps = [#m4, #m4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x4x1x4xf32>) outs(%qe : tensor<1x4x1x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x1x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<1x4x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#sq, #sk, #ss], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%qs, %kg : tensor<1x4x1x4xf32>, tensor<1x4x?x4xf32>) outs(%sz : tensor<1x4x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<1x4x1x?xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<1x4x1x?xf32>) outs(%pe : tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32>
+  %oe = tensor.empty() : tensor<1x4x1x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x4x1x4xf32>) -> tensor<1x4x1x4xf32>
+  %o = linalg.generic {indexing_maps = [#wp, #wv, #wo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %vg : tensor<1x4x1x?xf32>, tensor<1x4x?x4xf32>) outs(%oz : tensor<1x4x1x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x4xf32>
+  return %o, %kc1, %vc1 : tensor<1x4x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// Multi-query attention (one KV head) with 2-D named matmuls per step, as a
+// hand-written model or StableHLO's dot_general legalization produces them
+// (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:
+// linalg.matmul for a rank-2 dot, linalg.transpose for the keys): the cache
+// is [seq, head_dim], the queries [heads, head_dim], the scale divides the
+// scores by sqrt(head_dim).
+// EQUIV: func=mqa_matmul_decode caches=3,4 cache_results=1,2 pos=5 steps=3
+
+// CHECK-LABEL: func.func @mqa_matmul_decode(
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x3x4xf32> -> tensor<1x3x4xf32>
+// SAME: @mqa_matmul_decode: 36 values over 3 steps agree
+
+func.func @mqa_matmul_decode(%q: tensor<3x4xf32>, %k: tensor<1x4xf32>, %v: tensor<1x4xf32>, %kc: tensor<8x4xf32>, %vc: tensor<8x4xf32>, %pos: index)
+    -> (tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %kc1 = tensor.insert_slice %k into %kc[%pos, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[%pos, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kc1[0, 0] [%len, 4] [1, 1] : tensor<8x4xf32> to tensor<?x4xf32>
+  %vr = tensor.extract_slice %vc1[0, 0] [%len, 4] [1, 1] : tensor<8x4xf32> to tensor<?x4xf32>
+  %te = tensor.empty(%len) : tensor<4x?xf32>
+  %kt = linalg.transpose ins(%kr : tensor<?x4xf32>) outs(%te : tensor<4x?xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<3x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<3x?xf32>) -> tensor<3x?xf32>
+  %s = linalg.matmul ins(%q, %kt : tensor<3x4xf32>, tensor<4x?xf32>) outs(%sz : tensor<3x?xf32>) -> tensor<3x?xf32>
+  %two = arith.constant 2.0 : f32
+  %sce = tensor.empty(%len) : tensor<3x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<3x?xf32>) outs(%sce : tensor<3x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %two : f32
+    linalg.yield %d : f32
+  } -> tensor<3x?xf32>
+  %pe = tensor.empty(%len) : tensor<3x?xf32>
+  %p = linalg.softmax dimension(1) ins(%sc : tensor<3x?xf32>) outs(%pe : tensor<3x?xf32>) -> tensor<3x?xf32>
+  %oe = tensor.empty() : tensor<3x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %o = linalg.matmul ins(%p, %vr : tensor<3x?xf32>, tensor<?x4xf32>) outs(%oz : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %o, %kc1, %vc1 : tensor<3x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// Scores scaled by 1/4 instead of 1/sqrt(4): the factor 1/4 · sqrt(4) = 0.5
+// is folded into the queries.
+// EQUIV: func=wrong_scale caches=3,4 cache_results=1,2 pos=5 steps=3 tokens=2
+
+// CHECK-LABEL: func.func @wrong_scale(
+// CHECK: kvq.cache_update
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK: arith.mulf
+// CHECK: kvq.cache_attend
+// SAME: @wrong_scale: {{[0-9]+}} values over 3 steps agree
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+func.func @wrong_scale(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v0: tensor<2x2x4xf32>, %kc: tensor<1x16x2x4xf32>, %vc: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c2 = arith.constant 2 : index
+  %len = arith.addi %pos, %c2 : index
+  // Layer 0
+  %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %sz0 = linalg.fill ins(%zero : f32) outs(%se0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<2x2x4xf32>, tensor<?x2x4xf32>) outs(%sz0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x?xf32>
+  %scale0 = arith.constant 0.25 : f32
+  %sce0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x2x?xf32>) outs(%sce0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %scale0 : f32
+      linalg.yield %m : f32
+    } -> tensor<2x2x?xf32>
+  %me0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %mk0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sc0 : tensor<2x2x?xf32>) outs(%me0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %i = linalg.index 1 : index
+      %j = linalg.index 2 : index
+      %p = arith.addi %pos, %i : index
+      %c = arith.cmpi ugt, %j, %p : index
+      %s = arith.select %c, %ninf, %in : f32
+      linalg.yield %s : f32
+    } -> tensor<2x2x?xf32>
+  %pe0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %pr0 = linalg.softmax dimension(2) ins(%mk0 : tensor<2x2x?xf32>) outs(%pe0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %oe0 = tensor.empty() : tensor<2x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pr0, %vr0 : tensor<2x2x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x4xf32>
+  return %o0, %kw0, %vw0 : tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}
+
+// -----
+
+// No scale at all (a model whose attention is unscaled): the queries are
+// multiplied by sqrt(head_dim) = 2 so that kvq.cache_attend's 1/sqrt(head_dim)
+// gives the unscaled scores.
+// EQUIV: func=unscaled caches=3,4 cache_results=1,2 pos=5 steps=3 tokens=2
+
+// CHECK-LABEL: func.func @unscaled(
+// CHECK: kvq.cache_update
+// CHECK: arith.constant 2.000000e+00 : f32
+// CHECK: arith.mulf
+// CHECK: kvq.cache_attend
+// SAME: @unscaled: {{[0-9]+}} values over 3 steps agree
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+func.func @unscaled(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v0: tensor<2x2x4xf32>, %kc: tensor<1x16x2x4xf32>, %vc: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c2 = arith.constant 2 : index
+  %len = arith.addi %pos, %c2 : index
+  // Layer 0
+  %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %sz0 = linalg.fill ins(%zero : f32) outs(%se0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<2x2x4xf32>, tensor<?x2x4xf32>) outs(%sz0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x?xf32>
+  %me0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %mk0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x2x?xf32>) outs(%me0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %i = linalg.index 1 : index
+      %j = linalg.index 2 : index
+      %p = arith.addi %pos, %i : index
+      %c = arith.cmpi ugt, %j, %p : index
+      %s = arith.select %c, %ninf, %in : f32
+      linalg.yield %s : f32
+    } -> tensor<2x2x?xf32>
+  %pe0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %pr0 = linalg.softmax dimension(2) ins(%mk0 : tensor<2x2x?xf32>) outs(%pe0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %oe0 = tensor.empty() : tensor<2x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pr0, %vr0 : tensor<2x2x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x4xf32>
+  return %o0, %kw0, %vw0 : tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}
+
+// -----
+
+// f16 queries against an f16 cache read without extf (the scores are f16):
+// the queries are extended to f32 for kvq.cache_attend, which accumulates in
+// f32.
+// EQUIV: func=queries_f16 caches=3,4 cache_results=1,2 pos=5 steps=3 tokens=1
+
+// CHECK-LABEL: func.func @queries_f16(
+// CHECK: kvq.cache_update
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: kvq.cache_attend
+// SAME: @queries_f16: {{[0-9]+}} values over 3 steps agree
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+func.func @queries_f16(%q: tensor<1x2x4xf16>, %k0: tensor<1x2x4xf32>, %v0: tensor<1x2x4xf32>, %kc: tensor<1x16x2x4xf16>, %vc: tensor<1x16x2x4xf16>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<1x16x2x4xf16>, tensor<1x16x2x4xf16>) {
+  %zero_h = arith.constant 0.000000e+00 : f16
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  // Layer 0
+  %kh0 = tensor.empty() : tensor<1x2x4xf16>
+  %kt0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%k0 : tensor<1x2x4xf32>) outs(%kh0 : tensor<1x2x4xf16>) {
+    ^bb0(%in: f32, %out: f16):
+      %t = arith.truncf %in : f32 to f16
+      linalg.yield %t : f16
+    } -> tensor<1x2x4xf16>
+  %vh0 = tensor.empty() : tensor<1x2x4xf16>
+  %vt0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%v0 : tensor<1x2x4xf32>) outs(%vh0 : tensor<1x2x4xf16>) {
+    ^bb0(%in: f32, %out: f16):
+      %t = arith.truncf %in : f32 to f16
+      linalg.yield %t : f16
+    } -> tensor<1x2x4xf16>
+  %kw0 = tensor.insert_slice %kt0 into %kc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf16> into tensor<1x16x2x4xf16>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf16> to tensor<?x2x4xf16>
+  %vw0 = tensor.insert_slice %vt0 into %vc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf16> into tensor<1x16x2x4xf16>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf16> to tensor<?x2x4xf16>
+  %ve0 = tensor.empty(%len) : tensor<?x2x4xf32>
+  %vf0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%vr0 : tensor<?x2x4xf16>) outs(%ve0 : tensor<?x2x4xf32>) {
+    ^bb0(%in: f16, %out: f32):
+      %e = arith.extf %in : f16 to f32
+      linalg.yield %e : f32
+    } -> tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x1x?xf16>
+  %sz0 = linalg.fill ins(%zero_h : f16) outs(%se0 : tensor<2x1x?xf16>) -> tensor<2x1x?xf16>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<1x2x4xf16>, tensor<?x2x4xf16>) outs(%sz0 : tensor<2x1x?xf16>) {
+    ^bb0(%in: f16, %in_1: f16, %out: f16):
+      %m = arith.mulf %in, %in_1 : f16
+      %a = arith.addf %out, %m : f16
+      linalg.yield %a : f16
+    } -> tensor<2x1x?xf16>
+  %scale0 = arith.constant 0.5 : f16
+  %sce0 = tensor.empty(%len) : tensor<2x1x?xf16>
+  %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x1x?xf16>) outs(%sce0 : tensor<2x1x?xf16>) {
+    ^bb0(%in: f16, %out: f16):
+      %m = arith.mulf %in, %scale0 : f16
+      linalg.yield %m : f16
+    } -> tensor<2x1x?xf16>
+  %pe0 = tensor.empty(%len) : tensor<2x1x?xf16>
+  %pr0 = linalg.softmax dimension(2) ins(%sc0 : tensor<2x1x?xf16>) outs(%pe0 : tensor<2x1x?xf16>) -> tensor<2x1x?xf16>
+  %pfe0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %pf0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%pr0 : tensor<2x1x?xf16>) outs(%pfe0 : tensor<2x1x?xf32>) {
+    ^bb0(%in: f16, %out: f32):
+      %e = arith.extf %in : f16 to f32
+      linalg.yield %e : f32
+    } -> tensor<2x1x?xf32>
+  %oe0 = tensor.empty() : tensor<1x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pf0, %vf0 : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<1x2x4xf32>
+  return %o0, %kw0, %vw0 : tensor<1x2x4xf32>, tensor<1x16x2x4xf16>, tensor<1x16x2x4xf16>
+}
