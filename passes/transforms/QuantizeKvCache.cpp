@@ -8,7 +8,8 @@
 //     (queries x a read of a K chain), scale, causal mask, and the weighted
 //     sum of a read of a V chain;
 //  3. every fact kvq.cache_attend relies on is checked (read = the written
-//     prefix, scale 1/sqrt(head_dim), causal mask, head grouping);
+//     prefix, causal mask, head grouping); a constant scale other than
+//     1/sqrt(head_dim) is folded into the queries;
 //  4. only when every chain use was adopted does the rewrite start (the
 //     matcher changes nothing); otherwise the function stays untouched and a
 //     remark says why.

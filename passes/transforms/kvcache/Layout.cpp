@@ -234,20 +234,10 @@ FailureOr<Trace> mlir::kvq::traceRoles(
   Value v = operand;
   for (int step = 0; step < 16; ++step) {
     Operation *def = v.getDefiningOp();
-    if (auto g = dyn_cast_or_null<linalg::GenericOp>(def);
-        g && isDataMovement(g)) {
-      path.push_back(g);
-      v = g.getDpsInputs()[0];
-      continue;
-    }
-    if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                        tensor::CastOp>(def) &&
-        isa<RankedTensorType>(def->getOperand(0).getType())) {
-      path.push_back(def);
-      v = def->getOperand(0);
-      continue;
-    }
-    break;
+    if (!isRoleMovement(def))
+      break;
+    path.push_back(def);
+    v = def->getOperand(0);
   }
   FailureOr<Roles> start = rolesOfEnd(v);
   if (failed(start))
