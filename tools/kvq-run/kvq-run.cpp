@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/model/checkpoint.h"
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
@@ -194,9 +195,9 @@ int main(int argc, char **argv) {
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
       cl::Positional, cl::Required,
-      cl::desc("<llama2.c checkpoint, or random:dim,hidden,layers,heads,"
-               "kv_heads,vocab,seq_len for random weights of that shape "
-               "(--bench only)>"),
+      cl::desc("<llama2.c checkpoint, Hugging Face model folder, or "
+               "random:dim,hidden,layers,heads,kv_heads,vocab,seq_len for "
+               "random weights of that shape (--bench only)>"),
       cl::cat(cat));
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
@@ -324,7 +325,7 @@ int main(int argc, char **argv) {
         std::remove(path.c_str());
     }
   } removeScratch{scratch};
-  auto ckpt = model::Llama2cCheckpoint::open(path, &error);
+  auto ckpt = model::openCheckpoint(path, &error);
   if (!ckpt)
     return fail(error);
   const auto &config = ckpt->config();
@@ -351,7 +352,10 @@ int main(int argc, char **argv) {
   }
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
+    // Next to a file; inside a folder.
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
+    if (model::isDirectory(path))
+      dir = path + "/";
     for (std::string name : {"tok" + std::to_string(config.vocab) + ".bin",
                              std::string("tokenizer.bin")}) {
       if (std::ifstream(dir + name)) {
