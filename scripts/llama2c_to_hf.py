@@ -12,13 +12,15 @@ model.layers.{i}.self_attn.q_proj.weight and so on, and the rows of q_proj
 and k_proj permuted within each head so that Hugging Face's half-split
 RoPE (channel c paired with c + head_dim/2) computes what llama2.c's
 interleaved RoPE (channels 2i, 2i+1) computes: row 2i + s of a head moves
-to s * head_dim/2 + i. --tokenizer copies a llama2.c tokenizer file into
-the folder. Python 3 standard library only.
+to s * head_dim/2 + i. --tokenizer writes a llama2.c tokenizer file as the
+folder's tokenizer.json, as Hugging Face writes a SentencePiece BPE (Llama
+2's): the pieces with "\u2581" for spaces, <unk>, <s>, </s> and the
+<0xNN> byte-fallback tokens, and the merges of every piece into two pieces,
+ranked by the merged piece's score. Python 3 standard library only.
 """
 import argparse
 import json
 import os
-import shutil
 import struct
 import sys
 
@@ -113,6 +115,57 @@ def write_safetensors(path, tensors, dtype):
             f.write(blob)
 
 
+def write_tokenizer_json(tok_path, out_path):
+    with open(tok_path, "rb") as f:
+        data = f.read()
+    at = 4  # max_token_length
+    pieces, scores = [], []
+    while at < len(data):
+        score, n = struct.unpack_from("<fi", data, at)
+        at += 8
+        pieces.append(data[at:at + n].decode("utf-8"))
+        scores.append(score)
+        at += n
+    specials = ["<unk>", "<s>", "</s>"]
+    vocab = {}
+    for i, p in enumerate(pieces):
+        name = specials[i] if i < 3 else p.replace(" ", "\u2581")
+        vocab.setdefault(name, i)
+    # Every split of a normal piece into two normal pieces is a merge,
+    # ranked by the merged piece's score (then the halves' ids).
+    normal = {p: i for i, p in enumerate(pieces) if i >= 259}
+    merges = []
+    for p, i in normal.items():
+        for k in range(1, len(p)):
+            a, b = p[:k], p[k:]
+            if a in normal and b in normal:
+                merges.append((-scores[i], normal[a], normal[b], a, b))
+    merges.sort()
+    meta = lambda s: s.replace(" ", "\u2581")
+    tok = {
+        "version": "1.0",
+        "added_tokens": [{"id": i, "content": specials[i], "single_word": False,
+                          "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}
+                         for i in range(3)],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "},
+             "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing", "single": [
+            {"SpecialToken": {"id": "<s>", "type_id": 0}},
+            {"Sequence": {"id": "A", "type_id": 0}}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "fuse_unk": True, "byte_fallback": True, "vocab": vocab,
+                  "merges": ["%s %s" % (meta(a), meta(b))
+                             for _, _, _, a, b in merges]},
+    }
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
@@ -203,7 +256,8 @@ def main():
             json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=2)
             f.write("\n")
     if args.tokenizer:
-        shutil.copy(args.tokenizer, args.out_dir)
+        write_tokenizer_json(args.tokenizer,
+                             os.path.join(args.out_dir, "tokenizer.json"))
 
 
 if __name__ == "__main__":

@@ -27,4 +27,4 @@
 // RUN: not kvq-run %t/stories260K.bin --tokens %t/ids.txt --perplexity %t/ids.txt 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: kvq-run: error: --tokens and --perplexity both name the documents; give one
 // RUN: not kvq-run %t/stories260K.bin --steps 2 2>&1 | FileCheck %s --check-prefix=NOTOK
-// NOTOK: kvq-run: error: no tokenizer next to {{.*}}stories260K.bin (tok512.bin or tokenizer.bin); pass --tokenizer
+// NOTOK: kvq-run: error: no tokenizer next to {{.*}}stories260K.bin (tokenizer.json, tok512.bin or tokenizer.bin); pass --tokenizer

@@ -219,8 +219,9 @@ int main(int argc, char **argv) {
       cl::cat(cat));
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
-      cl::desc("Tokenizer file (default: tok<vocab>.bin or tokenizer.bin next "
-               "to the model)"),
+      cl::desc("Tokenizer file: llama2.c's, or a Hugging Face tokenizer.json "
+               "(default: tokenizer.json, tok<vocab>.bin or tokenizer.bin "
+               "next to the model or in its folder)"),
       cl::cat(cat));
   cl::opt<std::string> prompt("prompt", cl::desc("Text to continue"),
                               cl::init("Once upon a time"), cl::cat(cat));
@@ -385,7 +386,8 @@ int main(int argc, char **argv) {
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
     if (model::isDirectory(path))
       dir = path + "/";
-    for (std::string name : {"tok" + std::to_string(config.vocab) + ".bin",
+    for (std::string name : {std::string("tokenizer.json"),
+                             "tok" + std::to_string(config.vocab) + ".bin",
                              std::string("tokenizer.bin")}) {
       if (std::ifstream(dir + name)) {
         tokPath = dir + name;
@@ -393,13 +395,17 @@ int main(int argc, char **argv) {
       }
     }
     if (tokPath.empty())
-      return fail("no tokenizer next to " + modelPath + " (tok" +
-                  std::to_string(config.vocab) +
+      return fail("no tokenizer next to " + modelPath +
+                  " (tokenizer.json, tok" + std::to_string(config.vocab) +
                   ".bin or tokenizer.bin); pass --tokenizer");
   }
   std::optional<model::Tokenizer> tok;
+  const bool tokJson = tokPath.size() > 5 &&
+                       tokPath.compare(tokPath.size() - 5, 5, ".json") == 0;
   if (!tokPath.empty() &&
-      !(tok = model::Tokenizer::load(tokPath, config.vocab, &error)))
+      !(tok = tokJson
+                  ? model::Tokenizer::loadJson(tokPath, config.vocab, &error)
+                  : model::Tokenizer::load(tokPath, config.vocab, &error)))
     return fail(error);
   std::vector<MethodSpec> specs = parseMethods(methods, &error);
   if (specs.empty())
@@ -438,7 +444,7 @@ int main(int argc, char **argv) {
           return fail(m.label + ": " + *bad);
         }
         int32_t next = sample(logits, config.vocab, temperature, rng);
-        if (next == model::Tokenizer::kBos || next == model::Tokenizer::kEos)
+        if (next == tok->bos() || next == tok->eos())
           break;
         llvm::outs() << tok->decode(prev, next);
         llvm::outs().flush();

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "tokenizer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -154,7 +156,9 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
   std::vector<int32_t> sym;
   if (!text.empty()) {
     int32_t space = lookup(" ");
-    sym.push_back(space >= 0 ? space : kUnk);
+    if (space < 0 && ranked_ && byteIds_[' '] >= 0)
+      space = byteIds_[' '];
+    sym.push_back(space >= 0 ? space : unk_);
   }
   std::string chr;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -171,7 +175,10 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
       // Without the 256 byte tokens (never in llama2.c files) fall back to
       // <unk> rather than emit an out-of-range id.
       for (unsigned char c : chr)
-        sym.push_back(c + 3 < vocabSize() ? c + 3 : kUnk);
+        if (ranked_)
+          sym.push_back(byteIds_[c] >= 0 ? byteIds_[c] : unk_);
+        else
+          sym.push_back(c + 3 < vocabSize() ? c + 3 : kUnk);
     }
     chr.clear();
   }
@@ -197,6 +204,14 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
   auto push = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0)
       return;
+    if (ranked_) {
+      auto it = merges_.find(uint64_t(uint32_t(sym[left])) << 32 |
+                             uint32_t(sym[right]));
+      if (it != merges_.end())
+        queue.push({-float(it->second.first), left, right, sym[left],
+                    sym[right], it->second.second});
+      return;
+    }
     int32_t merged = lookup(piece(sym[left]) + piece(sym[right]));
     if (merged < 0 || !(scores[merged] > kMinMergeScore))
       return;
@@ -221,8 +236,8 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
   }
 
   std::vector<int32_t> out;
-  if (bos)
-    out.push_back(kBos);
+  if (bos && bos_ >= 0)
+    out.push_back(bos_);
   for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = next[i])
     out.push_back(sym[i]);
   return out;
@@ -230,13 +245,235 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
 
 std::string Tokenizer::decode(int32_t previous, int32_t token) const {
   std::string p = piece(token);
-  if (previous == kBos && !p.empty() && p[0] == ' ')
+  if (previous == bos_ && !p.empty() && p[0] == ' ')
     p.erase(0, 1);
   if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && isHex(p[3]) &&
       isHex(p[4]) && p[5] == '>')
     return std::string(1,
                        static_cast<char>(hexValue(p[3]) * 16 + hexValue(p[4])));
   return p;
+}
+
+namespace {
+
+/// SentencePiece's space, U+2581.
+const std::string kMetaSpace = "\xE2\x96\x81";
+
+std::string spacesFromMeta(const std::string &s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 3, kMetaSpace) == 0) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+/// Whether the normalizer and pre-tokenizer are SentencePiece's: spaces
+/// become "▁" and one "▁" is prepended, the text is not split otherwise.
+/// Else a one-line description of what they are.
+std::string sentencePieceStyle(const nlohmann::json &j) {
+  auto type = [](const nlohmann::json &v) {
+    return v.is_object() && v.contains("type") && v["type"].is_string()
+               ? v["type"].get<std::string>()
+               : std::string();
+  };
+  const nlohmann::json null;
+  const nlohmann::json &norm =
+      j.contains("normalizer") ? j["normalizer"] : null;
+  const nlohmann::json &pre =
+      j.contains("pre_tokenizer") ? j["pre_tokenizer"] : null;
+  if (type(pre) == "ByteLevel" ||
+      (type(pre) == "Sequence" &&
+       pre.dump().find("\"ByteLevel\"") != std::string::npos))
+    return "a byte-level BPE (as Llama 3's and Qwen2's)";
+  bool prepend = false, replace = false;
+  if (type(norm) == "Sequence" && norm.contains("normalizers") &&
+      norm["normalizers"].is_array()) {
+    for (const nlohmann::json &n : norm["normalizers"]) {
+      if (type(n) == "Prepend" && n.value("prepend", "") == kMetaSpace)
+        prepend = true;
+      else if (type(n) == "Replace" && n.contains("pattern") &&
+               n["pattern"].is_object() &&
+               n["pattern"].value("String", "") == " " &&
+               n.value("content", "") == kMetaSpace)
+        replace = true;
+      else
+        return "normalizer '" + type(n) + "'";
+    }
+  } else if (!norm.is_null()) {
+    return "normalizer '" + type(norm) + "'";
+  }
+  if (type(pre) == "Metaspace" && pre.value("replacement", "") == kMetaSpace &&
+      pre.value("prepend_scheme", "always") != "never" &&
+      !pre.value("split", false) && !prepend && !replace)
+    return "";
+  if (!pre.is_null())
+    return "pre_tokenizer '" + type(pre) + "'";
+  if (prepend && replace)
+    return "";
+  return "a normalizer without SentencePiece's \"▁\" for spaces";
+}
+
+} // namespace
+
+std::optional<Tokenizer> Tokenizer::loadJson(const std::string &path,
+                                             int32_t modelVocab,
+                                             std::string *error) {
+  std::string localErr;
+  std::string &err = error ? *error : localErr;
+  std::vector<unsigned char> bytes;
+  if (!readFile(path, bytes, err))
+    return std::nullopt;
+  auto fail = [&](const std::string &msg) {
+    err = "tokenizer '" + path + "': " + msg;
+    return std::nullopt;
+  };
+  using nlohmann::json;
+  json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return fail("not a JSON object");
+  if (!j.contains("model") || !j["model"].is_object())
+    return fail("no 'model' object");
+  const json &m = j["model"];
+  std::string type = m.value("type", std::string("BPE"));
+  if (!m.contains("type") && !m.contains("merges"))
+    type = "(untyped, without merges)";
+  if (type != "BPE")
+    return fail("model type '" + type +
+                "' is not supported (SentencePiece-style BPE only)");
+  std::string style = sentencePieceStyle(j);
+  if (!style.empty())
+    return fail(style + " is not supported (SentencePiece-style BPE only; "
+                        "kvq-run --tokens takes token ids)");
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    return fail("model.vocab is not an object");
+
+  // Ids: the vocabulary and the added tokens, dense from 0.
+  std::vector<std::string> pieces;
+  std::vector<bool> set;
+  auto place = [&](const std::string &piece, const json &id) -> bool {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= (1u << 24)) {
+      fail("token '" + piece.substr(0, 40) + "' has id " + id.dump() +
+           ", not an integer in [0, 2^24)");
+      return false;
+    }
+    size_t i = size_t(id.get<uint64_t>());
+    if (i >= pieces.size()) {
+      pieces.resize(i + 1);
+      set.resize(i + 1, false);
+    }
+    if (set[i] && pieces[i] != piece) {
+      fail("id " + std::to_string(i) + " is both '" + pieces[i].substr(0, 40) +
+           "' and '" + piece.substr(0, 40) + "'");
+      return false;
+    }
+    pieces[i] = piece;
+    set[i] = true;
+    return true;
+  };
+  for (auto it = m["vocab"].begin(); it != m["vocab"].end(); ++it)
+    if (!place(spacesFromMeta(it.key()), it.value()))
+      return std::nullopt;
+  if (j.contains("added_tokens") && j["added_tokens"].is_array())
+    for (const json &a : j["added_tokens"]) {
+      if (!a.is_object() || !a.contains("content") ||
+          !a["content"].is_string() || !a.contains("id"))
+        return fail("an added_tokens entry lacks content or id");
+      if (!place(spacesFromMeta(a["content"].get<std::string>()), a["id"]))
+        return std::nullopt;
+    }
+  for (size_t i = 0; i < set.size(); ++i)
+    if (!set[i])
+      return fail("no token has id " + std::to_string(i));
+  if (pieces.empty())
+    return fail("no tokens");
+  if (modelVocab > 0 && int64_t(pieces.size()) > modelVocab)
+    return fail("holds " + std::to_string(pieces.size()) +
+                " tokens, more than the model's " + std::to_string(modelVocab));
+
+  Tokenizer t;
+  t.ranked_ = true;
+  t.pieces = pieces;
+  t.scores.assign(pieces.size(), 0.0f);
+  for (int32_t id = 0; id < t.vocabSize(); ++id)
+    t.ids.emplace(t.pieces[id], id);
+  t.unk_ = -1;
+  if (m.contains("unk_token") && m["unk_token"].is_string())
+    t.unk_ = t.lookup(spacesFromMeta(m["unk_token"].get<std::string>()));
+  t.byteIds_.assign(256, -1);
+  if (m.value("byte_fallback", false))
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      t.byteIds_[size_t(b)] = t.lookup(name);
+    }
+  if (t.unk_ < 0) {
+    // Every character must then have a token: bytes fall back.
+    for (int b = 0; b < 256; ++b)
+      if (t.byteIds_[size_t(b)] < 0)
+        return fail("neither an unk_token nor the byte-fallback token of "
+                    "every byte (<0x00> .. <0xFF>)");
+  }
+
+  // Merges: "left right" (older files) or ["left", "right"].
+  if (!m.contains("merges") || !m["merges"].is_array())
+    return fail("model.merges is not an array");
+  int32_t rank = 0;
+  for (const json &mg : m["merges"]) {
+    std::string left, right;
+    if (mg.is_string()) {
+      std::string text = mg.get<std::string>();
+      size_t sp = text.find(' ');
+      if (sp == std::string::npos ||
+          text.find(' ', sp + 1) != std::string::npos)
+        return fail("merge '" + text.substr(0, 40) + "' is not 'left right'");
+      left = text.substr(0, sp);
+      right = text.substr(sp + 1);
+    } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() &&
+               mg[1].is_string()) {
+      left = mg[0].get<std::string>();
+      right = mg[1].get<std::string>();
+    } else {
+      return fail("merge " + mg.dump().substr(0, 40) +
+                  " is neither 'left right' nor [left, right]");
+    }
+    left = spacesFromMeta(left);
+    right = spacesFromMeta(right);
+    int32_t a = t.lookup(left), b = t.lookup(right), c = t.lookup(left + right);
+    if (a < 0 || b < 0 || c < 0)
+      return fail("merge '" + left + "' + '" + right + "' (rank " +
+                  std::to_string(rank) +
+                  ") names a piece not in the vocabulary");
+    // A repeated pair keeps its first (lowest) rank.
+    t.merges_.emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b),
+                      std::make_pair(rank, c));
+    ++rank;
+  }
+
+  // BOS: the special token the post-processor puts before the text.
+  t.bos_ = -1;
+  if (j.contains("post_processor") && j["post_processor"].is_object()) {
+    const json &pp = j["post_processor"];
+    if (pp.value("type", "") == "TemplateProcessing" && pp.contains("single") &&
+        pp["single"].is_array() && !pp["single"].empty() &&
+        pp["single"][0].is_object() &&
+        pp["single"][0].contains("SpecialToken")) {
+      const json &st = pp["single"][0]["SpecialToken"];
+      if (st.is_object() && st.contains("id") && st["id"].is_string()) {
+        t.bos_ = t.lookup(st["id"].get<std::string>());
+        if (t.bos_ < 0)
+          return fail("post_processor puts '" +
+                      st["id"].get<std::string>().substr(0, 40) +
+                      "' first, which is not a token");
+      }
+    }
+  }
+  t.eos_ = t.lookup("</s>");
+  return t;
 }
 
 } // namespace kvq::model
