@@ -31,15 +31,26 @@ public:
   static std::optional<Tokenizer>
   load(const std::string &path, int32_t expectedVocab, std::string *error);
 
-  /// Reads a Hugging Face tokenizer.json of a SentencePiece-style BPE
-  /// (Llama 2, Mistral, TinyLlama: model BPE, "▁" for spaces prepended
-  /// once, byte fallback): its vocabulary, added tokens and ranked merges.
-  /// BOS is the special token its post_processor puts first (none if it
-  /// puts none), EOS the token "</s>". Other tokenizers (byte-level BPE,
-  /// Unigram, WordPiece) are refused naming what they are. The tokenizer
-  /// may hold fewer ids than the model's modelVocab, never more.
+  /// Reads a Hugging Face tokenizer.json of a BPE: SentencePiece-style
+  /// (Llama 2, Mistral, TinyLlama: "▁" for spaces prepended once, byte
+  /// fallback) or byte-level (Llama 3, Qwen2: the text split by their
+  /// pattern, GPT-2's byte-to-character map): its vocabulary, added tokens
+  /// and ranked merges. BOS is the special token its post_processor puts
+  /// first (none if it puts none), EOS the first of "</s>",
+  /// "<|end_of_text|>", "<|endoftext|>" it holds. Other tokenizers
+  /// (Unigram, WordPiece, other patterns) are refused naming what they
+  /// are. The tokenizer may hold fewer ids than the model's modelVocab,
+  /// never more.
   static std::optional<Tokenizer>
   loadJson(const std::string &path, int32_t modelVocab, std::string *error);
+
+  /// The pre-tokens of byte-level BPE (exposed for tests): the text split
+  /// as the Llama 3 / Qwen2 pattern splits it, digits in runs of at most
+  /// `digitRun`. Letters and spaces beyond ASCII are told apart by the C
+  /// library's C.UTF-8 tables (iswalpha, iswspace), close to but not
+  /// exactly Unicode's \p{L} and \s; numbers are ASCII digits.
+  static std::vector<std::string> preTokenize(const std::string &text,
+                                              int digitRun);
 
   int32_t vocabSize() const { return static_cast<int32_t>(pieces.size()); }
   /// The ids encode() puts first and generation stops at (-1: none).
@@ -64,6 +75,9 @@ public:
 
 private:
   Tokenizer() = default;
+  /// The BPE merges of a run of symbols (lowest rank or highest score
+  /// first, leftmost on ties).
+  std::vector<int32_t> mergeSymbols(std::vector<int32_t> sym) const;
   /// The id of the piece exactly equal to s, or -1.
   int32_t lookup(const std::string &s) const;
 
@@ -77,6 +91,12 @@ private:
   bool ranked_ = false;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   std::vector<int32_t> byteIds_;
+  /// Byte-level BPE (GPT-2's byte-to-character map; pieces held as their
+  /// bytes): the text is split by the pre-tokenizer's pattern first, digits
+  /// in runs of at most digitRun_ (Llama 3: 3,
+  /// Qwen2: 1).
+  bool byteLevel_ = false;
+  int digitRun_ = 3;
 };
 
 } // namespace kvq::model

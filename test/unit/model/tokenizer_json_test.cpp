@@ -114,7 +114,9 @@ TEST(TokenizerJson, RefusalsNameWhatTheyRefuse) {
   byteLevel.replace(byteLevel.find("\"pre_tokenizer\": null"), 21,
                     "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}");
   EXPECT_FALSE(load("bytelevel", byteLevel, &error));
-  EXPECT_NE(error.find("byte-level BPE"), std::string::npos) << error;
+  EXPECT_NE(error.find("a byte-level pre_tokenizer other than Split"),
+            std::string::npos)
+      << error;
   EXPECT_FALSE(load("badmerge", tokenizerJson("\"a x\""), &error));
   EXPECT_NE(error.find("merge 'a' + 'x' (rank 0) names a piece not in the "
                        "vocabulary"),
@@ -126,6 +128,150 @@ TEST(TokenizerJson, RefusalsNameWhatTheyRefuse) {
       << error;
   EXPECT_FALSE(load("notjson", "{\"model\": ", &error));
   EXPECT_NE(error.find("not a JSON object"), std::string::npos) << error;
+}
+
+// Byte-level BPE ------------------------------------------------------------
+
+const char *kLlama3 =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+const char *kQwen2 =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// GPT-2's printable character of byte b, as UTF-8 (written out here from
+/// its definition, independently of the tokenizer's table).
+std::string gpt2Char(int b) {
+  int cp = b;
+  if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+        (b >= 174 && b <= 255))) {
+    int n = 0;
+    for (int x = 0; x < b; ++x)
+      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) ||
+            (x >= 174 && x <= 255)))
+        ++n;
+    cp = 256 + n;
+  }
+  if (cp < 0x80)
+    return std::string(1, char(cp));
+  return std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+}
+
+// Merged ids, after the 256 byte ids (id = byte).
+enum : int32_t {
+  kHe = 256,
+  kLl,
+  kLlo,
+  kHello,
+  kGw,
+  kOr,
+  kGwor,
+  kLd,
+  kGworld,
+  k12,
+  k123,
+  kNl2,
+  kBegin,
+  kEnd
+};
+
+std::string byteLevelJson(const char *pattern) {
+  std::string vocab;
+  for (int b = 0; b < 256; ++b)
+    vocab +=
+        (b ? ", " : "") + jsonString(gpt2Char(b)) + ": " + std::to_string(b);
+  const std::string G = gpt2Char(' '), C = gpt2Char('\n');
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {"H", "e"},        {"l", "l"}, {"ll", "o"},     {"He", "llo"},
+      {G, "w"},          {"o", "r"}, {G + "w", "or"}, {"l", "d"},
+      {G + "wor", "ld"}, {"1", "2"}, {"12", "3"},     {C, C}};
+  std::string list;
+  int id = 256;
+  for (const auto &[a, b] : merges) {
+    vocab += ", " + jsonString(a + b) + ": " + std::to_string(id++);
+    list += (list.empty() ? "" : ", ") + jsonString(a + " " + b);
+  }
+  std::string escaped;
+  for (const char *p = pattern; *p; ++p)
+    escaped += *p == '\\' ? std::string("\\\\") : std::string(1, *p);
+  return "{\"added_tokens\": [{\"id\": 268, \"content\": "
+         "\"<|begin_of_text|>\", \"special\": true}, {\"id\": 269, "
+         "\"content\": \"<|end_of_text|>\", \"special\": true}],\n"
+         "\"normalizer\": null,\n"
+         "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"" +
+         escaped +
+         "\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": "
+         "\"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": "
+         "true, \"use_regex\": false}]},\n"
+         "\"post_processor\": {\"type\": \"Sequence\", \"processors\": ["
+         "{\"type\": \"ByteLevel\"}, {\"type\": \"TemplateProcessing\", "
+         "\"single\": [{\"SpecialToken\": {\"id\": \"<|begin_of_text|>\", "
+         "\"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": "
+         "0}}]}]},\n"
+         "\"model\": {\"type\": \"BPE\", \"unk_token\": null, "
+         "\"byte_fallback\": false, \"vocab\": {" +
+         vocab + "}, \"merges\": [" + list + "]}}\n";
+}
+
+const std::string kText = "Hello world's 12345\n\n  x";
+
+TEST(TokenizerJson, PreTokenizesAsTheLlama3AndQwen2Patterns) {
+  EXPECT_EQ(Tokenizer::preTokenize(kText, 3),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", "123", "45",
+                                      "\n\n", " ", " x"}));
+  EXPECT_EQ(Tokenizer::preTokenize(kText, 1),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2",
+                                      "3", "4", "5", "\n\n", " ", " x"}));
+  // Contractions in any case, punctuation runs with their line ends, a
+  // space run giving its last character to the word after it (a tab
+  // counts as the optional non-letter before a word), a letter after
+  // punctuation, non-ASCII letters, trailing spaces.
+  EXPECT_EQ(
+      Tokenizer::preTokenize("I'LL go!!\n  \tok.x \xC3\xA9t\xC3\xA9  ", 3),
+      (std::vector<std::string>{"I", "'LL", " go", "!!\n", "  ", "\tok", ".x",
+                                " \xC3\xA9t\xC3\xA9", "  "}));
+}
+
+TEST(TokenizerJson, ByteLevelMergesWithinPreTokens) {
+  std::string error;
+  auto t = load("bytelevel3", byteLevelJson(kLlama3), &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->bos(), kBegin);
+  EXPECT_EQ(t->eos(), kEnd);
+  EXPECT_EQ(t->encode(kText, true),
+            (std::vector<int32_t>{kBegin, kHello, kGworld, '\'', 's', ' ', k123,
+                                  '4', '5', kNl2, ' ', ' ', 'x'}));
+  // Bytes are pieces of their own: é is two.
+  EXPECT_EQ(t->encode("\xC3\xA9", false), (std::vector<int32_t>{0xC3, 0xA9}));
+  // Decoding gives the bytes back, the space after BOS kept.
+  EXPECT_EQ(t->decode(kBegin, kGworld), " world");
+  EXPECT_EQ(t->decode(kGworld, kNl2), "\n\n");
+  // Qwen2's single digits: "12" and "123" cannot form across pre-tokens.
+  t = load("bytelevel1", byteLevelJson(kQwen2), &error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->encode("12345", false),
+            (std::vector<int32_t>{'1', '2', '3', '4', '5'}));
+}
+
+TEST(TokenizerJson, ByteLevelRefusals) {
+  std::string error;
+  std::string other = byteLevelJson(kLlama3);
+  other.replace(other.find("{1,3}"), 5, "+");
+  EXPECT_FALSE(load("pattern", other, &error));
+  EXPECT_NE(error.find("pre-tokenizer pattern"), std::string::npos) << error;
+  std::string lacking = byteLevelJson(kLlama3);
+  lacking.replace(lacking.find("\"x\": 120"), 8, "\"xx\": 120");
+  EXPECT_FALSE(load("lacking", lacking, &error));
+  EXPECT_NE(error.find("lacks byte 120"), std::string::npos) << error;
 }
 
 } // namespace
