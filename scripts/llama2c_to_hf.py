@@ -4,6 +4,7 @@
 
     llama2c_to_hf.py MODEL.bin OUT_DIR [--dtype f32|f16|bf16] [--shards N]
                      [--tokenizer TOK.bin]
+                     [--gguf FILE [--gguf-type f32|f16|q8_0|q4_0]]
 
 Writes OUT_DIR/config.json and OUT_DIR/model.safetensors (or N shards
 model-0000i-of-0000N.safetensors and model.safetensors.index.json), the way
@@ -16,7 +17,8 @@ to s * head_dim/2 + i. --tokenizer writes a llama2.c tokenizer file as the
 folder's tokenizer.json, as Hugging Face writes a SentencePiece BPE (Llama
 2's): the pieces with "\u2581" for spaces, <unk>, <s>, </s> and the
 <0xNN> byte-fallback tokens, and the merges of every piece into two pieces,
-ranked by the merged piece's score. Python 3 standard library only.
+ranked by the merged piece's score. --gguf also writes llama.cpp's GGUF
+(see write_gguf). Python 3 standard library only.
 """
 import argparse
 import json
@@ -166,6 +168,74 @@ def write_tokenizer_json(tok_path, out_path):
         f.write("\n")
 
 
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def quantize(values, kind):
+    """GGUF blocks of 32: an f16 scale then int8 (Q8_0) or nibble codes."""
+    out = bytearray()
+    for b in range(0, len(values), 32):
+        x = values[b:b + 32]
+        if kind == 8:  # Q8_0
+            d = max(abs(v) for v in x) / 127
+            inv = 1 / d if d else 0
+            out += struct.pack("<e", d)
+            out += struct.pack("<32b", *[int(round(v * inv)) for v in x])
+        else:  # Q4_0: the value of largest magnitude maps to -8
+            m = max(x, key=abs)
+            d = m / -8
+            inv = 1 / d if d else 0
+            q = [min(15, int(v * inv + 8.5)) for v in x]
+            out += struct.pack("<e", d)
+            out += bytes(q[j] | q[j + 16] << 4 for j in range(16))
+    return bytes(out)
+
+
+def write_gguf(path, c, tensors, kind):
+    """llama.cpp's GGUF (version 3, architecture llama): its tensor names,
+    dims innermost first, q/k rows in llama2.c's interleaved order (as
+    llama.cpp stores llama). kind: 0 F32, 1 F16, 8 Q8_0, 2 Q4_0; a tensor
+    whose rows are not whole blocks of 32 stays F32."""
+    u32, f32, string = 4, 6, 8
+    kvs = [("general.architecture", string, "llama"),
+           ("general.alignment", u32, 32),
+           ("llama.context_length", u32, c["seq_len"]),
+           ("llama.embedding_length", u32, c["dim"]),
+           ("llama.block_count", u32, c["layers"]),
+           ("llama.feed_forward_length", u32, c["hidden"]),
+           ("llama.attention.head_count", u32, c["heads"]),
+           ("llama.attention.head_count_kv", u32, c["kv_heads"]),
+           ("llama.attention.layer_norm_rms_epsilon", f32, 1e-5),
+           ("llama.rope.freq_base", f32, 10000.0),
+           ("llama.rope.dimension_count", u32, c["dim"] // c["heads"])]
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    for key, t, v in kvs:
+        head += gguf_string(key) + struct.pack("<I", t)
+        head += (gguf_string(v) if t == string else
+                 struct.pack("<f" if t == f32 else "<I", v))
+    blobs, infos, at = [], b"", 0
+    for name, shape, values in tensors:
+        dims = list(reversed(shape))
+        k = kind if dims[0] % 32 == 0 or kind in (0, 1) else 0
+        blob = (struct.pack("<%df" % len(values), *values) if k == 0 else
+                struct.pack("<%de" % len(values), *values) if k == 1 else
+                quantize(values, k))
+        infos += gguf_string(name) + struct.pack("<I", len(dims))
+        infos += struct.pack("<%dQ" % len(dims), *dims)
+        infos += struct.pack("<IQ", k, at)
+        blob += b"\0" * (-len(blob) % 32)
+        blobs.append(blob)
+        at += len(blob)
+    head += infos
+    head += b"\0" * (-len(head) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        for blob in blobs:
+            f.write(blob)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
@@ -173,6 +243,10 @@ def main():
     ap.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--tokenizer")
+    ap.add_argument("--gguf", metavar="FILE",
+                    help="also write the model as llama.cpp's GGUF")
+    ap.add_argument("--gguf-type", choices=["f32", "f16", "q8_0", "q4_0"],
+                    default="f32")
     args = ap.parse_args()
     c, t = read_llama2c(args.model)
     dim, hidden, layers = c["dim"], c["hidden"], c["layers"]
@@ -255,6 +329,31 @@ def main():
                   "w") as f:
             json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=2)
             f.write("\n")
+    if args.gguf:
+        names = {"model.embed_tokens.weight": "token_embd.weight",
+                 "model.norm.weight": "output_norm.weight",
+                 "lm_head.weight": "output.weight"}
+        parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output",
+                 "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down"}
+        g = []
+        for name, shape, values in tensors:
+            if name in names:
+                name = names[name]
+            else:
+                _, _, i, rest = name.split(".", 3)
+                part = rest.rsplit(".", 1)[0]
+                name = "blk.%s.%s.weight" % (i, parts[part])
+                if part in ("self_attn.q_proj", "self_attn.k_proj"):
+                    # Back to llama2.c's interleaved rows, as llama.cpp.
+                    values = layer("wq" if "q_proj" in part else "wk",
+                                   int(i), shape[0] * shape[1])
+            g.append((name, shape, values))
+        kind = {"f32": 0, "f16": 1, "q8_0": 8, "q4_0": 2}[args.gguf_type]
+        write_gguf(args.gguf, c, g, kind)
     if args.tokenizer:
         write_tokenizer_json(args.tokenizer,
                              os.path.join(args.out_dir, "tokenizer.json"))

@@ -1,7 +1,7 @@
 //===- kvq-import.cpp - a model checkpoint as an MLIR module --------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-//   kvq-import MODEL.bin|MODEL_DIR [options] [-o FILE]
+//   kvq-import MODEL.bin|MODEL.gguf|MODEL_DIR [options] [-o FILE]
 //
 // Writes the model (upstream dialects only, KV cache in plain tensors) for
 // kvq-opt --kvq-quantize-kv-cache. The weights stay in the checkpoint: the
@@ -28,10 +28,11 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   kvq::cli::setVersionPrinter("kvq-import");
   cl::OptionCategory category("kvq-import options");
-  cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<llama2.c checkpoint or Hugging Face "
-                                      "model folder>"),
-                             cl::cat(category));
+  cl::opt<std::string> input(
+      cl::Positional, cl::Required,
+      cl::desc("<llama2.c checkpoint, GGUF file or Hugging Face "
+               "model folder>"),
+      cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category));

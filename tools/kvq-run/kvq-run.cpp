@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
       cl::Positional, cl::Required,
-      cl::desc("<llama2.c checkpoint, Hugging Face model folder, or "
+      cl::desc("<llama2.c checkpoint, Hugging Face model folder, GGUF file, or "
                "random:dim,hidden,layers,heads,kv_heads,vocab,seq_len for "
                "random weights of that shape (--bench only)>"),
       cl::cat(cat));

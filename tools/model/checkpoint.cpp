@@ -1,6 +1,7 @@
 //===- checkpoint.cpp - a model file or folder, whatever its format -------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "tools/model/checkpoint.h"
+#include "tools/model/gguf.h"
 #include "tools/model/hf.h"
 
 #include <sys/stat.h>
@@ -16,6 +17,8 @@ std::optional<Llama2cCheckpoint> openCheckpoint(const std::string &path,
                                                 std::string *error) {
   if (isDirectory(path))
     return openHfFolder(path, error);
+  if (isGguf(path))
+    return openGguf(path, error);
   return Llama2cCheckpoint::open(path, error);
 }
 

@@ -2,8 +2,9 @@
 //-*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// What kvq-import and kvq-run open: a Hugging Face folder (hf.h) or a
-// llama2.c checkpoint (llama2c.h), as one Llama2cCheckpoint.
+// What kvq-import and kvq-run open: a Hugging Face folder (hf.h), a GGUF
+// file (gguf.h) or a llama2.c checkpoint (llama2c.h), as one
+// Llama2cCheckpoint.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_TOOLS_MODEL_CHECKPOINT_H
@@ -18,8 +19,9 @@ namespace kvq::model {
 
 bool isDirectory(const std::string &path);
 
-/// A directory is read as a Hugging Face folder, any other path as a
-/// llama2.c checkpoint. On failure returns nullopt and one line.
+/// A directory is read as a Hugging Face folder, a file starting with
+/// "GGUF" as GGUF (gguf.h), any other path as a llama2.c checkpoint. On failure
+/// returns nullopt and one line.
 std::optional<Llama2cCheckpoint> openCheckpoint(const std::string &path,
                                                 std::string *error);
 
