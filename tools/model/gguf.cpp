@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -387,7 +388,8 @@ std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
     if (heads > 0 && keyLen * heads != dim)
       c.explicitHeadDim = int32_t(keyLen);
   }
-  if (!(eps > 0 && eps < 1) || !(theta > 1 && theta < 1e12))
+  if (!(eps < 1 && float(eps) >= std::numeric_limits<float>::min()) ||
+      !(theta > 1 && theta < 1e12))
     return fail(arch + ".attention.layer_norm_rms_epsilon or " + arch +
                 ".rope.freq_base is out of range");
   c.normEps = float(eps);

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -282,9 +284,12 @@ std::optional<Llama2cConfig> parseHfConfig(const std::string &text,
   double eps = 1e-6, theta = 10000;
   if (!f.number("rms_norm_eps", eps) || !f.number("rope_theta", theta))
     return std::nullopt;
-  if (!(eps > 0 && eps < 1)) {
-    fail(error, "config.json: rms_norm_eps " + std::to_string(eps) +
-                    " is not in (0, 1)");
+  // The graph adds eps in f32: it must be a normal f32 too.
+  if (!(eps < 1 && float(eps) >= std::numeric_limits<float>::min())) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", eps);
+    fail(error, std::string("config.json: rms_norm_eps ") + text +
+                    " is not in [1.2e-38, 1) (a positive normal f32)");
     return std::nullopt;
   }
   if (!(theta > 1 && theta < 1e12)) {
