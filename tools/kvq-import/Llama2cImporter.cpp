@@ -253,7 +253,7 @@ private:
                    });
   }
 
-  /// x / sqrt(mean(x^2) + 1e-5) * g over the last dim of [n, dim].
+  /// x / sqrt(mean(x^2) + eps) * g over the last dim of [n, dim].
   Val rmsnorm(const Val &x, const Val &g) {
     int64_t rows = x.dims[0];
     Val init = filled({rows}, zero);
@@ -264,7 +264,7 @@ private:
                        return op("arith.addf " + a[1] + ", " + sq + " : f32");
                      });
     std::string invDim = cst(1.0f / float(c.dim));
-    std::string eps = cst(1e-5f);
+    std::string eps = cst(c.normEps);
     Val outInit = empty(x.dims);
     return generic(2, parallel(2),
                    {{x, dimsOf({0, 1})}, {ss, dimsOf({0})}, {g, dimsOf({1})}},
@@ -280,31 +280,66 @@ private:
                    });
   }
 
-  /// RoPE on [n, heads, head_dim], interleaved pairs (2i, 2i+1) rotated by
-  /// (pos + token) * 10000^(-2i/head_dim), in f32 as llama2.c computes it.
+  /// RoPE on [n, heads, head_dim] in f32, as llama2.c computes it: pair i
+  /// (channels (2i, 2i+1) when interleaved, (i, i + head_dim/2) when half)
+  /// rotated by (pos + token) * f_i. Unscaled, f_i = 1 / theta^(2i/head_dim)
+  /// is computed in the graph; with a rope_scaling it comes from a constant
+  /// table (model::ropeInverseFrequencies).
   Val rope(const Val &x) {
     int64_t heads = x.dims[1], hd = c.headDim();
-    Val pairs = reshape(x, {n, heads, hd / 2, 2}, "[[0], [1], [2, 3]]", true);
-    std::string theta = cst(10000.0f);
-    std::string invHd = cst(1.0f / float(hd));
-    std::string two = cst(2.0f);
+    bool half = c.ropePairs == model::RopePairs::Half;
+    // Pairs as [n, heads, hd/2, 2] (interleaved) or [n, heads, 2, hd/2].
+    Val pairs = reshape(x,
+                        half ? std::vector<int64_t>{n, heads, 2, hd / 2}
+                             : std::vector<int64_t>{n, heads, hd / 2, 2},
+                        "[[0], [1], [2, 3]]", true);
+    std::vector<std::string> first = {"d0", "d1", "d2", "0"},
+                             second = {"d0", "d1", "d2", "1"};
+    if (half)
+      first = {"d0", "d1", "0", "d3"}, second = {"d0", "d1", "1", "d3"};
+    const char *pairDim = half ? "3" : "2", *memberDim = half ? "2" : "3";
+    bool scaled = c.ropeScaling.kind != model::RopeScaling::Kind::None;
+    std::string theta, invHd, two, table;
+    std::string tableType = tensorType({hd / 2}, "f32");
+    if (scaled) {
+      std::vector<std::string> values;
+      for (double f : model::ropeInverseFrequencies(c))
+        values.push_back(f32Literal(float(f)));
+      table = fresh();
+      out << "    " << table << " = arith.constant dense<["
+          << join(values, ", ") << "]> : " << tableType << "\n";
+    } else {
+      theta = cst(c.ropeTheta);
+      invHd = cst(1.0f / float(hd));
+      two = cst(2.0f);
+    }
     Val init = empty(pairs.dims);
     Val rotated = generic(
-        4, parallel(4),
-        {{pairs, {"d0", "d1", "d2", "0"}}, {pairs, {"d0", "d1", "d2", "1"}}},
-        init, identity(4), [&](auto a) {
+        4, parallel(4), {{pairs, first}, {pairs, second}}, init, identity(4),
+        [&](auto a) {
           std::string t = op("linalg.index 0 : index");
-          std::string i = op("linalg.index 2 : index");
-          std::string j = op("linalg.index 3 : index");
+          std::string i =
+              op(std::string("linalg.index ") + pairDim + " : index");
+          std::string j =
+              op(std::string("linalg.index ") + memberDim + " : index");
           std::string p = op("arith.addi %pos, " + t + " : index");
           std::string pi = op("arith.index_cast " + p + " : index to i64");
           std::string pf = op("arith.sitofp " + pi + " : i64 to f32");
-          std::string ii = op("arith.index_cast " + i + " : index to i64");
-          std::string iff = op("arith.sitofp " + ii + " : i64 to f32");
-          std::string twoI = op("arith.mulf " + iff + ", " + two + " : f32");
-          std::string expo = op("arith.mulf " + twoI + ", " + invHd + " : f32");
-          std::string denom = op("math.powf " + theta + ", " + expo + " : f32");
-          std::string freq = op("arith.divf " + pf + ", " + denom + " : f32");
+          std::string freq;
+          if (scaled) {
+            std::string inv =
+                op("tensor.extract " + table + "[" + i + "] : " + tableType);
+            freq = op("arith.mulf " + pf + ", " + inv + " : f32");
+          } else {
+            std::string ii = op("arith.index_cast " + i + " : index to i64");
+            std::string iff = op("arith.sitofp " + ii + " : i64 to f32");
+            std::string twoI = op("arith.mulf " + iff + ", " + two + " : f32");
+            std::string expo =
+                op("arith.mulf " + twoI + ", " + invHd + " : f32");
+            std::string denom =
+                op("math.powf " + theta + ", " + expo + " : f32");
+            freq = op("arith.divf " + pf + ", " + denom + " : f32");
+          }
           std::string cosv = op("math.cos " + freq + " : f32");
           std::string sinv = op("math.sin " + freq + " : f32");
           std::string x0c = op("arith.mulf " + a[0] + ", " + cosv + " : f32");
@@ -320,6 +355,15 @@ private:
                     " : f32");
         });
     return reshape(rotated, x.dims, "[[0], [1], [2, 3]]", false);
+  }
+
+  /// x [n, out] + b [out].
+  Val addBias(const Val &x, const Val &b) {
+    Val init = empty(x.dims);
+    return generic(2, parallel(2), {{x, dimsOf({0, 1})}, {b, dimsOf({1})}},
+                   init, identity(2), [&](auto a) {
+                     return op("arith.addf " + a[0] + ", " + a[1] + " : f32");
+                   });
   }
 
   /// f32 <-> the cache's element type, elementwise.
@@ -559,11 +603,15 @@ private:
     for (int64_t l = 0; l < c.layers; ++l) {
       out << "    // layer " << l << "\n";
       Val h = rmsnorm(x, weight(layout.attnNorm + l * dim, 1, dim));
-      Val q = project(h, weight(layout.wq + l * dim * dim, dim, dim));
-      Val k =
-          project(h, weight(layout.wk + l * c.kvDim() * dim, c.kvDim(), dim));
-      Val v =
-          project(h, weight(layout.wv + l * c.kvDim() * dim, c.kvDim(), dim));
+      int64_t qDim = c.qDim(), kvDim = c.kvDim();
+      Val q = project(h, weight(layout.wq + l * qDim * dim, qDim, dim));
+      Val k = project(h, weight(layout.wk + l * kvDim * dim, kvDim, dim));
+      Val v = project(h, weight(layout.wv + l * kvDim * dim, kvDim, dim));
+      if (c.qkvBias) {
+        q = addBias(q, weight(layout.bq + l * qDim, 1, qDim));
+        k = addBias(k, weight(layout.bk + l * kvDim, 1, kvDim));
+        v = addBias(v, weight(layout.bv + l * kvDim, 1, kvDim));
+      }
       q = rope(reshape(q, {n, c.heads, hd}, "[[0], [1, 2]]", true));
       k = rope(reshape(k, {n, kvh, hd}, "[[0], [1, 2]]", true));
       Val v3 = reshape(v, {n, kvh, hd}, "[[0], [1, 2]]", true);
@@ -572,7 +620,9 @@ private:
       std::string &vc = perLayer() ? live[2 * l + 1] : live[1];
       Val values = writeAndRead(vc, l, v3);
       Val att = attention(q, keys, values);
-      Val o = project(att, weight(layout.wo + l * dim * dim, dim, dim));
+      Val o = project(att, weight(layout.wo + l * dim * qDim, dim, qDim));
+      if (c.outBias)
+        o = addBias(o, weight(layout.bo + l * dim, 1, dim));
       x = elementwise2(x, o, "arith.addf");
       // Feed-forward: w2 (silu(w1 h) * w3 h).
       Val h2 = rmsnorm(x, weight(layout.ffnNorm + l * dim, 1, dim));

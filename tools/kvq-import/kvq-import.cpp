@@ -1,7 +1,7 @@
-//===- kvq-import.cpp - a llama2.c checkpoint as an MLIR module -----------===//
+//===- kvq-import.cpp - a model checkpoint as an MLIR module --------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-//   kvq-import MODEL.bin [options] [-o FILE]
+//   kvq-import MODEL.bin|MODEL.gguf|MODEL_DIR [options] [-o FILE]
 //
 // Writes the model (upstream dialects only, KV cache in plain tensors) for
 // kvq-opt --kvq-quantize-kv-cache. The weights stay in the checkpoint: the
@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-import/Llama2cImporter.h"
+#include "tools/model/checkpoint.h"
 
 #include "cl_version.h"
 #include "vocabulary.h"
@@ -27,9 +28,11 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   kvq::cli::setVersionPrinter("kvq-import");
   cl::OptionCategory category("kvq-import options");
-  cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<llama2.c checkpoint>"),
-                             cl::cat(category));
+  cl::opt<std::string> input(
+      cl::Positional, cl::Required,
+      cl::desc("<llama2.c checkpoint, GGUF file or Hugging Face "
+               "model folder>"),
+      cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category));
@@ -71,7 +74,8 @@ int main(int argc, char **argv) {
                                   {"--prefill-tokens"}, renamed);
   kvq::cli::parseCommandLine(
       "kvq-import", argc, argv,
-      "kvq-import: a llama2.c checkpoint as an MLIR module (func, arith, "
+      "kvq-import: a llama2.c checkpoint or Hugging Face folder as an MLIR "
+      "module (func, arith, "
       "math, tensor, linalg) with an explicit KV cache\n");
 
   auto fail = [](const std::string &message) {
@@ -84,7 +88,7 @@ int main(int argc, char **argv) {
     return fail("--softmax must be linalg or expanded, got '" + softmax + "'");
 
   std::string error;
-  auto ckpt = kvq::model::Llama2cCheckpoint::open(input, &error);
+  auto ckpt = kvq::model::openCheckpoint(input, &error);
   if (!ckpt)
     return fail(error);
   ImportOptions options;

@@ -118,8 +118,8 @@ int runDecodeBench(
         llvm::errs() << "kvq-run: error: " << error << "\n";
         return 2;
       }
-      std::vector<float> kv(size_t(c.kvDim()), 0.5f), q(size_t(c.dim), 0.25f),
-          out(size_t(c.dim));
+      std::vector<float> kv(size_t(c.kvDim()), 0.5f),
+          q(size_t(c.qDim()), 0.25f), out(size_t(c.qDim()));
       std::vector<double> attention;
       for (int r = 0; r < repetitions; ++r) {
         auto start = clock::now();

@@ -3,6 +3,7 @@
 //
 //   kvq-run MODEL.bin [--prompt TEXT] [--steps N] [--method LIST] ...
 //   kvq-run MODEL.bin --perplexity FILE [--method LIST] [--json]
+//   kvq-run MODEL.bin --tokens IDS_FILE [--method LIST] [--json]
 //
 // Each method compiles the model in process (kvq-import, then
 // --kvq-quantize-kv-cache unless the method is `none`, --kvq-to-llvm, JIT).
@@ -11,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/model/checkpoint.h"
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
@@ -140,9 +142,11 @@ std::string jsonString(const std::string &s) {
 }
 
 /// Documents of a perplexity file: each non-empty line. A file of integers
-/// only is read as token ids (one document per line, BOS not added).
+/// only is read as token ids (one document per line, BOS not added); with
+/// `idsOnly` (--tokens) it must be one, and no tokenizer is needed.
 std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
-                                                const model::Tokenizer &tok,
+                                                const model::Tokenizer *tok,
+                                                int32_t vocab, bool idsOnly,
                                                 std::string *error) {
   std::ifstream in(path);
   if (!in) {
@@ -150,24 +154,39 @@ std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
     return {};
   }
   std::vector<std::string> lines;
+  std::vector<size_t> lineNumbers;
+  size_t number = 0;
   for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(" \t\r") != std::string::npos)
+    if (++number, line.find_first_not_of(" \t\r") != std::string::npos) {
       lines.push_back(line);
+      lineNumbers.push_back(number);
+    }
   bool ids = !lines.empty();
-  for (const std::string &l : lines)
-    ids = ids && l.find_first_not_of("0123456789 \t\r") == std::string::npos;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    bool digits =
+        lines[i].find_first_not_of("0123456789 \t\r") == std::string::npos;
+    if (idsOnly && !digits) {
+      *error = path + ": line " + std::to_string(lineNumbers[i]) +
+               " is not token ids (non-negative integers separated by spaces)";
+      return {};
+    }
+    ids = ids && digits;
+  }
   std::vector<std::vector<int32_t>> docs;
   for (const std::string &l : lines) {
     if (!ids) {
-      docs.push_back(tok.encode(l, /*bos=*/true));
+      docs.push_back(tok->encode(l, /*bos=*/true));
       continue;
     }
     std::istringstream s(l);
     std::vector<int32_t> d;
-    for (long long v; s >> v;) {
-      if (v < 0 || v >= tok.vocabSize()) {
-        *error = path + ": token id " + std::to_string(v) +
-                 " is outside the vocabulary";
+    for (std::string word; s >> word;) {
+      // At most 10 digits: beyond any vocabulary, never an overflow.
+      long long v = word.size() > 10 ? -1 : std::stoll(word);
+      if (v < 0 || v >= vocab) {
+        *error = path + ": token id " + kvq::cli::printable(word, 24) +
+                 " is outside the vocabulary [0, " + std::to_string(vocab) +
+                 ")";
         return {};
       }
       d.push_back(int32_t(v));
@@ -194,14 +213,15 @@ int main(int argc, char **argv) {
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
       cl::Positional, cl::Required,
-      cl::desc("<llama2.c checkpoint, or random:dim,hidden,layers,heads,"
-               "kv_heads,vocab,seq_len for random weights of that shape "
-               "(--bench only)>"),
+      cl::desc("<llama2.c checkpoint, Hugging Face model folder, GGUF file, or "
+               "random:dim,hidden,layers,heads,kv_heads,vocab,seq_len for "
+               "random weights of that shape (--bench only)>"),
       cl::cat(cat));
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
-      cl::desc("Tokenizer file (default: tok<vocab>.bin or tokenizer.bin next "
-               "to the model)"),
+      cl::desc("Tokenizer file: llama2.c's, or a Hugging Face tokenizer.json "
+               "(default: tokenizer.json, tok<vocab>.bin or tokenizer.bin "
+               "next to the model or in its folder)"),
       cl::cat(cat));
   cl::opt<std::string> prompt("prompt", cl::desc("Text to continue"),
                               cl::init("Once upon a time"), cl::cat(cat));
@@ -230,6 +250,12 @@ int main(int argc, char **argv) {
       "perplexity",
       cl::desc("Report perplexity on FILE (one document per non-empty line; "
                "text, or token ids) instead of generating"),
+      cl::value_desc("FILE"), cl::cat(cat));
+  cl::opt<std::string> tokensFile(
+      "tokens",
+      cl::desc("Report perplexity on FILE of token ids (one document per "
+               "non-empty line, ids separated by spaces, BOS not added); no "
+               "tokenizer is read"),
       cl::value_desc("FILE"), cl::cat(cat));
   cl::opt<int64_t> promptTokens(
       "prefill",
@@ -324,7 +350,7 @@ int main(int argc, char **argv) {
         std::remove(path.c_str());
     }
   } removeScratch{scratch};
-  auto ckpt = model::Llama2cCheckpoint::open(path, &error);
+  auto ckpt = model::openCheckpoint(path, &error);
   if (!ckpt)
     return fail(error);
   const auto &config = ckpt->config();
@@ -349,10 +375,19 @@ int main(int argc, char **argv) {
       return fail("--bench-steps must be in [1, 1000]");
     return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json);
   }
+  if (!tokensFile.empty() && !perplexity.empty())
+    return fail("--tokens and --perplexity both name the documents; give one");
+  const bool idsOnly = !tokensFile.empty();
+  const std::string evalFile =
+      idsOnly ? std::string(tokensFile) : std::string(perplexity);
   std::string tokPath = tokenizerPath;
-  if (tokPath.empty()) {
+  if (tokPath.empty() && !idsOnly) {
+    // Next to a file; inside a folder.
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
-    for (std::string name : {"tok" + std::to_string(config.vocab) + ".bin",
+    if (model::isDirectory(path))
+      dir = path + "/";
+    for (std::string name : {std::string("tokenizer.json"),
+                             "tok" + std::to_string(config.vocab) + ".bin",
                              std::string("tokenizer.bin")}) {
       if (std::ifstream(dir + name)) {
         tokPath = dir + name;
@@ -360,12 +395,17 @@ int main(int argc, char **argv) {
       }
     }
     if (tokPath.empty())
-      return fail("no tokenizer next to " + modelPath + " (tok" +
-                  std::to_string(config.vocab) +
+      return fail("no tokenizer next to " + modelPath +
+                  " (tokenizer.json, tok" + std::to_string(config.vocab) +
                   ".bin or tokenizer.bin); pass --tokenizer");
   }
-  auto tok = model::Tokenizer::load(tokPath, config.vocab, &error);
-  if (!tok)
+  std::optional<model::Tokenizer> tok;
+  const bool tokJson = tokPath.size() > 5 &&
+                       tokPath.compare(tokPath.size() - 5, 5, ".json") == 0;
+  if (!tokPath.empty() &&
+      !(tok = tokJson
+                  ? model::Tokenizer::loadJson(tokPath, config.vocab, &error)
+                  : model::Tokenizer::load(tokPath, config.vocab, &error)))
     return fail(error);
   std::vector<MethodSpec> specs = parseMethods(methods, &error);
   if (specs.empty())
@@ -374,7 +414,7 @@ int main(int argc, char **argv) {
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
 
-  if (perplexity.empty()) {
+  if (evalFile.empty()) {
     // Generation, once per method.
     std::vector<int32_t> ids = tok->encode(prompt, /*bos=*/true);
     if (int64_t(ids.size()) + steps > config.seqLen)
@@ -404,7 +444,7 @@ int main(int argc, char **argv) {
           return fail(m.label + ": " + *bad);
         }
         int32_t next = sample(logits, config.vocab, temperature, rng);
-        if (next == model::Tokenizer::kBos || next == model::Tokenizer::kEos)
+        if (next == tok->bos() || next == tok->eos())
           break;
         llvm::outs() << tok->decode(prev, next);
         llvm::outs().flush();
@@ -425,7 +465,8 @@ int main(int argc, char **argv) {
   }
 
   // Perplexity.
-  auto docs = readDocuments(perplexity, *tok, &error);
+  auto docs = readDocuments(evalFile, tok ? &*tok : nullptr, config.vocab,
+                            idsOnly, &error);
   if (docs.empty())
     return fail(error);
   if (promptTokens < 1 || promptTokens >= config.seqLen)
@@ -497,7 +538,7 @@ int main(int argc, char **argv) {
   double base = results.front().perplexity;
   if (json) {
     llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
-                 << ",\n  \"eval_file\": " << jsonString(perplexity)
+                 << ",\n  \"eval_file\": " << jsonString(evalFile)
                  << ",\n  \"documents\": " << usable
                  << ",\n  \"prompt_tokens\": " << promptTokens
                  << ",\n  \"decoded_tokens\": " << results.front().decoded
@@ -519,7 +560,7 @@ int main(int argc, char **argv) {
     llvm::outs() << "  ]\n}\n";
     return 0;
   }
-  llvm::outs() << "perplexity of " << modelPath << " on " << perplexity << ": "
+  llvm::outs() << "perplexity of " << modelPath << " on " << evalFile << ": "
                << usable << " documents, " << promptTokens << "-token prefill, "
                << results.front().decoded
                << " tokens decoded one at a time (teacher forcing)\n\n";

@@ -32,6 +32,43 @@ bool fail(std::string *error, const std::string &message) {
 }
 } // namespace
 
+bool checkModelShape(const Llama2cConfig &c, const ShapeFieldNames &names,
+                     std::string *error) {
+  const std::string prefix = names.source + std::string(": ");
+  auto range = [&](const char *name, int64_t v, int64_t max) {
+    if (v > 0 && v <= max)
+      return true;
+    return fail(error, prefix + name + " " + std::to_string(v) +
+                           " is not in [1, " + std::to_string(max) + "]");
+  };
+  if (!range(names.dim, c.dim, kMaxDim) ||
+      !range(names.hiddenDim, c.hiddenDim, kMaxHidden) ||
+      !range(names.layers, c.layers, kMaxLayers) ||
+      !range(names.heads, c.heads, c.dim) ||
+      !range(names.kvHeads, c.kvHeads, c.heads) ||
+      !range(names.vocab, c.vocab, kMaxVocab) ||
+      !range(names.seqLen, c.seqLen, kMaxSeqLen))
+    return false;
+  if (c.explicitHeadDim == 0 && c.dim % c.heads != 0)
+    return fail(error, prefix + names.heads + " " + std::to_string(c.heads) +
+                           " does not divide " + names.dim + " " +
+                           std::to_string(c.dim));
+  if (c.explicitHeadDim != 0 && !range("head_dim", c.explicitHeadDim, kMaxDim))
+    return false;
+  if (int64_t(c.qDim()) > kMaxDim)
+    return fail(error, prefix + names.heads + " x head_dim " +
+                           std::to_string(int64_t(c.heads) * c.headDim()) +
+                           " exceeds " + std::to_string(kMaxDim));
+  if (c.heads % c.kvHeads != 0)
+    return fail(error, prefix + names.kvHeads + " " +
+                           std::to_string(c.kvHeads) + " does not divide " +
+                           names.heads + " " + std::to_string(c.heads));
+  if (c.headDim() % 2 != 0)
+    return fail(error, prefix + "head_dim " + std::to_string(c.headDim()) +
+                           " is odd; RoPE rotates channel pairs");
+  return true;
+}
+
 std::optional<Llama2cConfig> parseLlama2cHeader(const int32_t h[7],
                                                 std::string *error) {
   Llama2cConfig c;
@@ -43,42 +80,44 @@ std::optional<Llama2cConfig> parseLlama2cHeader(const int32_t h[7],
   c.sharedClassifier = h[5] > 0;
   c.vocab = h[5] == INT32_MIN ? 0 : (h[5] < 0 ? -h[5] : h[5]);
   c.seqLen = h[6];
-  auto range = [&](const char *name, int32_t v, int32_t max) {
-    if (v > 0 && v <= max)
-      return true;
-    return fail(error, std::string("llama2.c header: ") + name + " " +
-                           std::to_string(v) + " is not in [1, " +
-                           std::to_string(max) + "]");
-  };
-  if (!range("dim", c.dim, kMaxDim) ||
-      !range("hidden_dim", c.hiddenDim, kMaxHidden) ||
-      !range("n_layers", c.layers, kMaxLayers) ||
-      !range("n_heads", c.heads, c.dim) ||
-      !range("n_kv_heads", c.kvHeads, c.heads) ||
-      !range("vocab_size", c.vocab, kMaxVocab) ||
-      !range("seq_len", c.seqLen, kMaxSeqLen))
+  static const ShapeFieldNames names = {
+      "llama2.c header", "dim",        "hidden_dim", "n_layers",
+      "n_heads",         "n_kv_heads", "vocab_size", "seq_len"};
+  if (!checkModelShape(c, names, error))
     return std::nullopt;
-  if (c.dim % c.heads != 0) {
-    fail(error, "llama2.c header: n_heads " + std::to_string(c.heads) +
-                    " does not divide dim " + std::to_string(c.dim));
-    return std::nullopt;
-  }
-  if (c.heads % c.kvHeads != 0) {
-    fail(error, "llama2.c header: n_kv_heads " + std::to_string(c.kvHeads) +
-                    " does not divide n_heads " + std::to_string(c.heads));
-    return std::nullopt;
-  }
-  if (c.headDim() % 2 != 0) {
-    fail(error, "llama2.c header: head_dim " + std::to_string(c.headDim()) +
-                    " is odd; RoPE rotates channel pairs");
-    return std::nullopt;
-  }
   return c;
+}
+
+std::vector<double> ropeInverseFrequencies(const Llama2cConfig &c) {
+  const int64_t d = c.headDim();
+  const RopeScaling &s = c.ropeScaling;
+  std::vector<double> f(size_t(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) {
+    double inv = std::pow(double(c.ropeTheta), -2.0 * double(i) / double(d));
+    if (s.kind == RopeScaling::Kind::Linear) {
+      inv /= s.factor;
+    } else if (s.kind == RopeScaling::Kind::Llama3) {
+      // Wavelengths above original / low_freq_factor are divided by the
+      // factor, those below original / high_freq_factor kept, and those
+      // between interpolated by original / wavelength.
+      const double wavelength = 2 * M_PI / inv;
+      const double ratio = double(s.originalContext) / wavelength;
+      if (ratio < s.lowFreqFactor) {
+        inv /= s.factor;
+      } else if (ratio <= s.highFreqFactor) {
+        double smooth =
+            (ratio - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        inv = (1 - smooth) * inv / s.factor + smooth * inv;
+      }
+    }
+    f[size_t(i)] = inv;
+  }
+  return f;
 }
 
 Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
   const int64_t dim = c.dim, hidden = c.hiddenDim, layers = c.layers;
-  const int64_t kvDim = c.kvDim(), headDim = c.headDim();
+  const int64_t qDim = c.qDim(), kvDim = c.kvDim(), headDim = c.headDim();
   Llama2cLayout l;
   int64_t at = 0;
   auto take = [&](int64_t floats) {
@@ -88,19 +127,27 @@ Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
   };
   l.embedding = take(int64_t(c.vocab) * dim);
   l.attnNorm = take(layers * dim);
-  l.wq = take(layers * dim * dim);
+  l.wq = take(layers * qDim * dim);
   l.wk = take(layers * kvDim * dim);
   l.wv = take(layers * kvDim * dim);
-  l.wo = take(layers * dim * dim);
+  l.wo = take(layers * dim * qDim);
   l.ffnNorm = take(layers * dim);
   l.w1 = take(layers * hidden * dim);
   l.w2 = take(layers * dim * hidden);
   l.w3 = take(layers * hidden * dim);
   l.finalNorm = take(dim);
-  take(int64_t(c.seqLen) * headDim); // legacy RoPE tables (cos and sin),
-                                     // unused: RoPE is recomputed
+  if (c.legacyRopeTables)
+    take(int64_t(c.seqLen) * headDim); // legacy RoPE tables (cos and sin),
+                                       // unused: RoPE is recomputed
   l.classifier =
       c.sharedClassifier ? l.embedding : take(int64_t(c.vocab) * dim);
+  if (c.qkvBias) {
+    l.bq = take(layers * qDim);
+    l.bk = take(layers * kvDim);
+    l.bv = take(layers * kvDim);
+  }
+  if (c.outBias)
+    l.bo = take(layers * dim);
   l.total = at;
   return l;
 }
@@ -108,13 +155,14 @@ Llama2cLayout llama2cLayout(const Llama2cConfig &c) {
 std::vector<Llama2cTensor> llama2cTensors(const Llama2cConfig &c,
                                            const Llama2cLayout &l) {
   const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim();
+  const int64_t qDim = c.qDim();
   std::vector<Llama2cTensor> t = {
       {"token_embedding_table", l.embedding, int64_t(c.vocab) * dim, false},
       {"rms_att_weight", l.attnNorm, dim, true},
-      {"wq", l.wq, dim * dim, true},
+      {"wq", l.wq, qDim * dim, true},
       {"wk", l.wk, kvDim * dim, true},
       {"wv", l.wv, kvDim * dim, true},
-      {"wo", l.wo, dim * dim, true},
+      {"wo", l.wo, dim * qDim, true},
       {"rms_ffn_weight", l.ffnNorm, dim, true},
       {"w1", l.w1, hidden * dim, true},
       {"w2", l.w2, dim * hidden, true},
@@ -123,6 +171,13 @@ std::vector<Llama2cTensor> llama2cTensors(const Llama2cConfig &c,
   };
   if (!c.sharedClassifier)
     t.push_back({"wcls", l.classifier, int64_t(c.vocab) * dim, false});
+  if (c.qkvBias) {
+    t.push_back({"bq", l.bq, qDim, true});
+    t.push_back({"bk", l.bk, kvDim, true});
+    t.push_back({"bv", l.bv, kvDim, true});
+  }
+  if (c.outBias)
+    t.push_back({"bo", l.bo, dim, true});
   return t;
 }
 
@@ -170,7 +225,18 @@ Llama2cCheckpoint::~Llama2cCheckpoint() = default;
 Llama2cCheckpoint::Llama2cCheckpoint(Llama2cCheckpoint &&) = default;
 Llama2cCheckpoint &Llama2cCheckpoint::operator=(Llama2cCheckpoint &&) = default;
 
+Llama2cCheckpoint Llama2cCheckpoint::fromWeights(const Llama2cConfig &config,
+                                                 std::vector<float> weights) {
+  Llama2cCheckpoint ckpt;
+  ckpt.config_ = config;
+  ckpt.layout_ = llama2cLayout(config);
+  ckpt.owned_ = std::move(weights);
+  return ckpt;
+}
+
 const float *Llama2cCheckpoint::weights() const {
+  if (!mapping_)
+    return owned_.data();
   return reinterpret_cast<const float *>(
       static_cast<const char *>(mapping_->base) + kLlama2cHeaderBytes);
 }

@@ -20,6 +20,24 @@
 
 namespace kvq::model {
 
+/// How RoPE pairs the channels of a head: (2i, 2i+1) as llama2.c, or
+/// (i, i + head_dim/2) as Hugging Face's Llama, Mistral and Qwen2.
+enum class RopePairs { Interleaved, Half };
+
+/// RoPE's frequency scaling (config.json's rope_scaling): none; linear
+/// (every inverse frequency divided by `factor`); llama3 (Llama 3.1's
+/// wavelength-dependent division by `factor`, smoothed between the low-
+/// and high-frequency wavelengths of `originalContext`).
+struct RopeScaling {
+  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
+  int64_t originalContext = 0;
+};
+
+/// The model of a llama2.c checkpoint, and of the Hugging Face and GGUF
+/// models of the same architecture (tools/model/checkpoint.h): the fields
+/// after the header's seven are what a llama2.c file cannot say, with
+/// llama2.c's values as defaults.
 struct Llama2cConfig {
   int32_t dim = 0;
   int32_t hiddenDim = 0;
@@ -30,10 +48,29 @@ struct Llama2cConfig {
   int32_t seqLen = 0;
   /// The classifier is the token embedding table (vocab_size > 0 on disk).
   bool sharedClassifier = true;
+  /// Channels per head; 0 means dim / heads (llama2.c's rule).
+  int32_t explicitHeadDim = 0;
+  float normEps = 1e-5f;
+  float ropeTheta = 10000.0f;
+  RopePairs ropePairs = RopePairs::Interleaved;
+  RopeScaling ropeScaling;
+  /// q, k and v projections have biases (Qwen2; Llama's attention_bias).
+  bool qkvBias = false;
+  /// The output projection has a bias (Llama's attention_bias).
+  bool outBias = false;
+  /// The file holds llama2.c's two unused RoPE tables before the classifier.
+  bool legacyRopeTables = true;
 
-  int32_t headDim() const { return dim / heads; }
+  int32_t headDim() const {
+    return explicitHeadDim > 0 ? explicitHeadDim : dim / heads;
+  }
+  int32_t qDim() const { return heads * headDim(); }
   int32_t kvDim() const { return kvHeads * headDim(); }
 };
+
+/// The inverse frequency f_i of each RoPE pair i < head_dim/2 (the angle at
+/// position p is p * f_i), rope_scaling applied, in double.
+std::vector<double> ropeInverseFrequencies(const Llama2cConfig &config);
 
 /// Offsets, in floats from the first weight, of each weight array. Per-layer
 /// arrays are stacked: layer l of wq starts at wq + l * dim * dim.
@@ -41,16 +78,29 @@ struct Llama2cLayout {
   int64_t embedding = 0, attnNorm = 0, wq = 0, wk = 0, wv = 0, wo = 0;
   int64_t ffnNorm = 0, w1 = 0, w2 = 0, w3 = 0, finalNorm = 0;
   int64_t classifier = 0;
+  /// Biases (stacked per layer), when the config has them; else 0.
+  int64_t bq = 0, bk = 0, bv = 0, bo = 0;
   /// Floats the checkpoint holds after the header.
   int64_t total = 0;
 };
 
 constexpr int64_t kLlama2cHeaderBytes = 7 * sizeof(int32_t);
 
-/// Checks a header's values (positive sizes, heads dividing dim, KV heads
-/// dividing heads, an even head_dim for RoPE, bounds that keep every size
-/// product far from overflow). On failure returns nullopt and a one-line
-/// message.
+/// How a format names the shape fields (for messages).
+struct ShapeFieldNames {
+  const char *source; ///< "llama2.c header", "config.json", ...
+  const char *dim, *hiddenDim, *layers, *heads, *kvHeads, *vocab, *seqLen;
+};
+
+/// Checks a config's shape: positive sizes within bounds that keep every
+/// size product far from overflow, heads dividing dim (unless head_dim is
+/// explicit), KV heads dividing heads, an even head_dim for RoPE. On
+/// failure returns false and a one-line message naming the field.
+bool checkModelShape(const Llama2cConfig &config, const ShapeFieldNames &names,
+                     std::string *error);
+
+/// A header's config, checked by checkModelShape. On failure returns
+/// nullopt and a one-line message.
 std::optional<Llama2cConfig> parseLlama2cHeader(const int32_t header[7],
                                                 std::string *error);
 
@@ -85,6 +135,10 @@ class Llama2cCheckpoint {
 public:
   static std::optional<Llama2cCheckpoint> open(const std::string &path,
                                                std::string *error);
+  /// A model converted in memory from another format: `weights` holds
+  /// llama2cLayout(config).total floats at that layout's offsets.
+  static Llama2cCheckpoint fromWeights(const Llama2cConfig &config,
+                                       std::vector<float> weights);
   // Defined where Mapping is complete.
   Llama2cCheckpoint(Llama2cCheckpoint &&);
   Llama2cCheckpoint &operator=(Llama2cCheckpoint &&);
@@ -99,7 +153,8 @@ public:
 private:
   Llama2cCheckpoint() = default;
   struct Mapping;
-  std::unique_ptr<Mapping> mapping_;
+  std::unique_ptr<Mapping> mapping_; // a llama2.c file
+  std::vector<float> owned_;         // or converted weights
   Llama2cConfig config_;
   Llama2cLayout layout_;
 };

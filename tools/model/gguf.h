@@ -1,0 +1,33 @@
+//===- gguf.h - GGUF model files (llama.cpp's format) -----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// A GGUF file (versions 2 and 3) of architecture "llama" (Llama, Mistral)
+// or "qwen2", as one Llama2cCheckpoint: the config from the `ARCH.*`
+// metadata, every weight widened or dequantized to f32 (F32, F16, BF16,
+// Q8_0, Q4_0) into llama2cLayout. llama.cpp stores llama's q/k rows in
+// interleaved-pair order (its conversion undoes Hugging Face's
+// permutation) and Qwen2's as Hugging Face does, so the config says
+// RopePairs::Interleaved or Half. The whole header (metadata, tensor
+// table, offsets, alignment, sizes) is checked before any weight is read;
+// anything not understood is one error naming it. Plain C++, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_TOOLS_MODEL_GGUF_H
+#define KVQ_TOOLS_MODEL_GGUF_H
+
+#include "tools/model/llama2c.h"
+
+#include <optional>
+#include <string>
+
+namespace kvq::model {
+
+/// True when the file starts with GGUF's magic.
+bool isGguf(const std::string &path);
+
+std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
+                                          std::string *error);
+
+} // namespace kvq::model
+
+#endif // KVQ_TOOLS_MODEL_GGUF_H
