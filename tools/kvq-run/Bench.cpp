@@ -67,7 +67,8 @@ bool fill(kvq_cache_t *cache, const model::Llama2cConfig &c, int64_t tokens,
 int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
-    const std::vector<int64_t> &contexts, int repetitions, bool json) {
+    const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const CompileOptions &compileOptions) {
   const auto &c = ckpt.config();
   std::string error;
   struct Row {
@@ -77,7 +78,8 @@ int runDecodeBench(
   };
   std::vector<Row> rows;
   for (const auto &[label, options] : methods) {
-    auto model = CompiledModel::compile(ckpt, 1, options, &error);
+    auto model =
+        CompiledModel::compile(ckpt, 1, options, &error, {}, compileOptions);
     if (!model) {
       llvm::errs() << "kvq-run: error: " << label << ": " << error << "\n";
       return 2;
@@ -182,8 +184,8 @@ int runDecodeBench(
   llvm::outs() << "\nattention: the runtime calls the lowered graph makes per "
                   "step (kvq_cache_update + kvq_cache_attend per layer), timed "
                   "on an identically filled cache; rest = step - attention "
-                  "(projections, FFN, classifier as JIT-compiled linalg "
-                  "loops).\n";
+                  "(projections, FFN and classifier: kvq_matmul calls, or "
+                  "scalar loops with --matmul-kernels=false; norms, RoPE).\n";
   return 0;
 }
 

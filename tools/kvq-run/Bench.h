@@ -18,7 +18,8 @@ namespace kvq::run {
 int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
-    const std::vector<int64_t> &contexts, int repetitions, bool json);
+    const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const CompileOptions &compileOptions);
 
 } // namespace kvq::run
 

@@ -81,7 +81,8 @@ std::unique_ptr<CompiledModel>
 CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
                        int64_t prefillTokens, const std::string &passOptions,
                        std::string *error,
-                       const import::ImportOptions &spelling) {
+                       const import::ImportOptions &spelling,
+                       const CompileOptions &compileOptions) {
   initLLVMOnce();
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->impl_ = std::make_unique<Impl>();
@@ -122,7 +123,9 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   // Pass lists for a module-anchored pass manager (no anchor in the text).
   // A failed runtime call is recorded, not fatal: call() reads the pending
   // status after every entry point and reports it.
-  const std::string lowering = "kvq-to-llvm{on-error=report}";
+  const std::string lowering =
+      std::string("kvq-to-llvm{on-error=report matmul-kernels=") +
+      (compileOptions.matmulKernels ? "true" : "false") + "}";
   std::string pipeline;
   if (m->quantized_)
     pipeline += "kvq-quantize-kv-cache{" + passOptions + "},";

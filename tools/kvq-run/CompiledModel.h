@@ -24,6 +24,13 @@ struct CacheStats {
   int64_t tokens = 0, totalBytes = 0, fp16Bytes = 0;
 };
 
+/// How the graph is lowered and run beyond its spelling.
+struct CompileOptions {
+  /// Dense layers as kvq_matmul calls (--kvq-to-llvm's matmul-kernels);
+  /// false: convert-linalg-to-loops' scalar loops.
+  bool matmulKernels = true;
+};
+
 class CompiledModel {
 public:
   /// Compiles `ckpt` with @prefill of `prefillTokens` tokens. `passOptions`
@@ -35,7 +42,8 @@ public:
   static std::unique_ptr<CompiledModel>
   compile(const model::Llama2cCheckpoint &ckpt, int64_t prefillTokens,
           const std::string &passOptions, std::string *error,
-          const import::ImportOptions &spelling = {});
+          const import::ImportOptions &spelling = {},
+          const CompileOptions &compileOptions = {});
   ~CompiledModel();
 
   /// Empties the cache (a new sequence).

@@ -251,12 +251,18 @@ int main(int argc, char **argv) {
   cl::opt<int> benchSteps(
       "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
       cl::init(5), cl::cat(cat));
+  cl::opt<bool> matmulKernels(
+      "matmul-kernels",
+      cl::desc("Run projections and FFN as kvq_matmul calls (default true); "
+               "false lowers them to scalar loops, the slow path, for "
+               "comparison"),
+      cl::init(true), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
   std::vector<std::string> renamed;
   kvq::cli::renameDeprecatedFlags("kvq-run", argc, argv, {"--prompt-tokens"},
                                   renamed);
-  // --threads N: host threads the caches may use for their updates
-  // (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
+  // --threads N: host threads the caches' updates and the dense layers
+  // (kvq_matmul) may use (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
   // where LLVM itself registers a hidden --threads.
   const std::string threadsText =
       kvq::cli::takeFlag("kvq-run", argc, argv, "--threads");
@@ -268,8 +274,8 @@ int main(int argc, char **argv) {
       "kvq-run", argc, argv,
       "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
       "generate text or measure perplexity\n"
-      "  --threads N  host threads the caches may use for their updates "
-      "(default 1; the same bytes as one)\n");
+      "  --threads N  host threads the caches' updates and the dense layers "
+      "may use (default 1; the same bytes as one)\n");
 
   auto fail = [](const std::string &message) {
     llvm::errs() << "kvq-run: error: " << message << "\n";
@@ -277,8 +283,9 @@ int main(int argc, char **argv) {
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
       "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
-  // Every cache the compiled models create uses the pool (same bytes as one
-  // thread); none is set up for one thread.
+  // Every cache the compiled models create, and every kvq_matmul call,
+  // uses the pool (same bytes as one thread); none is set up for one
+  // thread.
   std::unique_ptr<kvqbench::ThreadPool> pool;
   if (threads > 1) {
     pool = std::make_unique<kvqbench::ThreadPool>(static_cast<int>(threads));
@@ -328,6 +335,8 @@ int main(int argc, char **argv) {
   if (!ckpt)
     return fail(error);
   const auto &config = ckpt->config();
+  run::CompileOptions compileOptions;
+  compileOptions.matmulKernels = matmulKernels;
   if (bench) {
     std::vector<std::pair<std::string, std::string>> benchMethods;
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
@@ -347,7 +356,8 @@ int main(int argc, char **argv) {
       points.push_back(config.seqLen / 2);
     if (benchSteps < 1 || benchSteps > 1000)
       return fail("--bench-steps must be in [1, 1000]");
-    return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json);
+    return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
+                               compileOptions);
   }
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
@@ -381,8 +391,9 @@ int main(int argc, char **argv) {
       return fail("prompt plus --steps exceed the model's context of " +
                   std::to_string(config.seqLen) + " tokens");
     for (const MethodSpec &m : specs) {
-      auto model = run::CompiledModel::compile(*ckpt, int64_t(ids.size()),
-                                               passOptionsFor(m, bits), &error);
+      auto model = run::CompiledModel::compile(
+          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error, {},
+          compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -451,7 +462,8 @@ int main(int argc, char **argv) {
     r.spec = m;
     r.options = passOptionsFor(m, bits);
     auto model =
-        run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error);
+        run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error,
+                                    {}, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
     double total = 0, seconds = 0;
