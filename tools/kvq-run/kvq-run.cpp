@@ -26,6 +26,9 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -190,6 +193,14 @@ struct Result {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+#if defined(__GLIBC__)
+  // The compiled graph allocates every intermediate buffer per call (a
+  // 512-token prefill: tens of MB each). glibc would map and unmap those,
+  // so every call faulted its pages in again (a third of a prefill's time
+  // on the CI box); keep freed memory for reuse instead.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   kvq::cli::setVersionPrinter("kvq-run");
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
@@ -234,14 +245,16 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> promptTokens(
       "prefill",
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
-               "decoding (default 128)"),
+               "decoding; --bench: the prefill timed (default 128)"),
       cl::init(128), cl::cat(cat));
   cl::opt<bool> json("json", cl::desc("Perplexity or benchmark table as JSON"),
                      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
       cl::desc("Time decode steps per method at each --contexts length, "
-               "split into attention and the rest (docs/MODEL.md)"),
+               "split into dense layers, attention and the rest, against the "
+               "read bandwidth measured in the same run, and one prefill of "
+               "--prefill tokens (docs/MODEL.md)"),
       cl::cat(cat));
   cl::list<int64_t> contexts(
       "contexts",
@@ -356,8 +369,11 @@ int main(int argc, char **argv) {
       points.push_back(config.seqLen / 2);
     if (benchSteps < 1 || benchSteps > 1000)
       return fail("--bench-steps must be in [1, 1000]");
+    if (promptTokens < 1 || promptTokens > config.seqLen)
+      return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
+                  "]");
     return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
-                               compileOptions);
+                               compileOptions, promptTokens, int(threads));
   }
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
