@@ -121,6 +121,7 @@ int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
     const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens,
     int threads) {
   const auto &c = ckpt.config();
@@ -141,21 +142,26 @@ int runDecodeBench(
   int64_t denseWeights = 0;
   for (const Dense &d : dense)
     denseWeights += d.n * d.k;
-  const int64_t weightBytes = 4 * denseWeights;
+  const bool f32Weights =
+      spelling.weightType == import::ImportOptions::WeightType::F32;
+  const int64_t weightBytes = (f32Weights ? 4 : 2) * denseWeights;
   // The dense layers of one token, alone: the graph's kvq_matmul calls.
   std::vector<float> x(size_t(std::max(c.dim, c.hiddenDim)), 0.5f),
       y(size_t(std::max<int64_t>(c.vocab, c.hiddenDim)));
-  auto denseStep = [&]() -> bool {
+  auto denseStep = [&](const CompiledModel &m) -> bool {
+    const char *base = static_cast<const char *>(m.weights());
     for (const Dense &d : dense)
-      if (kvq_matmul(x.data(), d.k, ckpt.weights() + d.offset, KVQ_WEIGHT_F32,
-                     d.k, y.data(), d.n, 1, d.n, d.k) != KVQ_OK)
+      if (kvq_matmul(x.data(), d.k, base + d.offset * (f32Weights ? 4 : 2),
+                     m.weightType(), d.k, y.data(), d.n, 1, d.n,
+                     d.k) != KVQ_OK)
         return false;
     return true;
   };
   const double boundBefore = readBandwidth();
   for (const auto &[label, options] : methods) {
+    import::ImportOptions modelSpelling = spelling;
     auto model = CompiledModel::compile(ckpt, prefillTokens, options, &error,
-                                        {}, compileOptions);
+                                        modelSpelling, compileOptions);
     if (!model) {
       llvm::errs() << "kvq-run: error: " << label << ": " << error << "\n";
       return 2;
@@ -233,7 +239,7 @@ int runDecodeBench(
       std::vector<double> denseTimes;
       for (int r = 0; r < repetitions; ++r) {
         auto start = clock::now();
-        if (!denseStep()) {
+        if (!denseStep(*model)) {
           llvm::errs() << "kvq-run: error: kvq_matmul: " << kvq_last_error()
                        << "\n";
           return 2;
@@ -276,6 +282,8 @@ int runDecodeBench(
                  << "},\n  \"threads\": " << threads
                  << ",\n  \"repetitions\": " << repetitions
                  << ",\n  \"read_gbps\": " << llvm::format("%.2f", bound)
+                 << ",\n  \"weight_type\": \""
+                 << import::weightTypeName(spelling.weightType) << "\""
                  << ",\n  \"weight_bytes\": " << weightBytes
                  << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -305,7 +313,7 @@ int runDecodeBench(
       double step = decodeStep(p.method);
       llvm::outs() << "    {\"method\": \"" << p.method
                    << "\", \"tokens\": " << prefillTokens
-                   << ", \"ms\": " << llvm::format("%.3f", 1e3 * p.seconds)
+                   << ", \"ms\": " << llvm::format("%.4f", 1e3 * p.seconds)
                    << ", \"tokens_per_second\": "
                    << llvm::format("%.2f", double(prefillTokens) / p.seconds)
                    << ", \"dense_gflops\": "
@@ -327,7 +335,8 @@ int runDecodeBench(
                << repetitions << " steps; read bound "
                << llvm::format("%.1f", bound) << " GB/s (best read loop over "
                << "512 MB, this run), dense weights "
-               << llvm::format("%.1f", weightBytes / 1e6) << " MB\n\n";
+               << llvm::format("%.1f", weightBytes / 1e6) << " MB "
+               << import::weightTypeName(spelling.weightType) << "\n\n";
   llvm::outs() << llvm::format("%-24s %7s %9s %9s %9s %9s %9s %7s %8s %9s %10s\n",
                                "method", "context", "step ms", "dense ms",
                                "attn ms", "rest ms", "MB read", "GB/s",

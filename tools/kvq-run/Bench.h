@@ -21,6 +21,7 @@ int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
     const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens, int threads);
 
 } // namespace kvq::run

@@ -13,6 +13,8 @@
 #include "tools/kvq-import/Llama2cImporter.h"
 #include "tools/model/llama2c.h"
 
+#include "kvq/runtime.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,6 +69,10 @@ public:
   void *newCache(std::string *error) const;
   /// Byte accounting of the kvq cache (zeros for the plain model).
   CacheStats stats() const;
+  /// The weights the graph reads: the checkpoint's f32, or a copy rounded
+  /// to the spelling's f16 / bf16 (to nearest, ties to even).
+  const void *weights() const;
+  kvq_weight_type weightType() const;
   /// The cache of the plain model: K and V [layers, context, kv_heads,
   /// head_dim] f32; for a kvq model, fetched from the runtime (dequantized).
   bool fetchLayer(int64_t layer, std::vector<float> &k, std::vector<float> &v,

@@ -264,6 +264,12 @@ int main(int argc, char **argv) {
   cl::opt<int> benchSteps(
       "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
       cl::init(5), cl::cat(cat));
+  cl::opt<std::string> weightTypeText(
+      "weight-type",
+      cl::desc("Weights as f32 (default), f16 or bf16: a rounded copy kept "
+               "in that type and widened in the kernels (kvq-import "
+               "--weight-type)"),
+      cl::init("f32"), cl::cat(cat));
   cl::opt<bool> matmulKernels(
       "matmul-kernels",
       cl::desc("Run projections and FFN as kvq_matmul calls (default true); "
@@ -350,6 +356,12 @@ int main(int argc, char **argv) {
   const auto &config = ckpt->config();
   run::CompileOptions compileOptions;
   compileOptions.matmulKernels = matmulKernels;
+  import::ImportOptions spelling;
+  if (auto w = import::parseWeightType(weightTypeText))
+    spelling.weightType = *w;
+  else
+    return fail("--weight-type must be f32, f16 or bf16, got '" +
+                std::string(weightTypeText) + "'");
   if (bench) {
     std::vector<std::pair<std::string, std::string>> benchMethods;
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
@@ -373,7 +385,8 @@ int main(int argc, char **argv) {
       return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
                   "]");
     return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
-                               compileOptions, promptTokens, int(threads));
+                               spelling, compileOptions, promptTokens,
+                               int(threads));
   }
   std::string tokPath = tokenizerPath;
   if (tokPath.empty()) {
@@ -408,8 +421,8 @@ int main(int argc, char **argv) {
                   std::to_string(config.seqLen) + " tokens");
     for (const MethodSpec &m : specs) {
       auto model = run::CompiledModel::compile(
-          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error, {},
-          compileOptions);
+          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error,
+          spelling, compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -479,7 +492,7 @@ int main(int argc, char **argv) {
     r.options = passOptionsFor(m, bits);
     auto model =
         run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error,
-                                    {}, compileOptions);
+                                    spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
     double total = 0, seconds = 0;

@@ -317,6 +317,34 @@ TEST(PlainModel, PerLayerCacheIsRefused) {
   EXPECT_NE(err.find("stacked"), std::string::npos) << err;
 }
 
+// Weights kept as f16 or bf16 (kvq-import --weight-type): the same model
+// with every weight rounded to that type, so the logits move by the
+// rounding: bf16 keeps 8 significant bits where f16 keeps 11, so it moves
+// them further; neither changes the greedy story.
+TEST(WeightTypes, AreTheModelWithRoundedWeights) {
+  auto f32 = compileOrFail(kPrefill, "");
+  ImportOptions half, brain;
+  half.weightType = ImportOptions::WeightType::F16;
+  brain.weightType = ImportOptions::WeightType::BF16;
+  auto f16 = compileOrFail(kPrefill, "", half);
+  auto bf16 = compileOrFail(kPrefill, "", brain);
+  ASSERT_TRUE(f32 && f16 && bf16);
+  EXPECT_EQ(f16->weightType(), KVQ_WEIGHT_F16);
+  EXPECT_EQ(bf16->weightType(), KVQ_WEIGHT_BF16);
+  auto a = teacherForced(*f32);
+  double dHalf = maxAbsDiff(teacherForced(*f16), a),
+         dBrain = maxAbsDiff(teacherForced(*bf16), a);
+  std::printf("[ measured ] max |logit - f32 weights|: f16 %.3g, bf16 %.3g\n",
+              dHalf, dBrain);
+  EXPECT_GT(dHalf, 0.0);
+  EXPECT_LT(dHalf * 2, dBrain);
+  EXPECT_LT(dBrain, 1.0);
+  for (CompiledModel *m : {f16.get(), bf16.get()}) {
+    std::vector<int32_t> g = greedyFromBos(*m, 60);
+    EXPECT_EQ(text(g).rfind(kGreedyStory, 0), 0u) << text(g);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // 2. method=fp16 is the plain model with K/V rounded to fp16.
 //===----------------------------------------------------------------------===//
