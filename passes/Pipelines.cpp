@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // --kvq-to-llvm: a tensor-level model graph down to the LLVM dialect with
-// runtime calls for the CPU backend. --kvq-to-metal: the same graph down to
+// runtime calls for the CPU backend (dense layers too, unless
+// matmul-kernels=false). --kvq-to-metal: the same graph down to
 // the calls of the Metal backend (func/memref level).
 //
 //===----------------------------------------------------------------------===//
@@ -97,6 +98,12 @@ struct KvqPipelineOptions : public PassPipelineOptions<KvqPipelineOptions> {
       *this, "on-error",
       llvm::cl::desc("What generated code does after a failed runtime call"),
       llvm::cl::init(kvq::OnRuntimeError::Abort), kvq::onRuntimeErrorValues()};
+  PassOptions::Option<bool> matmulKernels{
+      *this, "matmul-kernels",
+      llvm::cl::desc("Rewrite dense layers into kvq_matmul calls "
+                     "(convert-linalg-to-kvq-matmul); false leaves them to "
+                     "convert-linalg-to-loops"),
+      llvm::cl::init(true)};
 };
 
 /// Tensors to memrefs, then kvq ops to runtime calls for `target`.
@@ -132,6 +139,11 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
 
 void buildKvqToLLVM(OpPassManager &pm, const KvqPipelineOptions &options) {
   buildToRuntimeCalls(pm, options, kvq::RuntimeTarget::CPU);
+  if (options.matmulKernels) {
+    kvq::ConvertLinalgToKvqMatmulOptions matmul;
+    matmul.onError = options.onError;
+    pm.addPass(kvq::createConvertLinalgToKvqMatmul(matmul));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

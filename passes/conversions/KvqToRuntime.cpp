@@ -26,7 +26,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "llvm/Support/xxhash.h"
 
 #include <limits>
 
@@ -336,24 +335,6 @@ private:
     }
   }
 
-  /// A pointer to `text` in a private constant global. Equal sites share a
-  /// global; its name is a stable hash of the text (same input, same IR).
-  Value siteString(StringRef text) {
-    uint64_t hash = llvm::xxh3_64bits(text);
-    for (unsigned attempt = 0;; ++attempt) {
-      std::string name = ("__kvq_site_" + llvm::Twine::utohexstr(hash) +
-                          (attempt ? "_" + llvm::Twine(attempt) : ""))
-                             .str();
-      auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
-      if (!global)
-        return LLVM::createGlobalString(loc, rewriter, name, text,
-                                        LLVM::Linkage::Internal);
-      auto value = dyn_cast_or_null<StringAttr>(global.getValueOrNull());
-      if (value && value.getValue() == text)
-        return LLVM::AddressOfOp::create(rewriter, loc, global);
-    }
-  }
-
   Value plainCall(RuntimeFn fn, ValueRange args) {
     func::FuncOp callee =
         getOrInsertRuntimeDecl(rewriter, module, fn, options.target);
@@ -364,19 +345,8 @@ private:
   /// kvq_check_status(status, "<op> at <loc>") reports and records any
   /// failure; with on-error=abort the program then stops at a cf.assert.
   void checkStatus(RuntimeFn fn, Value status) {
-    std::string site;
-    llvm::raw_string_ostream os(site);
-    os << op->getName() << " (" << getRuntimeSymbol(fn, options.target)
-       << ") at " << loc;
-    std::string text = site;
-    text.push_back('\0');
-    Value sitePtr = siteString(text);
-    Value checked = plainCall(RuntimeFn::CheckStatus, {status, sitePtr});
-    if (!options.abortOnError)
-      return;
-    Value ok = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                     checked, i32(KVQ_OK));
-    cf::AssertOp::create(rewriter, loc, ok, "kvq runtime call failed: " + site);
+    createStatusCheck(rewriter, op, fn, options.target, status,
+                      options.abortOnError);
   }
 
   ConversionPatternRewriter &rewriter;

@@ -7,8 +7,11 @@
 //===----------------------------------------------------------------------===//
 #include "passes/conversions/RuntimeABI.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/xxhash.h"
 
 #include <array>
 #include <type_traits>
@@ -145,4 +148,50 @@ func::FuncOp mlir::kvq::getOrInsertRuntimeDecl(OpBuilder &builder,
                            getRuntimeType(builder.getContext(), fn, target));
   decl.setPrivate();
   return decl;
+}
+
+namespace {
+/// A pointer to `text` in a private constant global. Equal sites share a
+/// global; its name is a stable hash of the text (same input, same IR).
+Value siteString(OpBuilder &builder, Location loc, ModuleOp module,
+                 StringRef text) {
+  uint64_t hash = llvm::xxh3_64bits(text);
+  for (unsigned attempt = 0;; ++attempt) {
+    std::string name = ("__kvq_site_" + llvm::Twine::utohexstr(hash) +
+                        (attempt ? "_" + llvm::Twine(attempt) : ""))
+                           .str();
+    auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+    if (!global)
+      return LLVM::createGlobalString(loc, builder, name, text,
+                                      LLVM::Linkage::Internal);
+    auto value = dyn_cast_or_null<StringAttr>(global.getValueOrNull());
+    if (value && value.getValue() == text)
+      return LLVM::AddressOfOp::create(builder, loc, global);
+  }
+}
+} // namespace
+
+void mlir::kvq::createStatusCheck(OpBuilder &builder, Operation *op,
+                                  RuntimeFn fn, RuntimeTarget target,
+                                  Value status, bool abortOnError) {
+  Location loc = op->getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  std::string site;
+  llvm::raw_string_ostream os(site);
+  os << op->getName() << " (" << getRuntimeSymbol(fn, target) << ") at "
+     << loc;
+  std::string text = site;
+  text.push_back('\0');
+  Value sitePtr = siteString(builder, loc, module, text);
+  func::FuncOp check =
+      getOrInsertRuntimeDecl(builder, module, RuntimeFn::CheckStatus, target);
+  Value checked =
+      func::CallOp::create(builder, loc, check, ValueRange{status, sitePtr})
+          .getResult(0);
+  if (!abortOnError)
+    return;
+  Value ok = arith::CmpIOp::create(
+      builder, loc, arith::CmpIPredicate::eq, checked,
+      arith::ConstantIntOp::create(builder, loc, KVQ_OK, 32));
+  cf::AssertOp::create(builder, loc, ok, "kvq runtime call failed: " + site);
 }

@@ -70,6 +70,13 @@ bool takesMetalContext(RuntimeFn fn, RuntimeTarget target);
 func::FuncOp getOrInsertRuntimeDecl(OpBuilder &builder, ModuleOp module,
                                     RuntimeFn fn, RuntimeTarget target);
 
+/// The check generated after a call of `fn` on `target` that returned
+/// `status`, made by `op`: kvq_check_status(status, "<op> (<symbol>) at
+/// <location>") reports and records any failure; with `abortOnError` a
+/// cf.assert then stops the program.
+void createStatusCheck(OpBuilder &builder, Operation *op, RuntimeFn fn,
+                       RuntimeTarget target, Value status, bool abortOnError);
+
 } // namespace mlir::kvq
 
 #endif // KVQ_PASSES_CONVERSIONS_RUNTIMEABI_H

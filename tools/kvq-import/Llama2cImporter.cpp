@@ -101,6 +101,13 @@ private:
   std::string dynLen; // SSA name of pos + n (the attended length)
 
   std::string fresh() { return "%v" + std::to_string(counter++); }
+  std::string weightEl() const { return weightTypeName(o.weightType); }
+  /// A body value of element type `el` as f32 (arith.extf unless it is).
+  std::string widened(const std::string &value, const std::string &el) {
+    if (el == "f32")
+      return value;
+    return op("arith.extf " + value + " : " + el + " to f32");
+  }
   std::string cacheEl() const { return o.cacheF16 ? "f16" : "f32"; }
   bool perLayer() const {
     return o.cacheLayout == ImportOptions::CacheLayout::PerLayer;
@@ -199,16 +206,16 @@ private:
     return r;
   }
 
-  /// A weight array: `rows x cols` floats at `offset` of %w.
+  /// A weight array: `rows x cols` weights at `offset` of %w.
   Val weight(int64_t offset, int64_t rows, int64_t cols) {
-    Val flat{fresh(), {rows * cols}};
+    Val flat{fresh(), {rows * cols}, weightEl()};
     out << "    " << flat.name << " = tensor.extract_slice %weights[" << offset
         << "] [" << rows * cols
-        << "] [1] : " << tensorType({layout.total}, "f32") << " to "
+        << "] [1] : " << tensorType({layout.total}, weightEl()) << " to "
         << flat.type() << "\n";
     if (rows == 1)
       return flat;
-    Val v{fresh(), {rows, cols}};
+    Val v{fresh(), {rows, cols}, weightEl()};
     out << "    " << v.name << " = tensor.expand_shape " << flat.name
         << " [[0, 1]] output_shape [" << rows << ", " << cols
         << "] : " << flat.type() << " into " << v.type() << "\n";
@@ -237,8 +244,9 @@ private:
     return generic(3, {"parallel", "parallel", "reduction"},
                    {{x, dimsOf({0, 2})}, {w, dimsOf({1, 2})}}, init,
                    dimsOf({0, 1}), [&](auto a) {
+                     std::string wv = widened(a[1], w.el);
                      std::string m =
-                         op("arith.mulf " + a[0] + ", " + a[1] + " : f32");
+                         op("arith.mulf " + a[0] + ", " + wv + " : f32");
                      return op("arith.addf " + a[2] + ", " + m + " : f32");
                    });
   }
@@ -276,7 +284,8 @@ private:
                      std::string r = op("math.rsqrt " + s + " : f32");
                      std::string y =
                          op("arith.mulf " + a[0] + ", " + r + " : f32");
-                     return op("arith.mulf " + y + ", " + a[2] + " : f32");
+                     std::string gain = widened(a[2], g.el);
+                     return op("arith.mulf " + y + ", " + gain + " : f32");
                    });
   }
 
@@ -556,7 +565,7 @@ private:
     n = tokens;
     int64_t dim = c.dim, hd = c.headDim(), kvh = c.kvHeads;
     std::vector<std::string> params = {"%weights: " +
-                                       tensorType({layout.total}, "f32")};
+                                       tensorType({layout.total}, weightEl())};
     std::vector<std::string> caches, cacheTypes;
     if (perLayer()) {
       for (int l = 0; l < c.layers; ++l)
@@ -595,8 +604,10 @@ private:
                       std::string row =
                           op("arith.index_cast " + a[0] + " : i32 to index");
                       std::string col = op("linalg.index 1 : index");
-                      return op("tensor.extract " + table.name + "[" + row +
-                                ", " + col + "] : " + table.type());
+                      std::string e = op("tensor.extract " + table.name + "[" +
+                                         row + ", " + col + "] : " +
+                                         table.type());
+                      return widened(e, table.el);
                     });
 
     std::vector<std::string> live = caches;
@@ -660,6 +671,26 @@ private:
 };
 
 } // namespace
+
+const char *weightTypeName(ImportOptions::WeightType type) {
+  switch (type) {
+  case ImportOptions::WeightType::F16:
+    return "f16";
+  case ImportOptions::WeightType::BF16:
+    return "bf16";
+  default:
+    return "f32";
+  }
+}
+
+std::optional<ImportOptions::WeightType>
+parseWeightType(const std::string &name) {
+  for (auto t : {ImportOptions::WeightType::F32, ImportOptions::WeightType::F16,
+                 ImportOptions::WeightType::BF16})
+    if (name == weightTypeName(t))
+      return t;
+  return std::nullopt;
+}
 
 std::string validateImportOptions(const Llama2cConfig &config,
                                   const ImportOptions &options) {

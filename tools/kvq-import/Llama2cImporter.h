@@ -17,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <optional>
 #include <string>
 
 namespace kvq::import {
@@ -43,7 +44,18 @@ struct ImportOptions {
   int64_t prefillTokens = 0;
   /// Cache capacity in tokens (0: the checkpoint's seq_len).
   int64_t contextLength = 0;
+  /// Element type of %weights: f32, or f16 / bf16 kept in that type and
+  /// widened (arith.extf) where a weight is read.
+  enum class WeightType { F32, F16, BF16 } weightType = WeightType::F32;
 };
+
+/// The MLIR element type of a weight type ("f32", "f16", "bf16"): also
+/// its name for --weight-type.
+const char *weightTypeName(ImportOptions::WeightType type);
+
+/// The weight type named `name` (weightTypeName's spelling), if any.
+std::optional<ImportOptions::WeightType> parseWeightType(
+    const std::string &name);
 
 /// Checks options against the config; returns a one-line message or "".
 /// The capacity must be given (contextLength in [1, seq_len]): a user's 0

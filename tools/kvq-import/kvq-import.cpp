@@ -68,6 +68,11 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> context(
       "context", cl::desc("Cache capacity in tokens (default: seq_len)"),
       cl::init(0), cl::cat(category));
+  cl::opt<std::string> weightType(
+      "weight-type",
+      cl::desc("Element type of %weights: f32 (default), f16 or bf16 (kept "
+               "in that type, widened where read)"),
+      cl::init("f32"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::vector<std::string> renamed;
   kvq::cli::renameDeprecatedFlags("kvq-import", argc, argv,
@@ -86,6 +91,10 @@ int main(int argc, char **argv) {
     return fail("--cache-type must be f32 or f16, got '" + cacheType + "'");
   if (softmax != "linalg" && softmax != "expanded")
     return fail("--softmax must be linalg or expanded, got '" + softmax + "'");
+  auto weights = kvq::import::parseWeightType(weightType);
+  if (!weights)
+    return fail("--weight-type must be f32, f16 or bf16, got '" + weightType +
+                "'");
 
   std::string error;
   auto ckpt = kvq::model::openCheckpoint(input, &error);
@@ -96,6 +105,7 @@ int main(int argc, char **argv) {
   options.cacheF16 = cacheType == "f16";
   options.gqa = gqa;
   options.expandSoftmax = softmax == "expanded";
+  options.weightType = *weights;
   options.prefillTokens = prefill;
   // Unset means the checkpoint's seq_len; a value given is checked as is.
   options.contextLength =

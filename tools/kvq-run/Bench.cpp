@@ -7,12 +7,23 @@
 // The attention part of a step is exactly the runtime calls the lowered
 // graph makes per layer (kvq_cache_update of one token, kvq_cache_attend of
 // the query heads); it is timed the same way on a second cache filled
-// identically, and "rest" is the step minus that. Medians of the repetitions.
+// identically. The dense part is the kvq_matmul calls of a step (every
+// projection, the FFN and the classifier, m = 1) on the checkpoint's own
+// weights, timed alone; "rest" is the step minus both. Each is the fastest
+// of its repetitions (interference only adds time), so the parts are timed
+// apart and "rest" can come out slightly negative when a step is nearly all
+// dense layers. Bytes read per step are the dense layers' weights plus the
+// cache's bytes; the bound they are compared with is the fastest read loop
+// (tools/common/read_loops.h) over a buffer far larger than any last-level
+// cache, timed in the same run before and after the steps. Prefill: one
+// @prefill of --prefill tokens on an empty cache, its multiply-adds those
+// of the dense layers.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
 
 #include "kvq/runtime.h"
+#include "read_loops.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,9 +43,51 @@ double seconds(clock::time_point since) {
   return std::chrono::duration<double>(clock::now() - since).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+/// The fastest repetition: on a shared machine, interference only ever
+/// adds time.
+double fastest(const std::vector<double> &v) {
+  return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
+}
+
+/// One dense layer of a decode step: n x k weights at `offset` floats.
+struct Dense {
+  int64_t offset, n, k;
+};
+
+/// The kvq_matmul calls of one token through the model (the graph's
+/// projections, FFN and classifier).
+std::vector<Dense> denseLayers(const model::Llama2cCheckpoint &ckpt) {
+  const auto &c = ckpt.config();
+  const auto &l = ckpt.layout();
+  const int64_t d = c.dim, kv = c.kvDim(), h = c.hiddenDim;
+  std::vector<Dense> out;
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    out.push_back({l.wq + layer * d * d, d, d});
+    out.push_back({l.wk + layer * kv * d, kv, d});
+    out.push_back({l.wv + layer * kv * d, kv, d});
+    out.push_back({l.wo + layer * d * d, d, d});
+    out.push_back({l.w1 + layer * h * d, h, d});
+    out.push_back({l.w3 + layer * h * d, h, d});
+    out.push_back({l.w2 + layer * d * h, d, h});
+  }
+  out.push_back({l.classifier, c.vocab, d});
+  return out;
+}
+
+/// The best read bandwidth (GB/s) of this machine now: every read loop
+/// over 512 MB, the fastest of three reads each.
+double readBandwidth() {
+  const size_t bytes = size_t(512) << 20;
+  std::vector<uint64_t> buffer(bytes / 8, 1);
+  double best = 0;
+  volatile uint64_t sink = 0;
+  for (const kvqbench::ReadLoop &loop : kvqbench::readLoops())
+    for (int r = 0; r < 3; ++r) {
+      auto start = clock::now();
+      sink = sink + loop.fn(buffer.data(), buffer.size());
+      best = std::max(best, double(bytes) / seconds(start) / 1e9);
+    }
+  return best;
 }
 
 /// Appends `tokens` random rows to every layer of `cache`, in chunks.
@@ -67,20 +120,71 @@ bool fill(kvq_cache_t *cache, const model::Llama2cConfig &c, int64_t tokens,
 int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
-    const std::vector<int64_t> &contexts, int repetitions, bool json) {
+    const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const import::ImportOptions &spelling,
+    const CompileOptions &compileOptions, int64_t prefillTokens,
+    int threads) {
   const auto &c = ckpt.config();
   std::string error;
   struct Row {
     std::string method;
     int64_t context;
-    double step, attention;
+    double step, attention, dense;
+    int64_t cacheBytes;
   };
   std::vector<Row> rows;
+  struct Prefill {
+    std::string method;
+    double seconds;
+  };
+  std::vector<Prefill> prefills;
+  const std::vector<Dense> dense = denseLayers(ckpt);
+  int64_t denseWeights = 0;
+  for (const Dense &d : dense)
+    denseWeights += d.n * d.k;
+  const bool f32Weights =
+      spelling.weightType == import::ImportOptions::WeightType::F32;
+  const int64_t weightBytes = (f32Weights ? 4 : 2) * denseWeights;
+  // The dense layers of one token, alone: the graph's kvq_matmul calls.
+  std::vector<float> x(size_t(std::max(c.dim, c.hiddenDim)), 0.5f),
+      y(size_t(std::max<int64_t>(c.vocab, c.hiddenDim)));
+  auto denseStep = [&](const CompiledModel &m) -> bool {
+    const char *base = static_cast<const char *>(m.weights());
+    for (const Dense &d : dense)
+      if (kvq_matmul(x.data(), d.k, base + d.offset * (f32Weights ? 4 : 2),
+                     m.weightType(), d.k, y.data(), d.n, 1, d.n,
+                     d.k) != KVQ_OK)
+        return false;
+    return true;
+  };
+  const double boundBefore = readBandwidth();
   for (const auto &[label, options] : methods) {
-    auto model = CompiledModel::compile(ckpt, 1, options, &error);
+    import::ImportOptions modelSpelling = spelling;
+    auto model = CompiledModel::compile(ckpt, prefillTokens, options, &error,
+                                        modelSpelling, compileOptions);
     if (!model) {
       llvm::errs() << "kvq-run: error: " << label << ": " << error << "\n";
       return 2;
+    }
+    {
+      std::vector<int32_t> tokens(static_cast<size_t>(prefillTokens));
+      for (size_t i = 0; i < tokens.size(); ++i)
+        tokens[i] = int32_t((i * 7 + 3) % size_t(c.vocab));
+      std::vector<double> times;
+      for (int r = 0; r < std::min(repetitions, 3); ++r) {
+        if (!model->reset(&error)) {
+          llvm::errs() << "kvq-run: error: " << error << "\n";
+          return 2;
+        }
+        auto start = clock::now();
+        if (!model->prefill(tokens.data(), 0)) {
+          llvm::errs() << "kvq-run: error: " << label << ": "
+                       << model->error() << "\n";
+          return 2;
+        }
+        times.push_back(seconds(start));
+      }
+      prefills.push_back({label, fastest(times)});
     }
     for (int64_t context : contexts) {
       if (context + repetitions > c.seqLen) {
@@ -129,17 +233,44 @@ int runDecodeBench(
         }
         attention.push_back(seconds(start));
       }
+      kvq_stats cacheStats{};
+      kvq_cache_stats(twin, -1, &cacheStats);
       kvq_cache_destroy(twin);
-      rows.push_back({label, context, median(steps), median(attention)});
+      std::vector<double> denseTimes;
+      for (int r = 0; r < repetitions; ++r) {
+        auto start = clock::now();
+        if (!denseStep(*model)) {
+          llvm::errs() << "kvq-run: error: kvq_matmul: " << kvq_last_error()
+                       << "\n";
+          return 2;
+        }
+        denseTimes.push_back(seconds(start));
+      }
+      rows.push_back({label, context, fastest(steps), fastest(attention),
+                      fastest(denseTimes), cacheStats.total_bytes});
       if (!json)
         llvm::errs() << "  " << label << " @" << context << ": step "
                      << llvm::format("%.2f", 1e3 * rows.back().step) << " ms\n";
     }
   }
+  const double bound = std::max(boundBefore, readBandwidth());
   auto fp16Attention = [&](int64_t context) {
     for (const Row &r : rows)
       if (r.method == "fp16" && r.context == context)
         return r.attention;
+    return 0.0;
+  };
+  auto bytesOf = [&](const Row &r) { return double(weightBytes + r.cacheBytes); };
+  // Prefill's multiply-adds: every token through the layers, the
+  // classifier for the last one only (the graph returns its logits).
+  const double classifier = double(c.vocab) * double(c.dim);
+  const double prefillFlops =
+      2.0 * (double(prefillTokens) * (double(denseWeights) - classifier) +
+             classifier);
+  auto decodeStep = [&](const std::string &method) {
+    for (const Row &r : rows)
+      if (r.method == method)
+        return r.step;
     return 0.0;
   };
   if (json) {
@@ -148,18 +279,50 @@ int runDecodeBench(
                  << ", \"layers\": " << c.layers << ", \"heads\": " << c.heads
                  << ", \"kv_heads\": " << c.kvHeads
                  << ", \"vocab\": " << c.vocab << ", \"seq_len\": " << c.seqLen
-                 << "},\n  \"repetitions\": " << repetitions
+                 << "},\n  \"threads\": " << threads
+                 << ",\n  \"repetitions\": " << repetitions
+                 << ",\n  \"read_gbps\": " << llvm::format("%.2f", bound)
+                 << ",\n  \"weight_type\": \""
+                 << import::weightTypeName(spelling.weightType) << "\""
+                 << ",\n  \"weight_bytes\": " << weightBytes
                  << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row &r = rows[i];
       llvm::outs() << "    {\"method\": \"" << r.method
                    << "\", \"context\": " << r.context
                    << ", \"step_ms\": " << llvm::format("%.4f", 1e3 * r.step)
+                   << ", \"dense_ms\": " << llvm::format("%.4f", 1e3 * r.dense)
                    << ", \"attention_ms\": "
                    << llvm::format("%.4f", 1e3 * r.attention)
                    << ", \"rest_ms\": "
-                   << llvm::format("%.4f", 1e3 * (r.step - r.attention)) << "}"
+                   << llvm::format("%.4f",
+                                   1e3 * (r.step - r.attention - r.dense))
+                   << ", \"cache_bytes\": " << r.cacheBytes
+                   << ", \"bytes_read\": " << int64_t(bytesOf(r))
+                   << ", \"gbps\": "
+                   << llvm::format("%.2f", bytesOf(r) / r.step / 1e9)
+                   << ", \"vs_bound\": "
+                   << llvm::format("%.3f", r.step / (bytesOf(r) / bound / 1e9))
+                   << ", \"tokens_per_second\": "
+                   << llvm::format("%.2f", 1.0 / r.step) << "}"
                    << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    llvm::outs() << "  ],\n  \"prefill\": [\n";
+    for (size_t i = 0; i < prefills.size(); ++i) {
+      const Prefill &p = prefills[i];
+      double step = decodeStep(p.method);
+      llvm::outs() << "    {\"method\": \"" << p.method
+                   << "\", \"tokens\": " << prefillTokens
+                   << ", \"ms\": " << llvm::format("%.4f", 1e3 * p.seconds)
+                   << ", \"tokens_per_second\": "
+                   << llvm::format("%.2f", double(prefillTokens) / p.seconds)
+                   << ", \"dense_gflops\": "
+                   << llvm::format("%.2f", prefillFlops / p.seconds / 1e9)
+                   << ", \"vs_decode\": "
+                   << llvm::format("%.2f", step > 0 ? step * double(prefillTokens) /
+                                                          p.seconds
+                                                    : 0.0)
+                   << "}" << (i + 1 < prefills.size() ? "," : "") << "\n";
     }
     llvm::outs() << "  ]\n}\n";
     return 0;
@@ -167,23 +330,51 @@ int runDecodeBench(
   llvm::outs() << "decode step of a " << c.layers << "-layer model (dim "
                << c.dim << ", " << c.heads << " query / " << c.kvHeads
                << " KV heads, head_dim " << c.headDim() << ", hidden "
-               << c.hiddenDim << ", vocab " << c.vocab
-               << "), one thread, median of " << repetitions << " steps\n\n";
-  llvm::outs() << llvm::format("%-28s %8s %10s %13s %10s %16s\n", "method",
-                               "context", "step ms", "attention ms", "rest ms",
-                               "attn vs fp16");
+               << c.hiddenDim << ", vocab " << c.vocab << "), " << threads
+               << (threads == 1 ? " thread" : " threads") << ", fastest of "
+               << repetitions << " steps; read bound "
+               << llvm::format("%.1f", bound) << " GB/s (best read loop over "
+               << "512 MB, this run), dense weights "
+               << llvm::format("%.1f", weightBytes / 1e6) << " MB "
+               << import::weightTypeName(spelling.weightType) << "\n\n";
+  llvm::outs() << llvm::format("%-24s %7s %9s %9s %9s %9s %9s %7s %8s %9s %10s\n",
+                               "method", "context", "step ms", "dense ms",
+                               "attn ms", "rest ms", "MB read", "GB/s",
+                               "x bound", "tokens/s", "attn/fp16");
   for (const Row &r : rows) {
     double base = fp16Attention(r.context);
     llvm::outs() << llvm::format(
-        "%-28s %8lld %10.2f %13.3f %10.2f %15.2fx\n", r.method.c_str(),
-        (long long)r.context, 1e3 * r.step, 1e3 * r.attention,
-        1e3 * (r.step - r.attention), base > 0 ? r.attention / base : 0.0);
+        "%-24s %7lld %9.2f %9.2f %9.3f %9.2f %9.1f %7.1f %7.2fx %9.1f %9.2fx\n",
+        r.method.c_str(), (long long)r.context, 1e3 * r.step, 1e3 * r.dense,
+        1e3 * r.attention, 1e3 * (r.step - r.attention - r.dense),
+        bytesOf(r) / 1e6, bytesOf(r) / r.step / 1e9,
+        r.step / (bytesOf(r) / bound / 1e9), 1.0 / r.step,
+        base > 0 ? r.attention / base : 0.0);
   }
-  llvm::outs() << "\nattention: the runtime calls the lowered graph makes per "
-                  "step (kvq_cache_update + kvq_cache_attend per layer), timed "
-                  "on an identically filled cache; rest = step - attention "
-                  "(projections, FFN, classifier as JIT-compiled linalg "
-                  "loops).\n";
+  llvm::outs() << "\nprefill of " << prefillTokens
+               << " tokens on an empty cache, fastest of "
+               << std::min(repetitions, 3) << "\n\n";
+  llvm::outs() << llvm::format("%-24s %10s %10s %12s %15s\n", "method",
+                               "ms", "tokens/s", "dense GFLOP/s",
+                               "per token vs decode");
+  for (const Prefill &p : prefills) {
+    double step = decodeStep(p.method);
+    llvm::outs() << llvm::format(
+        "%-24s %10.2f %10.1f %12.1f %14.1fx\n", p.method.c_str(),
+        1e3 * p.seconds, double(prefillTokens) / p.seconds,
+        prefillFlops / p.seconds / 1e9,
+        step > 0 ? step * double(prefillTokens) / p.seconds : 0.0);
+  }
+  llvm::outs() << "\ndense: the step's kvq_matmul calls (projections, FFN, "
+                  "classifier) timed alone on the model's weights; attention: "
+                  "the runtime calls the lowered graph makes per step "
+                  "(kvq_cache_update + kvq_cache_attend per layer) on an "
+                  "identically filled cache; rest = step - dense - attention "
+                  "(norms, RoPE, the JIT's loops). MB read: dense weights + "
+                  "the cache's bytes; x bound: step time over MB read / the "
+                  "read bound. Prefill: dense GFLOP/s counts the dense "
+                  "layers' multiply-adds (x2); per token vs decode: decode "
+                  "step (first context) x tokens / prefill time.\n";
   return 0;
 }
 

@@ -13,12 +13,16 @@ namespace kvq::run {
 
 /// Times decode steps of `ckpt` compiled per method (label, pass options;
 /// options must name a kvq method) at each context length, splitting each
-/// step into attention and the rest. Prints a table or JSON; returns the
-/// exit status.
+/// step into dense layers, attention and the rest, against the read
+/// bandwidth measured in the same run; and one prefill of `prefillTokens`.
+/// `threads` is what the host lent the runtime (for the report). Prints a
+/// table or JSON; returns the exit status.
 int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
-    const std::vector<int64_t> &contexts, int repetitions, bool json);
+    const std::vector<int64_t> &contexts, int repetitions, bool json,
+    const import::ImportOptions &spelling,
+    const CompileOptions &compileOptions, int64_t prefillTokens, int threads);
 
 } // namespace kvq::run
 

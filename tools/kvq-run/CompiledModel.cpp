@@ -50,6 +50,25 @@ void initLLVMOnce() {
   });
 }
 
+/// f32 -> binary16 bits, to nearest, ties to even (the compiler's
+/// conversion).
+uint16_t toHalf(float v) {
+  _Float16 h = static_cast<_Float16>(v);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+
+/// f32 -> bfloat16 bits, to nearest, ties to even; NaN stays a quiet NaN.
+uint16_t toBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 /// Words of a descriptor of rank `rank`.
 constexpr size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
@@ -61,6 +80,9 @@ struct CompiledModel::Impl {
   model::Llama2cConfig config;
   int64_t contextLength = 0;
   Descriptor weights;
+  const void *weightData = nullptr;
+  kvq_weight_type weightType = KVQ_WEIGHT_F32;
+  std::vector<uint16_t> narrowWeights; // f16 / bf16 copies
   // Plain model: the graph's own cache tensors (f32-sized elements, so an
   // f16 cache fits too).
   std::vector<float> kcache, vcache;
@@ -81,7 +103,8 @@ std::unique_ptr<CompiledModel>
 CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
                        int64_t prefillTokens, const std::string &passOptions,
                        std::string *error,
-                       const import::ImportOptions &spelling) {
+                       const import::ImportOptions &spelling,
+                       const CompileOptions &compileOptions) {
   initLLVMOnce();
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->impl_ = std::make_unique<Impl>();
@@ -122,7 +145,9 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   // Pass lists for a module-anchored pass manager (no anchor in the text).
   // A failed runtime call is recorded, not fatal: call() reads the pending
   // status after every entry point and reports it.
-  const std::string lowering = "kvq-to-llvm{on-error=report}";
+  const std::string lowering =
+      std::string("kvq-to-llvm{on-error=report matmul-kernels=") +
+      (compileOptions.matmulKernels ? "true" : "false") + "}";
   std::string pipeline;
   if (m->quantized_)
     pipeline += "kvq-quantize-kv-cache{" + passOptions + "},";
@@ -176,7 +201,17 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     return nullptr;
   }
   impl.engine = std::move(*engine);
-  impl.weights = Descriptor(ckpt.weights(), {ckpt.layout().total});
+  impl.weightData = ckpt.weights();
+  if (options.weightType != import::ImportOptions::WeightType::F32) {
+    bool half = options.weightType == import::ImportOptions::WeightType::F16;
+    impl.weightType = half ? KVQ_WEIGHT_F16 : KVQ_WEIGHT_BF16;
+    const float *w = ckpt.weights();
+    impl.narrowWeights.resize(size_t(ckpt.layout().total));
+    for (size_t i = 0; i < impl.narrowWeights.size(); ++i)
+      impl.narrowWeights[i] = half ? toHalf(w[i]) : toBf16(w[i]);
+    impl.weightData = impl.narrowWeights.data();
+  }
+  impl.weights = Descriptor(impl.weightData, {ckpt.layout().total});
   const auto &c = impl.config;
   impl.logits.assign(c.vocab, 0.0f);
   if (!m->reset(error))
@@ -281,6 +316,10 @@ const float *CompiledModel::prefill(const int32_t *tokens, int64_t pos) {
 const float *CompiledModel::decode(int32_t token, int64_t pos) {
   return call("decode", &token, 1, pos);
 }
+
+const void *CompiledModel::weights() const { return impl_->weightData; }
+
+kvq_weight_type CompiledModel::weightType() const { return impl_->weightType; }
 
 CacheStats CompiledModel::stats() const {
   CacheStats s;

@@ -13,6 +13,8 @@
 #include "tools/kvq-import/Llama2cImporter.h"
 #include "tools/model/llama2c.h"
 
+#include "kvq/runtime.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +24,13 @@ namespace kvq::run {
 
 struct CacheStats {
   int64_t tokens = 0, totalBytes = 0, fp16Bytes = 0;
+};
+
+/// How the graph is lowered and run beyond its spelling.
+struct CompileOptions {
+  /// Dense layers as kvq_matmul calls (--kvq-to-llvm's matmul-kernels);
+  /// false: convert-linalg-to-loops' scalar loops.
+  bool matmulKernels = true;
 };
 
 class CompiledModel {
@@ -35,7 +44,8 @@ public:
   static std::unique_ptr<CompiledModel>
   compile(const model::Llama2cCheckpoint &ckpt, int64_t prefillTokens,
           const std::string &passOptions, std::string *error,
-          const import::ImportOptions &spelling = {});
+          const import::ImportOptions &spelling = {},
+          const CompileOptions &compileOptions = {});
   ~CompiledModel();
 
   /// Empties the cache (a new sequence).
@@ -59,6 +69,10 @@ public:
   void *newCache(std::string *error) const;
   /// Byte accounting of the kvq cache (zeros for the plain model).
   CacheStats stats() const;
+  /// The weights the graph reads: the checkpoint's f32, or a copy rounded
+  /// to the spelling's f16 / bf16 (to nearest, ties to even).
+  const void *weights() const;
+  kvq_weight_type weightType() const;
   /// The cache of the plain model: K and V [layers, context, kv_heads,
   /// head_dim] f32; for a kvq model, fetched from the runtime (dequantized).
   bool fetchLayer(int64_t layer, std::vector<float> &k, std::vector<float> &v,

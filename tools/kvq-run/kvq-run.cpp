@@ -28,6 +28,9 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -209,6 +212,14 @@ struct Result {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+#if defined(__GLIBC__)
+  // The compiled graph allocates every intermediate buffer per call (a
+  // 512-token prefill: tens of MB each). glibc would map and unmap those,
+  // so every call faulted its pages in again (a third of a prefill's time
+  // on the CI box); keep freed memory for reuse instead.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   kvq::cli::setVersionPrinter("kvq-run");
   cl::OptionCategory cat("kvq-run options");
   cl::opt<std::string> modelPath(
@@ -260,14 +271,16 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> promptTokens(
       "prefill",
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
-               "decoding (default 128)"),
+               "decoding; --bench: the prefill timed (default 128)"),
       cl::init(128), cl::cat(cat));
   cl::opt<bool> json("json", cl::desc("Perplexity or benchmark table as JSON"),
                      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
       cl::desc("Time decode steps per method at each --contexts length, "
-               "split into attention and the rest (docs/MODEL.md)"),
+               "split into dense layers, attention and the rest, against the "
+               "read bandwidth measured in the same run, and one prefill of "
+               "--prefill tokens (docs/MODEL.md)"),
       cl::cat(cat));
   cl::list<int64_t> contexts(
       "contexts",
@@ -277,12 +290,24 @@ int main(int argc, char **argv) {
   cl::opt<int> benchSteps(
       "bench-steps", cl::desc("--bench: timed steps per point (default 5)"),
       cl::init(5), cl::cat(cat));
+  cl::opt<std::string> weightTypeText(
+      "weight-type",
+      cl::desc("Weights as f32 (default), f16 or bf16: a rounded copy kept "
+               "in that type and widened in the kernels (kvq-import "
+               "--weight-type)"),
+      cl::init("f32"), cl::cat(cat));
+  cl::opt<bool> matmulKernels(
+      "matmul-kernels",
+      cl::desc("Run projections and FFN as kvq_matmul calls (default true); "
+               "false lowers them to scalar loops, the slow path, for "
+               "comparison"),
+      cl::init(true), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
   std::vector<std::string> renamed;
   kvq::cli::renameDeprecatedFlags("kvq-run", argc, argv, {"--prompt-tokens"},
                                   renamed);
-  // --threads N: host threads the caches may use for their updates
-  // (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
+  // --threads N: host threads the caches' updates and the dense layers
+  // (kvq_matmul) may use (kvq_set_default_parallel; default 1). Read here, not by llvm::cl,
   // where LLVM itself registers a hidden --threads.
   const std::string threadsText =
       kvq::cli::takeFlag("kvq-run", argc, argv, "--threads");
@@ -294,8 +319,8 @@ int main(int argc, char **argv) {
       "kvq-run", argc, argv,
       "kvq-run: compile a llama2.c model with kvq's quantized KV cache and "
       "generate text or measure perplexity\n"
-      "  --threads N  host threads the caches may use for their updates "
-      "(default 1; the same bytes as one)\n");
+      "  --threads N  host threads the caches' updates and the dense layers "
+      "may use (default 1; the same bytes as one)\n");
 
   auto fail = [](const std::string &message) {
     llvm::errs() << "kvq-run: error: " << message << "\n";
@@ -303,8 +328,9 @@ int main(int argc, char **argv) {
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
       "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
-  // Every cache the compiled models create uses the pool (same bytes as one
-  // thread); none is set up for one thread.
+  // Every cache the compiled models create, and every kvq_matmul call,
+  // uses the pool (same bytes as one thread); none is set up for one
+  // thread.
   std::unique_ptr<kvqbench::ThreadPool> pool;
   if (threads > 1) {
     pool = std::make_unique<kvqbench::ThreadPool>(static_cast<int>(threads));
@@ -354,6 +380,14 @@ int main(int argc, char **argv) {
   if (!ckpt)
     return fail(error);
   const auto &config = ckpt->config();
+  run::CompileOptions compileOptions;
+  compileOptions.matmulKernels = matmulKernels;
+  import::ImportOptions spelling;
+  if (auto w = import::parseWeightType(weightTypeText))
+    spelling.weightType = *w;
+  else
+    return fail("--weight-type must be f32, f16 or bf16, got '" +
+                std::string(weightTypeText) + "'");
   if (bench) {
     std::vector<std::pair<std::string, std::string>> benchMethods;
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
@@ -373,7 +407,12 @@ int main(int argc, char **argv) {
       points.push_back(config.seqLen / 2);
     if (benchSteps < 1 || benchSteps > 1000)
       return fail("--bench-steps must be in [1, 1000]");
-    return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json);
+    if (promptTokens < 1 || promptTokens > config.seqLen)
+      return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
+                  "]");
+    return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
+                               spelling, compileOptions, promptTokens,
+                               int(threads));
   }
   if (!tokensFile.empty() && !perplexity.empty())
     return fail("--tokens and --perplexity both name the documents; give one");
@@ -421,8 +460,9 @@ int main(int argc, char **argv) {
       return fail("prompt plus --steps exceed the model's context of " +
                   std::to_string(config.seqLen) + " tokens");
     for (const MethodSpec &m : specs) {
-      auto model = run::CompiledModel::compile(*ckpt, int64_t(ids.size()),
-                                               passOptionsFor(m, bits), &error);
+      auto model = run::CompiledModel::compile(
+          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error,
+          spelling, compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -492,7 +532,8 @@ int main(int argc, char **argv) {
     r.spec = m;
     r.options = passOptionsFor(m, bits);
     auto model =
-        run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error);
+        run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error,
+                                    spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
     double total = 0, seconds = 0;

@@ -186,7 +186,9 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
       `bufferize-function-boundaries` and identity layouts at function
       boundaries (the runtime takes dense buffers), the upstream
       `buffer-deallocation-pipeline` (kvq results are allocations), this pass
-      with `target=cpu`, `canonicalize`, `convert-linalg-to-loops`,
+      with `target=cpu`, `canonicalize`, `convert-linalg-to-kvq-matmul`
+      (left out with the option `matmul-kernels=false`),
+      `convert-linalg-to-loops`,
       `expand-strided-metadata`, `lower-affine`, `convert-scf-to-cf`,
       `convert-to-llvm`, `reconcile-unrealized-casts`, `canonicalize`.
     - `--kvq-to-metal`: the same up to and including this pass with
@@ -197,6 +199,55 @@ def ConvertKvqToRuntime : Pass<"convert-kvq-to-runtime", "mlir::ModuleOp"> {
            /*default=*/"::mlir::kvq::RuntimeTarget::CPU",
            "Runtime backend whose entry points are called",
            [{::mlir::kvq::runtimeTargetValues()}]>,
+    Option<"onError", "on-error", "::mlir::kvq::OnRuntimeError",
+           /*default=*/"::mlir::kvq::OnRuntimeError::Abort",
+           "What generated code does after a failed runtime call",
+           [{::mlir::kvq::onRuntimeErrorValues()}]>
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def ConvertLinalgToKvqMatmul
+    : Pass<"convert-linalg-to-kvq-matmul", "mlir::ModuleOp"> {
+  let summary = "Rewrite f32 matrix products on buffers into kvq_matmul calls";
+  let description = [{
+    Replaces every linalg contraction in memref form (run
+    `--one-shot-bufferize` first) that is a dense layer with its weights
+    stored [out][in] with one call of the runtime's `kvq_matmul`
+    (`runtime/include/kvq/runtime.h`), which runs an AVX-512, AVX2, NEON or
+    portable kernel chosen once at run time, on the runtime's parallel-for.
+    The graph before this pass stays upstream MLIR; without it
+    `convert-linalg-to-loops` makes the same ops scalar loops.
+
+    Rewritten: a `linalg.generic` (or a named op such as `linalg.matmul`
+    with transposed B, `linalg.matvec`) whose indexing maps make it
+    y[m][n] += sum_k x[m][k] * w[n][k] or y[n] += sum_k w[n][k] * x[k],
+    with no batch dimension and one reduction dimension; a body that is
+    exactly `acc + x * w` (`arith.mulf`, `arith.addf`, either operand
+    order), with w optionally widened by `arith.extf`; x and y f32, w f32,
+    f16 or bf16; the reduction dimension innermost with unit stride in x
+    and w, and n innermost with unit stride in y (other strides may be
+    anything, static or dynamic); and y a buffer of its own (a view of a
+    `memref.alloc` or `memref.alloca` that x and w do not view). Anything
+    else is left as it was.
+
+    Numerics: the call computes every dot product in `kvq_matmul`'s fixed
+    order (32 partial sums with fused multiply-adds, then a pairwise tree)
+    and adds it to y once, where the loops add the products to y one by
+    one: a reassociation, so results can differ from the loops in the last
+    bits, and are the same on every ISA and for any thread count.
+
+    Every returned status goes through `kvq_check_status` as in
+    `convert-kvq-to-runtime`, with the same `on-error` option.
+
+    `--kvq-to-llvm` runs this pass after `convert-kvq-to-runtime` unless
+    its option `matmul-kernels=false` is given.
+  }];
+  let options = [
     Option<"onError", "on-error", "::mlir::kvq::OnRuntimeError",
            /*default=*/"::mlir::kvq::OnRuntimeError::Abort",
            "What generated code does after a failed runtime call",

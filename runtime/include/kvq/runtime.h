@@ -510,6 +510,43 @@ KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
                                          int32_t k, int64_t *positions);
 
 /*===----------------------------------------------------------------------===*
+ * Dense layers (convert-linalg-to-kvq-matmul: projections and FFN)
+ *===----------------------------------------------------------------------===*/
+
+/// Element type of the weights kvq_matmul reads. F16 and BF16 weights stay
+/// in that type in memory; the kernels widen them to float (exactly).
+typedef enum kvq_weight_type {
+  KVQ_WEIGHT_F32 = 0,  ///< float
+  KVQ_WEIGHT_F16 = 1,  ///< uint16_t binary16 bit patterns
+  KVQ_WEIGHT_BF16 = 2, ///< uint16_t bfloat16: the upper half of a float
+  KVQ_WEIGHT_MAX_ENUM = 0x7fffffff
+} kvq_weight_type;
+
+/// y[i][j] += dot(x[i][0..k), w[j][0..k)) for i < m, j < n: a dense layer
+/// with W stored [out][in] (row j of w holds output j's weights), so decode
+/// (m = 1) is a matrix-vector product and prefill one matrix product. Rows
+/// are x_stride, w_stride, y_stride elements apart (>= k, k, n); x and y
+/// are float, w of w_type, each aligned to its elements. m, n or k of 0
+/// changes nothing (k = 0 adds +0).
+///
+/// Every dot product is summed in one order, the same on every ISA
+/// (reference, AVX2, AVX-512, NEON) and for any thread count, so the result
+/// is bit-identical across them: 32 partial sums, partial sum l taking
+/// elements l, l + 32, l + 64, ... in order with fused multiply-adds
+/// (x * w + s rounded once), then added pairwise: s[l] + s[l + 16] for
+/// l < 16, then + 8, + 4, + 2, + 1; that total is added to y once. Outputs
+/// are split over the default parallel-for (kvq_set_default_parallel), each
+/// computed whole by one task. Null pointers (with m, n, k > 0) are
+/// KVQ_ERR_NULL_POINTER; negative sizes, short strides, misaligned buffers
+/// and unknown weight types KVQ_ERR_INVALID_ARGUMENT; y changes only on
+/// KVQ_OK.
+KVQ_RT_EXPORT kvq_status kvq_matmul(const float *x, int64_t x_stride,
+                                    const void *w, kvq_weight_type w_type,
+                                    int64_t w_stride, float *y,
+                                    int64_t y_stride, int64_t m, int64_t n,
+                                    int64_t k);
+
+/*===----------------------------------------------------------------------===*
  * Entry points for compiled graphs (convert-kvq-to-runtime)
  *
  * Generated code passes only pointers and scalars, so these flatten what the

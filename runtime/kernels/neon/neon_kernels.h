@@ -20,6 +20,8 @@ void fillQuantNeon(KernelTable &t);
 void fillAttendNeon(const AttendShape &s, AttendOps &ops);
 /// attend_nibble_neon.cpp: key dots over nibble-major blocks.
 void fillNibbleNeon(const AttendShape &s, AttendOps &ops);
+/// matmul_neon.cpp: KernelTable::matmul.
+void matmulNeon(const MatmulArgs &a, int64_t j0, int64_t j1);
 
 } // namespace neon
 } // namespace kvq

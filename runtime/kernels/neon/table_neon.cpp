@@ -30,6 +30,7 @@ const kvq::KernelTable *kvq::simdKernelTable() {
     t.topkAbs = topkAbsFast;
     neon::fillQuantNeon(t);
     t.attendFor = attendNeon;
+    t.matmul = neon::matmulNeon;
     return t;
   }();
   return &table;

@@ -35,7 +35,7 @@ const kvq::KernelTable &kvq::referenceKernels() {
       uniformQuantizeRef, lloydFitRef,      topkAbsRef,     groupQuantRef,
       groupDequantRef,    nuqQuantRef,      nuqDequantRef,  lloydFitGathered,
       outlierSplitRef,    outlierScreenRef, keyNormRef,     topkIndicesRef,
-      noAttendKernels};
+      noAttendKernels,    matmulRef};
   return table;
 }
 

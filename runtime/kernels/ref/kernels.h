@@ -14,6 +14,7 @@
 
 #include "kvq/config_rules.h"
 #include "kvq/runtime.h"
+#include "matmul.h"
 
 #include <cstdint>
 #include <cstring>
@@ -719,6 +720,9 @@ struct KernelTable {
   /// The table's attention kernels that cover `shape`, null for the others
   /// (selectAttendOps fills those from the reference).
   AttendOps (*attendFor)(const AttendShape &shape);
+  /// kvq_matmul's outputs [j0, j1) (matmul.h: one summation order, so the
+  /// same bits as the reference on every table).
+  MatmulKernel matmul;
 };
 
 /// The active kernel table: the SIMD table of this CPU, or the reference

@@ -77,6 +77,7 @@ const kvq::KernelTable &avx2Table() {
     kvq::x86::fillQuantAvx2(t);
     kvq::x86::fillMiscAvx2(t);
     t.attendFor = attendAvx2;
+    t.matmul = kvq::x86::matmulAvx2;
     return t;
   }();
   return table;
@@ -91,6 +92,7 @@ const kvq::KernelTable &avx512Table() {
     kvq::x86::fillSortAvx512(t);
     kvq::x86::fillGroupQuantAvx512(t);
     t.attendFor = attendAvx512;
+    t.matmul = kvq::x86::matmulAvx512;
     return t;
   }();
   return table;

@@ -98,6 +98,9 @@ void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
 /// rope_nibble_avx512.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
 void fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops);
+/// matmul_avx2.cpp, matmul_avx512.cpp: KernelTable::matmul.
+void matmulAvx2(const MatmulArgs &a, int64_t j0, int64_t j1);
+void matmulAvx512(const MatmulArgs &a, int64_t j0, int64_t j1);
 /// rope_rows_avx512.cpp: pre-RoPE key rows (3-bit KIVI codes, fp16)
 /// decoded in registers.
 void fillRopeRowsAvx512(const AttendShape &s, AttendOps &ops);
