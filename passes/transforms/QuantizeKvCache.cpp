@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/passes/Passes.h"
 #include "passes/transforms/CacheConfigOptions.h"
+#include "passes/transforms/kvcache/ElementEvaluator.h"
 #include "passes/transforms/kvcache/Layout.h"
 #include "passes/transforms/kvcache/RopeMatcher.h"
 
@@ -36,6 +37,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mlir::kvq {
 #define GEN_PASS_DEF_KVQQUANTIZEKVCACHE
@@ -88,6 +90,14 @@ struct Write {
   /// The write itself: the rewrite reads its source when it runs, since an
   /// earlier layer's rewrite may have replaced the value `data` was.
   tensor::InsertSliceOp op;
+  /// Set on a read's copy: how many positions it reads (a constant, or a
+  /// function of `pos`), and whether that is more than the written prefix
+  /// `pos + tokens` (a static cache read whole, which a mask must hide).
+  OpFoldResult readLength;
+  bool pastPrefix = false;
+  Operation *read = nullptr;
+
+  std::optional<int64_t> readLengthAt(int64_t posValue) const;
 };
 
 /// A matched attention: what the rewrite needs.
@@ -146,105 +156,10 @@ std::optional<int64_t> evalInt(Value v, Value pos, int64_t posValue,
   return std::nullopt;
 }
 
-/// Interprets the body of an elementwise mask generic for loop indices
-/// `indices`: returns true when it yields `ninf` (masked), false when it
-/// yields the scores block argument, nullopt for anything else.
-std::optional<bool> evalMask(linalg::GenericOp g, ArrayRef<int64_t> indices,
-                             Value pos, int64_t posValue) {
-  Block &body = g.getRegion().front();
-  // Inline maps: the causal-mask check interprets a body of a few ops for
-  // every (query, position) pair it samples, tens of thousands of calls per
-  // prefill layer, and heap maps made that most of a compile under ASan.
-  llvm::SmallDenseMap<Value, int64_t, 32> ints;
-  llvm::SmallDenseMap<Value, Value, 8>
-      floats; // select results -> chosen operand
-  auto get = [&](Value v) -> std::optional<int64_t> {
-    auto it = ints.find(v);
-    if (it != ints.end())
-      return it->second;
-    if (v.getParentBlock() != &body || isa<BlockArgument>(v))
-      return evalInt(v, pos, posValue);
-    return std::nullopt;
-  };
-  for (Operation &op : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-      if (index.getDim() >= indices.size())
-        return std::nullopt;
-      ints[index] = indices[index.getDim()];
-    } else if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-        ints[c] = i.getValue().getSExtValue();
-    } else if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op)) {
-      auto a = get(op.getOperand(0)), b = get(op.getOperand(1));
-      if (!a || !b)
-        return std::nullopt;
-      ints[op.getResult(0)] = isa<arith::AddIOp>(op)   ? *a + *b
-                              : isa<arith::SubIOp>(op) ? *a - *b
-                                                       : *a * *b;
-    } else if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op)) {
-      auto a = get(op.getOperand(0));
-      if (!a)
-        return std::nullopt;
-      ints[op.getResult(0)] = *a;
-    } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
-      auto a = get(cmp.getLhs()), b = get(cmp.getRhs());
-      if (!a || !b)
-        return std::nullopt;
-      bool r = false;
-      uint64_t ua = uint64_t(*a), ub = uint64_t(*b);
-      switch (cmp.getPredicate()) {
-      case arith::CmpIPredicate::eq:
-        r = *a == *b;
-        break;
-      case arith::CmpIPredicate::ne:
-        r = *a != *b;
-        break;
-      case arith::CmpIPredicate::slt:
-        r = *a < *b;
-        break;
-      case arith::CmpIPredicate::sle:
-        r = *a <= *b;
-        break;
-      case arith::CmpIPredicate::sgt:
-        r = *a > *b;
-        break;
-      case arith::CmpIPredicate::sge:
-        r = *a >= *b;
-        break;
-      case arith::CmpIPredicate::ult:
-        r = ua < ub;
-        break;
-      case arith::CmpIPredicate::ule:
-        r = ua <= ub;
-        break;
-      case arith::CmpIPredicate::ugt:
-        r = ua > ub;
-        break;
-      case arith::CmpIPredicate::uge:
-        r = ua >= ub;
-        break;
-      }
-      ints[cmp] = r;
-    } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
-      auto c = get(sel.getCondition());
-      if (!c)
-        return std::nullopt;
-      floats[sel] = *c ? sel.getTrueValue() : sel.getFalseValue();
-    } else {
-      return std::nullopt;
-    }
-  }
-  Value yielded = body.getTerminator()->getOperand(0);
-  auto it = floats.find(yielded);
-  Value chosen = it == floats.end() ? yielded : it->second;
-  if (chosen == body.getArgument(0))
-    return false;
-  FloatAttr f;
-  if (matchPattern(chosen, m_Constant(&f)) &&
-      (f.getValue().isNegative() &&
-       (f.getValue().isInfinity() || f.getValueAsDouble() <= -1e30)))
-    return true;
-  return std::nullopt;
+std::optional<int64_t> Write::readLengthAt(int64_t posValue) const {
+  if (auto v = dyn_cast_if_present<Value>(readLength))
+    return evalInt(v, pos, posValue);
+  return getConstantIntValue(readLength);
 }
 
 //===----------------------------------------------------------------------===//
@@ -437,6 +352,65 @@ Operation *singleUser(Value v) {
   return *v.getUsers().begin();
 }
 
+/// Whether `v` is computed from a q·k contraction through reshapes and
+/// elementwise generics.
+bool leadsToScores(Value v, int depth = 0) {
+  if (depth > 12)
+    return false;
+  Operation *def = v.getDefiningOp();
+  if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+    return leadsToScores(def->getOperand(0), depth + 1);
+  auto g = dyn_cast_or_null<linalg::GenericOp>(def);
+  if (!g)
+    return false;
+  if (isMulAddContraction(g))
+    return true;
+  if (g.getNumReductionLoops() != 0)
+    return false;
+  return llvm::any_of(g.getDpsInputs(),
+                      [&](Value in) { return leadsToScores(in, depth + 1); });
+}
+
+/// The one input of an elementwise generic that carries the scores (the
+/// others are a mask or nothing), or none.
+std::optional<unsigned> scoresOperand(linalg::GenericOp g) {
+  std::optional<unsigned> found;
+  for (auto [i, in] : llvm::enumerate(g.getDpsInputs()))
+    if (leadsToScores(in)) {
+      if (found)
+        return std::nullopt;
+      found = i;
+    }
+  return found;
+}
+
+/// Function arguments that the values `roots` are computed from (captured
+/// in generic bodies too).
+SmallVector<BlockArgument> argumentsBehind(ArrayRef<Value> roots) {
+  SmallVector<BlockArgument> args;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  llvm::SmallPtrSet<void *, 32> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v.getAsOpaquePointer()).second || seen.size() > 512)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+        args.push_back(arg);
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    for (Value o : def->getOperands())
+      work.push_back(o);
+    def->walk([&](Operation *inner) {
+      for (Value o : inner->getOperands())
+        if (!def->isAncestor(o.getParentBlock()->getParentOp()))
+          work.push_back(o);
+    });
+  }
+  return args;
+}
+
 /// The dims of `map`'s results, which must all be distinct loop dims.
 std::optional<SmallVector<unsigned>> dimsOf(AffineMap map) {
   SmallVector<unsigned> dims;
@@ -465,6 +439,9 @@ public:
   std::vector<std::unique_ptr<CacheChain>> chains;
   std::vector<Attention> attentions;
   std::optional<Refusal> refusal;
+  /// What an adoption takes on trust (a mask passed in as an argument),
+  /// said in a remark when the function is rewritten.
+  std::vector<Refusal> assumptions;
   int64_t kvHeads = 0, headDim = 0, layers = 0;
   Type elementType;
 
@@ -480,10 +457,46 @@ private:
                                                        Operation *user);
   LogicalResult matchAround(Operation *softmax, Value x, Value p, unsigned tPos,
                             unsigned rank, unsigned xUses);
+  FailureOr<double>
+  checkScaleAndMask(Operation *softmax, Value x, Value scores,
+                    const Roles &roles, const Write &kw,
+                    ArrayRef<std::pair<Operation *, unsigned>> between);
   DenseMap<Operation *, Write> writeOf; // insert_slice -> its description
   DenseMap<Operation *, CacheChain *> chainOfRead;
   llvm::SmallPtrSet<Operation *, 16> adoptedReads;
 };
+
+/// Puts a full tensor.extract_slice between the written cache value `v`
+/// and each use that reads it whole (not a write, a read slice or the
+/// return).
+void wrapWholeReads(Value v, Operation *ret) {
+  SmallVector<OpOperand *> whole;
+  for (OpOperand &use : v.getUses()) {
+    Operation *u = use.getOwner();
+    auto ins = dyn_cast<tensor::InsertSliceOp>(u);
+    bool readsWhole =
+        isa<linalg::LinalgOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+            u) ||
+        (ins && use.getOperandNumber() !=
+                    ins.getDestMutable().getOperandNumber());
+    if (!readsWhole)
+      continue;
+    whole.push_back(&use);
+  }
+  auto type = cast<RankedTensorType>(v.getType());
+  if (whole.empty() || !type.hasStaticShape())
+    return;
+  OpBuilder b(v.getContext());
+  b.setInsertionPointAfterValue(v);
+  SmallVector<OpFoldResult> zeros(type.getRank(), b.getIndexAttr(0)),
+      ones(type.getRank(), b.getIndexAttr(1)), sizes;
+  for (int64_t n : type.getShape())
+    sizes.push_back(b.getIndexAttr(n));
+  Value all = tensor::ExtractSliceOp::create(b, v.getLoc(), v, zeros, sizes,
+                                             ones);
+  for (OpOperand *use : whole)
+    use->set(all);
+}
 
 LogicalResult FunctionMatcher::findChains() {
   if (!func.getBody().hasOneBlock())
@@ -545,6 +558,11 @@ LogicalResult FunctionMatcher::findChains() {
     chain->arg = arg;
     Value v = arg;
     while (true) {
+      // A written per-layer cache used whole (a static cache's full-capacity
+      // read) reads through a full extract_slice like any other read; this
+      // runs on the matcher's copy of the function.
+      if (v != arg && !chain->stacked)
+        wrapWholeReads(v, ret);
       tensor::InsertSliceOp next;
       bool returned = false;
       for (OpOperand &use : v.getUses()) {
@@ -751,28 +769,40 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read,
   if (!last || source == chain.arg)
     return refuse(read.getLoc(), "not adopted: attention reads a cache layer "
                                  "before the step writes it");
-  // Length read must be pos + tokens for every pos.
-  Value len = dyn_cast<Value>(sizes[t]);
+  // Length read: the written prefix pos + tokens for every pos, or more (a
+  // static cache read whole; matchAround then proves a mask hides the rest).
+  Write seen = *last;
+  seen.readLength = sizes[t];
+  seen.read = read;
+  int64_t capacity = type.getDimSize(t);
+  bool evaluated = false;
   for (int64_t p : {0, 1, 7, 130}) {
-    std::optional<int64_t> got =
-        len ? evalInt(len, last->pos, p) : getConstantIntValue(sizes[t]);
+    std::optional<int64_t> got = seen.readLengthAt(p);
     if (!got)
       return refuse(read.getLoc(),
                     "not adopted: the cache read's length cannot be evaluated "
                     "from the step's position (kvq evaluates constants, pos, "
                     "add/sub/mul, max/min and casts)");
-    if (*got != p + last->tokens)
+    // Positions past the capacity fail the step's position check.
+    if (!ShapedType::isDynamic(capacity) && p + last->tokens > capacity)
+      continue;
+    evaluated = true;
+    if (*got < p + last->tokens)
       return refuse(read.getLoc(),
                     "not adopted: attention reads " + Twine(*got) +
-                        " positions at pos = " + Twine(p) + ", not the "
+                        " positions at pos = " + Twine(p) + ", fewer than the "
                         "written prefix pos + " + Twine(last->tokens));
+    seen.pastPrefix |= *got > p + last->tokens;
   }
+  if (!evaluated)
+    return refuse(read.getLoc(), "not adopted: the cache holds fewer "
+                                 "positions than one step writes");
   llvm::SmallBitVector droppedDims = read.getDroppedDims();
   readRoles = Roles();
   for (auto [i, role] : llvm::enumerate(chain.roles))
     if (!droppedDims.test(i))
       readRoles.dims.push_back(role == Role::Slot ? Role::Unit : role);
-  return *last;
+  return seen;
 }
 
 /// Follows an attention operand back through the data movement frontends
@@ -820,6 +850,193 @@ FunctionMatcher::traceCacheOperand(Value operand, Operation *user) {
   return std::make_pair(*found, trace->roles);
 }
 
+/// Proves that the softmax input `x` is c * scores where the causal mask
+/// shows a position (t <= pos + n) and hidden where it does not, for sampled
+/// positions, queries and heads, by evaluating `x` with every score set to
+/// a constant. A mask passed in as a function argument is taken to be the
+/// causal mask ([.., queries, positions], additive 0/-inf or boolean), and
+/// said so. Returns c.
+FailureOr<double> FunctionMatcher::checkScaleAndMask(
+    Operation *softmax, Value x, Value scoresValue, const Roles &roles,
+    const Write &kw, ArrayRef<std::pair<Operation *, unsigned>> between) {
+  // Where a wrong mask is pointed at: the first op that brings in another
+  // operand or reads loop indices.
+  Operation *maskOp = nullptr;
+  SmallVector<Value> sideInputs;
+  for (auto [op, operand] : llvm::reverse(between)) {
+    auto g = dyn_cast<linalg::GenericOp>(op);
+    if (!g)
+      continue;
+    bool side = g.getNumDpsInputs() > 1 ||
+                !g.getRegion().front().getOps<linalg::IndexOp>().empty();
+    for (auto [i, in] : llvm::enumerate(g.getDpsInputs()))
+      if (i != operand)
+        sideInputs.push_back(in);
+    g.getRegion().walk([&](Operation *inner) {
+      for (Value o : inner->getOperands())
+        if (!g->isAncestor(o.getParentBlock()->getParentOp()) &&
+            !o.getDefiningOp<arith::ConstantOp>()) {
+          sideInputs.push_back(o);
+          side = true;
+        }
+    });
+    if (side && !maskOp)
+      maskOp = op;
+  }
+  // The step's position as the graph holds it (an index cast from an
+  // integer argument, or an element of a position tensor) evaluates to the
+  // sampled position wherever the mask reads it.
+  Value posArg = kw.pos;
+  while (Operation *def = posArg.getDefiningOp()) {
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp, arith::TruncIOp>(def))
+      posArg = def->getOperand(0);
+    else if (auto e = dyn_cast<tensor::ExtractOp>(def))
+      posArg = e.getTensor();
+    else
+      break;
+  }
+  SmallVector<BlockArgument> maskArgs;
+  for (BlockArgument arg : argumentsBehind(sideInputs)) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (arg == posArg || !type || type.getRank() < 2 ||
+        !(isa<FloatType>(type.getElementType()) ||
+          type.getElementType().isInteger(1)) ||
+        llvm::is_contained(maskArgs, arg))
+      continue;
+    maskArgs.push_back(arg);
+  }
+  auto evaluate = [&](double score, ArrayRef<int64_t> idx, int64_t posValue,
+                      Location &where,
+                      std::string &why) -> std::optional<double> {
+    ElementEvaluator e(
+        scoresValue, [score](ArrayRef<int64_t>) { return score; }, kw.pos,
+        posValue,
+        "it reads a function argument other than the step's position and a "
+        "[.., queries, positions] mask");
+    if (posArg != kw.pos)
+      e.bind(posArg, [posValue](ArrayRef<int64_t>) { return double(posValue); });
+    for (BlockArgument arg : maskArgs) {
+      bool boolean =
+          cast<RankedTensorType>(arg.getType()).getElementType().isInteger(1);
+      e.bind(arg, [posValue, boolean](ArrayRef<int64_t> i) {
+        bool shown = i.back() <= posValue + i[i.size() - 2];
+        if (boolean)
+          return shown ? 1.0 : 0.0;
+        return shown ? 0.0 : -std::numeric_limits<double>::infinity();
+      });
+    }
+    std::optional<double> r = e.element(x, idx);
+    if (!r) {
+      where = e.where();
+      why = e.why();
+    }
+    return r;
+  };
+  auto xType = cast<RankedTensorType>(x.getType());
+  int nDim = roles.find(Role::Query), tDim = roles.find(Role::Token);
+  int64_t capacity = kw.chain->sizeOf(Role::Token);
+  const double s1 = 0.75, s2 = -2.5;
+  double c = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t posValue : {0, 1, 7, 130}) {
+    std::optional<int64_t> len = kw.readLengthAt(posValue);
+    if (!len || posValue + kw.tokens > capacity)
+      continue;
+    SmallVector<int64_t> ns, ts;
+    for (int64_t n = 0; n < kw.tokens; ++n)
+      if (kw.tokens <= 8 || n < 2 || n == kw.tokens / 2 || n == kw.tokens - 1)
+        ns.push_back(n);
+    int64_t near = posValue + kw.tokens + 32;
+    for (int64_t t = 0; t < *len; ++t)
+      if (*len <= 256 || t < near || t >= *len - 32)
+        ts.push_back(t);
+    for (bool last : {false, true}) {
+      SmallVector<int64_t> idx(xType.getRank(), 0);
+      if (last)
+        for (int64_t d = 0; d < xType.getRank(); ++d)
+          if (!xType.isDynamicDim(d))
+            idx[d] = xType.getDimSize(d) - 1;
+      for (int64_t n : ns)
+        for (int64_t t : ts) {
+          if (nDim >= 0)
+            idx[nDim] = n;
+          idx[tDim] = t;
+          Location where = softmax->getLoc();
+          std::string why;
+          std::optional<double> x1 = evaluate(s1, idx, posValue, where, why);
+          std::optional<double> x2 =
+              x1 ? evaluate(s2, idx, posValue, where, why) : std::nullopt;
+          if (!x2)
+            return refuse(where, "not adopted: kvq cannot evaluate what lies "
+                                 "between the scores and the softmax: " +
+                                     Twine(why)),
+                   failure();
+          bool shown = t <= posValue + n;
+          // A shown position's value follows its score; one that does not,
+          // or sits 1e4 below it, is masked.
+          bool follows = std::isfinite(*x1) && std::isfinite(*x2) &&
+                         *x1 != *x2 && *x1 > -1e4 && *x2 > -1e4;
+          if (shown && follows) {
+            double slope = (*x1 - *x2) / (s1 - s2);
+            if (std::isnan(c))
+              c = slope;
+            bool linear = std::abs(*x1 - slope * s1) <=
+                          1e-6 * (1 + std::abs(*x1));
+            if (!linear || std::abs(slope - c) > 1e-6 * std::abs(c))
+              return refuse(maskOp ? maskOp->getLoc() : softmax->getLoc(),
+                            "not adopted: the softmax does not get the "
+                            "scores times one constant at the positions it "
+                            "sees"),
+                     failure();
+            if (c == 0.0)
+              return refuse(softmax->getLoc(),
+                            "not adopted: the scores are scaled by 0"),
+                     failure();
+            continue;
+          }
+          auto hidden = [&](double v, double score) {
+            return v == -std::numeric_limits<double>::infinity() ||
+                   (!std::isnan(c) && v <= c * score - 1e4);
+          };
+          bool isHidden = hidden(*x1, s1) && hidden(*x2, s2);
+          if (shown || !isHidden) {
+            if (shown || t < posValue + kw.tokens) {
+              if (!maskOp && kw.tokens > 1)
+                return refuse(softmax->getLoc(),
+                              "not adopted: attention over several new "
+                              "tokens without a causal mask"),
+                       failure();
+              return refuse(maskOp ? maskOp->getLoc() : softmax->getLoc(),
+                            "not adopted: the mask is not the causal mask "
+                            "(position pos + n sees positions 0 .. pos + n)"),
+                     failure();
+            }
+            return refuse(kw.read ? kw.read->getLoc() : softmax->getLoc(),
+                          "not adopted: attention reads " + Twine(*len) +
+                              " positions at pos = " + Twine(posValue) +
+                              ", past the written prefix pos + " +
+                              Twine(kw.tokens) +
+                              ", and no mask hides the rest"),
+                   failure();
+          }
+        }
+    }
+  }
+  if (std::isnan(c))
+    return refuse(softmax->getLoc(), "not adopted: no position of the cache "
+                                     "could be checked"),
+           failure();
+  for (BlockArgument arg : maskArgs)
+      assumptions.push_back(
+          {arg.getLoc(),
+           ("adopted on the assumption that argument #" +
+            Twine(arg.getArgNumber()) +
+            " is the causal attention mask (position pos + n sees "
+            "positions 0 .. pos + n; no padding)")
+               .str()});
+  return c;
+}
+
 /// Matches the attention around a softmax of `x` (rank `rank`, softmax over
 /// dim `tPos`) producing `p`.
 LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
@@ -830,43 +1047,32 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
   if (x.getNumUses() != xUses)
     return refuse(softmax->getLoc(), "not adopted: the attention scores are "
                                      "also used outside the attention");
-  // Backward: conversions, reshapes, mask and scale, then the scores
-  // contraction. `between` holds the ops passed, last first.
-  linalg::GenericOp mask;
-  SmallVector<Operation *> between;
+  // Backward from the softmax input to the scores contraction through
+  // reshapes and elementwise generics (scale, conversions, masks). `between`
+  // holds each op passed and its operand on the scores' path, last first;
+  // the other operands (mask tensors) are evaluated below, not matched.
+  SmallVector<std::pair<Operation *, unsigned>> between;
   Value s = x;
   linalg::GenericOp scores;
-  for (int step = 0; step < 8; ++step) {
+  for (int step = 0; step < 12; ++step) {
     Operation *def = s.getDefiningOp();
     auto g = dyn_cast_or_null<linalg::GenericOp>(def);
     if (g && isMulAddContraction(g)) {
       scores = g;
       break;
     }
-    double c = 0;
-    bool isScale = g && (scalarOpWithConstant<arith::MulFOp>(g, &c) ||
-                         scalarOpWithConstant<arith::DivFOp>(g, &c));
-    bool isConvert = g && (isConversion<arith::ExtFOp>(g) ||
-                           isConversion<arith::TruncFOp>(g));
-    bool isMask = g && !isScale && !isConvert && g.getNumDpsInputs() == 1 &&
-                  isIdentityElementwise(g) &&
-                  !g.getRegion().front().getOps<linalg::IndexOp>().empty();
-    bool isReshape = isa_and_nonnull<tensor::ExpandShapeOp,
-                                     tensor::CollapseShapeOp>(def);
-    if (!isScale && !isMask && !isConvert && !isReshape)
+    std::optional<unsigned> onPath;
+    if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      onPath = 0;
+    else if (g && g.getNumReductionLoops() == 0 && g.getNumDpsInits() == 1)
+      onPath = scoresOperand(g);
+    if (!onPath)
       break;
-    if (isScale && c == 0.0)
-      return refuse(g.getLoc(), "not adopted: the scores are scaled by 0");
-    if (!def->getOperand(0).hasOneUse())
+    if (!def->getOperand(*onPath).hasOneUse())
       return refuse(def->getLoc(), "not adopted: the attention scores are "
                                    "also used outside the attention");
-    if (isMask) {
-      if (mask)
-        return refuse(g.getLoc(), "not adopted: two masks on one attention");
-      mask = g;
-    }
-    between.push_back(def);
-    s = def->getOperand(0);
+    between.push_back({def, *onPath});
+    s = def->getOperand(*onPath);
   }
   if (!scores)
     return refuse(softmax->getLoc(), "not adopted: the softmax input is not "
@@ -980,13 +1186,22 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
                                    "bf16");
   // Scores layout, carried to the softmax through what lies between; the
   // softmax reduces the cached positions.
-  Roles sRoles, maskRoles;
+  Roles sRoles;
   for (unsigned d : *sDims)
     sRoles.dims.push_back(*loop[d]);
   sRoles.group = group;
-  for (Operation *op : llvm::reverse(between)) {
-    if (op == mask.getOperation())
-      maskRoles = sRoles;
+  for (auto [op, operand] : llvm::reverse(between)) {
+    auto g = dyn_cast<linalg::GenericOp>(op);
+    // An elementwise op over the scores' own layout (scale, mask,
+    // conversion) keeps the roles, whatever its other operands broadcast.
+    if (g && g.getNumDpsInputs() > 1) {
+      AffineMap in = g.getIndexingMapsArray()[operand],
+                out = g.getIndexingMapsArray()[g.getNumDpsInputs()];
+      if (!in.isIdentity() || !out.isIdentity())
+        return refuse(op->getLoc(), "not adopted: an op between the scores "
+                                    "and the softmax changes their layout");
+      continue;
+    }
     std::string why;
     FailureOr<Roles> next = stepRoles(op, sRoles, why);
     if (failed(next))
@@ -996,31 +1211,18 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
   if (sRoles.dims.size() != rank || sRoles.dims[tPos] != Role::Token)
     return refuse(softmax->getLoc(), "not adopted: the softmax is not over "
                                      "the cached positions");
-  // Scale: whatever constant the graph applies to q·k is folded into the
-  // queries, since kvq.cache_attend always scales by 1/sqrt(head_dim).
+  // The scale and the mask are read off the values the softmax gets: for
+  // scores s, position t and query n, it must see c * s with one constant c
+  // where t <= pos + n, and -inf or at most c * s - 1e4 (exp is exactly 0
+  // in f32) where t > pos + n. kvq.cache_attend scales by 1/sqrt(head_dim),
+  // so c is folded into the queries.
+  FailureOr<double> c = checkScaleAndMask(softmax, x, scores.getResult(0),
+                                          sRoles, kw, between);
+  if (failed(c))
+    return failure();
   int64_t hd = kw.chain->sizeOf(Role::Channel);
-  a.queryFactor = sRoles.scale * kRoles.scale * std::sqrt(double(hd));
+  a.queryFactor = *c * kRoles.scale * std::sqrt(double(hd));
   sRoles.scale = 1.0;
-  // Causal mask: masked(n, t) <=> t > pos + n.
-  if (kw.tokens > 1 && !mask)
-    return refuse(softmax->getLoc(), "not adopted: attention over several "
-                                     "new tokens without a causal mask");
-  if (mask) {
-    int nPos = maskRoles.find(Role::Query), mT = maskRoles.find(Role::Token);
-    SmallVector<int64_t> idx(maskRoles.dims.size(), 0);
-    for (int64_t posv : {0, 1, 7, 130})
-      for (int64_t n = 0; n < kw.tokens; ++n)
-        for (int64_t tt = 0; tt < posv + kw.tokens; ++tt) {
-          if (nPos >= 0)
-            idx[nPos] = n;
-          idx[mT] = tt;
-          std::optional<bool> m = evalMask(mask, idx, kw.pos, posv);
-          if (!m || *m != (tt > posv + n))
-            return refuse(mask.getLoc(),
-                          "not adopted: the mask is not the causal mask "
-                          "(position pos + n sees positions 0 .. pos + n)");
-        }
-  }
   // Forward: the weighted sum of values, after conversions and reshapes.
   Value probs = p;
   Operation *user = singleUser(probs);
@@ -1110,6 +1312,10 @@ LogicalResult FunctionMatcher::matchAround(Operation *softmax, Value x, Value p,
   int64_t kvh = kw.chain->sizeOf(Role::Head);
   a.qHeads = kvh * group;
   // K and V of one layer, written at one position.
+  if (vw.pastPrefix != kw.pastPrefix ||
+      (vw.pastPrefix && vw.readLengthAt(0) != kw.readLengthAt(0)))
+    return refuse(sum.getLoc(), "not adopted: keys and values are read over "
+                                "different lengths");
   if (kw.chain == vw.chain || kw.layer != vw.layer || kw.pos != vw.pos ||
       kw.tokens != vw.tokens)
     return refuse(sum.getLoc(), "not adopted: keys and values come from "
@@ -1716,6 +1922,9 @@ struct QuantizeKvCachePass
       }
       cacheType = type;
       rewriteFunction(m, type, preRopeKeys);
+      for (const Refusal &assumed : m.assumptions)
+        emitRemark(assumed.loc)
+            << kPass << ": @" << f.getSymName() << ": " << assumed.reason;
       // The rewritten copy takes the original's place.
       module.getBody()->getOperations().insert(original->getIterator(), f);
       original->erase();

@@ -9,8 +9,10 @@
 // its cache tensors, its writes and its cache results, and no position check
 // or kvq.cache_update appears anywhere (implicit-check-not).
 
-// The whole context is read (positions past pos + n hold stale data that
-// only the mask hides; kvq.cache_attend sees only what was written).
+// The whole context is read, and the mask hides only the written tokens'
+// future (positions past pos + n hold stale data that nothing hides;
+// kvq.cache_attend sees only what was written). The same graph with the
+// causal mask is adopted (kvq-quantize-kv-cache-masks.mlir).
 
 // CHECK-LABEL: func.func @reads_whole_context(
 // CHECK-SAME: %[[KC:[a-z0-9]+]]: tensor<1x16x2x4xf32>, %[[VC:[a-z0-9]+]]: tensor<1x16x2x4xf32>
@@ -34,7 +36,7 @@ func.func @reads_whole_context(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v
   %len = arith.addi %pos, %c2 : index
   // Layer 0
   %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
-  // expected-remark@below {{not adopted: attention reads 16 positions at pos = 0, not the written prefix pos + 2}}
+  // expected-remark@below {{not adopted: attention reads 16 positions at pos = 0, past the written prefix pos + 2, and no mask hides the rest}}
   %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, 16, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<16x2x4xf32>
   %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
   %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, 16, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<16x2x4xf32>
@@ -60,7 +62,9 @@ func.func @reads_whole_context(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v
       %j = linalg.index 2 : index
       %p = arith.addi %pos, %i : index
       %c = arith.cmpi ugt, %j, %p : index
-      %s = arith.select %c, %ninf, %in : f32
+      %w = arith.cmpi ult, %j, %len : index
+      %h = arith.andi %c, %w : i1
+      %s = arith.select %h, %ninf, %in : f32
       linalg.yield %s : f32
     } -> tensor<2x2x16xf32>
   %pe0 = tensor.empty() : tensor<2x2x16xf32>

@@ -4,13 +4,17 @@
 Each `// -----` chunk of the input holding a line
 
     // EQUIV: func=NAME caches=I,J cache_results=R,S pos=P steps=N [tokens=T]
+    //        [mask=M]
 
 is compiled twice: as written, with zero-filled caches threaded from one call
 to the next, and rewritten by `kvq-opt --kvq-quantize-kv-cache=method=fp16`,
 with a `!kvq.cache` made by @kv_cache_create. Both run N steps (step i at
 position i*T) on the same inputs, made from a sine of the element index,
 the argument number and the step, and every non-cache result of every step
-must agree within fp16 rounding of the cached K and V. A chunk the pass does
+must agree within fp16 rounding of the cached K and V. Argument M, when
+given, is the causal attention mask a caller passes (Hugging Face's
+`attention_mask` as SDPA takes it): [.., queries, positions], 0 where
+position t <= pos + n and the float type's lowest value elsewhere. A chunk the pass does
 not rewrite fails, as does a mismatch; the script names the chunk, step and
 element.
 
@@ -126,6 +130,32 @@ def make_input(e, t, seed, step):
     return out
 
 
+def make_mask(e, t, pos):
+    dims, el = tensor_shape(t)
+    rank = len(dims)
+    ids = ", ".join("d%d" % k for k in range(rank))
+    idmap = "affine_map<(%s) -> (%s)>" % (ids, ids)
+    empty, out = e.fresh(), e.fresh()
+    e.emit("%s = tensor.empty() : %s" % (empty, t))
+    e.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}"
+           " outs(%s : %s) {" % (out, idmap, ", ".join(['"parallel"'] * rank),
+                                 empty, t))
+    n, tt, p, lim, hide, zero, low, r = (e.fresh() for _ in range(8))
+    e.emit("^bb0(%%o: %s):" % el)
+    e.emit("  %s = linalg.index %d : index" % (n, rank - 2))
+    e.emit("  %s = linalg.index %d : index" % (tt, rank - 1))
+    e.emit("  %s = arith.constant %d : index" % (p, pos))
+    e.emit("  %s = arith.addi %s, %s : index" % (lim, p, n))
+    e.emit("  %s = arith.cmpi sgt, %s, %s : index" % (hide, tt, lim))
+    e.emit("  %s = arith.constant 0.0 : %s" % (zero, el))
+    lowest = {"f32": "0xFF7FFFFF", "f16": "0xFBFF", "bf16": "0xFF7F"}[el]
+    e.emit("  %s = arith.constant %s : %s" % (low, lowest, el))
+    e.emit("  %s = arith.select %s, %s, %s : %s" % (r, hide, low, zero, el))
+    e.emit("  linalg.yield %s : %s" % (r, el))
+    e.emit("} -> %s" % t)
+    return out
+
+
 def print_result(e, v, t):
     dims, el = tensor_shape(t)
     if el != "f32":
@@ -178,7 +208,9 @@ def driver(name, args, results, spec, rewritten_args=None):
         for k, t in enumerate(args):
             if k in caches or k == pos_arg:
                 continue
-            inputs[k] = make_input(e, t, k, step)
+            inputs[k] = (make_mask(e, t, step * tokens)
+                         if k == spec.get("mask") else
+                         make_input(e, t, k, step))
         if rewritten_args is None:
             operands = [state[k] if k in caches else
                         pos if k == pos_arg else inputs[k]
