@@ -259,55 +259,80 @@ template <typename OpT> bool isReduction(linalg::GenericOp g) {
          b.getTerminator()->getOperand(0) == op;
 }
 
-/// Reduces the last of `rank` dims: input identity, output all but the last.
+/// The output map of a reduction over the last of `rank` dims: the others
+/// in order, and with torch's keepdim a constant 0 in the reduced place.
+bool isReducedMap(AffineMap m, unsigned rank, MLIRContext *ctx) {
+  AffineMap reduced =
+      AffineMap::getMultiDimIdentityMap(rank, ctx).dropResult(rank - 1);
+  return m == reduced ||
+         m == reduced.insertResult(getAffineConstantExpr(0, ctx), rank - 1);
+}
+
+/// A running max over one input into output 0: `maximumf`/`maxnumf` of
+/// the element and the accumulator (torch's max.dim also carries the
+/// argmax in a second output, which nothing here reads).
+bool isMaxReduction(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 1 || g.getNumReductionLoops() != 1)
+    return false;
+  Block &b = g.getRegion().front();
+  Operation *max = b.getTerminator()->getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<arith::MaximumFOp, arith::MaxNumFOp>(max) ||
+      max->getBlock() != &b)
+    return false;
+  Value in = b.getArgument(0), acc = b.getArgument(1);
+  return (max->getOperand(0) == in && max->getOperand(1) == acc) ||
+         (max->getOperand(0) == acc && max->getOperand(1) == in);
+}
+
+/// Reduces the last of `rank` dims: input identity, outputs all but the
+/// last.
 bool isLastDimReduction(linalg::GenericOp g, unsigned rank) {
   auto maps = g.getIndexingMapsArray();
   auto iters = g.getIteratorTypesArray();
-  if (maps.size() != 2 || !maps[0].isIdentity() || iters.size() != rank ||
+  if (maps.size() < 2 || !maps[0].isIdentity() || iters.size() != rank ||
       iters[rank - 1] != utils::IteratorType::reduction)
     return false;
-  return maps[1] == AffineMap::getMultiDimIdentityMap(rank, g.getContext())
-                        .dropResult(rank - 1);
+  return llvm::all_of(ArrayRef(maps).drop_front(), [&](AffineMap m) {
+    return isReducedMap(m, rank, g.getContext());
+  });
 }
 
-/// An elementwise generic of (a, b) where b is reduced over the last dim.
-bool isRowBroadcast(linalg::GenericOp g, Value a, Value b, unsigned rank) {
-  auto maps = g.getIndexingMapsArray();
-  if (g.getNumDpsInputs() != 2 || g.getDpsInputs()[0] != a ||
-      g.getDpsInputs()[1] != b || g.getNumReductionLoops() != 0)
-    return false;
-  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, g.getContext());
-  return maps[0] == id && maps[1] == id.dropResult(rank - 1) && maps[2] == id;
+
+/// A made-up value for element `idx` of a tensor, different across
+/// elements, for checking elementwise formulas by evaluation.
+double sampleValue(ArrayRef<int64_t> idx) {
+  double v = 0.3;
+  for (auto [k, i] : llvm::enumerate(idx))
+    v += 0.17 * double(i) * double(k + 1) - 0.05 * double(i % 3);
+  return v;
 }
 
-/// `yield exp(x - m)` over (x, m).
-bool isExpOfDifference(linalg::GenericOp g, Value x, Value m, unsigned rank) {
-  if (!isRowBroadcast(g, x, m, rank))
-    return false;
-  Block &b = g.getRegion().front();
-  if (b.getOperations().size() != 3)
-    return false;
-  auto sub = dyn_cast<arith::SubFOp>(&b.front());
-  auto exp = dyn_cast<math::ExpOp>(sub ? sub->getNextNode() : nullptr);
-  return sub && exp && sub.getLhs() == b.getArgument(0) &&
-         sub.getRhs() == b.getArgument(1) && exp.getOperand() == sub &&
-         b.getTerminator()->getOperand(0) == exp;
+/// Whether `out` is `f(a[idx], b)` elementwise at a few sampled indices,
+/// with `a`'s elements made up and `b` (a row statistic, or null) a
+/// constant; evaluated through elementwise generics, conversions and
+/// reshapes only.
+bool computesElementwise(Value out, Value a, Value b,
+                         function_ref<double(double, double)> f) {
+  auto type = cast<RankedTensorType>(out.getType());
+  for (double bv : {0.5, -1.25}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      SmallVector<int64_t> idx;
+      for (int64_t n : type.getShape())
+        idx.push_back(ShapedType::isDynamic(n) ? variant
+                                               : (n - 1) * variant / 2);
+      ElementEvaluator e(a, sampleValue, Value(), 0, "an argument");
+      if (b)
+        e.bind(b, [bv](ArrayRef<int64_t>) { return bv; });
+      // `a` is read at the output's index: elementwise over one layout.
+      std::optional<double> got = e.element(out, idx);
+      double want = f(sampleValue(idx), bv);
+      if (!got || !(std::abs(*got - want) <= 1e-9 * (1 + std::abs(want))))
+        return false;
+    }
+  }
+  return true;
 }
 
-/// `yield e / z` over (e, z).
-bool isQuotient(linalg::GenericOp g, Value e, Value z, unsigned rank) {
-  if (!isRowBroadcast(g, e, z, rank))
-    return false;
-  Block &b = g.getRegion().front();
-  auto div = dyn_cast<arith::DivFOp>(&b.front());
-  return b.getOperations().size() == 2 && div &&
-         div.getLhs() == b.getArgument(0) && div.getRhs() == b.getArgument(1) &&
-         b.getTerminator()->getOperand(0) == div;
-}
-
-/// The position under StableHLO's clamp of a dynamic_update_slice start,
-/// `min(max(p, 0), last)` in either order: in range that clamp is the
-/// identity, so reads written in terms of p line up with the write. A bound
 /// tighter than [0, last] is not a clamp to the cache and is kept.
 Value stripClamp(Value v, int64_t last) {
   for (int i = 0; i < 4; ++i) {
@@ -1329,12 +1354,62 @@ LogicalResult FunctionMatcher::match() {
     return failure();
   if (chains.empty())
     return success();
-  // Softmaxes: linalg.softmax, or its expansion rooted at a max reduction:
-  // m = max_t x (from -inf), e = exp(x - m), z = sum_t e (from 0), p = e / z.
+  // Softmaxes: linalg.softmax, or its expansion over the last dim,
+  //   [m = max_t x (from -inf),] e = exp(x [- m]), z = sum_t e (from 0),
+  //   p = e / z,
+  // where the elementwise steps may be one generic or several (torch's
+  // decomposition: sub, exp and div apart; keepdim reductions) and are
+  // checked by evaluating them, not by their spelling. Without the max it
+  // is the same softmax (exp may overflow where the max form would not;
+  // kvq.cache_attend subtracts the max).
   SmallVector<
       std::tuple<Operation *, Value, Value, unsigned, unsigned, unsigned>>
       found;
   std::optional<Refusal> softmaxRefusal;
+  auto notSoftmax = [&](Operation *at, const Twine &why) {
+    if (!softmaxRefusal)
+      softmaxRefusal = Refusal{
+          at->getLoc(), ("not adopted: this is not a softmax: " + why).str()};
+  };
+  // Follows `from` forward through single-use elementwise generics to the
+  // first that computes f(x, b); its result, or null.
+  auto forwardTo = [&](Operation *from, Value x, Value b,
+                       function_ref<double(double, double)> f) -> Value {
+    Operation *cur = from;
+    for (int step = 0; step < 4 && cur; ++step) {
+      auto g = dyn_cast<linalg::GenericOp>(cur);
+      if (!g || g.getNumReductionLoops() != 0 || g->getNumResults() != 1)
+        return Value();
+      Value r = g->getResult(0);
+      if (computesElementwise(r, x, b, f))
+        return r;
+      cur = singleUser(r);
+    }
+    return Value();
+  };
+  // The tail shared by both forms: z = sum_t e, p = e / z.
+  auto tail = [&](Operation *root, Value x, Value e, unsigned rank,
+                  unsigned xUses) {
+    linalg::GenericOp sumR;
+    Operation *divUser = nullptr;
+    for (Operation *u : e.getUsers()) {
+      auto g = dyn_cast<linalg::GenericOp>(u);
+      if (g && g.getNumDpsInputs() == 1 && g.getNumReductionLoops() == 1 &&
+          isReduction<arith::AddFOp>(g))
+        sumR = g;
+      else
+        divUser = u;
+    }
+    if (!sumR || !divUser || !e.hasNUses(2) ||
+        !isLastDimReduction(sumR, rank) || !startsAtZero(sumR.getDpsInits()[0]))
+      return notSoftmax(e.getDefiningOp(), "the exps are not summed from zero");
+    Value z = sumR.getResult(0);
+    Value p = forwardTo(divUser, e, z, [](double a, double b) { return a / b; });
+    if (!p)
+      return notSoftmax(divUser, "the exps are not divided by their sum");
+    found.push_back({root, x, p, rank - 1, rank, xUses});
+  };
+  llvm::SmallPtrSet<Operation *, 8> claimedExps;
   func.walk([&](Operation *op) {
     if (auto sm = dyn_cast<linalg::SoftmaxOp>(op)) {
       found.push_back({op, sm.getInput(), sm.getResult()[0],
@@ -1343,63 +1418,55 @@ LogicalResult FunctionMatcher::match() {
       return;
     }
     auto maxR = dyn_cast<linalg::GenericOp>(op);
-    if (!maxR || maxR.getNumReductionLoops() != 1 ||
-        maxR.getNumDpsInputs() != 1 || !isReduction<arith::MaximumFOp>(maxR))
+    if (!maxR || !isMaxReduction(maxR))
       return;
     Value x = maxR.getDpsInputs()[0];
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    auto notSoftmax = [&](Operation *at, const char *why) {
-      if (!softmaxRefusal)
-        softmaxRefusal =
-            Refusal{at->getLoc(), std::string("not adopted: this is not a "
-                                              "softmax: ") +
-                                      why};
-    };
     if (!isLastDimReduction(maxR, rank))
       return;
     FloatAttr init;
     auto fill = maxR.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
     if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&init)) ||
-        !(init.getValue().isInfinity() && init.getValue().isNegative()))
+        !init.getValue().isNegative() ||
+        !(init.getValue().isInfinity() || init.getValue().isLargest()))
       return notSoftmax(maxR, "the running max does not start at -inf");
     Value m = maxR.getResult(0);
-    linalg::GenericOp expG;
+    Operation *next = nullptr;
     for (Operation *u : x.getUsers())
-      if (auto g = dyn_cast<linalg::GenericOp>(u); g && g != maxR)
-        expG = g;
-    if (!expG || !m.hasOneUse() || *m.getUsers().begin() != expG ||
-        !isExpOfDifference(expG, x, m, rank)) {
-      // Say what is there: a max that feeds something else than one
-      // exp(x - max) generic is a spelling kvq does not follow yet.
-      Operation *user = m.hasOneUse() ? *m.getUsers().begin() : nullptr;
-      if (!user || user == expG.getOperation())
-        return notSoftmax(maxR, "the max is not subtracted before exp");
-      if (!softmaxRefusal)
-        softmaxRefusal = Refusal{
-            user->getLoc(),
-            ("not adopted: the softmax's max feeds '" +
-             user->getName().getStringRef() +
-             "'; kvq matches linalg.softmax and the max / exp(x - max) / sum "
-             "/ divide form with the subtraction inside the exp's generic")
-                .str()};
+      if (u != maxR.getOperation())
+        next = next && next != u ? maxR.getOperation() : u;
+    // The second output (torch's argmax) is not read.
+    if (maxR->getNumResults() > 1 &&
+        llvm::any_of(maxR->getResults().drop_front(),
+                     [](Value r) { return !r.use_empty(); }))
+      return notSoftmax(maxR, "the max's index is read");
+    if (!next || next == maxR.getOperation())
+      return notSoftmax(maxR, "the max is not subtracted before exp");
+    Value e = forwardTo(next, x, m,
+                        [](double a, double b) { return std::exp(a - b); });
+    if (!e)
+      return notSoftmax(next, "the max is not subtracted before exp");
+    claimedExps.insert(e.getDefiningOp());
+    tail(op, x, e, rank, 2u);
+  });
+  // exp(x) / sum_t exp(x), without the max.
+  func.walk([&](linalg::GenericOp g) {
+    if (claimedExps.count(g) || g.getNumDpsInputs() != 1 ||
+        g.getNumReductionLoops() != 0 ||
+        g.getRegion().front().getOps<math::ExpOp>().empty())
       return;
-    }
-    Value e = expG.getResult(0);
-    linalg::GenericOp sumR, divG;
-    for (Operation *u : e.getUsers()) {
-      auto g = dyn_cast<linalg::GenericOp>(u);
-      if (g && g.getNumDpsInputs() == 1 && isReduction<arith::AddFOp>(g))
-        sumR = g;
-      else if (g && g.getNumDpsInputs() == 2)
-        divG = g;
-    }
-    if (!sumR || !divG || !e.hasNUses(2) || !isLastDimReduction(sumR, rank) ||
-        !startsAtZero(sumR.getDpsInits()[0]))
-      return notSoftmax(expG, "the exps are not summed from zero");
-    Value z = sumR.getResult(0);
-    if (!z.hasOneUse() || !isQuotient(divG, e, z, rank))
-      return notSoftmax(divG, "the exps are not divided by their sum");
-    found.push_back({op, x, divG.getResult(0), rank - 1, rank, 2u});
+    Value x = g.getDpsInputs()[0], e = g->getResult(0);
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    bool summed = llvm::any_of(e.getUsers(), [&](Operation *u) {
+      auto r = dyn_cast<linalg::GenericOp>(u);
+      return r && r.getNumReductionLoops() == 1 &&
+             isReduction<arith::AddFOp>(r) && isLastDimReduction(r, rank);
+    });
+    if (!summed || !computesElementwise(
+                       e, x, Value(),
+                       [](double a, double) { return std::exp(a); }))
+      return;
+    tail(g, x, e, rank, 1u);
   });
   if (softmaxRefusal) {
     refusal = softmaxRefusal;
