@@ -259,6 +259,14 @@ template <typename OpT> bool isReduction(linalg::GenericOp g) {
          b.getTerminator()->getOperand(0) == op;
 }
 
+/// The element type of the !kvq.cache holding a cache tensor: its own, or
+/// f32 for bf16 (widening is exact, and the runtime quantizes f32 and f16
+/// input alike).
+Type cacheElementType(RankedTensorType cache) {
+  Type el = cache.getElementType();
+  return el.isBF16() ? Float32Type::get(el.getContext()) : el;
+}
+
 /// The output map of a reduction over the last of `rank` dims: the others
 /// in order, and with torch's keepdim a constant 0 in the reduced place.
 bool isReducedMap(AffineMap m, unsigned rank, MLIRContext *ctx) {
@@ -570,14 +578,14 @@ LogicalResult FunctionMatcher::findChains() {
     if (!written)
       continue;
     Type el = type.getElementType();
-    if (!(el.isF16() || el.isF32())) {
+    if (!(el.isF16() || el.isF32() || el.isBF16())) {
       std::string name;
       llvm::raw_string_ostream os(name);
       os << el;
       return refuse(arg.getLoc(), "not adopted: the cache tensor's element "
                                   "type is " +
                                       name +
-                                      "; kvq adopts f32 and f16 caches");
+                                      "; kvq adopts f32, f16 and bf16 caches");
     }
     auto chain = std::make_unique<CacheChain>();
     chain->arg = arg;
@@ -1501,12 +1509,12 @@ LogicalResult FunctionMatcher::match() {
     int64_t kvh = chain->sizeOf(Role::Head);
     int64_t d = chain->sizeOf(Role::Channel);
     if ((kvHeads && kvh != kvHeads) || (headDim && d != headDim) ||
-        (elementType && elementType != type.getElementType()))
+        (elementType && elementType != cacheElementType(type)))
       return refuse(chain->arg.getLoc(), "not adopted: cache tensors of "
                                          "different shapes or types");
     kvHeads = kvh;
     headDim = d;
-    elementType = type.getElementType();
+    elementType = cacheElementType(type);
   }
   // Layers: stacked -> dim 0; per-layer -> rank of the chain among K (V)
   // chains by argument number.

@@ -400,3 +400,66 @@ func.func @queries_f16(%q: tensor<1x2x4xf16>, %k0: tensor<1x2x4xf32>, %v0: tenso
     } -> tensor<1x2x4xf32>
   return %o0, %kw0, %vw0 : tensor<1x2x4xf32>, tensor<1x16x2x4xf16>, tensor<1x16x2x4xf16>
 }
+
+// -----
+
+// A bf16 model exported as it is: bf16 caches, queries and values, the
+// contractions accumulating in f32 (extf in the body, as torch-mlir and
+// StableHLO lower a bf16 matmul with an f32 accumulator). The !kvq.cache
+// takes the K/V widened to f32 (exact).
+// EQUIV: func=bf16_decode caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK: !cache = !kvq.cache<layers = 1, kv_heads = 2, head_dim = 4, element_type = f32,
+// CHECK-LABEL: func.func @bf16_decode(
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// SAME: @bf16_decode: 32 values over 4 steps agree
+
+#bq = affine_map<(h, t, d) -> (h, d)>
+#bk = affine_map<(h, t, d) -> (t, h, d)>
+#bs = affine_map<(h, t, d) -> (h, t)>
+#bp = affine_map<(h, d, t) -> (h, t)>
+#bv = affine_map<(h, d, t) -> (t, h, d)>
+#bo = affine_map<(h, d, t) -> (h, d)>
+#bid = affine_map<(h, t) -> (h, t)>
+
+func.func @bf16_decode(%q: tensor<2x4xbf16>, %k: tensor<1x2x4xbf16>, %v: tensor<1x2x4xbf16>, %kc: tensor<16x2x4xbf16>, %vc: tensor<16x2x4xbf16>, %pos: index)
+    -> (tensor<2x4xf32>, tensor<16x2x4xbf16>, tensor<16x2x4xbf16>) {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kw = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xbf16> into tensor<16x2x4xbf16>
+  %vw = tensor.insert_slice %v into %vc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xbf16> into tensor<16x2x4xbf16>
+  %kr = tensor.extract_slice %kw[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x4xbf16> to tensor<?x2x4xbf16>
+  %vr = tensor.extract_slice %vw[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x4xbf16> to tensor<?x2x4xbf16>
+  %zero = arith.constant 0.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %se = tensor.empty(%len) : tensor<2x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x?xf32>) -> tensor<2x?xf32>
+  %s = linalg.generic {indexing_maps = [#bq, #bk, #bs], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<2x4xbf16>, tensor<?x2x4xbf16>) outs(%sz : tensor<2x?xf32>) {
+    ^bb0(%a: bf16, %b: bf16, %acc: f32):
+      %a32 = arith.extf %a : bf16 to f32
+      %b32 = arith.extf %b : bf16 to f32
+      %m = arith.mulf %a32, %b32 : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<2x?xf32>
+  %xe = tensor.empty(%len) : tensor<2x?xf32>
+  %x = linalg.generic {indexing_maps = [#bid, #bid], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<2x?xf32>) outs(%xe : tensor<2x?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.mulf %a, %half : f32
+      linalg.yield %r : f32
+    } -> tensor<2x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x?xf32>
+  %pr = linalg.softmax dimension(1) ins(%x : tensor<2x?xf32>) outs(%pe : tensor<2x?xf32>) -> tensor<2x?xf32>
+  %oe = tensor.empty() : tensor<2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %out = linalg.generic {indexing_maps = [#bp, #bv, #bo], iterator_types = ["parallel", "parallel", "reduction"]} ins(%pr, %vr : tensor<2x?xf32>, tensor<?x2x4xbf16>) outs(%oz : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %b: bf16, %acc: f32):
+      %b32 = arith.extf %b : bf16 to f32
+      %m = arith.mulf %a, %b32 : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<2x4xf32>
+  return %out, %kw, %vw : tensor<2x4xf32>, tensor<16x2x4xbf16>, tensor<16x2x4xbf16>
+}

@@ -31,17 +31,6 @@ func.func @scatter_write(%k: tensor<1x1x2x4xf32>, %kc: tensor<16x2x4xf32>, %idx:
 
 // -----
 
-// A bf16 cache (models shipped in bf16, exported as they are).
-// CHECK-LABEL: func.func @bf16_cache(
-// CHECK: tensor.insert_slice
-// expected-remark@below {{not adopted: the cache tensor's element type is bf16; kvq adopts f32 and f16 caches}}
-func.func @bf16_cache(%k: tensor<1x2x4xbf16>, %kc: tensor<16x2x4xbf16>, %pos: index) -> tensor<16x2x4xbf16> {
-  %w = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xbf16> into tensor<16x2x4xbf16>
-  return %w : tensor<16x2x4xbf16>
-}
-
-// -----
-
 // Hugging Face's [batch, heads, seq, head_dim] layout, written at dimension
 // 2 (adopted with an attention: kvq-quantize-kv-cache-frontend-forms.mlir)
 // but read by none here: the remark names the write, not its layout.
