@@ -475,6 +475,10 @@ public:
   /// What an adoption takes on trust (a mask passed in as an argument),
   /// said in a remark when the function is rewritten.
   std::vector<Refusal> assumptions;
+  /// The position argument growConcatCaches added to the matcher's copy
+  /// (the caches' length before the step), or null.
+  BlockArgument implicitPos;
+  int64_t implicitCapacity = 0;
   int64_t kvHeads = 0, headDim = 0, layers = 0;
   Type elementType;
 
@@ -498,6 +502,97 @@ private:
   DenseMap<Operation *, CacheChain *> chainOfRead;
   llvm::SmallPtrSet<Operation *, 16> adoptedReads;
 };
+
+/// Caches grown by `tensor.concat %cache, %new` along their one dynamic
+/// dimension (Hugging Face's DynamicCache through torch-mlir) become, on the
+/// matcher's copy, caches of `capacity` positions written by insert_slice
+/// at a new trailing index argument (their length before the step) and read
+/// as the prefix up to it plus the new tokens, which the matcher then
+/// follows like any static cache. Returns that argument, or null when no
+/// cache grows.
+BlockArgument growConcatCaches(func::FuncOp f, int64_t capacity) {
+  if (capacity <= 0 || !f.getBody().hasOneBlock())
+    return BlockArgument();
+  Block &entry = f.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(entry.getTerminator());
+  if (!ret)
+    return BlockArgument();
+  BlockArgument pos;
+  OpBuilder b(f.getContext());
+  for (BlockArgument arg : llvm::to_vector(entry.getArguments())) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getNumDynamicDims() != 1)
+      continue;
+    int64_t d = 0;
+    while (!type.isDynamicDim(d))
+      ++d;
+    tensor::ConcatOp grow;
+    bool onlyGrownOrMeasured = true;
+    for (Operation *u : arg.getUsers()) {
+      auto c = dyn_cast<tensor::ConcatOp>(u);
+      auto dim = dyn_cast<tensor::DimOp>(u);
+      if (c && !grow && c.getDim() == uint64_t(d) &&
+          c.getInputs().size() == 2 && c.getInputs()[0] == arg &&
+          cast<RankedTensorType>(c.getInputs()[1].getType())
+              .hasStaticShape())
+        grow = c;
+      else if (!(dim && dim.getConstantIndex() == d))
+        onlyGrownOrMeasured = false;
+    }
+    if (!grow || !onlyGrownOrMeasured)
+      continue;
+    if (!pos) {
+      unsigned n = entry.getNumArguments();
+      if (failed(f.insertArgument(n, b.getIndexType(), {}, f.getLoc())))
+        return BlockArgument();
+      pos = entry.getArgument(n);
+    }
+    for (Operation *u : llvm::make_early_inc_range(arg.getUsers()))
+      if (auto dim = dyn_cast<tensor::DimOp>(u)) {
+        dim.replaceAllUsesWith(Value(pos));
+        dim.erase();
+      }
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = capacity;
+    auto fixed = type.clone(shape);
+    arg.setType(fixed);
+    Value fresh = grow.getInputs()[1];
+    auto freshType = cast<RankedTensorType>(fresh.getType());
+    b.setInsertionPoint(grow);
+    Location loc = grow.getLoc();
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
+        ones(shape.size(), b.getIndexAttr(1)), writeSizes, readSizes;
+    offsets[d] = pos;
+    for (int64_t n : freshType.getShape())
+      writeSizes.push_back(b.getIndexAttr(n));
+    Value written = tensor::InsertSliceOp::create(b, loc, fresh, arg, offsets,
+                                                  writeSizes, ones);
+    Value length = arith::AddIOp::create(
+        b, loc, pos,
+        arith::ConstantIndexOp::create(b, loc, freshType.getDimSize(d)));
+    for (int64_t n : shape)
+      readSizes.push_back(b.getIndexAttr(n));
+    readSizes[d] = length;
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
+    Value read = tensor::ExtractSliceOp::create(
+        b, loc, cast<RankedTensorType>(grow.getType()), written, zeros,
+        readSizes, ones);
+    // The grown length, where the graph measures it, is pos + new tokens.
+    for (Operation *u : llvm::make_early_inc_range(grow->getUsers()))
+      if (auto dim = dyn_cast<tensor::DimOp>(u);
+          dim && dim.getConstantIndex() == d) {
+        dim.replaceAllUsesWith(length);
+        dim.erase();
+      }
+    for (OpOperand &use : llvm::make_early_inc_range(grow->getUses()))
+      use.set(use.getOwner() == ret.getOperation() ? written : read);
+    grow.erase();
+  }
+  if (pos)
+    f.setType(FunctionType::get(f.getContext(), entry.getArgumentTypes(),
+                                ret.getOperandTypes()));
+  return pos;
+}
 
 /// Puts a full tensor.extract_slice between the written cache value `v`
 /// and each use that reads it whole (not a write, a read slice or the
@@ -549,8 +644,8 @@ LogicalResult FunctionMatcher::findChains() {
       if (isa<tensor::ConcatOp>(u) && reachesReturn(u->getResult(0), ret))
         return refuse(u->getLoc(),
                       "not adopted: the cache grows by tensor.concat and has "
-                      "no capacity; kvq adopts caches of a fixed capacity "
-                      "written by tensor.insert_slice at the step's position");
+                      "no capacity; set the pass option max-context=N to "
+                      "adopt it as a cache of N positions");
       if (isa<tensor::ScatterOp>(u))
         return refuse(u->getLoc(),
                       "not adopted: the cache is written through "
@@ -1757,6 +1852,17 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
     llvm_unreachable("inserting a function argument cannot fail");
   Value cache = entry.getArgument(first);
   OpBuilder b(ctx);
+  // A grown cache's position is its length before the step.
+  Value implicitLength;
+  if (m.implicitPos) {
+    b.setInsertionPointToStart(&entry);
+    auto stats = CacheStatsOp::create(
+        b, loc, b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getF64Type(),
+        cache, b.getI64IntegerAttr(0));
+    implicitLength = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                stats.getTokens());
+    m.implicitPos.replaceAllUsesWith(implicitLength);
+  }
   for (Attention &a : m.attentions) {
     Location aloc = a.anchor->getLoc();
     b.setInsertionPoint(a.anchor);
@@ -1766,7 +1872,20 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
     Type i64 = b.getI64Type();
     auto stats = CacheStatsOp::create(b, aloc, i64, i64, i64, b.getF64Type(),
                                       cache, layerAttr);
-    Value pos = a.k.pos;
+    Value pos = a.k.pos == m.implicitPos ? implicitLength : a.k.pos;
+    if (implicitLength) {
+      // The graph had no capacity: max-context is the one it gets.
+      Value end = arith::AddIOp::create(
+          b, aloc, stats.getTokens(),
+          arith::ConstantIntOp::create(b, aloc, i64, a.k.tokens));
+      Value fits = arith::CmpIOp::create(
+          b, aloc, arith::CmpIPredicate::sle, end,
+          arith::ConstantIntOp::create(b, aloc, i64, m.implicitCapacity));
+      cf::AssertOp::create(b, aloc, fits,
+                           "kvq: the cache would exceed max-context = " +
+                               std::to_string(m.implicitCapacity) +
+                               " positions");
+    }
     if (pos.getType().isIndex())
       pos = arith::IndexCastOp::create(b, aloc, b.getI64Type(), pos);
     else if (pos.getType().getIntOrFloatBitWidth() < 64)
@@ -1834,6 +1953,8 @@ void rewriteFunction(FunctionMatcher &m, CacheType cacheType,
   llvm::BitVector dropArgs(entry.getNumArguments());
   for (auto &chain : m.chains)
     dropArgs.set(chain->arg.getArgNumber());
+  if (m.implicitPos)
+    dropArgs.set(m.implicitPos.getArgNumber());
   if (failed(f.eraseArguments(dropArgs)))
     llvm_unreachable("erasing unused arguments cannot fail");
   f.setType(FunctionType::get(ctx, f.getArgumentTypes(), keptTypes));
@@ -1909,6 +2030,12 @@ struct QuantizeKvCachePass
     };
     // Options are checked before any graph is looked at: a bad option is an
     // error on every input, with a cache or without.
+    if (maxContext < 0) {
+      emitError(module.getLoc())
+          << kPass << ": max-context must be 0 (off) or a number of "
+          << "positions, got " << static_cast<int64_t>(maxContext);
+      return signalPassFailure();
+    }
     if (failed(applyCacheConfigOptions(
             CacheConfigAttr::getDefault(ctx, Method::Fp16), options,
             module.getLoc(), kPass)))
@@ -1929,6 +2056,8 @@ struct QuantizeKvCachePass
           f->erase();
       });
       FunctionMatcher m(f);
+      m.implicitPos = growConcatCaches(f, maxContext);
+      m.implicitCapacity = maxContext;
       if (failed(m.match())) {
         emitRemark(m.refusal->loc)
             << kPass << ": @" << f.getSymName() << ": " << m.refusal->reason;

@@ -12,7 +12,7 @@
 // CHECK-LABEL: func.func @concat_growth(
 // CHECK: tensor.concat
 func.func @concat_growth(%k: tensor<1x2x1x4xf32>, %kc: tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32> {
-  // expected-remark@below {{not adopted: the cache grows by tensor.concat and has no capacity}}
+  // expected-remark@below {{not adopted: the cache grows by tensor.concat and has no capacity; set the pass option max-context=N}}
   %g = tensor.concat dim(2) %kc, %k : (tensor<1x2x?x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x?x4xf32>
   return %g : tensor<1x2x?x4xf32>
 }

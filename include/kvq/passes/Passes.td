@@ -136,7 +136,12 @@ def KvqQuantizeKvCache : Pass<"kvq-quantize-kv-cache", "mlir::ModuleOp"> {
   let options = !listconcat(KvqCacheConfigOptions, [
     Option<"preRope", "pre-rope", "bool", /*default=*/"false",
            "store keys before their RoPE (proven in the graph) and rotate "
-           "them inside attention">
+           "them inside attention">,
+    Option<"maxContext", "max-context", "int64_t", /*default=*/"0",
+           "adopt caches grown by tensor.concat (Hugging Face DynamicCache), "
+           "which have no capacity in the graph, as caches of this many "
+           "positions; the compiled step stops with an error past it "
+           "(0: such caches are refused with a remark)">
   ]);
   let dependentDialects = ["::mlir::kvq::KvqDialect",
                            "::mlir::cf::ControlFlowDialect",

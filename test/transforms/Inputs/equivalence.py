@@ -3,15 +3,17 @@
 
 Each `// -----` chunk of the input holding a line
 
-    // EQUIV: func=NAME caches=I,J cache_results=R,S pos=P steps=N [tokens=T]
-    //        [mask=M]
+    // EQUIV: func=NAME caches=I,J cache_results=R,S [pos=P] steps=N
+    //        [tokens=T] [mask=M] [options=OPT,OPT]
 
 is compiled twice: as written, with zero-filled caches threaded from one call
 to the next, and rewritten by `kvq-opt --kvq-quantize-kv-cache=method=fp16`,
 with a `!kvq.cache` made by @kv_cache_create. Both run N steps (step i at
 position i*T) on the same inputs, made from a sine of the element index,
 the argument number and the step, and every non-cache result of every step
-must agree within fp16 rounding of the cached K and V. Argument M, when
+must agree within fp16 rounding of the cached K and V. Without `pos` the
+graph has no position argument (a cache grown by concatenation starts
+empty); `options` are added to the pass's. Argument M, when
 given, is the causal attention mask a caller passes (Hugging Face's
 `attention_mask` as SDPA takes it): [.., queries, positions], 0 where
 position t <= pos + n and the float type's lowest value elsewhere. A chunk the pass does
@@ -67,10 +69,10 @@ def signature(module, name):
 
 
 def tensor_shape(t):
-    m = re.fullmatch(r"tensor<((?:\d+x)*)(f32|f16|bf16)>", t)
+    m = re.fullmatch(r"tensor<((?:(?:\d+|\?)x)*)(f32|f16|bf16)>", t)
     if not m:
         sys.exit("equivalence: cannot make inputs of type %s" % t)
-    dims = [int(d) for d in m.group(1).split("x") if d]
+    dims = [-1 if d == "?" else int(d) for d in m.group(1).split("x") if d]
     return dims, m.group(2)
 
 
@@ -183,7 +185,7 @@ def driver(name, args, results, spec, rewritten_args=None):
     e = Emitter()
     caches = spec["caches"]
     cache_results = spec["cache_results"]
-    pos_arg = spec["pos"]
+    pos_arg = spec.get("pos", -1)
     tokens = spec.get("tokens", 1)
     state = {}
     if rewritten_args is None:
@@ -191,7 +193,12 @@ def driver(name, args, results, spec, rewritten_args=None):
             dims, el = tensor_shape(args[c])
             z, empty, fill = e.fresh(), e.fresh(), e.fresh()
             e.emit("%s = arith.constant 0.0 : %s" % (z, el))
-            e.emit("%s = tensor.empty() : %s" % (empty, args[c]))
+            # A cache grown by concatenation starts empty.
+            sizes = ""
+            if "?" in args[c]:
+                sizes = e.fresh()
+                e.emit("%s = arith.constant 0 : index" % sizes)
+            e.emit("%s = tensor.empty(%s) : %s" % (empty, sizes, args[c]))
             e.emit("%s = linalg.fill ins(%s : %s) outs(%s : %s) -> %s" % (
                 fill, z, el, empty, args[c], args[c]))
             state[c] = fill
@@ -202,8 +209,9 @@ def driver(name, args, results, spec, rewritten_args=None):
         e.emit("%s = call @kv_cache_create() : () -> %s" % (cache, cache_type))
     for step in range(spec["steps"]):
         pos = e.fresh()
-        pos_type = args[pos_arg]
-        e.emit("%s = arith.constant %d : %s" % (pos, step * tokens, pos_type))
+        if pos_arg >= 0:
+            e.emit("%s = arith.constant %d : %s" % (pos, step * tokens,
+                                                    args[pos_arg]))
         inputs = {}
         for k, t in enumerate(args):
             if k in caches or k == pos_arg:
@@ -267,14 +275,15 @@ def run(cmd, stdin, what):
     p = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("equivalence: %s failed (%d):\n%s" % (what, p.returncode,
-                                                       p.stderr[-3000:]))
+                                                       p.stderr[:3000]))
     return p.stdout
 
 
 def check_chunk(chunk, spec, opts):
     name = spec["func"]
     plain = run([opts.kvq_opt, "-"], chunk, "parsing the graph")
-    rewritten = run([opts.kvq_opt, "-", "--kvq-quantize-kv-cache=method=fp16"],
+    options = " ".join(["method=fp16"] + spec.get("options", []))
+    rewritten = run([opts.kvq_opt, "-", "--kvq-quantize-kv-cache=" + options],
                     chunk, "the rewrite")
     if "kvq.cache_attend" not in rewritten:
         sys.exit("equivalence: @%s was not rewritten" % name)
@@ -321,6 +330,8 @@ def main():
             k, v = kv.split("=", 1)
             if k == "func":
                 spec[k] = v
+            elif k == "options":
+                spec[k] = v.split(",")
             elif k in ("caches", "cache_results"):
                 spec[k] = [int(x) for x in v.split(",")]
             else:
