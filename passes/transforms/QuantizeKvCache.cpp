@@ -503,6 +503,174 @@ private:
   llvm::SmallPtrSet<Operation *, 16> adoptedReads;
 };
 
+/// `v` as an index value built before `at`: index-cast when an integer.
+Value asIndex(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isIndex())
+    return v;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+/// Writes of one token at a runtime position spelled as a scatter become,
+/// on the matcher's copy, the insert_slice the matcher follows:
+///  - `tensor.scatter %new into %cache[%idx] scatter_dims([d])` with one
+///    index (torch's index_copy/index_put of a static cache): the position
+///    is `%idx[0, 0]`;
+///  - an elementwise generic over the cache yielding
+///    `select(index(d) == P, NEW, old)` (`where(arange == pos, new, old)`):
+///    the position is P, the new slot NEW evaluated at index(d) = P.
+/// Anything else is left for findChains' remarks.
+void scatterWritesToInsertSlices(func::FuncOp f) {
+  // One position value per tensor it is read from, placed where the tensor
+  // is defined, so K and V written at one position share it.
+  DenseMap<Value, Value> positions;
+  auto positionIn = [&](Value t, int64_t rank) -> Value {
+    if (Value known = positions.lookup(t))
+      return known;
+    OpBuilder pb(f.getContext());
+    pb.setInsertionPointAfterValue(t);
+    Location loc = t.getLoc();
+    SmallVector<Value> zeros(rank, arith::ConstantIndexOp::create(pb, loc, 0));
+    auto read = tensor::ExtractOp::create(pb, loc, t, zeros);
+    Value pos = asIndex(pb, loc, read);
+    positions[t] = pos;
+    // The graph's own reads of that element (a read length pos + n) become
+    // the same value, so the matcher sees one position.
+    for (Operation *u : llvm::make_early_inc_range(t.getUsers())) {
+      auto other = dyn_cast<tensor::ExtractOp>(u);
+      if (!other || other == read || other->getBlock() != read->getBlock() ||
+          !llvm::all_of(other.getIndices(),
+                        [](Value i) { return isConstantIntValue(i, 0); }))
+        continue;
+      if (other.getType().isIndex()) {
+        other.replaceAllUsesWith(pos);
+        continue;
+      }
+      for (Operation *c : llvm::make_early_inc_range(other->getUsers()))
+        if (auto cast = dyn_cast<arith::IndexCastOp>(c);
+            cast && cast.getType().isIndex())
+          cast.replaceAllUsesWith(pos);
+    }
+    return pos;
+  };
+  SmallVector<Operation *> candidates;
+  f.walk([&](Operation *op) {
+    if (isa<tensor::ScatterOp, linalg::GenericOp>(op))
+      candidates.push_back(op);
+  });
+  OpBuilder b(f.getContext());
+  for (Operation *op : candidates) {
+    Location loc = op->getLoc();
+    if (auto sc = dyn_cast<tensor::ScatterOp>(op)) {
+      auto idxType = sc.getIndices().getType();
+      auto srcType = sc.getSource().getType();
+      auto destType = sc.getDest().getType();
+      if (sc.getScatterDims().size() != 1 || idxType.getRank() != 2 ||
+          idxType.getDimSize(0) != 1 || idxType.getDimSize(1) != 1 ||
+          srcType.getRank() != destType.getRank() + 1 ||
+          !srcType.hasStaticShape() || srcType.getDimSize(0) != 1)
+        continue;
+      int64_t d = sc.getScatterDims()[0];
+      Value pos = positionIn(sc.getIndices(), 2);
+      b.setInsertionPoint(sc);
+      SmallVector<ReassociationIndices> groups;
+      groups.push_back({0, 1});
+      for (int64_t i = 2; i < srcType.getRank(); ++i)
+        groups.push_back({i});
+      Value slot =
+          tensor::CollapseShapeOp::create(b, loc, sc.getSource(), groups);
+      SmallVector<OpFoldResult> offsets(destType.getRank(), b.getIndexAttr(0)),
+          ones(destType.getRank(), b.getIndexAttr(1)), sizes;
+      offsets[d] = pos;
+      for (int64_t n : srcType.getShape().drop_front())
+        sizes.push_back(b.getIndexAttr(n));
+      Value w = tensor::InsertSliceOp::create(b, loc, slot, sc.getDest(),
+                                              offsets, sizes, ones);
+      sc.replaceAllUsesWith(w);
+      sc.erase();
+      continue;
+    }
+    auto g = cast<linalg::GenericOp>(op);
+    if (g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0 ||
+        !llvm::all_of(g.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }))
+      continue;
+    Block &body = g.getRegion().front();
+    OpOperand *init = g.getDpsInitOperand(0);
+    Value old = body.getArgument(init->getOperandNumber());
+    auto sel = body.getTerminator()->getOperand(0).getDefiningOp<arith::SelectOp>();
+    if (!sel || sel->getBlock() != &body || sel.getFalseValue() != old)
+      continue;
+    auto eq = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (!eq || eq.getPredicate() != arith::CmpIPredicate::eq)
+      continue;
+    auto index = eq.getLhs().getDefiningOp<linalg::IndexOp>();
+    Value p = eq.getRhs();
+    if (!index) {
+      index = eq.getRhs().getDefiningOp<linalg::IndexOp>();
+      p = eq.getLhs();
+    }
+    if (!index || !p.getType().isIndex())
+      continue;
+    // P from outside the body, or read in it (possibly index-cast) from
+    // element 0 of a tensor defined outside: then read once in front.
+    Value pos = p;
+    if (p.getParentBlock() == &body) {
+      Value read = p;
+      if (auto cast = read.getDefiningOp<arith::IndexCastOp>())
+        read = cast.getIn();
+      auto ex = read.getDefiningOp<tensor::ExtractOp>();
+      if (!ex || ex->getBlock() != &body ||
+          g->isAncestor(ex.getTensor().getParentBlock()->getParentOp()) ||
+          !llvm::all_of(ex.getIndices(),
+                        [](Value i) { return isConstantIntValue(i, 0); }))
+        continue;
+      pos = positionIn(ex.getTensor(), ex.getIndices().size());
+    }
+    b.setInsertionPoint(g);
+    // The new slot: the body over [.., 1, ..] with index(d) read as P, so
+    // the select takes NEW.
+    auto outType = cast<RankedTensorType>(init->get().getType());
+    int64_t d = index.getDim();
+    SmallVector<int64_t> slotShape(outType.getShape());
+    slotShape[d] = 1;
+    auto slotType = outType.clone(slotShape);
+    Value empty = tensor::EmptyOp::create(b, loc, slotShape,
+                                          outType.getElementType());
+    SmallVector<Value> inputs(g.getDpsInputs());
+    if (!inputs.empty())
+      continue; // NEW read through inputs over the cache's shape: not followed
+    auto slotGen = linalg::GenericOp::create(
+        b, loc, TypeRange{slotType}, ValueRange{}, ValueRange{empty},
+        g.getIndexingMapsArray(), g.getIteratorTypesArray());
+    IRMapping map;
+    Block *slotBody = b.createBlock(&slotGen.getRegion(), {},
+                                    body.getArgumentTypes(),
+                                    SmallVector<Location>(
+                                        body.getNumArguments(), loc));
+    for (auto [from, to] :
+         llvm::zip(body.getArguments(), slotBody->getArguments()))
+      map.map(from, to);
+    for (Operation &bodyOp : body)
+      b.clone(bodyOp, map);
+    // index(d) -> P (read in front of the generic) inside the slot body.
+    for (Operation &bodyOp : llvm::make_early_inc_range(*slotBody))
+      if (auto i = dyn_cast<linalg::IndexOp>(bodyOp); i && i.getDim() == d) {
+        i.replaceAllUsesWith(pos);
+        i.erase();
+      }
+    b.setInsertionPoint(g);
+    SmallVector<OpFoldResult> offsets(outType.getRank(), b.getIndexAttr(0)),
+        ones(outType.getRank(), b.getIndexAttr(1)), sizes;
+    offsets[d] = pos;
+    for (int64_t n : slotShape)
+      sizes.push_back(b.getIndexAttr(n));
+    Value w = tensor::InsertSliceOp::create(b, loc, slotGen.getResult(0),
+                                            init->get(), offsets, sizes, ones);
+    g->getResult(0).replaceAllUsesWith(w);
+    g.erase();
+  }
+}
+
 /// Caches grown by `tensor.concat %cache, %new` along their one dynamic
 /// dimension (Hugging Face's DynamicCache through torch-mlir) become, on the
 /// matcher's copy, caches of `capacity` positions written by insert_slice
@@ -2056,6 +2224,7 @@ struct QuantizeKvCachePass
           f->erase();
       });
       FunctionMatcher m(f);
+      scatterWritesToInsertSlices(f);
       m.implicitPos = growConcatCaches(f, maxContext);
       m.implicitCapacity = maxContext;
       if (failed(m.match())) {

@@ -19,13 +19,14 @@ func.func @concat_growth(%k: tensor<1x2x1x4xf32>, %kc: tensor<1x2x?x4xf32>) -> t
 
 // -----
 
-// A static cache written by index_put / index_copy at runtime indices, as
-// tensor.scatter.
+// Two tokens scattered at runtime indices (index_put of a prefill): the
+// indices need not be consecutive, so no insert_slice at pos says the same.
+// One index is adopted (kvq-quantize-kv-cache-scatter-writes.mlir).
 // CHECK-LABEL: func.func @scatter_write(
 // CHECK: tensor.scatter
-func.func @scatter_write(%k: tensor<1x1x2x4xf32>, %kc: tensor<16x2x4xf32>, %idx: tensor<1x1xindex>) -> tensor<16x2x4xf32> {
+func.func @scatter_write(%k: tensor<2x1x2x4xf32>, %kc: tensor<16x2x4xf32>, %idx: tensor<2x1xindex>) -> tensor<16x2x4xf32> {
   // expected-remark@below {{not adopted: the cache is written through 'tensor.scatter' at runtime indices}}
-  %w = tensor.scatter %k into %kc[%idx] scatter_dims([0]) unique : (tensor<1x1x2x4xf32>, tensor<16x2x4xf32>, tensor<1x1xindex>) -> tensor<16x2x4xf32>
+  %w = tensor.scatter %k into %kc[%idx] scatter_dims([0]) unique : (tensor<2x1x2x4xf32>, tensor<16x2x4xf32>, tensor<2x1xindex>) -> tensor<16x2x4xf32>
   return %w : tensor<16x2x4xf32>
 }
 
@@ -67,8 +68,10 @@ func.func @rank5(%k: tensor<1x2x4xf32>, %kv: tensor<2x3x16x2x4xf32>, %pos: index
 
 // -----
 
-// index_copy lowered to a generic that overwrites the slot its body picks
-// from a position held in a tensor (a scatter).
+// A generic that overwrites every slot from a position held in a tensor on
+// (t >= pos): more than one token's slot, so not a write at pos. The
+// one-slot form (t == pos) is adopted
+// (kvq-quantize-kv-cache-scatter-writes.mlir).
 // CHECK-LABEL: func.func @scatter_like_generic(
 // CHECK: linalg.generic
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -80,7 +83,7 @@ func.func @scatter_like_generic(%k: tensor<1x2x4xf32>, %kc: tensor<16x2x4xf32>, 
     %h = linalg.index 1 : index
     %c = linalg.index 2 : index
     %p = tensor.extract %pos[] : tensor<index>
-    %eq = arith.cmpi eq, %t, %p : index
+    %eq = arith.cmpi uge, %t, %p : index
     %c0 = arith.constant 0 : index
     %new = tensor.extract %k[%c0, %h, %c] : tensor<1x2x4xf32>
     %r = arith.select %eq, %new, %out : f32

@@ -210,7 +210,11 @@ def driver(name, args, results, spec, rewritten_args=None):
     for step in range(spec["steps"]):
         pos = e.fresh()
         if pos_arg >= 0:
-            e.emit("%s = arith.constant %d : %s" % (pos, step * tokens,
+            # A position tensor (torch's cache_position) holds it densely.
+            value = step * tokens
+            if args[pos_arg].startswith("tensor<"):
+                value = "dense<%d>" % value
+            e.emit("%s = arith.constant %s : %s" % (pos, value,
                                                     args[pos_arg]))
         inputs = {}
         for k, t in enumerate(args):

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Checks that every "not adopted" remark of kvq-quantize-kv-cache has a lit
+test whose expected-remark shows it.
+
+usage: remark_coverage.py QuantizeKvCache.cpp Layout.cpp TEST_DIR
+
+A remark is a C++ message built from string literals and non-literal pieces
+(Twine(n), a type name). It is found
+  - in any file, from a literal containing "not adopted: " onwards;
+  - in the pass, as `notSoftmax(op, "...")`, surfacing as
+    "not adopted: this is not a softmax: ...";
+  - in the layout file, as `fail(op, "...")`, which the pass reports as
+    "not adopted: <reason>".
+A message whose reason is only a forwarded string (`"not adopted: " + why`)
+is not a remark of its own: its reasons are the ones above.
+
+A remark is covered when some `expected-remark` in TEST_DIR/*.mlir matches
+its first literal characters (at least 40 of them, or all), the non-literal
+pieces standing for any text. Exits 1 listing the uncovered ones.
+"""
+
+import glob
+import os
+import re
+import sys
+
+MIN_CHARS = 40
+HOLE = None  # a non-literal piece of a message
+
+# Remarks no graph can trigger, proven by trying; key: the start of the
+# reason as extracted, value: why it cannot be reached.
+UNREACHABLE = {
+    "the written K/V's shape does not match the write's sizes":
+        "tensor.insert_slice's verifier already rejects a source whose "
+        "shape is not the sizes with unit dims dropped, the same rank "
+        "reduction this check computes",
+    "the scores are scaled by 0":
+        "the constant is only ever taken from a slope (x1 - x2) / (s1 - s2) "
+        "of two different finite values, which is not 0; with the scores "
+        "scaled by 0 the two values are equal and the earlier mask check "
+        "refuses first",
+}
+
+
+def tokenize(text):
+    """String literals (adjacent ones not yet joined), identifiers and
+    punctuation, with comments and character literals dropped."""
+    toks = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = n if i < 0 else i + 2
+        elif c == '"':
+            j, buf = i + 1, []
+            while text[j] != '"':
+                if text[j] == "\\":
+                    esc = text[j + 1]
+                    buf.append({"n": "\n", "t": "\t"}.get(esc, esc))
+                    j += 2
+                else:
+                    buf.append(text[j])
+                    j += 1
+            toks.append(("str", "".join(buf)))
+            i = j + 1
+        elif c == "'":
+            j = i + 1
+            while text[j] != "'":
+                j += 2 if text[j] == "\\" else 1
+            toks.append(("chr", text[i:j + 1]))
+            i = j + 1
+        elif c.isalnum() or c == "_":
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            toks.append(("id", text[i:j]))
+            i = j
+        elif c.isspace():
+            i += 1
+        elif text.startswith("<<", i) or text.startswith("::", i) or \
+                text.startswith("->", i):
+            toks.append(("p", text[i:i + 2]))
+            i += 2
+        else:
+            toks.append(("p", c))
+            i += 1
+    return toks
+
+
+def skip_expr(toks, k):
+    """Index after one operand of a `+`/`<<` chain starting at k."""
+    depth = 0
+    while k < len(toks):
+        kind, v = toks[k]
+        if kind == "p":
+            if v in "([{":
+                depth += 1
+            elif v in ")]}":
+                if depth == 0:
+                    return k
+                depth -= 1
+            elif depth == 0 and v in ("+", "<<", ",", ";", "?", ":"):
+                return k
+        k += 1
+    return k
+
+
+def message(toks, k, first):
+    """The pieces of the message whose first literal is toks[k], starting
+    with the text `first` (the literal's part that belongs to the reason)."""
+    pieces = [first]
+    k += 1
+    while k < len(toks):
+        kind, v = toks[k]
+        if kind == "str":  # adjacent literals are one
+            if pieces[-1] is HOLE:
+                pieces.append(v)
+            else:
+                pieces[-1] += v
+            k += 1
+        elif kind == "p" and v in ("+", "<<"):
+            k += 1
+            if k < len(toks) and toks[k][0] == "str":
+                continue
+            k = skip_expr(toks, k)
+            if pieces[-1] is not HOLE:
+                pieces.append(HOLE)
+        else:
+            break
+    return pieces
+
+
+def call_messages(toks, name):
+    """Messages passed as the second argument of `name(x, "...")`."""
+    for k in range(len(toks) - 2):
+        if toks[k] != ("id", name) or toks[k + 1] != ("p", "("):
+            continue
+        j = skip_expr(toks, k + 2)
+        if j + 1 < len(toks) and toks[j] == ("p", ",") and \
+                toks[j + 1][0] == "str":
+            yield message(toks, j + 1, toks[j + 1][1])
+
+
+def extract(pass_src, layout_src):
+    """(file, reason pieces) of every remark, the reason without the
+    leading "not adopted: "."""
+    remarks = []
+    for path in (pass_src, layout_src):
+        with open(path, encoding="utf-8") as f:
+            toks = tokenize(f.read())
+        for k, (kind, v) in enumerate(toks):
+            if kind != "str" or "not adopted: " not in v:
+                continue
+            pieces = message(toks, k, v.split("not adopted: ", 1)[1])
+            literal = "".join(p for p in pieces if p is not HOLE)
+            # "not adopted: " + why, or "this is not a softmax: " + why:
+            # the reasons are the fail()/notSoftmax() messages.
+            if pieces[-1] is HOLE and len(pieces) == 2 and \
+                    (literal == "" or literal.endswith(": ")):
+                continue
+            if not literal.strip():
+                continue
+            remarks.append((path, pieces))
+        if path == pass_src:
+            for pieces in call_messages(toks, "notSoftmax"):
+                pieces[0] = "this is not a softmax: " + pieces[0]
+                remarks.append((path, pieces))
+        else:
+            for pieces in call_messages(toks, "fail"):
+                remarks.append((path, pieces))
+    return remarks
+
+
+def norm(s):
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def pattern(pieces):
+    """A regex for the reason's first MIN_CHARS literal characters (all of
+    them when shorter), each non-literal piece matching any text."""
+    out, chars = [], 0
+    for p in pieces:
+        if chars >= MIN_CHARS:
+            break
+        if p is HOLE:
+            out.append(".+?")
+            continue
+        p = norm(p) if not out else re.sub(r"\s+", " ", p)
+        take = p[:max(MIN_CHARS - chars, 0)] if chars + len(p) > MIN_CHARS \
+            else p
+        # A piece cut short is extended to a word end, so that "covers "
+        # does not match "covers no".
+        if len(take) < len(p):
+            take = p[:len(take) + len(re.match(r"\S*", p[len(take):])[0])]
+        out.append(re.escape(take))
+        chars += len(take)
+    while out and out[-1] == ".+?":
+        out.pop()
+    return re.compile("not adopted: " + "".join(out))
+
+
+def expected_remarks(test_dir):
+    texts = []
+    for path in sorted(glob.glob(os.path.join(test_dir, "*.mlir"))):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = re.search(r"expected-remark\S*\s*\{\{(.*)\}\}", line)
+                if m:
+                    texts.append(norm(m.group(1)))
+    return texts
+
+
+def shown(pieces):
+    return "".join("<...>" if p is HOLE else p for p in pieces)
+
+
+def main(argv):
+    if len(argv) != 4:
+        sys.stderr.write(__doc__)
+        return 2
+    remarks = extract(argv[1], argv[2])
+    tests = expected_remarks(argv[3])
+    if not remarks:
+        print("no remarks found in %s, %s" % (argv[1], argv[2]))
+        return 1
+    uncovered, seen, unreachable = [], set(), 0
+    for path, pieces in remarks:
+        text = shown(pieces)
+        if text in seen:
+            continue
+        seen.add(text)
+        if any(text.startswith(k) for k in UNREACHABLE):
+            unreachable += 1
+            continue
+        pat = pattern(pieces)
+        if not any(pat.search(t) for t in tests):
+            uncovered.append((path, text))
+    for path, text in uncovered:
+        print("%s: no lit test for remark: not adopted: %s"
+              % (os.path.basename(path), norm(text)))
+    reachable = len(seen) - unreachable
+    if uncovered:
+        print("%d of %d remarks have no lit test"
+              % (len(uncovered), reachable))
+        return 1
+    print("all %d remarks have a lit test (%d more allowed as unreachable)"
+          % (reachable, unreachable))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
