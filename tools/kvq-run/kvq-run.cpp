@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/kvq-run/DumpKv.h"
 #include "tools/model/checkpoint.h"
 #include "tools/model/tokenizer.h"
 
@@ -296,6 +297,14 @@ int main(int argc, char **argv) {
                "in that type and widened in the kernels (kvq-import "
                "--weight-type)"),
       cl::init("f32"), cl::cat(cat));
+  cl::opt<std::string> dumpKv(
+      "dump-kv",
+      cl::desc("Run the plain model (method none) on the prompt and its "
+               "--steps generated tokens, or on the first document of "
+               "--perplexity / --tokens, and write every layer's keys (post- "
+               "and pre-RoPE), values and queries to FILE.safetensors in "
+               "layout lthd, as kvq-eval reads them (docs/MODEL.md)"),
+      cl::value_desc("FILE"), cl::cat(cat));
   cl::opt<bool> matmulKernels(
       "matmul-kernels",
       cl::desc("Run projections and FFN as kvq_matmul calls (default true); "
@@ -388,6 +397,16 @@ int main(int argc, char **argv) {
   else
     return fail("--weight-type must be f32, f16 or bf16, got '" +
                 std::string(weightTypeText) + "'");
+  if (!dumpKv.empty()) {
+    if (bench)
+      return fail("--dump-kv and --bench do not combine");
+    if (methods.getNumOccurrences() && methods != "none")
+      return fail("--dump-kv runs the plain model; --method must be none "
+                  "or left out");
+    // Refuse an unwritable path before the run.
+    if (!std::ofstream(dumpKv, std::ios::binary | std::ios::trunc))
+      return fail("--dump-kv: cannot write '" + std::string(dumpKv) + "'");
+  }
   if (bench) {
     std::vector<std::pair<std::string, std::string>> benchMethods;
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
@@ -452,6 +471,53 @@ int main(int argc, char **argv) {
   if (steps < 0)
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
+
+  if (!dumpKv.empty()) {
+    std::vector<int32_t> seq;
+    if (!evalFile.empty()) {
+      auto docs = readDocuments(evalFile, tok ? &*tok : nullptr, config.vocab,
+                                idsOnly, &error);
+      if (docs.empty())
+        return fail(error);
+      seq = docs.front();
+      if (int64_t(seq.size()) > config.seqLen)
+        seq.resize(config.seqLen);
+    } else {
+      seq = tok->encode(prompt, /*bos=*/true);
+      if (int64_t(seq.size()) + steps > config.seqLen)
+        return fail("prompt plus --steps exceed the model's context of " +
+                    std::to_string(config.seqLen) + " tokens");
+    }
+    const int64_t prefillLen = int64_t(seq.size());
+    auto model = run::CompiledModel::compile(*ckpt, prefillLen, "", &error,
+                                             spelling, compileOptions);
+    if (!model)
+      return fail("none: " + error);
+    const float *logits = model->prefill(seq.data(), 0);
+    if (!logits)
+      return fail("none: " + model->error());
+    if (evalFile.empty()) {
+      uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+      for (int64_t made = 0; made < steps; ++made) {
+        int64_t pos = int64_t(seq.size());
+        if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1))
+          return fail("none: " + *bad);
+        int32_t next = sample(logits, config.vocab, temperature, rng);
+        if (next == tok->bos() || next == tok->eos())
+          break;
+        seq.push_back(next);
+        if (!(logits = model->decode(next, pos)))
+          return fail("none: " + model->error());
+      }
+    }
+    if (!run::dumpKv(*model, *ckpt, seq, dumpKv, modelPath, &error))
+      return fail(error);
+    llvm::outs() << "wrote the keys (post- and pre-RoPE), values and queries "
+                    "of "
+                 << seq.size() << " tokens, " << config.layers
+                 << " layers to " << dumpKv << " (layout lthd)\n";
+    return 0;
+  }
 
   if (evalFile.empty()) {
     // Generation, once per method.
