@@ -14,6 +14,7 @@
 #include "tools/kvq-run/CompiledModel.h"
 #include "tools/kvq-run/DumpKv.h"
 #include "tools/model/checkpoint.h"
+#include "tools/model/gguf.h"
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
@@ -232,8 +233,9 @@ int main(int argc, char **argv) {
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
       cl::desc("Tokenizer file: llama2.c's, or a Hugging Face tokenizer.json "
-               "(default: tokenizer.json, tok<vocab>.bin or tokenizer.bin "
-               "next to the model or in its folder)"),
+               "(default: a GGUF file's own vocabulary, else tokenizer.json, "
+               "tok<vocab>.bin or tokenizer.bin next to the model or in its "
+               "folder)"),
       cl::cat(cat));
   cl::opt<std::string> prompt("prompt", cl::desc("Text to continue"),
                               cl::init("Once upon a time"), cl::cat(cat));
@@ -439,7 +441,15 @@ int main(int argc, char **argv) {
   const std::string evalFile =
       idsOnly ? std::string(tokensFile) : std::string(perplexity);
   std::string tokPath = tokenizerPath;
-  if (tokPath.empty() && !idsOnly) {
+  std::optional<model::Tokenizer> tok;
+  if (tokPath.empty() && !idsOnly && model::isGguf(path)) {
+    // A GGUF's own vocabulary, when it has one.
+    bool present = false;
+    tok = model::openGgufTokenizer(path, config.vocab, &present, &error);
+    if (present && !tok)
+      return fail(error);
+  }
+  if (tokPath.empty() && !idsOnly && !tok) {
     // Next to a file; inside a folder.
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
     if (model::isDirectory(path))
@@ -457,7 +467,6 @@ int main(int argc, char **argv) {
                   " (tokenizer.json, tok" + std::to_string(config.vocab) +
                   ".bin or tokenizer.bin); pass --tokenizer");
   }
-  std::optional<model::Tokenizer> tok;
   const bool tokJson = tokPath.size() > 5 &&
                        tokPath.compare(tokPath.size() - 5, 5, ".json") == 0;
   if (!tokPath.empty() &&

@@ -16,6 +16,7 @@
 #define KVQ_TOOLS_MODEL_GGUF_H
 
 #include "tools/model/llama2c.h"
+#include "tools/model/tokenizer.h"
 
 #include <optional>
 #include <string>
@@ -26,6 +27,14 @@ namespace kvq::model {
 bool isGguf(const std::string &path);
 
 std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
+                                          std::string *error);
+
+/// The tokenizer the file embeds (tokenizer.ggml.*, Tokenizer::fromTables).
+/// Without tokenizer.ggml.model: nullopt, *present false and no error;
+/// else *present is true and a malformed vocabulary is nullopt with one
+/// line in *error.
+std::optional<Tokenizer> openGgufTokenizer(const std::string &path,
+                                          int32_t modelVocab, bool *present,
                                           std::string *error);
 
 } // namespace kvq::model
