@@ -295,10 +295,11 @@ int main(int argc, char **argv) {
       cl::init(5), cl::cat(cat));
   cl::opt<std::string> weightTypeText(
       "weight-type",
-      cl::desc("Weights as f32 (default), f16 or bf16: a rounded copy kept "
-               "in that type and widened in the kernels (kvq-import "
-               "--weight-type)"),
-      cl::init("f32"), cl::cat(cat));
+      cl::desc("Weights as f32, f16 or bf16, kept in that type and widened "
+               "in the kernels (default: the type the model's file holds "
+               "them in when that is f16 or bf16, else f32; another type is "
+               "a rounded copy; kvq-import --weight-type)"),
+      cl::cat(cat));
   cl::opt<std::string> dumpKv(
       "dump-kv",
       cl::desc("Run the plain model (method none) on the prompt and its "
@@ -394,7 +395,9 @@ int main(int argc, char **argv) {
   run::CompileOptions compileOptions;
   compileOptions.matmulKernels = matmulKernels;
   import::ImportOptions spelling;
-  if (auto w = import::parseWeightType(weightTypeText))
+  if (weightTypeText.empty())
+    spelling.weightType = import::storedWeightType(*ckpt);
+  else if (auto w = import::parseWeightType(weightTypeText))
     spelling.weightType = *w;
   else
     return fail("--weight-type must be f32, f16 or bf16, got '" +
@@ -602,6 +605,7 @@ int main(int argc, char **argv) {
   if (!hasNone)
     specs.insert(specs.begin(), MethodSpec{"none", "none", {}});
   std::vector<Result> results;
+  int64_t weightBytes = 0; // the checkpoint's and the first model's
   for (const MethodSpec &m : specs) {
     Result r;
     r.spec = m;
@@ -611,6 +615,8 @@ int main(int argc, char **argv) {
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
+    if (results.empty())
+      weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
     double total = 0, seconds = 0;
     int64_t bytes = 0, fp16 = 0;
     for (auto &d : docs) {
@@ -658,6 +664,9 @@ int main(int argc, char **argv) {
                  << ",\n  \"documents\": " << usable
                  << ",\n  \"prompt_tokens\": " << promptTokens
                  << ",\n  \"decoded_tokens\": " << results.front().decoded
+                 << ",\n  \"weight_type\": \""
+                 << import::weightTypeName(spelling.weightType)
+                 << "\",\n  \"weight_bytes\": " << weightBytes
                  << ",\n  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
@@ -679,7 +688,9 @@ int main(int argc, char **argv) {
   llvm::outs() << "perplexity of " << modelPath << " on " << evalFile << ": "
                << usable << " documents, " << promptTokens << "-token prefill, "
                << results.front().decoded
-               << " tokens decoded one at a time (teacher forcing)\n\n";
+               << " tokens decoded one at a time (teacher forcing); weights "
+               << import::weightTypeName(spelling.weightType) << ", "
+               << weightBytes << " bytes\n\n";
   llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
                                "eff bits", "cache bytes", "perplexity", "delta",
                                "tok/s");

@@ -582,8 +582,51 @@ std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
     }
   }
 
-  std::vector<float> weights(size_t(l.total), 0.0f);
+  // When every matrix is F16 (or every one BF16) the weights are kept in
+  // that type, any vector of another type rounded to it; else (F32, Q8_0,
+  // Q4_0 or a mix) widened or dequantized to f32.
+  bool allF16 = true, allBf16 = true;
+  for (const Want &w : want)
+    if (w.dims.size() == 2) {
+      allF16 = allF16 && byName[w.name]->type == kF16;
+      allBf16 = allBf16 && byName[w.name]->type == kBF16;
+    }
   std::vector<uint8_t> raw;
+  if (allF16 || allBf16) {
+    const uint32_t kept = allF16 ? kF16 : kBF16;
+    const uint16_t expMask = allBf16 ? 0x7f80 : 0x7c00;
+    std::vector<uint16_t> bits(size_t(l.total), 0);
+    std::vector<float> wide;
+    for (const Want &w : want) {
+      const Info &t = *byName[w.name];
+      raw.resize(size_t(t.bytes));
+      if (!src.read(dataStart + t.offset, raw.data(), raw.size(), err))
+        return fail("tensor '" + w.name + "': " + err);
+      uint16_t *out = bits.data() + w.offset;
+      if (t.type == kept) {
+        std::memcpy(out, raw.data(), size_t(t.elements) * 2);
+      } else {
+        wide.resize(size_t(t.elements));
+        dequantize(t.type, raw.data(), t.elements, wide.data());
+        for (uint64_t i = 0; i < t.elements; ++i)
+          out[i] = allBf16 ? tio::floatToBf16(wide[i])
+                           : npy::floatToHalf(wide[i]);
+      }
+      for (uint64_t i = 0; i < t.elements; ++i)
+        if ((out[i] & expMask) == expMask)
+          return fail("tensor '" + w.name + "', element " + std::to_string(i) +
+                      " is " +
+                      ((out[i] & (allBf16 ? 0x7f : 0x3ff)) ? "NaN"
+                                                           : "infinite") +
+                      " in " + (allBf16 ? "bf16" : "f16") +
+                      " (every weight must be finite)");
+    }
+    return Llama2cCheckpoint::fromNarrowWeights(
+        c, std::move(bits),
+        allBf16 ? Llama2cCheckpoint::Storage::BF16
+                : Llama2cCheckpoint::Storage::F16);
+  }
+  std::vector<float> weights(size_t(l.total), 0.0f);
   for (const Want &w : want) {
     const Info &t = *byName[w.name];
     raw.resize(size_t(t.bytes));
