@@ -18,7 +18,7 @@ folder's tokenizer.json, as Hugging Face writes a SentencePiece BPE (Llama
 2's): the pieces with "\u2581" for spaces, <unk>, <s>, </s> and the
 <0xNN> byte-fallback tokens, and the merges of every piece into two pieces,
 ranked by the merged piece's score. --gguf also writes llama.cpp's GGUF
-(see write_gguf). Python 3 standard library only.
+(see write_gguf), with the --tokenizer vocabulary embedded. Python 3 standard library only.
 """
 import argparse
 import json
@@ -117,7 +117,8 @@ def write_safetensors(path, tensors, dtype):
             f.write(blob)
 
 
-def write_tokenizer_json(tok_path, out_path):
+def read_tokenizer(tok_path):
+    """A llama2.c tokenizer file: its pieces and scores."""
     with open(tok_path, "rb") as f:
         data = f.read()
     at = 4  # max_token_length
@@ -128,6 +129,11 @@ def write_tokenizer_json(tok_path, out_path):
         pieces.append(data[at:at + n].decode("utf-8"))
         scores.append(score)
         at += n
+    return pieces, scores
+
+
+def write_tokenizer_json(tok_path, out_path):
+    pieces, scores = read_tokenizer(tok_path)
     specials = ["<unk>", "<s>", "</s>"]
     vocab = {}
     for i, p in enumerate(pieces):
@@ -193,12 +199,15 @@ def quantize(values, kind):
     return bytes(out)
 
 
-def write_gguf(path, c, tensors, kind):
+def write_gguf(path, c, tensors, kind, vocab=None):
     """llama.cpp's GGUF (version 3, architecture llama): its tensor names,
     dims innermost first, q/k rows in llama2.c's interleaved order (as
     llama.cpp stores llama). kind: 0 F32, 1 F16, 8 Q8_0, 2 Q4_0; a tensor
-    whose rows are not whole blocks of 32 stays F32."""
-    u32, f32, string = 4, 6, 8
+    whose rows are not whole blocks of 32 stays F32. vocab, (pieces, scores)
+    of a llama2.c tokenizer, is embedded as tokenizer.ggml.* of model
+    "llama": "\u2581" for spaces, <unk> <s> </s> first, token types
+    unknown, control, byte (<0xNN>) and normal."""
+    u32, i32, f32, boolean, string, array = 4, 5, 6, 7, 8, 9
     kvs = [("general.architecture", string, "llama"),
            ("general.alignment", u32, 32),
            ("llama.context_length", u32, c["seq_len"]),
@@ -210,11 +219,37 @@ def write_gguf(path, c, tensors, kind):
            ("llama.attention.layer_norm_rms_epsilon", f32, 1e-5),
            ("llama.rope.freq_base", f32, 10000.0),
            ("llama.rope.dimension_count", u32, c["dim"] // c["heads"])]
+    if vocab:
+        pieces, scores = vocab
+        specials = ["<unk>", "<s>", "</s>"]
+        tokens = [specials[i] if i < 3 else p.replace(" ", "\u2581")
+                  for i, p in enumerate(pieces)]
+        types = [2 if i == 0 else 3 if i < 3 else
+                 6 if len(p) == 6 and p.startswith("<0x") and p.endswith(">")
+                 else 1 for i, p in enumerate(pieces)]
+        kvs += [("tokenizer.ggml.model", string, "llama"),
+                ("tokenizer.ggml.tokens", array, (string, tokens)),
+                ("tokenizer.ggml.scores", array, (f32, scores)),
+                ("tokenizer.ggml.token_type", array, (i32, types)),
+                ("tokenizer.ggml.bos_token_id", u32, 1),
+                ("tokenizer.ggml.eos_token_id", u32, 2),
+                ("tokenizer.ggml.unknown_token_id", u32, 0),
+                ("tokenizer.ggml.add_bos_token", boolean, True)]
+
+    def scalar(t, v):
+        return (gguf_string(v) if t == string else
+                struct.pack({f32: "<f", i32: "<i", boolean: "<?"}.get(t, "<I"),
+                            v))
+
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
     for key, t, v in kvs:
         head += gguf_string(key) + struct.pack("<I", t)
-        head += (gguf_string(v) if t == string else
-                 struct.pack("<f" if t == f32 else "<I", v))
+        if t == array:
+            el, items = v
+            head += struct.pack("<IQ", el, len(items))
+            head += b"".join(scalar(el, x) for x in items)
+        else:
+            head += scalar(t, v)
     blobs, infos, at = [], b"", 0
     for name, shape, values in tensors:
         dims = list(reversed(shape))
@@ -353,7 +388,8 @@ def main():
                                    int(i), shape[0] * shape[1])
             g.append((name, shape, values))
         kind = {"f32": 0, "f16": 1, "q8_0": 8, "q4_0": 2}[args.gguf_type]
-        write_gguf(args.gguf, c, g, kind)
+        write_gguf(args.gguf, c, g, kind,
+                   read_tokenizer(args.tokenizer) if args.tokenizer else None)
     if args.tokenizer:
         write_tokenizer_json(args.tokenizer,
                              os.path.join(args.out_dir, "tokenizer.json"))

@@ -1243,9 +1243,13 @@ bool writeNpz(
   return writeFile(path, z, err);
 }
 
-std::vector<uint8_t> safetensorsImage(const std::vector<StTensor> &tensors) {
+std::vector<uint8_t> safetensorsImage(
+    const std::vector<StTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata) {
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
   h["__metadata__"] = {{"format", "pt"}};
+  for (const auto &[key, value] : metadata)
+    h["__metadata__"][key] = value;
   std::vector<uint8_t> data;
   for (const StTensor &t : tensors) {
     const uint64_t begin = data.size();

@@ -151,7 +151,10 @@ struct StTensor {
   std::vector<float> data;
   DType dtype = DType::F32;
 };
-std::vector<uint8_t> safetensorsImage(const std::vector<StTensor> &tensors);
+/// `metadata` adds string entries to __metadata__ (after "format": "pt").
+std::vector<uint8_t> safetensorsImage(
+    const std::vector<StTensor> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata = {});
 bool writeFile(const std::string &path, const std::vector<uint8_t> &bytes,
                std::string &err);
 

@@ -366,12 +366,13 @@ private:
     return reshape(rotated, x.dims, "[[0], [1], [2, 3]]", false);
   }
 
-  /// x [n, out] + b [out].
+  /// x [n, out] + b [out] (b widened to f32 when the weights are f16/bf16).
   Val addBias(const Val &x, const Val &b) {
     Val init = empty(x.dims);
     return generic(2, parallel(2), {{x, dimsOf({0, 1})}, {b, dimsOf({1})}},
                    init, identity(2), [&](auto a) {
-                     return op("arith.addf " + a[0] + ", " + a[1] + " : f32");
+                     return op("arith.addf " + a[0] + ", " +
+                               widened(a[1], b.el) + " : f32");
                    });
   }
 
@@ -680,6 +681,18 @@ const char *weightTypeName(ImportOptions::WeightType type) {
     return "bf16";
   default:
     return "f32";
+  }
+}
+
+ImportOptions::WeightType
+storedWeightType(const model::Llama2cCheckpoint &c) {
+  switch (c.storage()) {
+  case model::Llama2cCheckpoint::Storage::F16:
+    return ImportOptions::WeightType::F16;
+  case model::Llama2cCheckpoint::Storage::BF16:
+    return ImportOptions::WeightType::BF16;
+  default:
+    return ImportOptions::WeightType::F32;
   }
 }
 

@@ -53,6 +53,10 @@ struct ImportOptions {
 /// its name for --weight-type.
 const char *weightTypeName(ImportOptions::WeightType type);
 
+/// The weight type a checkpoint holds its weights in (f16 / bf16 when its
+/// file stores them so, else f32): the default of --weight-type.
+ImportOptions::WeightType storedWeightType(const model::Llama2cCheckpoint &c);
+
 /// The weight type named `name` (weightTypeName's spelling), if any.
 std::optional<ImportOptions::WeightType> parseWeightType(
     const std::string &name);

@@ -70,9 +70,11 @@ int main(int argc, char **argv) {
       cl::init(0), cl::cat(category));
   cl::opt<std::string> weightType(
       "weight-type",
-      cl::desc("Element type of %weights: f32 (default), f16 or bf16 (kept "
-               "in that type, widened where read)"),
-      cl::init("f32"), cl::cat(category));
+      cl::desc("Element type of %weights: f32, f16 or bf16 (kept in that "
+               "type, widened where read; default: the type the model's "
+               "file holds its weights in when that is f16 or bf16, else "
+               "f32)"),
+      cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::vector<std::string> renamed;
   kvq::cli::renameDeprecatedFlags("kvq-import", argc, argv,
@@ -92,7 +94,7 @@ int main(int argc, char **argv) {
   if (softmax != "linalg" && softmax != "expanded")
     return fail("--softmax must be linalg or expanded, got '" + softmax + "'");
   auto weights = kvq::import::parseWeightType(weightType);
-  if (!weights)
+  if (!weightType.empty() && !weights)
     return fail("--weight-type must be f32, f16 or bf16, got '" + weightType +
                 "'");
 
@@ -100,6 +102,8 @@ int main(int argc, char **argv) {
   auto ckpt = kvq::model::openCheckpoint(input, &error);
   if (!ckpt)
     return fail(error);
+  if (weightType.empty())
+    weights = kvq::import::storedWeightType(*ckpt);
   ImportOptions options;
   options.cacheLayout = layout;
   options.cacheF16 = cacheType == "f16";

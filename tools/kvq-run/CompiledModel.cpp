@@ -201,8 +201,15 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     return nullptr;
   }
   impl.engine = std::move(*engine);
-  impl.weightData = ckpt.weights();
-  if (options.weightType != import::ImportOptions::WeightType::F32) {
+  if (options.weightType == import::storedWeightType(ckpt) &&
+      ckpt.narrowWeights()) {
+    // The checkpoint's own f16 / bf16 weights, read in place.
+    bool half = options.weightType == import::ImportOptions::WeightType::F16;
+    impl.weightType = half ? KVQ_WEIGHT_F16 : KVQ_WEIGHT_BF16;
+    impl.weightData = ckpt.narrowWeights();
+  } else if (options.weightType == import::ImportOptions::WeightType::F32) {
+    impl.weightData = ckpt.weights();
+  } else {
     bool half = options.weightType == import::ImportOptions::WeightType::F16;
     impl.weightType = half ? KVQ_WEIGHT_F16 : KVQ_WEIGHT_BF16;
     const float *w = ckpt.weights();
@@ -320,6 +327,10 @@ const float *CompiledModel::decode(int32_t token, int64_t pos) {
 const void *CompiledModel::weights() const { return impl_->weightData; }
 
 kvq_weight_type CompiledModel::weightType() const { return impl_->weightType; }
+
+int64_t CompiledModel::ownWeightBytes() const {
+  return int64_t(impl_->narrowWeights.size()) * 2;
+}
 
 CacheStats CompiledModel::stats() const {
   CacheStats s;

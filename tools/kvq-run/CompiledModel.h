@@ -69,10 +69,13 @@ public:
   void *newCache(std::string *error) const;
   /// Byte accounting of the kvq cache (zeros for the plain model).
   CacheStats stats() const;
-  /// The weights the graph reads: the checkpoint's f32, or a copy rounded
-  /// to the spelling's f16 / bf16 (to nearest, ties to even).
+  /// The weights the graph reads: the checkpoint's own (f32, or f16 / bf16
+  /// when it holds them so and the spelling asks for that type), or a copy
+  /// rounded to the spelling's f16 / bf16 (to nearest, ties to even).
   const void *weights() const;
   kvq_weight_type weightType() const;
+  /// Bytes of that rounded copy (0 when the checkpoint's weights are read).
+  int64_t ownWeightBytes() const;
   /// The cache of the plain model: K and V [layers, context, kv_heads,
   /// head_dim] f32; for a kvq model, fetched from the runtime (dequantized).
   bool fetchLayer(int64_t layer, std::vector<float> &k, std::vector<float> &v,

@@ -12,7 +12,9 @@
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/kvq-run/DumpKv.h"
 #include "tools/model/checkpoint.h"
+#include "tools/model/gguf.h"
 #include "tools/model/tokenizer.h"
 
 #include "cl_version.h"
@@ -231,8 +233,9 @@ int main(int argc, char **argv) {
   cl::opt<std::string> tokenizerPath(
       "tokenizer",
       cl::desc("Tokenizer file: llama2.c's, or a Hugging Face tokenizer.json "
-               "(default: tokenizer.json, tok<vocab>.bin or tokenizer.bin "
-               "next to the model or in its folder)"),
+               "(default: a GGUF file's own vocabulary, else tokenizer.json, "
+               "tok<vocab>.bin or tokenizer.bin next to the model or in its "
+               "folder)"),
       cl::cat(cat));
   cl::opt<std::string> prompt("prompt", cl::desc("Text to continue"),
                               cl::init("Once upon a time"), cl::cat(cat));
@@ -292,10 +295,19 @@ int main(int argc, char **argv) {
       cl::init(5), cl::cat(cat));
   cl::opt<std::string> weightTypeText(
       "weight-type",
-      cl::desc("Weights as f32 (default), f16 or bf16: a rounded copy kept "
-               "in that type and widened in the kernels (kvq-import "
-               "--weight-type)"),
-      cl::init("f32"), cl::cat(cat));
+      cl::desc("Weights as f32, f16 or bf16, kept in that type and widened "
+               "in the kernels (default: the type the model's file holds "
+               "them in when that is f16 or bf16, else f32; another type is "
+               "a rounded copy; kvq-import --weight-type)"),
+      cl::cat(cat));
+  cl::opt<std::string> dumpKv(
+      "dump-kv",
+      cl::desc("Run the plain model (method none) on the prompt and its "
+               "--steps generated tokens, or on the first document of "
+               "--perplexity / --tokens, and write every layer's keys (post- "
+               "and pre-RoPE), values and queries to FILE.safetensors in "
+               "layout lthd, as kvq-eval reads them (docs/MODEL.md)"),
+      cl::value_desc("FILE"), cl::cat(cat));
   cl::opt<bool> matmulKernels(
       "matmul-kernels",
       cl::desc("Run projections and FFN as kvq_matmul calls (default true); "
@@ -383,11 +395,23 @@ int main(int argc, char **argv) {
   run::CompileOptions compileOptions;
   compileOptions.matmulKernels = matmulKernels;
   import::ImportOptions spelling;
-  if (auto w = import::parseWeightType(weightTypeText))
+  if (weightTypeText.empty())
+    spelling.weightType = import::storedWeightType(*ckpt);
+  else if (auto w = import::parseWeightType(weightTypeText))
     spelling.weightType = *w;
   else
     return fail("--weight-type must be f32, f16 or bf16, got '" +
                 std::string(weightTypeText) + "'");
+  if (!dumpKv.empty()) {
+    if (bench)
+      return fail("--dump-kv and --bench do not combine");
+    if (methods.getNumOccurrences() && methods != "none")
+      return fail("--dump-kv runs the plain model; --method must be none "
+                  "or left out");
+    // Refuse an unwritable path before the run.
+    if (!std::ofstream(dumpKv, std::ios::binary | std::ios::trunc))
+      return fail("--dump-kv: cannot write '" + std::string(dumpKv) + "'");
+  }
   if (bench) {
     std::vector<std::pair<std::string, std::string>> benchMethods;
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
@@ -420,7 +444,15 @@ int main(int argc, char **argv) {
   const std::string evalFile =
       idsOnly ? std::string(tokensFile) : std::string(perplexity);
   std::string tokPath = tokenizerPath;
-  if (tokPath.empty() && !idsOnly) {
+  std::optional<model::Tokenizer> tok;
+  if (tokPath.empty() && !idsOnly && model::isGguf(path)) {
+    // A GGUF's own vocabulary, when it has one.
+    bool present = false;
+    tok = model::openGgufTokenizer(path, config.vocab, &present, &error);
+    if (present && !tok)
+      return fail(error);
+  }
+  if (tokPath.empty() && !idsOnly && !tok) {
     // Next to a file; inside a folder.
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
     if (model::isDirectory(path))
@@ -438,7 +470,6 @@ int main(int argc, char **argv) {
                   " (tokenizer.json, tok" + std::to_string(config.vocab) +
                   ".bin or tokenizer.bin); pass --tokenizer");
   }
-  std::optional<model::Tokenizer> tok;
   const bool tokJson = tokPath.size() > 5 &&
                        tokPath.compare(tokPath.size() - 5, 5, ".json") == 0;
   if (!tokPath.empty() &&
@@ -452,6 +483,53 @@ int main(int argc, char **argv) {
   if (steps < 0)
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
+
+  if (!dumpKv.empty()) {
+    std::vector<int32_t> seq;
+    if (!evalFile.empty()) {
+      auto docs = readDocuments(evalFile, tok ? &*tok : nullptr, config.vocab,
+                                idsOnly, &error);
+      if (docs.empty())
+        return fail(error);
+      seq = docs.front();
+      if (int64_t(seq.size()) > config.seqLen)
+        seq.resize(config.seqLen);
+    } else {
+      seq = tok->encode(prompt, /*bos=*/true);
+      if (int64_t(seq.size()) + steps > config.seqLen)
+        return fail("prompt plus --steps exceed the model's context of " +
+                    std::to_string(config.seqLen) + " tokens");
+    }
+    const int64_t prefillLen = int64_t(seq.size());
+    auto model = run::CompiledModel::compile(*ckpt, prefillLen, "", &error,
+                                             spelling, compileOptions);
+    if (!model)
+      return fail("none: " + error);
+    const float *logits = model->prefill(seq.data(), 0);
+    if (!logits)
+      return fail("none: " + model->error());
+    if (evalFile.empty()) {
+      uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+      for (int64_t made = 0; made < steps; ++made) {
+        int64_t pos = int64_t(seq.size());
+        if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1))
+          return fail("none: " + *bad);
+        int32_t next = sample(logits, config.vocab, temperature, rng);
+        if (next == tok->bos() || next == tok->eos())
+          break;
+        seq.push_back(next);
+        if (!(logits = model->decode(next, pos)))
+          return fail("none: " + model->error());
+      }
+    }
+    if (!run::dumpKv(*model, *ckpt, seq, dumpKv, modelPath, &error))
+      return fail(error);
+    llvm::outs() << "wrote the keys (post- and pre-RoPE), values and queries "
+                    "of "
+                 << seq.size() << " tokens, " << config.layers
+                 << " layers to " << dumpKv << " (layout lthd)\n";
+    return 0;
+  }
 
   if (evalFile.empty()) {
     // Generation, once per method.
@@ -527,6 +605,7 @@ int main(int argc, char **argv) {
   if (!hasNone)
     specs.insert(specs.begin(), MethodSpec{"none", "none", {}});
   std::vector<Result> results;
+  int64_t weightBytes = 0; // the checkpoint's and the first model's
   for (const MethodSpec &m : specs) {
     Result r;
     r.spec = m;
@@ -536,6 +615,8 @@ int main(int argc, char **argv) {
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
+    if (results.empty())
+      weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
     double total = 0, seconds = 0;
     int64_t bytes = 0, fp16 = 0;
     for (auto &d : docs) {
@@ -583,6 +664,9 @@ int main(int argc, char **argv) {
                  << ",\n  \"documents\": " << usable
                  << ",\n  \"prompt_tokens\": " << promptTokens
                  << ",\n  \"decoded_tokens\": " << results.front().decoded
+                 << ",\n  \"weight_type\": \""
+                 << import::weightTypeName(spelling.weightType)
+                 << "\",\n  \"weight_bytes\": " << weightBytes
                  << ",\n  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
@@ -604,7 +688,9 @@ int main(int argc, char **argv) {
   llvm::outs() << "perplexity of " << modelPath << " on " << evalFile << ": "
                << usable << " documents, " << promptTokens << "-token prefill, "
                << results.front().decoded
-               << " tokens decoded one at a time (teacher forcing)\n\n";
+               << " tokens decoded one at a time (teacher forcing); weights "
+               << import::weightTypeName(spelling.weightType) << ", "
+               << weightBytes << " bytes\n\n";
   llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
                                "eff bits", "cache bytes", "perplexity", "delta",
                                "tok/s");

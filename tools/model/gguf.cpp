@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/model/gguf.h"
+#include "tools/model/tokenizer.h"
 
 #include "flags.h"
 #include "npy.h"
@@ -47,11 +48,15 @@ enum ValueType : uint32_t {
   kValueTypes
 };
 
-/// A scalar metadata value (arrays are skipped, their type kept).
+/// A scalar metadata value; an array's elements are kept only when asked
+/// (the tokenizer's), else skipped with their type kept.
 struct Value {
   uint32_t type = 0;
   double number = 0;
   std::string text;
+  uint32_t elementType = 0; ///< arrays
+  std::vector<double> numbers;
+  std::vector<std::string> strings;
 };
 
 enum TensorType : uint32_t {
@@ -95,7 +100,7 @@ public:
     return false;
   }
   /// A value of `type`; scalars into v, arrays walked over.
-  bool value(uint32_t type, Value &v, int depth = 0) {
+  bool value(uint32_t type, Value &v, int depth = 0, bool keep = false) {
     v.type = type;
     switch (type) {
     case U8: {
@@ -159,6 +164,23 @@ public:
       if (count > kMaxArray)
         return fail("an array of " + std::to_string(count) + " elements");
       static const uint8_t width[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+      v.elementType = el;
+      if (keep && el != ARRAY) {
+        // Element by element: each read is checked against the file, so
+        // what is kept is bounded by the file's size.
+        Value inner;
+        for (uint64_t i = 0; i < count; ++i) {
+          if (width[el] && at + width[el] > src.size())
+            return fail("an array runs past the end of the file");
+          if (!value(el, inner, depth + 1))
+            return false;
+          if (el == STRING)
+            v.strings.push_back(std::move(inner.text));
+          else
+            v.numbers.push_back(inner.number);
+        }
+        return true;
+      }
       if (width[el] && el != BOOL) {
         at += count * width[el]; // checked by the next read or the end
         if (at > src.size())
@@ -256,6 +278,44 @@ const char *typeName(uint32_t t) {
   }
 }
 
+/// The header and the metadata; r is left at the tensor table. On failure
+/// `msg` says why (without the path).
+bool readMetadata(Reader &r, std::map<std::string, Value> &meta,
+                  uint64_t &tensorCount, std::string &msg) {
+  std::string &err = msg;
+  auto fail = [&](const std::string &m) {
+    msg = m;
+    return false;
+  };
+  char magic[4];
+  uint32_t version;
+  uint64_t keyCount;
+  if (!r.bytes(magic, 4) || std::memcmp(magic, "GGUF", 4) != 0)
+    return fail("not a GGUF file");
+  if (!r.num(version) || !r.num(tensorCount) || !r.num(keyCount))
+    return fail("GGUF header: " + err);
+  if (version != 2 && version != 3)
+    return fail("GGUF version " + std::to_string(version) +
+                " is not supported (2, 3)");
+  if (keyCount > kMaxKeys || tensorCount > kMaxTensors)
+    return fail("GGUF header: " + std::to_string(keyCount) + " keys, " +
+                std::to_string(tensorCount) + " tensors: too many");
+  for (uint64_t i = 0; i < keyCount; ++i) {
+    std::string key;
+    uint32_t type;
+    Value v;
+    if (!r.string(key) || !r.num(type) ||
+        !r.value(type, v, 0, key.rfind("tokenizer.ggml.", 0) == 0))
+      return fail("metadata entry " + std::to_string(i) +
+                  (key.empty() ? "" : " ('" + printable(key, 60) + "')") +
+                  ": " + err);
+    if (meta.count(key))
+      return fail("metadata key '" + printable(key, 60) + "' appears twice");
+    meta[key] = std::move(v);
+  }
+  return true;
+}
+
 } // namespace
 
 bool isGguf(const std::string &path) {
@@ -281,33 +341,10 @@ std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
     return std::nullopt;
   }
   Reader r(src, err);
-  char magic[4];
-  uint32_t version;
-  uint64_t tensorCount, keyCount;
-  if (!r.bytes(magic, 4) || std::memcmp(magic, "GGUF", 4) != 0)
-    return fail("not a GGUF file");
-  if (!r.num(version) || !r.num(tensorCount) || !r.num(keyCount))
-    return fail("GGUF header: " + err);
-  if (version != 2 && version != 3)
-    return fail("GGUF version " + std::to_string(version) +
-                " is not supported (2, 3)");
-  if (keyCount > kMaxKeys || tensorCount > kMaxTensors)
-    return fail("GGUF header: " + std::to_string(keyCount) + " keys, " +
-                std::to_string(tensorCount) + " tensors: too many");
-
   std::map<std::string, Value> meta;
-  for (uint64_t i = 0; i < keyCount; ++i) {
-    std::string key;
-    uint32_t type;
-    Value v;
-    if (!r.string(key) || !r.num(type) || !r.value(type, v))
-      return fail("metadata entry " + std::to_string(i) +
-                  (key.empty() ? "" : " ('" + printable(key, 60) + "')") +
-                  ": " + err);
-    if (meta.count(key))
-      return fail("metadata key '" + printable(key, 60) + "' appears twice");
-    meta[key] = v;
-  }
+  uint64_t tensorCount = 0;
+  if (!readMetadata(r, meta, tensorCount, err))
+    return fail(err);
   auto str = [&](const std::string &k) -> std::string {
     auto it = meta.find(k);
     return it != meta.end() && it->second.type == STRING ? it->second.text
@@ -545,8 +582,51 @@ std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
     }
   }
 
-  std::vector<float> weights(size_t(l.total), 0.0f);
+  // When every matrix is F16 (or every one BF16) the weights are kept in
+  // that type, any vector of another type rounded to it; else (F32, Q8_0,
+  // Q4_0 or a mix) widened or dequantized to f32.
+  bool allF16 = true, allBf16 = true;
+  for (const Want &w : want)
+    if (w.dims.size() == 2) {
+      allF16 = allF16 && byName[w.name]->type == kF16;
+      allBf16 = allBf16 && byName[w.name]->type == kBF16;
+    }
   std::vector<uint8_t> raw;
+  if (allF16 || allBf16) {
+    const uint32_t kept = allF16 ? kF16 : kBF16;
+    const uint16_t expMask = allBf16 ? 0x7f80 : 0x7c00;
+    std::vector<uint16_t> bits(size_t(l.total), 0);
+    std::vector<float> wide;
+    for (const Want &w : want) {
+      const Info &t = *byName[w.name];
+      raw.resize(size_t(t.bytes));
+      if (!src.read(dataStart + t.offset, raw.data(), raw.size(), err))
+        return fail("tensor '" + w.name + "': " + err);
+      uint16_t *out = bits.data() + w.offset;
+      if (t.type == kept) {
+        std::memcpy(out, raw.data(), size_t(t.elements) * 2);
+      } else {
+        wide.resize(size_t(t.elements));
+        dequantize(t.type, raw.data(), t.elements, wide.data());
+        for (uint64_t i = 0; i < t.elements; ++i)
+          out[i] = allBf16 ? tio::floatToBf16(wide[i])
+                           : npy::floatToHalf(wide[i]);
+      }
+      for (uint64_t i = 0; i < t.elements; ++i)
+        if ((out[i] & expMask) == expMask)
+          return fail("tensor '" + w.name + "', element " + std::to_string(i) +
+                      " is " +
+                      ((out[i] & (allBf16 ? 0x7f : 0x3ff)) ? "NaN"
+                                                           : "infinite") +
+                      " in " + (allBf16 ? "bf16" : "f16") +
+                      " (every weight must be finite)");
+    }
+    return Llama2cCheckpoint::fromNarrowWeights(
+        c, std::move(bits),
+        allBf16 ? Llama2cCheckpoint::Storage::BF16
+                : Llama2cCheckpoint::Storage::F16);
+  }
+  std::vector<float> weights(size_t(l.total), 0.0f);
   for (const Want &w : want) {
     const Info &t = *byName[w.name];
     raw.resize(size_t(t.bytes));
@@ -561,6 +641,91 @@ std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
                     " (every weight must be finite)");
   }
   return Llama2cCheckpoint::fromWeights(c, std::move(weights));
+}
+
+std::optional<Tokenizer> openGgufTokenizer(const std::string &path,
+                                          int32_t modelVocab, bool *present,
+                                          std::string *error) {
+  std::string err;
+  *present = false;
+  tio::FileSource src;
+  if (!src.open(path, err)) {
+    *error = err;
+    return std::nullopt;
+  }
+  Reader r(src, err);
+  std::map<std::string, Value> meta;
+  uint64_t tensorCount = 0;
+  if (!readMetadata(r, meta, tensorCount, err)) {
+    *error = path + ": " + err;
+    return std::nullopt;
+  }
+  if (!meta.count("tokenizer.ggml.model"))
+    return std::nullopt;
+  *present = true;
+  auto bad = [&](const std::string &key, const char *what) {
+    *error = path + ": " + key + " is not " + what;
+    return std::nullopt;
+  };
+  VocabularyTables v;
+  auto text = [&](const char *key, std::string &out) {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      return true;
+    if (it->second.type != STRING)
+      return false;
+    out = it->second.text;
+    return true;
+  };
+  auto strings = [&](const char *key, std::vector<std::string> &out) {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      return true;
+    if (it->second.type != ARRAY || it->second.elementType != STRING)
+      return false;
+    out = it->second.strings;
+    return true;
+  };
+  if (!text("tokenizer.ggml.model", v.model) || v.model.empty())
+    return bad("tokenizer.ggml.model", "a non-empty string");
+  if (!text("tokenizer.ggml.pre", v.pre))
+    return bad("tokenizer.ggml.pre", "a string");
+  if (!strings("tokenizer.ggml.tokens", v.tokens))
+    return bad("tokenizer.ggml.tokens", "an array of strings");
+  if (!strings("tokenizer.ggml.merges", v.merges))
+    return bad("tokenizer.ggml.merges", "an array of strings");
+  if (auto it = meta.find("tokenizer.ggml.scores"); it != meta.end()) {
+    if (it->second.type != ARRAY || it->second.elementType != F32)
+      return bad("tokenizer.ggml.scores", "an array of f32");
+    for (double x : it->second.numbers)
+      v.scores.push_back(float(x));
+  }
+  if (auto it = meta.find("tokenizer.ggml.token_type"); it != meta.end()) {
+    if (it->second.type != ARRAY || it->second.elementType != I32)
+      return bad("tokenizer.ggml.token_type", "an array of i32");
+    for (double x : it->second.numbers)
+      v.tokenTypes.push_back(int32_t(x));
+  }
+  for (auto [key, out] :
+       {std::pair<const char *, int64_t *>{"tokenizer.ggml.bos_token_id",
+                                           &v.bos},
+        {"tokenizer.ggml.eos_token_id", &v.eos},
+        {"tokenizer.ggml.unknown_token_id", &v.unk}}) {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      continue;
+    uint32_t t = it->second.type;
+    if (t == STRING || t == ARRAY || t == F32 || t == F64 || t == BOOL ||
+        it->second.number < 0 || it->second.number > double(INT32_MAX))
+      return bad(key, "a token id (a non-negative integer)");
+    *out = int64_t(it->second.number);
+  }
+  if (auto it = meta.find("tokenizer.ggml.add_bos_token"); it != meta.end()) {
+    if (it->second.type != BOOL)
+      return bad("tokenizer.ggml.add_bos_token", "a bool");
+    v.addBos = it->second.number > 0;
+  }
+  return Tokenizer::fromTables(v, modelVocab, path, error);
 }
 
 } // namespace kvq::model

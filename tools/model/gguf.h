@@ -3,8 +3,9 @@
 //
 // A GGUF file (versions 2 and 3) of architecture "llama" (Llama, Mistral)
 // or "qwen2", as one Llama2cCheckpoint: the config from the `ARCH.*`
-// metadata, every weight widened or dequantized to f32 (F32, F16, BF16,
-// Q8_0, Q4_0) into llama2cLayout. llama.cpp stores llama's q/k rows in
+// metadata, the weights into llama2cLayout: kept as f16 / bf16 bits when
+// every matrix is F16 / every one BF16 (other vectors rounded to that
+// type), else widened or dequantized to f32 (F32, F16, BF16, Q8_0, Q4_0). llama.cpp stores llama's q/k rows in
 // interleaved-pair order (its conversion undoes Hugging Face's
 // permutation) and Qwen2's as Hugging Face does, so the config says
 // RopePairs::Interleaved or Half. The whole header (metadata, tensor
@@ -16,6 +17,7 @@
 #define KVQ_TOOLS_MODEL_GGUF_H
 
 #include "tools/model/llama2c.h"
+#include "tools/model/tokenizer.h"
 
 #include <optional>
 #include <string>
@@ -26,6 +28,14 @@ namespace kvq::model {
 bool isGguf(const std::string &path);
 
 std::optional<Llama2cCheckpoint> openGguf(const std::string &path,
+                                          std::string *error);
+
+/// The tokenizer the file embeds (tokenizer.ggml.*, Tokenizer::fromTables).
+/// Without tokenizer.ggml.model: nullopt, *present false and no error;
+/// else *present is true and a malformed vocabulary is nullopt with one
+/// line in *error.
+std::optional<Tokenizer> openGgufTokenizer(const std::string &path,
+                                          int32_t modelVocab, bool *present,
                                           std::string *error);
 
 } // namespace kvq::model

@@ -3,6 +3,7 @@
 #include "tools/model/hf.h"
 
 #include "flags.h"
+#include "npy.h"
 #include "tensor_io.h"
 
 #include <nlohmann/json.hpp>
@@ -586,7 +587,61 @@ std::optional<Llama2cCheckpoint> openHfFolder(const std::string &dirIn,
     }
   }
 
-  // Every header agrees with the config: now the weights, widened to f32.
+  // Every header agrees with the config. When every matrix is F16 (or
+  // every one BF16) the weights are kept in that type, any vector of
+  // another dtype rounded to it; else they are widened to f32.
+  Llama2cCheckpoint::Storage storage = Llama2cCheckpoint::Storage::F32;
+  {
+    bool allF16 = true, allBf16 = true;
+    for (const Want &w : want)
+      if (w.shape.size() == 2) {
+        tio::DType d = tensors[w.name].entry.dtype;
+        allF16 = allF16 && d == tio::DType::F16;
+        allBf16 = allBf16 && d == tio::DType::BF16;
+      }
+    storage = allF16    ? Llama2cCheckpoint::Storage::F16
+              : allBf16 ? Llama2cCheckpoint::Storage::BF16
+                        : Llama2cCheckpoint::Storage::F32;
+  }
+  if (storage != Llama2cCheckpoint::Storage::F32) {
+    const bool bf16 = storage == Llama2cCheckpoint::Storage::BF16;
+    const tio::DType kept = bf16 ? tio::DType::BF16 : tio::DType::F16;
+    std::vector<uint16_t> bits(size_t(l.total), 0);
+    std::vector<float> data;
+    for (const Want &w : want) {
+      const Located &at = tensors[w.name];
+      const std::string where =
+          dir + "/" + files[at.file] + ": tensor '" + w.name + "'";
+      std::string err;
+      uint16_t *out = bits.data() + w.offset;
+      const size_t n = size_t(at.entry.bytes / tio::dtypeSize(at.entry.dtype));
+      if (at.entry.dtype == kept) {
+        if (!sources[at.file]->read(at.entry.offset, out, n * 2, err)) {
+          fail(error, where + ": " + err);
+          return std::nullopt;
+        }
+      } else {
+        if (!tio::readData(*sources[at.file], at.entry, data, err)) {
+          fail(error, where + ": " + err);
+          return std::nullopt;
+        }
+        for (size_t i = 0; i < n; ++i)
+          out[i] = bf16 ? tio::floatToBf16(data[i])
+                        : npy::floatToHalf(data[i]);
+      }
+      const uint16_t expMask = bf16 ? 0x7f80 : 0x7c00;
+      for (size_t i = 0; i < n; ++i)
+        if ((out[i] & expMask) == expMask) {
+          fail(error, where + ", element " + std::to_string(i) + " is " +
+                          ((out[i] & (bf16 ? 0x7f : 0x3ff)) ? "NaN"
+                                                            : "infinite") +
+                          " in " + (bf16 ? "bf16" : "f16") +
+                          " (every weight must be finite)");
+          return std::nullopt;
+        }
+    }
+    return Llama2cCheckpoint::fromNarrowWeights(c, std::move(bits), storage);
+  }
   std::vector<float> weights(size_t(l.total), 0.0f), data;
   for (const Want &w : want) {
     const Located &at = tensors[w.name];

@@ -3,9 +3,10 @@
 //
 // A Hugging Face folder of a LlamaForCausalLM, MistralForCausalLM or
 // Qwen2ForCausalLM: config.json, then model.safetensors or the shards that
-// model.safetensors.index.json names. Every weight is converted to f32 into
-// the layout of llama2cLayout (the model code reads f32 weights), q/k/v
-// kept as Hugging Face orders them: the config says RopePairs::Half.
+// model.safetensors.index.json names. The weights go into the layout of
+// llama2cLayout, q/k/v kept as Hugging Face orders them (the config says
+// RopePairs::Half): as f16 / bf16 bits when every matrix is F16 / every one
+// BF16 (other vectors rounded to that type), else converted to f32.
 // Anything the loader does not understand (an architecture, a config field
 // or value, a dtype, a tensor name or shape) is a one-line error naming it;
 // the safetensors files are read by kvq-eval's strict reader

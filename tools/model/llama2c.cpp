@@ -234,7 +234,43 @@ Llama2cCheckpoint Llama2cCheckpoint::fromWeights(const Llama2cConfig &config,
   return ckpt;
 }
 
+Llama2cCheckpoint
+Llama2cCheckpoint::fromNarrowWeights(const Llama2cConfig &config,
+                                     std::vector<uint16_t> bits,
+                                     Storage storage) {
+  Llama2cCheckpoint ckpt;
+  ckpt.config_ = config;
+  ckpt.layout_ = llama2cLayout(config);
+  ckpt.narrow_ = std::move(bits);
+  ckpt.storage_ = storage;
+  return ckpt;
+}
+
+int64_t Llama2cCheckpoint::heldWeightBytes() const {
+  int64_t bytes = int64_t(owned_.size()) * 4 + int64_t(narrow_.size()) * 2;
+  if (mapping_)
+    bytes += layout_.total * 4;
+  return bytes;
+}
+
 const float *Llama2cCheckpoint::weights() const {
+  if (storage_ != Storage::F32 && owned_.size() != narrow_.size()) {
+    owned_.resize(narrow_.size());
+    for (size_t i = 0; i < narrow_.size(); ++i) {
+      if (storage_ == Storage::BF16) {
+        uint32_t u = uint32_t(narrow_[i]) << 16;
+        std::memcpy(&owned_[i], &u, 4);
+      } else {
+        // IEEE half: sign, 5-bit exponent (bias 15), 10-bit mantissa.
+        const uint16_t h = narrow_[i];
+        const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+        float v = e == 0    ? std::ldexp(float(m), -24)
+                  : e == 31 ? (m ? NAN : INFINITY)
+                            : std::ldexp(float(m | 0x400), e - 25);
+        owned_[i] = (h & 0x8000) ? -v : v;
+      }
+    }
+  }
   if (!mapping_)
     return owned_.data();
   return reinterpret_cast<const float *>(

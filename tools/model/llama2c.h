@@ -139,6 +139,14 @@ public:
   /// llama2cLayout(config).total floats at that layout's offsets.
   static Llama2cCheckpoint fromWeights(const Llama2cConfig &config,
                                        std::vector<float> weights);
+  /// The type the weights are held in: f32, or the f16 / bf16 of a file
+  /// whose weights are in that type (kept as they are, not widened).
+  enum class Storage { F32, F16, BF16 };
+  /// A model whose weights are held as f16 or bf16 bits (`storage` not
+  /// F32), llama2cLayout(config).total of them at that layout's offsets.
+  static Llama2cCheckpoint fromNarrowWeights(const Llama2cConfig &config,
+                                             std::vector<uint16_t> bits,
+                                             Storage storage);
   // Defined where Mapping is complete.
   Llama2cCheckpoint(Llama2cCheckpoint &&);
   Llama2cCheckpoint &operator=(Llama2cCheckpoint &&);
@@ -147,14 +155,25 @@ public:
   const Llama2cConfig &config() const { return config_; }
   const Llama2cLayout &layout() const { return layout_; }
   /// The layout().total floats after the header (4-byte aligned: the header
-  /// is 28 bytes and the mapping is page aligned).
+  /// is 28 bytes and the mapping is page aligned). For f16 / bf16 storage a
+  /// widened f32 copy made on the first call and kept (not thread-safe).
   const float *weights() const;
+  Storage storage() const { return storage_; }
+  /// The f16 / bf16 bits (storage() not F32), else null.
+  const uint16_t *narrowWeights() const {
+    return storage_ == Storage::F32 ? nullptr : narrow_.data();
+  }
+  /// Bytes of weights this object holds now: the mapped or converted f32,
+  /// the f16 / bf16 bits, plus a widened copy if weights() made one.
+  int64_t heldWeightBytes() const;
 
 private:
   Llama2cCheckpoint() = default;
   struct Mapping;
   std::unique_ptr<Mapping> mapping_; // a llama2.c file
-  std::vector<float> owned_;         // or converted weights
+  mutable std::vector<float> owned_; // or converted (or widened) weights
+  std::vector<uint16_t> narrow_;      // or f16 / bf16 bits
+  Storage storage_ = Storage::F32;
   Llama2cConfig config_;
   Llama2cLayout layout_;
 };

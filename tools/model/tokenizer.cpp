@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "tokenizer.h"
 
+#include "flags.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -173,7 +175,7 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
   std::vector<int32_t> sym;
   if (!text.empty()) {
     int32_t space = lookup(" ");
-    if (space < 0 && ranked_ && byteIds_[' '] >= 0)
+    if (space < 0 && !byteIds_.empty() && byteIds_[' '] >= 0)
       space = byteIds_[' '];
     sym.push_back(space >= 0 ? space : unk_);
   }
@@ -192,7 +194,7 @@ std::vector<int32_t> Tokenizer::encode(const std::string &text,
       // Without the 256 byte tokens (never in llama2.c files) fall back to
       // <unk> rather than emit an out-of-range id.
       for (unsigned char c : chr)
-        if (ranked_)
+        if (!byteIds_.empty())
           sym.push_back(byteIds_[c] >= 0 ? byteIds_[c] : unk_);
         else
           sym.push_back(c + 3 < vocabSize() ? c + 3 : kUnk);
@@ -754,6 +756,127 @@ std::optional<Tokenizer> Tokenizer::loadJson(const std::string &path,
   for (const char *eos : {"</s>", "<|end_of_text|>", "<|endoftext|>"})
     if (t.eos_ < 0)
       t.eos_ = t.lookup(eos);
+  return t;
+}
+
+std::optional<Tokenizer> Tokenizer::fromTables(const VocabularyTables &v,
+                                               int32_t modelVocab,
+                                               const std::string &source,
+                                               std::string *error) {
+  std::string localErr;
+  std::string &err = error ? *error : localErr;
+  auto fail = [&](const std::string &msg) {
+    err = source + ": tokenizer.ggml." + msg;
+    return std::nullopt;
+  };
+  const bool spm = v.model == "llama";
+  if (!spm && v.model != "gpt2")
+    return fail("model '" + v.model.substr(0, 40) +
+                "' is not supported (llama, gpt2)");
+  const size_t n = v.tokens.size();
+  if (n == 0)
+    return fail("tokens is missing or empty");
+  if (n > (1u << 24))
+    return fail("tokens holds " + std::to_string(n) + " tokens: too many");
+  if (modelVocab > 0 && int64_t(n) > modelVocab)
+    return fail("tokens holds " + std::to_string(n) +
+                " tokens, more than the model's " + std::to_string(modelVocab));
+  if (spm && v.scores.size() != n)
+    return fail("scores holds " + std::to_string(v.scores.size()) +
+                " values for " + std::to_string(n) + " tokens");
+  if (!v.tokenTypes.empty() && v.tokenTypes.size() != n)
+    return fail("token_type holds " + std::to_string(v.tokenTypes.size()) +
+                " values for " + std::to_string(n) + " tokens");
+  for (const auto &[name, id] : {std::pair<const char *, int64_t>{"bos", v.bos},
+                                 {"eos", v.eos},
+                                 {"unknown", v.unk}})
+    if (id != -1 && (id < 0 || id >= int64_t(n)))
+      return fail(std::string(name) + "_token_id " + std::to_string(id) +
+                  " is not a token id (" + std::to_string(n) + " tokens)");
+  for (float sc : v.scores)
+    if (!std::isfinite(sc))
+      return fail("scores holds a value that is not finite");
+  auto type = [&](size_t i) { return v.tokenTypes.empty() ? 1 : v.tokenTypes[i]; };
+  constexpr int kControl = 3, kUserDefined = 4;
+
+  Tokenizer t;
+  t.pieces.resize(n);
+  t.scores.assign(n, 0.0f);
+  t.byteLevel_ = !spm;
+  t.ranked_ = !spm;
+  int digitRun = 0;
+  if (!spm) {
+    if (v.pre == "llama-bpe" || v.pre == "llama3")
+      digitRun = 3;
+    else if (v.pre == "qwen2")
+      digitRun = 1;
+    else
+      return fail("pre '" + v.pre.substr(0, 40) +
+                  "' is not supported for gpt2 (llama-bpe, llama3, qwen2)");
+  }
+  t.digitRun_ = digitRun > 0 ? digitRun : 3;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string &tok = v.tokens[i];
+    if (spm) {
+      t.pieces[i] = spacesFromMeta(tok);
+      t.scores[i] = v.scores[i];
+    } else if (type(i) == kControl || type(i) == kUserDefined) {
+      t.pieces[i] = tok; // special tokens are written as themselves
+    } else if (!bytesFromChars(tok, t.pieces[i])) {
+      return fail("tokens[" + std::to_string(i) + "] '" +
+                  kvq::cli::printable(tok, 40) +
+                  "' is not written in the byte-level characters");
+    }
+  }
+  // Control tokens are never matched in text; the lowest id wins.
+  for (size_t i = 0; i < n; ++i)
+    if (type(i) != kControl)
+      t.ids.emplace(t.pieces[i], int32_t(i));
+  t.byteIds_.assign(256, -1);
+  t.unk_ = int32_t(v.unk);
+  if (spm) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      t.byteIds_[size_t(b)] = t.lookup(name);
+    }
+    if (t.unk_ < 0)
+      for (int b = 0; b < 256; ++b)
+        if (t.byteIds_[size_t(b)] < 0)
+          return fail("unknown_token_id is missing and the vocabulary lacks "
+                      "byte-fallback tokens (<0x00> .. <0xFF>)");
+  } else {
+    for (int b = 0; b < 256; ++b)
+      if ((t.byteIds_[size_t(b)] = t.lookup(std::string(1, char(b)))) < 0)
+        return fail("tokens lacks byte " + std::to_string(b) + " ('" +
+                    byteChars()[size_t(b)] + "')");
+    int32_t rank = 0;
+    for (const std::string &text : v.merges) {
+      size_t sp = text.find(' ');
+      std::string left, right;
+      if (sp == std::string::npos ||
+          text.find(' ', sp + 1) != std::string::npos ||
+          !bytesFromChars(text.substr(0, sp), left) ||
+          !bytesFromChars(text.substr(sp + 1), right))
+        return fail("merges[" + std::to_string(rank) + "] '" +
+                    kvq::cli::printable(text, 40) +
+                    "' is not 'left right' in byte-level characters");
+      int32_t a = t.lookup(left), b = t.lookup(right),
+              c = t.lookup(left + right);
+      if (a < 0 || b < 0 || c < 0)
+        return fail("merges[" + std::to_string(rank) + "] '" +
+                    kvq::cli::printable(text, 40) +
+                    "' names a piece not in the vocabulary");
+      t.merges_.emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b),
+                        std::make_pair(rank, c));
+      ++rank;
+    }
+    if (v.merges.empty())
+      return fail("merges is missing or empty (gpt2)");
+  }
+  const bool addBos = v.addBos < 0 ? spm : v.addBos > 0;
+  t.bos_ = addBos ? int32_t(v.bos) : -1;
+  t.eos_ = int32_t(v.eos);
   return t;
 }
 

@@ -17,6 +17,18 @@
 
 namespace kvq::model {
 
+/// A vocabulary as GGUF embeds it (tokenizer.ggml.*), before it is checked.
+struct VocabularyTables {
+  std::string model; ///< "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+  std::string pre;   ///< gpt2: the pre-tokenizer ("llama-bpe", "qwen2", ...)
+  std::vector<std::string> tokens;
+  std::vector<float> scores;       ///< llama: one per token
+  std::vector<int32_t> tokenTypes; ///< empty or one per token
+  std::vector<std::string> merges; ///< gpt2: "left right", rank order
+  int64_t bos = -1, eos = -1, unk = -1; ///< -1: not given
+  int addBos = -1;                      ///< -1: not given
+};
+
 class Tokenizer {
 public:
   static constexpr int32_t kUnk = 0;
@@ -43,6 +55,21 @@ public:
   /// never more.
   static std::optional<Tokenizer>
   loadJson(const std::string &path, int32_t modelVocab, std::string *error);
+
+  /// A GGUF-embedded vocabulary (`source` names it in messages):
+  ///  - "llama": SentencePiece pieces with "\u2581" for spaces, merged by
+  ///    score as llama2.c merges, <0xNN> byte fallback; control tokens
+  ///    (type 3) are not matched in text;
+  ///  - "gpt2": byte-level BPE, pieces in GPT-2's byte characters, ranked
+  ///    merges, pre-tokenizer "llama-bpe"/"llama3" (Llama 3) or "qwen2".
+  /// BOS is bos_token_id unless add_bos_token is false ("gpt2": only when
+  /// add_bos_token is true); EOS eos_token_id. Anything else (another
+  /// model or pre-tokenizer, arrays of different lengths, ids out of range,
+  /// a merge naming an unknown piece) is a one-line error.
+  static std::optional<Tokenizer> fromTables(const VocabularyTables &v,
+                                             int32_t modelVocab,
+                                             const std::string &source,
+                                             std::string *error);
 
   /// The pre-tokens of byte-level BPE (exposed for tests): the text split
   /// as the Llama 3 / Qwen2 pattern splits it, digits in runs of at most

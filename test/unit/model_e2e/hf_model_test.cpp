@@ -157,6 +157,9 @@ struct Case {
   HfSpec spec;
   const char *passOptions; ///< "" : the plain f32 graph
   double tolerance;        ///< of max |logit difference| / max |logit|
+  /// Run on the weights in the folder's own f16 / bf16 (kvq-run's default)
+  /// instead of an f32 copy.
+  bool keepType = false;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -174,9 +177,28 @@ TEST_P(HfModel, LogitsMatchAFloat64HuggingFaceForwardPass) {
   auto ckpt = kvq::model::openCheckpoint(dir, &error);
   ASSERT_TRUE(ckpt) << error;
   const int prefill = 5, total = 24;
-  auto model =
-      kvq::run::CompiledModel::compile(*ckpt, prefill, tc.passOptions, &error);
+  using Storage = kvq::model::Llama2cCheckpoint::Storage;
+  const Storage stored = s.dtype == "F16"    ? Storage::F16
+                         : s.dtype == "BF16" ? Storage::BF16
+                                             : Storage::F32;
+  EXPECT_TRUE(ckpt->storage() == stored) << s.dtype;
+  // What the loader holds: the file's 2-byte weights, not an f32 copy.
+  const int64_t total16 = ckpt->layout().total * 2;
+  if (stored != Storage::F32)
+    EXPECT_EQ(ckpt->heldWeightBytes(), total16);
+  kvq::import::ImportOptions spelling;
+  if (tc.keepType)
+    spelling.weightType = kvq::import::storedWeightType(*ckpt);
+  auto model = kvq::run::CompiledModel::compile(*ckpt, prefill, tc.passOptions,
+                                                &error, spelling);
   ASSERT_TRUE(model) << error;
+  if (tc.keepType) {
+    EXPECT_EQ(model->weightType(),
+              stored == Storage::F16 ? KVQ_WEIGHT_F16 : KVQ_WEIGHT_BF16);
+    EXPECT_EQ(model->weights(), static_cast<const void *>(ckpt->narrowWeights()));
+    EXPECT_EQ(model->ownWeightBytes(), 0);
+    EXPECT_EQ(ckpt->heldWeightBytes(), total16);
+  }
   std::vector<int32_t> tokens;
   for (int i = 0; i < total; ++i)
     tokens.push_back(int32_t((i * 7 + 3) % s.vocab));
@@ -223,6 +245,26 @@ INSTANTIATE_TEST_SUITE_P(
                              s.eps = 1e-6;
                            }),
                            "", 1e-4},
+                      // The same folders read in their own type: the
+                      // weights are exact in it, so only f32 arithmetic
+                      // differs from the float64 reference.
+                      Case{"llama_tied_f16_kept", spec([](HfSpec &s) {
+                             s.tied = true;
+                             s.dtype = "F16";
+                           }),
+                           "", 1e-4, true},
+                      Case{"qwen2_bf16_kept", spec([](HfSpec &s) {
+                             s.arch = "Qwen2ForCausalLM";
+                             s.dtype = "BF16";
+                             s.theta = 1000000;
+                             s.eps = 1e-6;
+                           }),
+                           "", 1e-4, true},
+                      Case{"llama_bias_bf16_kept_fp16", spec([](HfSpec &s) {
+                             s.dtype = "BF16";
+                             s.attentionBias = true;
+                           }),
+                           "method=fp16", 5e-3, true},
                       Case{"llama_bias_headdim", spec([](HfSpec &s) {
                              s.attentionBias = true;
                              s.headDim = 16;
