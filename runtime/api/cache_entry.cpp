@@ -144,11 +144,11 @@ thread_local std::unique_ptr<uint16_t[]> tKept;
 kvq_status kvq::halfKV(const char *entry, int32_t layer, const void *keys,
                        const void *values, kvq_dtype dtype, int64_t n,
                        HalfKV &out) {
-  if (!allFiniteInHalf(keys, dtype, n))
-    return firstNonFinite(keys, dtype, n, entry, layer, "key");
-  if (!allFiniteInHalf(values, dtype, n))
-    return firstNonFinite(values, dtype, n, entry, layer, "value");
   if (dtype == KVQ_DTYPE_F16) {
+    if (!allFiniteInHalf(keys, dtype, n))
+      return firstNonFinite(keys, dtype, n, entry, layer, "key");
+    if (!allFiniteInHalf(values, dtype, n))
+      return firstNonFinite(values, dtype, n, entry, layer, "value");
     out.k = static_cast<const uint16_t *>(keys);
     out.v = static_cast<const uint16_t *>(values);
     return KVQ_OK;
@@ -162,8 +162,15 @@ kvq_status kvq::halfKV(const char *entry, int32_t layer, const void *keys,
     out.owned.reset(new uint16_t[static_cast<size_t>(2 * n)]);
     buf = out.owned.get();
   }
+  // Converted first, then checked on the halves (half the bytes, just
+  // written): an f32 element is finite in fp16 exactly when its conversion
+  // is (NaN converts to an fp16 NaN, |v| >= 65520 to infinity).
   floatToHalfN(static_cast<const float *>(keys), n, buf);
+  if (!allFiniteInHalf(buf, KVQ_DTYPE_F16, n))
+    return firstNonFinite(keys, dtype, n, entry, layer, "key");
   floatToHalfN(static_cast<const float *>(values), n, buf + n);
+  if (!allFiniteInHalf(buf + n, KVQ_DTYPE_F16, n))
+    return firstNonFinite(values, dtype, n, entry, layer, "value");
   out.k = buf;
   out.v = buf + n;
   return KVQ_OK;
