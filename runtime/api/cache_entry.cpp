@@ -108,33 +108,71 @@ kvq_status kvq::checkAttendArgs(const char *entry, const kvq_config &cfg,
   return KVQ_OK;
 }
 
-kvq_status kvq::toHalf(const void *src, kvq_dtype dtype, int64_t n,
-                       std::vector<uint16_t> &dst, const char *what) {
-  dst.resize(static_cast<size_t>(n));
-  // fp16 input that is all finite (the common case) is a copy after one
-  // vectorized pass; otherwise the loop below finds the first offender.
-  if (dtype == KVQ_DTYPE_F16 && allFiniteInHalf(src, dtype, n)) {
-    if (n > 0)
-      std::memcpy(dst.data(), src, static_cast<size_t>(n) * 2);
-    return KVQ_OK;
-  }
+namespace {
+
+/// The first element of src that is not finite in fp16, as a status (the
+/// branch-free check found one). NaN becomes the fp16 NaN whatever
+/// floatToHalf makes of its payload, so the check rejects it.
+kvq_status firstNonFinite(const void *src, kvq_dtype dtype, int64_t n,
+                          const char *entry, int32_t layer, const char *what) {
   for (int64_t i = 0; i < n; ++i) {
     uint16_t h;
     if (dtype == KVQ_DTYPE_F16) {
       h = static_cast<const uint16_t *>(src)[i];
     } else {
-      // NaN becomes the fp16 NaN whatever floatToHalf makes of its payload,
-      // so the finiteness check below rejects it.
       float v = static_cast<const float *>(src)[i];
       h = std::isnan(v) ? 0x7e00u : floatToHalf(v);
     }
     if (!halfIsFinite(h))
       return fail(KVQ_ERR_NON_FINITE,
-                  "%s element %lld is NaN, infinite or outside the fp16 "
-                  "range",
-                  what, static_cast<long long>(i));
-    dst[static_cast<size_t>(i)] = h;
+                  "%s: layer %d: %s element %lld is NaN, infinite or outside "
+                  "the fp16 range",
+                  entry, layer, what, static_cast<long long>(i));
   }
+  return KVQ_OK;
+}
+
+/// Converted f32 input is kept per thread up to this many halves (K and V
+/// of 256 tokens at 8 x 128 channels, 1 MiB), so a decode step's update
+/// neither allocates nor faults in fresh pages; a larger (prefill) buffer
+/// lives for its call only.
+constexpr int64_t kKeptHalves = int64_t{1} << 19;
+thread_local std::unique_ptr<uint16_t[]> tKept;
+
+} // namespace
+
+kvq_status kvq::halfKV(const char *entry, int32_t layer, const void *keys,
+                       const void *values, kvq_dtype dtype, int64_t n,
+                       HalfKV &out) {
+  if (dtype == KVQ_DTYPE_F16) {
+    if (!allFiniteInHalf(keys, dtype, n))
+      return firstNonFinite(keys, dtype, n, entry, layer, "key");
+    if (!allFiniteInHalf(values, dtype, n))
+      return firstNonFinite(values, dtype, n, entry, layer, "value");
+    out.k = static_cast<const uint16_t *>(keys);
+    out.v = static_cast<const uint16_t *>(values);
+    return KVQ_OK;
+  }
+  uint16_t *buf;
+  if (2 * n <= kKeptHalves) {
+    if (!tKept)
+      tKept.reset(new uint16_t[static_cast<size_t>(kKeptHalves)]);
+    buf = tKept.get();
+  } else {
+    out.owned.reset(new uint16_t[static_cast<size_t>(2 * n)]);
+    buf = out.owned.get();
+  }
+  // Converted first, then checked on the halves (half the bytes, just
+  // written): an f32 element is finite in fp16 exactly when its conversion
+  // is (NaN converts to an fp16 NaN, |v| >= 65520 to infinity).
+  floatToHalfN(static_cast<const float *>(keys), n, buf);
+  if (!allFiniteInHalf(buf, KVQ_DTYPE_F16, n))
+    return firstNonFinite(keys, dtype, n, entry, layer, "key");
+  floatToHalfN(static_cast<const float *>(values), n, buf + n);
+  if (!allFiniteInHalf(buf + n, KVQ_DTYPE_F16, n))
+    return firstNonFinite(values, dtype, n, entry, layer, "value");
+  out.k = buf;
+  out.v = buf + n;
   return KVQ_OK;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -65,10 +66,19 @@ kvq_status checkAttendArgs(const char *entry, const kvq_config &cfg,
 // Shared work
 //===----------------------------------------------------------------------===//
 
-/// Convert n elements to fp16 bits; every one must be finite in fp16
-/// (`what` names the tensor in the message).
-kvq_status toHalf(const void *src, kvq_dtype dtype, int64_t n,
-                  std::vector<uint16_t> &dst, const char *what);
+/// The K and V input of one update as fp16 rows: the caller's buffers
+/// themselves when they are fp16 (nothing copied), else converted from f32
+/// into a per-thread buffer (or `owned`, for an update too large to keep).
+struct HalfKV {
+  const uint16_t *k = nullptr, *v = nullptr;
+  std::unique_ptr<uint16_t[]> owned;
+};
+
+/// Check that the n elements of keys, then of values, are finite in fp16
+/// and fill `out` (the message names the entry, the layer and the tensor).
+kvq_status halfKV(const char *entry, int32_t layer, const void *keys,
+                  const void *values, kvq_dtype dtype, int64_t n,
+                  HalfKV &out);
 
 /// Fill the fields the layers leave out: total_bytes, fp16_bytes and
 /// effective_bits.
@@ -100,15 +110,10 @@ kvq_status cacheUpdate(const char *entry, Cache *cache, int32_t layer,
                 static_cast<long long>(length),
                 static_cast<long long>(limits::kLayerTokens));
   try {
-    std::vector<uint16_t> k, v;
-    char what[96];
-    std::snprintf(what, sizeof(what), "%s: layer %d: key", entry, layer);
-    if (kvq_status s = toHalf(keys, dtype, n, k, what))
+    HalfKV in;
+    if (kvq_status s = halfKV(entry, layer, keys, values, dtype, n, in))
       return s;
-    std::snprintf(what, sizeof(what), "%s: layer %d: value", entry, layer);
-    if (kvq_status s = toHalf(values, dtype, n, v, what))
-      return s;
-    return cache->append(layer, k.data(), v.data(), nTokens);
+    return cache->append(layer, in.k, in.v, nTokens);
   } catch (const std::bad_alloc &) {
     return fail(KVQ_ERR_OUT_OF_MEMORY, "%s: out of memory", entry);
   }

@@ -168,12 +168,14 @@ void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
 void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
                                  const uint8_t *sink, uint8_t *out) const {
   const int64_t C = channels_;
-  std::vector<uint16_t> x(static_cast<size_t>(G_ * C));
-  std::vector<uint8_t> codes(static_cast<size_t>(G_ * C));
+  struct RowsTag;
+  struct CodesTag;
+  uint16_t *x = threadScratch<uint16_t, RowsTag>(static_cast<size_t>(G_ * C));
+  uint8_t *codes = threadScratch<uint8_t, CodesTag>(static_cast<size_t>(G_ * C));
   std::vector<uint16_t> scales(static_cast<size_t>(2 * C));
   uint16_t *zeros = scales.data() + C;
   for (int64_t i = 0; i < G_; ++i) // the group's fp16 rows, contiguous
-    std::copy(rows[i], rows[i] + C, x.begin() + i * C);
+    std::copy(rows[i], rows[i] + C, x + i * C);
   // Calibration exclusion: min/max over the group's non-sink rows only,
   // as an element mask; without a sink none, the kernels' fast path.
   std::vector<uint8_t> exclude;
@@ -184,9 +186,9 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   }
   // One kvq_group_quant call of the kernel table: per channel one group of
   // the G rows.
-  kernels().groupQuant(x.data(), KVQ_DTYPE_F16, Grid::columns(G_, C), kb_,
+  kernels().groupQuant(x, KVQ_DTYPE_F16, Grid::columns(G_, C), kb_,
                        exclude.empty() ? nullptr : exclude.data(),
-                       KVQ_CODES_UNPACKED, codes.data(), scales.data(), zeros);
+                       KVQ_CODES_UNPACKED, codes, scales.data(), zeros);
   const UniformBlock<uint8_t> blk{out, C};
   for (int64_t c = 0; c < C; ++c) {
     blk.setScale(c, scales[static_cast<size_t>(c)]);
@@ -197,14 +199,13 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   for (int64_t i = 0; i < G_; ++i)
     if (!sink[i]) {
       if (coded != i)
-        std::copy(codes.begin() + i * C, codes.begin() + (i + 1) * C,
-                  codes.begin() + coded * C);
+        std::copy(codes + i * C, codes + (i + 1) * C, codes + coded * C);
       ++coded;
     }
   if (nibbleKeys_)
-    packNibbleMajor(codes.data(), coded, C, kb_, blk.codes());
+    packNibbleMajor(codes, coded, C, kb_, blk.codes());
   else
-    kernels().packCodes(codes.data(), coded * C, kb_, blk.codes());
+    kernels().packCodes(codes, coded * C, kb_, blk.codes());
 }
 
 int64_t KiviStore::codedRows(int64_t g) const {

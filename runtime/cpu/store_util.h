@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace kvq {
@@ -27,6 +28,25 @@ inline uint16_t read16(const uint8_t *p, int64_t i) {
 
 inline void write16(uint8_t *p, int64_t i, uint16_t v) {
   std::memcpy(p + 2 * i, &v, 2);
+}
+
+/// A per-thread work buffer of at least n elements of T, not zeroed; `Tag`
+/// names the buffer, so two live at once need two tags. A store's per-call
+/// scratch (a KIVI key group's rows and codes, 96 KiB at 8 x 128) taken
+/// fresh and zero-filled per call cost more than the quantization: the
+/// zeroing, and the heap's top trimmed and faulted back in on every group.
+/// Callers write every element they read; the buffer keeps the largest
+/// size asked for on its thread. May throw std::bad_alloc.
+template <class T, class Tag> T *threadScratch(size_t n) {
+  thread_local std::unique_ptr<T[]> buf;
+  thread_local size_t size = 0;
+  if (size < n) {
+    buf.reset(); // free the old one first: peak is one buffer
+    size = 0;
+    buf.reset(new T[n]);
+    size = n;
+  }
+  return buf.get();
 }
 
 /// n fp16 values (host-order uint16 array) to floats.

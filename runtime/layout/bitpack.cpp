@@ -85,6 +85,27 @@ void kvq::unpackCodesSwar(const uint8_t *packed, int64_t n, int bits,
 void kvq::packNibbleMajor(const uint8_t *codes, int64_t rows, int64_t cols,
                           int bits, uint8_t *out) {
   const int64_t perNibble = 4 / bits, nibbles = cols / perNibble;
+  if (rows % 2 == 0) {
+    // Nibble k = i * rows + r: with rows even, rows r and r + 1 (r even)
+    // of a nibble column share byte k / 2, so each byte is written once,
+    // whole, from two contiguous rows of codes (no clearing, no
+    // read-modify-write; a KIVI key group is packed on every append that
+    // completes one).
+    for (int64_t r = 0; r < rows; r += 2) {
+      const uint8_t *c0 = codes + r * cols, *c1 = c0 + cols;
+      uint8_t *o = out + r / 2;
+      const int64_t step = rows / 2;
+      if (perNibble == 2)
+        for (int64_t i = 0; i < nibbles; ++i)
+          o[i * step] = static_cast<uint8_t>(
+              c0[2 * i] | c0[2 * i + 1] << 2 |
+              (c1[2 * i] | c1[2 * i + 1] << 2) << 4);
+      else
+        for (int64_t i = 0; i < nibbles; ++i)
+          o[i * step] = static_cast<uint8_t>(c0[i] | c1[i] << 4);
+    }
+    return;
+  }
   std::memset(out, 0, static_cast<size_t>(packedBytes(rows * cols, bits)));
   for (int64_t i = 0; i < nibbles; ++i)
     for (int64_t r = 0; r < rows; ++r) {

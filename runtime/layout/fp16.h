@@ -20,6 +20,11 @@ namespace kvq {
 /// stays NaN (quiet).
 uint16_t floatToHalf(float value);
 
+/// floatToHalf over n values: the same bits for every input (NaN included),
+/// in branch-free integer lanes that vectorize (kvq_cache_update converts
+/// every f32 K/V element with it; no FP environment is consulted).
+void floatToHalfN(const float *src, int64_t n, uint16_t *dst);
+
 /// True when `half` encodes a finite number.
 inline bool halfIsFinite(uint16_t half) { return (half & 0x7c00u) != 0x7c00u; }
 

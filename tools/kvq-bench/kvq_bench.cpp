@@ -24,6 +24,7 @@
 #include "read_loops.h"
 #include "thread_pool.h"
 
+#include "fp16.h"
 #include "kernels.h"
 #include "kvq/runtime.h"
 
@@ -153,6 +154,14 @@ struct Report {
     double maxNs = 0; ///< the slowest append (a KVQuant refit batch)
   };
   std::vector<AppendRow> appendRows;
+  /// Append throughput (appendRate): fp16-equivalent GB/s of `dtype` input
+  /// in calls of callTokens tokens, cold, and the copy/convert baseline's.
+  struct AppendRateRow {
+    std::string cache, dtype;
+    int64_t callTokens = 0;
+    double gbps = 0, baseGbps = 0;
+  };
+  std::vector<AppendRateRow> appendRates;
   bool compiled = false;
   double compileSeconds = 0;
   std::string compileNote;
@@ -732,6 +741,116 @@ AppendTimes appendNs(const Options &o, const CacheKind &kind,
   return {samples[samples.size() / 2], slowest[slowest.size() / 2]};
 }
 
+
+/// Tokens timed per append-throughput repetition, after a 1K prefill:
+/// sixteen KVQuant refit batches and 64 KIVI key groups, so the refits and
+/// flushes are amortised as they are in a long prefill.
+constexpr int64_t kRateTokens = 2048;
+
+/// What the baseline of an append does per element: f16 input is copied,
+/// f32 input converted to fp16 (F16C where the CPU has it).
+#if defined(__x86_64__)
+__attribute__((target("avx2,f16c"))) void convertF16C(const float *src,
+                                                      int64_t n,
+                                                      uint16_t *dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i a = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    __m128i b = _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i + 8), b);
+  }
+  for (; i < n; ++i)
+    dst[i] = kvq::floatToHalf(src[i]);
+}
+#endif
+void convertBaseline(const float *src, int64_t n, uint16_t *dst) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2"))
+    return convertF16C(src, n, dst);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = kvq::floatToHalf(src[i]);
+}
+
+/// Append throughput through kvq_cache_update: a fresh cache holding 1K
+/// tokens (untimed), the LLC evicted, then kRateTokens tokens appended in
+/// calls of callTokens from a pool of `dtype` rows. GB/s counts the K and V
+/// input as fp16 (2 bytes per element, whatever the dtype). The baseline,
+/// timed the same way on the same input: the rows copied (f16) or
+/// converted (f32) into a buffer of the same size, call by call.
+Report::AppendRateRow appendRate(const Options &o, const CacheKind &kind,
+                                 const std::vector<uint16_t> &pool,
+                                 int64_t poolTokens, int64_t callTokens,
+                                 kvq_dtype dtype) {
+  const int64_t C = kChannels, tokens = kRateTokens;
+  const size_t elemBytes = dtype == KVQ_DTYPE_F16 ? 2 : 4;
+  // Keys from the pool's first half, values from its second; f32 input is
+  // the same fp16 values widened.
+  const int64_t rows = std::min(poolTokens, tokens);
+  std::vector<uint8_t> keys(static_cast<size_t>(rows * C) * elemBytes),
+      values(keys.size());
+  for (int64_t i = 0; i < rows * C; ++i) {
+    const uint16_t hk = pool[static_cast<size_t>(i)];
+    const uint16_t hv = pool[static_cast<size_t>(poolTokens * C + i)];
+    if (dtype == KVQ_DTYPE_F16) {
+      std::memcpy(&keys[static_cast<size_t>(i) * 2], &hk, 2);
+      std::memcpy(&values[static_cast<size_t>(i) * 2], &hv, 2);
+    } else {
+      const float fk = kvq::halfToFloat(hk), fv = kvq::halfToFloat(hv);
+      std::memcpy(&keys[static_cast<size_t>(i) * 4], &fk, 4);
+      std::memcpy(&values[static_cast<size_t>(i) * 4], &fv, 4);
+    }
+  }
+  auto at = [&](const std::vector<uint8_t> &b, int64_t t) {
+    return b.data() + static_cast<size_t>((t % rows) * C) * elemBytes;
+  };
+  // Calls never wrap around the pool: rows is a multiple of callTokens
+  // (both powers of two, callTokens <= 128 <= rows in every mode).
+  const int reps = o.smoke ? 1 : (o.quick ? 3 : 5);
+  std::vector<double> times, baseTimes;
+  std::vector<uint16_t> dstK(static_cast<size_t>(tokens * C)),
+      dstV(dstK.size());
+  for (int rep = 0; rep < reps; ++rep) {
+    kvq_config cfg = cacheConfig(kind);
+    kvq_cache_t *cache = nullptr;
+    check(kvq_cache_create(&cfg, &cache), "cache_create");
+    fill(cache, pool, poolTokens, 1024);
+    evictor()();
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t t = 0; t < tokens; t += callTokens)
+      check(kvq_cache_update(cache, 0, at(keys, t), at(values, t), callTokens,
+                             dtype),
+            "cache_update");
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
+    kvq_cache_destroy(cache);
+    evictor()();
+    t0 = std::chrono::steady_clock::now();
+    for (int64_t t = 0; t < tokens; t += callTokens) {
+      const size_t n = static_cast<size_t>(callTokens * C);
+      uint16_t *dk = dstK.data() + t * C, *dv = dstV.data() + t * C;
+      if (dtype == KVQ_DTYPE_F16) {
+        std::memcpy(dk, at(keys, t), n * 2);
+        std::memcpy(dv, at(values, t), n * 2);
+      } else {
+        convertBaseline(reinterpret_cast<const float *>(at(keys, t)),
+                        static_cast<int64_t>(n), dk);
+        convertBaseline(reinterpret_cast<const float *>(at(values, t)),
+                        static_cast<int64_t>(n), dv);
+      }
+    }
+    baseTimes.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
+    sink(dstK[static_cast<size_t>(rep)] + dstV[static_cast<size_t>(rep)]);
+  }
+  const double bytes = static_cast<double>(tokens * C * 2 * 2);
+  return {kind.name, dtype == KVQ_DTYPE_F16 ? "f16" : "f32", callTokens,
+          bytes / median(times) / 1e9, bytes / median(baseTimes) / 1e9};
+}
+
 //===----------------------------------------------------------------------===//
 // Compile
 //===----------------------------------------------------------------------===//
@@ -877,6 +996,18 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
       std::fprintf(f, " %s %.0f", a.cache.c_str(), a.maxNs);
     std::fprintf(f, "\n");
   }
+  if (!r.appendRates.empty())
+    std::fprintf(f,
+                 "append throughput: %lld tokens after a 1K prefill, cold, "
+                 "fp16-equivalent GB/s of K+V input; base = the same rows "
+                 "copied (f16) or converted (f32):\n%-12s %5s %6s %8s %8s "
+                 "%8s\n",
+                 static_cast<long long>(kRateTokens), "cache", "input",
+                 "tokens", "GB/s", "base", "vs base");
+  for (const Report::AppendRateRow &a : r.appendRates)
+    std::fprintf(f, "%-12s %5s %6lld %8.3f %8.3f %8.3f\n", a.cache.c_str(),
+                 a.dtype.c_str(), static_cast<long long>(a.callTokens), a.gbps,
+                 a.baseGbps, a.gbps / a.baseGbps);
   if (r.compiled)
     std::fprintf(f, "compile: kvq-opt --kvq-to-llvm on %d layers: %.3f s\n",
                  o.layers, r.compileSeconds);
@@ -984,6 +1115,18 @@ void printJson(FILE *f, const Report &r, const Options &o) {
                  "\"max_ns\": %.1f}",
                  i ? ", " : "", js(r.appendRows[i].cache).c_str(),
                  r.appendRows[i].ns, r.appendRows[i].maxNs);
+  std::fprintf(f, "], \"rates\": [");
+  for (size_t i = 0; i < r.appendRates.size(); ++i) {
+    const Report::AppendRateRow &a = r.appendRates[i];
+    std::fprintf(f,
+                 "%s{\"cache\": %s, \"dtype\": %s, \"call_tokens\": %lld, "
+                 "\"tokens\": %lld, \"gbps\": %.4f, \"base_gbps\": %.4f, "
+                 "\"vs_base\": %.4f}",
+                 i ? ", " : "", js(a.cache).c_str(), js(a.dtype).c_str(),
+                 static_cast<long long>(a.callTokens),
+                 static_cast<long long>(kRateTokens), a.gbps, a.baseGbps,
+                 a.gbps / a.baseGbps);
+  }
   std::fprintf(f, "]},\n");
   if (r.compiled)
     std::fprintf(f, "  \"compile\": {\"layers\": %d, \"seconds\": %.4f}\n",
@@ -1146,6 +1289,12 @@ int main(int argc, char **argv) {
     if (r.appendNs1k < 0)
       r.appendNs1k = appendNs(o, kivi2, k, poolTokens, 1024).ns;
     r.appendNs64k = appendNs(o, kivi2, k, poolTokens, big).ns;
+    for (const CacheKind &kind : cacheKinds())
+      if (o.times(kind.name))
+        for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
+          for (int64_t call : {int64_t{1}, int64_t{128}})
+            r.appendRates.push_back(
+                appendRate(o, kind, k, poolTokens, call, dtype));
   }
   if (o.runs("compile"))
     measureCompile(o, r);

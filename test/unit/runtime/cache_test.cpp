@@ -406,3 +406,44 @@ TEST(CacheThreads, SeparateCachesOnSeparateThreads) {
     EXPECT_TRUE(serial[i] == parallel[i]) << "method " << i;
   }
 }
+
+class CacheInput : public ::testing::TestWithParam<kvq_method> {};
+
+TEST_P(CacheInput, F32InputStoresWhatItsFp16RoundingStores) {
+  // One cache fed f32 values that fp16 does not represent (rounded by
+  // kvq_cache_update), one fed the reference rounding of the same values as
+  // fp16: the same cache, through a prefill larger than the per-thread
+  // conversion buffer (8 x 128 channels, 300 tokens), single tokens and a
+  // 64-token call.
+  kvq_config c = config(GetParam(), 8, 128);
+  Cache a(c), b(c);
+  const int64_t C = 8 * 128, T = 300 + 40 + 64;
+  Rng rng(31);
+  std::vector<float> k(static_cast<size_t>(T * C)), v(k.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = static_cast<float>(rng.normal());
+    v[i] = static_cast<float>(rng.laplace() * 3);
+  }
+  std::vector<uint16_t> kh(k.size()), vh(v.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    kh[i] = toHalf(k[i]);
+    vh[i] = toHalf(v[i]);
+  }
+  auto feedBoth = [&](int64_t from, int64_t n) {
+    ASSERT_EQ(kvq_cache_update(a.h, 0, &k[from * C], &v[from * C], n,
+                               KVQ_DTYPE_F32),
+              KVQ_OK)
+        << kvq_last_error();
+    ASSERT_EQ(kvq_cache_update(b.h, 0, &kh[from * C], &vh[from * C], n,
+                               KVQ_DTYPE_F16),
+              KVQ_OK)
+        << kvq_last_error();
+  };
+  feedBoth(0, 300);
+  for (int64_t t = 300; t < 340; ++t)
+    feedBoth(t, 1);
+  feedBoth(340, 64);
+  EXPECT_TRUE(snapshot(a.h) == snapshot(b.h));
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, CacheInput, ::testing::ValuesIn(kMethods));

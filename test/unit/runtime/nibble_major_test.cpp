@@ -120,6 +120,35 @@ std::vector<NamedOps> allOps(int64_t d, int bits) {
   return out;
 }
 
+TEST(NibbleMajor, PackWritesEveryByteWhateverTheBufferHeld) {
+  // Even row counts take the pairwise path (each byte written once, not
+  // cleared first): the same bytes as the model of the layout, nibble
+  // k = (c / perNibble) * rows + r at byte k / 2, over any prior contents.
+  Rng rng(11);
+  for (int bits : {2, 4})
+    for (int64_t rows : {1, 2, 3, 6, 32, 64})
+      for (int64_t cols : {4, 24, 128}) {
+        const std::vector<uint8_t> codes =
+            randomCodes(rows * cols, bits, rng);
+        const size_t bytes = static_cast<size_t>(packedBytes(rows * cols, bits));
+        std::vector<uint8_t> model(bytes, 0);
+        const int perNibble = 4 / bits;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) {
+            const int64_t k = (c / perNibble) * rows + r;
+            model[static_cast<size_t>(k / 2)] |= static_cast<uint8_t>(
+                codes[static_cast<size_t>(r * cols + c)]
+                << (k % 2 * 4 + c % perNibble * bits));
+          }
+        for (uint8_t fill : {0x00, 0xee, 0x11}) {
+          std::vector<uint8_t> packed(bytes, fill);
+          packNibbleMajor(codes.data(), rows, cols, bits, packed.data());
+          ASSERT_EQ(packed, model) << "bits " << bits << " rows " << rows
+                                   << " cols " << cols << " fill " << int(fill);
+        }
+      }
+}
+
 TEST(NibbleMajor, RowDotsFollowTheCanonicalOrderOnEveryTable) {
   Rng rng(11);
   // head_dim 6 at 2 bits has 3 nibbles per head: no SIMD version covers it,
