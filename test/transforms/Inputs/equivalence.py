@@ -88,7 +88,9 @@ class Emitter:
         self.lines.append("    " + line)
 
 
-def make_input(e, t, seed, step):
+def open_generic(e, t):
+    """Opens a linalg.generic that fills a tensor of type `t` from its
+    indices; returns its dims, element type, rank and result name."""
     dims, el = tensor_shape(t)
     rank = len(dims)
     ids = ", ".join("d%d" % k for k in range(rank))
@@ -98,6 +100,11 @@ def make_input(e, t, seed, step):
     e.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}"
            " outs(%s : %s) {" % (out, idmap, ", ".join(['"parallel"'] * rank),
                                  empty, t))
+    return dims, el, rank, out
+
+
+def make_input(e, t, seed, step):
+    dims, el, rank, out = open_generic(e, t)
     e.emit("^bb0(%%o: %s):" % el)
     flat = None
     for k in range(rank):
@@ -133,15 +140,7 @@ def make_input(e, t, seed, step):
 
 
 def make_mask(e, t, pos):
-    dims, el = tensor_shape(t)
-    rank = len(dims)
-    ids = ", ".join("d%d" % k for k in range(rank))
-    idmap = "affine_map<(%s) -> (%s)>" % (ids, ids)
-    empty, out = e.fresh(), e.fresh()
-    e.emit("%s = tensor.empty() : %s" % (empty, t))
-    e.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}"
-           " outs(%s : %s) {" % (out, idmap, ", ".join(['"parallel"'] * rank),
-                                 empty, t))
+    dims, el, rank, out = open_generic(e, t)
     n, tt, p, lim, hide, zero, low, r = (e.fresh() for _ in range(8))
     e.emit("^bb0(%%o: %s):" % el)
     e.emit("  %s = linalg.index %d : index" % (n, rank - 2))
