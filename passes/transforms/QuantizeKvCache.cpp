@@ -1284,10 +1284,6 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
                             "scores times one constant at the positions it "
                             "sees"),
                      failure();
-            if (c == 0.0)
-              return refuse(softmax->getLoc(),
-                            "not adopted: the scores are scaled by 0"),
-                     failure();
             continue;
           }
           auto hidden = [&](double v, double score) {
@@ -1295,6 +1291,12 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
                    (!std::isnan(c) && v <= c * score - 1e4);
           };
           bool isHidden = hidden(*x1, s1) && hidden(*x2, s2);
+          // A value that ignores the score where nothing masks it: the
+          // scores are multiplied by 0.
+          if (shown && !maskOp && *x1 == *x2 && std::isfinite(*x1))
+            return refuse(softmax->getLoc(),
+                          "not adopted: the scores are scaled by 0"),
+                   failure();
           if (shown || !isHidden) {
             if (shown || t < posValue + kw.tokens) {
               if (!maskOp && kw.tokens > 1)

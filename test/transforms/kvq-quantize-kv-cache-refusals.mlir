@@ -1232,3 +1232,62 @@ func.func @other_cache_shape(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0:
     } -> tensor<1x2x4xf32>
   return %o1, %kw1, %vw1 : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
 }
+
+// -----
+
+// The scores multiplied by 0 before the softmax (no mask): a uniform
+// average, not kvq.cache_attend's attention.
+
+// CHECK-LABEL: func.func @scaled_by_zero(
+// CHECK-SAME: %[[KC:[a-z0-9]+]]: tensor<1x16x2x4xf32>, %[[VC:[a-z0-9]+]]: tensor<1x16x2x4xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %[[KC]]
+// CHECK: linalg.generic
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}} : {{.*}}, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+func.func @scaled_by_zero(%q: tensor<2x2x4xf32>, %k0: tensor<2x2x4xf32>, %v0: tensor<2x2x4xf32>, %kc: tensor<1x16x2x4xf32>, %vc: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c2 = arith.constant 2 : index
+  %len = arith.addi %pos, %c2 : index
+  // Layer 0
+  %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : tensor<2x2x4xf32> into tensor<1x16x2x4xf32>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %sz0 = linalg.fill ins(%zero : f32) outs(%se0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<2x2x4xf32>, tensor<?x2x4xf32>) outs(%sz0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x?xf32>
+  %scale0 = arith.constant 0.0 : f32
+  %sce0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x2x?xf32>) outs(%sce0 : tensor<2x2x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %scale0 : f32
+      linalg.yield %m : f32
+    } -> tensor<2x2x?xf32>
+  %pe0 = tensor.empty(%len) : tensor<2x2x?xf32>
+  // expected-remark@below {{not adopted: the scores are scaled by 0}}
+  %pr0 = linalg.softmax dimension(2) ins(%sc0 : tensor<2x2x?xf32>) outs(%pe0 : tensor<2x2x?xf32>) -> tensor<2x2x?xf32>
+  %oe0 = tensor.empty() : tensor<2x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pr0, %vr0 : tensor<2x2x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x2x4xf32>
+  return %o0, %kw0, %vw0 : tensor<2x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}

@@ -35,11 +35,6 @@ UNREACHABLE = {
         "tensor.insert_slice's verifier already rejects a source whose "
         "shape is not the sizes with unit dims dropped, the same rank "
         "reduction this check computes",
-    "the scores are scaled by 0":
-        "the constant is only ever taken from a slope (x1 - x2) / (s1 - s2) "
-        "of two different finite values, which is not 0; with the scores "
-        "scaled by 0 the two values are equal and the earlier mask check "
-        "refuses first",
 }
 
 
