@@ -216,25 +216,6 @@ bool startsAtZero(Value init) {
          dense.getSplatValue<APFloat>().isZero();
 }
 
-/// The single-op body `yield op(arg0, <constant>)` of an elementwise
-/// generic, or null.
-template <typename OpT>
-OpT scalarOpWithConstant(linalg::GenericOp g, double *c) {
-  if (g.getNumDpsInputs() != 1 || !isIdentityElementwise(g))
-    return nullptr;
-  Block &b = g.getRegion().front();
-  if (b.getOperations().size() != 2)
-    return nullptr;
-  auto op = dyn_cast<OpT>(&b.front());
-  if (!op || op.getLhs() != b.getArgument(0))
-    return nullptr;
-  FloatAttr f;
-  if (!matchPattern(op.getRhs(), m_Constant(&f)))
-    return nullptr;
-  *c = f.getValueAsDouble();
-  return op;
-}
-
 /// A generic whose body converts its one input with OpT (extf of a cache
 /// read).
 template <typename OpT> bool isConversion(linalg::GenericOp g) {
@@ -590,7 +571,9 @@ void scatterWritesToInsertSlices(func::FuncOp f) {
       continue;
     }
     auto g = cast<linalg::GenericOp>(op);
-    if (g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0 ||
+    // NEW read through inputs over the cache's shape is not followed.
+    if (g.getNumDpsInputs() != 0 || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 ||
         !llvm::all_of(g.getIndexingMapsArray(),
                       [](AffineMap m) { return m.isIdentity(); }))
       continue;
@@ -636,9 +619,6 @@ void scatterWritesToInsertSlices(func::FuncOp f) {
     auto slotType = outType.clone(slotShape);
     Value empty = tensor::EmptyOp::create(b, loc, slotShape,
                                           outType.getElementType());
-    SmallVector<Value> inputs(g.getDpsInputs());
-    if (!inputs.empty())
-      continue; // NEW read through inputs over the cache's shape: not followed
     auto slotGen = linalg::GenericOp::create(
         b, loc, TypeRange{slotType}, ValueRange{}, ValueRange{empty},
         g.getIndexingMapsArray(), g.getIteratorTypesArray());
@@ -654,7 +634,8 @@ void scatterWritesToInsertSlices(func::FuncOp f) {
       b.clone(bodyOp, map);
     // index(d) -> P (read in front of the generic) inside the slot body.
     for (Operation &bodyOp : llvm::make_early_inc_range(*slotBody))
-      if (auto i = dyn_cast<linalg::IndexOp>(bodyOp); i && i.getDim() == d) {
+      if (auto i = dyn_cast<linalg::IndexOp>(bodyOp);
+          i && int64_t(i.getDim()) == d) {
         i.replaceAllUsesWith(pos);
         i.erase();
       }
@@ -1155,6 +1136,10 @@ FunctionMatcher::traceCacheOperand(Value operand, Operation *user) {
 FailureOr<double> FunctionMatcher::checkScaleAndMask(
     Operation *softmax, Value x, Value scoresValue, const Roles &roles,
     const Write &kw, ArrayRef<std::pair<Operation *, unsigned>> between) {
+  auto no = [&](Location loc, const Twine &why) -> FailureOr<double> {
+    (void)refuse(loc, why);
+    return failure();
+  };
   // Where a wrong mask is pointed at: the first op that brings in another
   // operand or reads loop indices.
   Operation *maskOp = nullptr;
@@ -1263,10 +1248,9 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
           std::optional<double> x2 =
               x1 ? evaluate(s2, idx, posValue, where, why) : std::nullopt;
           if (!x2)
-            return refuse(where, "not adopted: kvq cannot evaluate what lies "
+            return no(where, "not adopted: kvq cannot evaluate what lies "
                                  "between the scores and the softmax: " +
-                                     Twine(why)),
-                   failure();
+                                     Twine(why));
           bool shown = t <= posValue + n;
           // A shown position's value follows its score; one that does not,
           // or sits 1e4 below it, is masked.
@@ -1279,11 +1263,10 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
             bool linear = std::abs(*x1 - slope * s1) <=
                           1e-6 * (1 + std::abs(*x1));
             if (!linear || std::abs(slope - c) > 1e-6 * std::abs(c))
-              return refuse(maskOp ? maskOp->getLoc() : softmax->getLoc(),
+              return no(maskOp ? maskOp->getLoc() : softmax->getLoc(),
                             "not adopted: the softmax does not get the "
                             "scores times one constant at the positions it "
-                            "sees"),
-                     failure();
+                            "sees");
             continue;
           }
           auto hidden = [&](double v, double score) {
@@ -1294,36 +1277,31 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
           // A value that ignores the score where nothing masks it: the
           // scores are multiplied by 0.
           if (shown && !maskOp && *x1 == *x2 && std::isfinite(*x1))
-            return refuse(softmax->getLoc(),
-                          "not adopted: the scores are scaled by 0"),
-                   failure();
+            return no(softmax->getLoc(),
+                          "not adopted: the scores are scaled by 0");
           if (shown || !isHidden) {
             if (shown || t < posValue + kw.tokens) {
               if (!maskOp && kw.tokens > 1)
-                return refuse(softmax->getLoc(),
+                return no(softmax->getLoc(),
                               "not adopted: attention over several new "
-                              "tokens without a causal mask"),
-                       failure();
-              return refuse(maskOp ? maskOp->getLoc() : softmax->getLoc(),
+                              "tokens without a causal mask");
+              return no(maskOp ? maskOp->getLoc() : softmax->getLoc(),
                             "not adopted: the mask is not the causal mask "
-                            "(position pos + n sees positions 0 .. pos + n)"),
-                     failure();
+                            "(position pos + n sees positions 0 .. pos + n)");
             }
-            return refuse(kw.read ? kw.read->getLoc() : softmax->getLoc(),
+            return no(kw.read ? kw.read->getLoc() : softmax->getLoc(),
                           "not adopted: attention reads " + Twine(*len) +
                               " positions at pos = " + Twine(posValue) +
                               ", past the written prefix pos + " +
                               Twine(kw.tokens) +
-                              ", and no mask hides the rest"),
-                   failure();
+                              ", and no mask hides the rest");
           }
         }
     }
   }
   if (std::isnan(c))
-    return refuse(softmax->getLoc(), "not adopted: no position of the cache "
-                                     "could be checked"),
-           failure();
+    return no(softmax->getLoc(), "not adopted: no position of the cache "
+                                     "could be checked");
   for (BlockArgument arg : maskArgs)
       assumptions.push_back(
           {arg.getLoc(),

@@ -5,6 +5,7 @@
 // computed here from the blocks written (scale times code).
 //
 //===----------------------------------------------------------------------===//
+#include "gguf_bytes.h"
 #include "tools/model/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -28,14 +29,8 @@ struct Tensor {
   std::string data;
 };
 
-void put(std::string &b, const void *p, size_t n) {
-  b.append(static_cast<const char *>(p), n);
-}
-template <typename T> void put(std::string &b, T v) { put(b, &v, sizeof v); }
-void putString(std::string &b, const std::string &s) {
-  put<uint64_t>(b, s.size());
-  b += s;
-}
+using kvq::test::put;
+using kvq::test::putString;
 
 /// A GGUF image: u32 metadata (plus the architecture and epsilon), then
 /// the tensors 32-byte aligned.

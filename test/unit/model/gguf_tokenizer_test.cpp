@@ -7,6 +7,7 @@
 // with one line naming the key.
 //
 //===----------------------------------------------------------------------===//
+#include "gguf_bytes.h"
 #include "tools/model/gguf.h"
 
 #include <gtest/gtest.h>
@@ -22,14 +23,8 @@ namespace {
 
 enum : uint32_t { U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9 };
 
-void put(std::string &b, const void *p, size_t n) {
-  b.append(static_cast<const char *>(p), n);
-}
-template <typename T> void put(std::string &b, T v) { put(b, &v, sizeof v); }
-void putString(std::string &b, const std::string &s) {
-  put<uint64_t>(b, s.size());
-  b += s;
-}
+using kvq::test::put;
+using kvq::test::putString;
 
 /// One metadata entry, already encoded after its key.
 struct Kv {
