@@ -1302,14 +1302,19 @@ FailureOr<double> FunctionMatcher::checkScaleAndMask(
   if (std::isnan(c))
     return no(softmax->getLoc(), "not adopted: no position of the cache "
                                      "could be checked");
-  for (BlockArgument arg : maskArgs)
-      assumptions.push_back(
-          {arg.getLoc(),
-           ("adopted on the assumption that argument #" +
-            Twine(arg.getArgNumber()) +
-            " is the causal attention mask (position pos + n sees "
-            "positions 0 .. pos + n; no padding)")
-               .str()});
+  // One remark per argument, however many attentions read the mask.
+  for (BlockArgument arg : maskArgs) {
+    std::string reason =
+        ("adopted on the assumption that argument #" +
+         Twine(arg.getArgNumber()) +
+         " is the causal attention mask (position pos + n sees "
+         "positions 0 .. pos + n; no padding)")
+            .str();
+    if (llvm::none_of(assumptions, [&](const Refusal &r) {
+          return r.reason == reason;
+        }))
+      assumptions.push_back({arg.getLoc(), std::move(reason)});
+  }
   return c;
 }
 
