@@ -35,8 +35,8 @@
 // The fp16 rewrite's logits equal the graph's own up to fp16 rounding of
 // K and V, and every perplexity equals kvq-run's within 0.1 %: the two
 // compute the projections in different orders, so a quantizer may round a
-// K or V element the other way (the methods differ from fp16 by 0.3 % to
-// 1.2 % here, so a wrong method, head or position shows).
+// K or V element the other way; the script fails when a method's
+// perplexity lies within 0.2 % of fp16's, where a wrong method would pass.
 // CHECK: graph: perplexity {{[0-9.]+}}, kvq-run {{[0-9.]+}}: equal
 // CHECK-NEXT: fp16: 102400 logits over 200 steps equal the graph's
 // CHECK-NEXT: fp16: perplexity {{[0-9.]+}}, kvq-run {{[0-9.]+}}: equal
