@@ -2204,6 +2204,7 @@ struct QuantizeKvCachePass
       func::FuncOp original = f;
       f = cast<func::FuncOp>(original->clone());
       generalizeForMatching(f);
+      expandGroupedHeadMaps(f);
       llvm::scope_exit discard([&] {
         if (f != original)
           f->erase();

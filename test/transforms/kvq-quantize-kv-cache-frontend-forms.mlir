@@ -141,6 +141,62 @@ func.func @torch_gqa_decode(%q: tensor<1x4x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v
 
 // -----
 
+// Grouped-query attention without repeat_kv: the contractions index KV head
+// h / 2 directly (`h floordiv 2` in the key and value maps), as a
+// hand-written einsum over grouped heads or a fused generic writes it. 4
+// query heads over 2 KV heads.
+// EQUIV: func=floordiv_gqa caches=3,4 cache_results=1,2 pos=5 steps=3
+
+// CHECK-LABEL: func.func @floordiv_gqa(
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x4x4xf32> -> tensor<1x4x4xf32>
+// SAME: @floordiv_gqa: 48 values over 3 steps agree
+
+#sq = affine_map<(b, h, n, t, c) -> (b, h, n, c)>
+#sk = affine_map<(b, h, n, t, c) -> (b, h floordiv 2, t, c)>
+#ss = affine_map<(b, h, n, t, c) -> (b, h, n, t)>
+#wp = affine_map<(b, h, n, c, t) -> (b, h, n, t)>
+#wv = affine_map<(b, h, n, c, t) -> (b, h floordiv 2, t, c)>
+#wo = affine_map<(b, h, n, c, t) -> (b, h, n, c)>
+func.func @floordiv_gqa(%q: tensor<1x4x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %kc: tensor<1x2x8x4xf32>, %vc: tensor<1x2x8x4xf32>, %pos: index)
+    -> (tensor<1x4x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %kc1 = tensor.insert_slice %k into %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x8x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x8x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x8x4xf32> to tensor<1x2x?x4xf32>
+  %vr = tensor.extract_slice %vc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x8x4xf32> to tensor<1x2x?x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<1x4x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#sq, #sk, #ss], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x4x1x4xf32>, tensor<1x2x?x4xf32>) outs(%sz : tensor<1x4x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<1x4x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x4x1x?xf32>) outs(%xe : tensor<1x4x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<1x4x1x?xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<1x4x1x?xf32>) outs(%pe : tensor<1x4x1x?xf32>) -> tensor<1x4x1x?xf32>
+  %oe = tensor.empty() : tensor<1x4x1x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x4x1x4xf32>) -> tensor<1x4x1x4xf32>
+  %o = linalg.generic {indexing_maps = [#wp, #wv, #wo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<1x4x1x?xf32>, tensor<1x2x?x4xf32>) outs(%oz : tensor<1x4x1x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x4xf32>
+  return %o, %kc1, %vc1 : tensor<1x4x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

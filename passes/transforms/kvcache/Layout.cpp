@@ -3,6 +3,7 @@
 #include "passes/transforms/kvcache/Layout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -268,5 +269,110 @@ void mlir::kvq::generalizeForMatching(func::FuncOp f) {
   for (linalg::LinalgOp op : named) {
     rewriter.setInsertionPoint(op);
     (void)linalg::generalizeNamedOp(rewriter, op);
+  }
+}
+
+void mlir::kvq::expandGroupedHeadMaps(func::FuncOp f) {
+  SmallVector<linalg::GenericOp> generics;
+  f.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  MLIRContext *ctx = f.getContext();
+  OpBuilder b(ctx);
+  for (linalg::GenericOp g : generics) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    // The static extent of loop dim `d` as an operand indexes it directly.
+    auto extentOf = [&](unsigned d) -> std::optional<int64_t> {
+      for (OpOperand &o : g->getOpOperands()) {
+        auto t = dyn_cast<RankedTensorType>(o.get().getType());
+        AffineMap m = maps[o.getOperandNumber()];
+        for (unsigned r = 0; t && r < m.getNumResults(); ++r)
+          if (m.getResult(r) == getAffineDimExpr(d, ctx) &&
+              !t.isDynamicDim(r))
+            return t.getDimSize(r);
+      }
+      return std::nullopt;
+    };
+    bool changed = false;
+    for (OpOperand *in : g.getDpsInputOperands()) {
+      unsigned k = in->getOperandNumber();
+      auto type = dyn_cast<RankedTensorType>(in->get().getType());
+      if (!type)
+        continue;
+      for (unsigned r = 0; r < maps[k].getNumResults(); ++r) {
+        auto div = dyn_cast<AffineBinaryOpExpr>(maps[k].getResult(r));
+        if (!div || div.getKind() != AffineExprKind::FloorDiv)
+          continue;
+        auto d = dyn_cast<AffineDimExpr>(div.getLHS());
+        auto c = dyn_cast<AffineConstantExpr>(div.getRHS());
+        if (!d || !c || c.getValue() < 2 || type.isDynamicDim(r))
+          continue;
+        int64_t group = c.getValue(), kv = type.getDimSize(r);
+        if (extentOf(d.getPosition()) != kv * group)
+          continue;
+        Location loc = g.getLoc();
+        b.setInsertionPoint(g);
+        unsigned rank = type.getRank();
+        SmallVector<ReassociationIndices> groups;
+        for (unsigned i = 0; i < rank; ++i)
+          groups.push_back(i == r ? ReassociationIndices{i, i + 1}
+                                  : ReassociationIndices{i < r ? i : i + 1});
+        SmallVector<int64_t> unitShape(type.getShape()),
+            wideShape(type.getShape());
+        unitShape.insert(unitShape.begin() + r + 1, 1);
+        wideShape.insert(wideShape.begin() + r + 1, group);
+        Type el = type.getElementType();
+        // Dynamic sizes from the slice that reads the cache (a tensor.dim
+        // would be one more use of the read, which the matcher refuses).
+        SmallVector<OpFoldResult> sizes;
+        auto slice = in->get().getDefiningOp<tensor::ExtractSliceOp>();
+        bool sliceSizes =
+            slice && slice.getMixedSizes().size() == rank;
+        for (unsigned i = 0; i < rank; ++i)
+          sizes.push_back(!type.isDynamicDim(i) ? b.getIndexAttr(
+                                                      type.getDimSize(i))
+                          : sliceSizes ? slice.getMixedSizes()[i]
+                                       : OpFoldResult(tensor::DimOp::create(
+                                             b, loc, in->get(), i)));
+        SmallVector<OpFoldResult> unitSizes(sizes);
+        unitSizes.insert(unitSizes.begin() + r + 1, b.getIndexAttr(1));
+        Value unit = tensor::ExpandShapeOp::create(
+            b, loc, RankedTensorType::get(unitShape, el), in->get(), groups,
+            unitSizes);
+        SmallVector<Value> dynamic;
+        for (unsigned i = 0; i < rank; ++i)
+          if (type.isDynamicDim(i))
+            dynamic.push_back(getValueOrCreateConstantIndexOp(b, loc,
+                                                              sizes[i]));
+        auto wideType = RankedTensorType::get(wideShape, el);
+        Value empty = tensor::EmptyOp::create(b, loc, wideShape, el, dynamic);
+        SmallVector<AffineExpr> fromUnit;
+        for (unsigned i = 0; i <= rank; ++i)
+          fromUnit.push_back(i == r + 1 ? getAffineConstantExpr(0, ctx)
+                                        : getAffineDimExpr(i, ctx));
+        SmallVector<AffineMap> bmaps = {
+            AffineMap::get(rank + 1, 0, fromUnit, ctx),
+            AffineMap::getMultiDimIdentityMap(rank + 1, ctx)};
+        SmallVector<utils::IteratorType> its(rank + 1,
+                                             utils::IteratorType::parallel);
+        Value wide =
+            linalg::GenericOp::create(
+                b, loc, wideType, ValueRange{unit}, ValueRange{empty}, bmaps,
+                its,
+                [](OpBuilder &nb, Location nl, ValueRange args) {
+                  linalg::YieldOp::create(nb, nl, args[0]);
+                })
+                .getResult(0);
+        Value repeated =
+            tensor::CollapseShapeOp::create(b, loc, wide, groups);
+        in->set(repeated);
+        SmallVector<AffineExpr> results(maps[k].getResults());
+        results[r] = d;
+        maps[k] = AffineMap::get(maps[k].getNumDims(), maps[k].getNumSymbols(),
+                                 results, ctx);
+        type = cast<RankedTensorType>(repeated.getType());
+        changed = true;
+      }
+    }
+    if (changed)
+      g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
   }
 }

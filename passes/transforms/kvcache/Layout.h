@@ -82,6 +82,13 @@ traceRoles(Value operand,
 /// types, never from op names. linalg.softmax is left as it is.
 void generalizeForMatching(func::FuncOp f);
 
+/// Gives every generic input indexed by `d floordiv G` (grouped-query
+/// attention reading KV head h / G directly) the repeat_kv a frontend would
+/// otherwise write: the operand expanded by a unit dim, broadcast G times
+/// and collapsed back (the form the matcher follows), indexed by `d`. Only
+/// where another operand fixes d's extent to G times the operand's.
+void expandGroupedHeadMaps(func::FuncOp f);
+
 } // namespace mlir::kvq
 
 #endif
