@@ -2205,6 +2205,7 @@ struct QuantizeKvCachePass
       f = cast<func::FuncOp>(original->clone());
       generalizeForMatching(f);
       expandGroupedHeadMaps(f);
+      detachSlotWrites(f);
       llvm::scope_exit discard([&] {
         if (f != original)
           f->erase();

@@ -197,6 +197,64 @@ func.func @floordiv_gqa(%q: tensor<1x4x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: te
 
 // -----
 
+// Destination-passing writes: the new token's slot is sliced out of the
+// cache, filled by linalg.copy (K) or a copying generic (V) and inserted
+// back, as bufferization-friendly exports and IREE-style dispatch
+// formation write an update in place. The slot's old contents never reach
+// the result, so the write is adopted like a plain insert_slice.
+// EQUIV: func=dps_write caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK-LABEL: func.func @dps_write(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// SAME: @dps_write: 32 values over 4 steps agree
+
+func.func @dps_write(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %kc: tensor<1x2x16x4xf32>, %vc: tensor<1x2x16x4xf32>, %pos: index)
+    -> (tensor<1x2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>) {
+  %ks = tensor.extract_slice %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x1x4xf32>
+  %kw = linalg.copy ins(%k : tensor<1x2x1x4xf32>) outs(%ks : tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32>
+  %kc1 = tensor.insert_slice %kw into %kc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x16x4xf32>
+  %vs = tensor.extract_slice %vc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x1x4xf32>
+  %vw = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%v : tensor<1x2x1x4xf32>) outs(%vs : tensor<1x2x1x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<1x2x1x4xf32>
+  %vc1 = tensor.insert_slice %vw into %vc[0, 0, %pos, 0] [1, 2, 1, 4] [1, 1, 1, 1] : tensor<1x2x1x4xf32> into tensor<1x2x16x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x?x4xf32>
+  %vr = tensor.extract_slice %vc1[0, 0, 0, 0] [1, 2, %len, 4] [1, 1, 1, 1] : tensor<1x2x16x4xf32> to tensor<1x2x?x4xf32>
+  %e0 = tensor.empty(%len) : tensor<1x2x4x?xf32>
+  %kt = linalg.transpose ins(%kr : tensor<1x2x?x4xf32>) outs(%e0 : tensor<1x2x4x?xf32>) permutation = [0, 1, 3, 2]
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x1x4xf32> into tensor<2x1x4xf32>
+  %kt3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<1x2x4x?xf32> into tensor<2x4x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %kt3 : tensor<2x1x4xf32>, tensor<2x4x?xf32>) outs(%f1 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s4 = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [1, 2, 1, %len] : tensor<2x1x?xf32> into tensor<1x2x1x?xf32>
+  %two = arith.constant 2.0 : f32
+  %e2 = tensor.empty(%len) : tensor<1x2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s4 : tensor<1x2x1x?xf32>) outs(%e2 : tensor<1x2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %two : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x1x?xf32>
+  %e3 = tensor.empty(%len) : tensor<1x2x1x?xf32>
+  %p = linalg.softmax dimension(3) ins(%sc : tensor<1x2x1x?xf32>) outs(%e3 : tensor<1x2x1x?xf32>) -> tensor<1x2x1x?xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<1x2x1x?xf32> into tensor<2x1x?xf32>
+  %v3 = tensor.collapse_shape %vr [[0, 1], [2], [3]] : tensor<1x2x?x4xf32> into tensor<2x?x4xf32>
+  %e4 = tensor.empty() : tensor<2x1x4xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<2x1x?xf32>, tensor<2x?x4xf32>) outs(%f4 : tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [1, 2, 1, 4] : tensor<2x1x4xf32> into tensor<1x2x1x4xf32>
+  return %o, %kc1, %vc1 : tensor<1x2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
+}
+
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

@@ -376,3 +376,34 @@ void mlir::kvq::expandGroupedHeadMaps(func::FuncOp f) {
       g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
   }
 }
+
+void mlir::kvq::detachSlotWrites(func::FuncOp f) {
+  SmallVector<tensor::InsertSliceOp> writes;
+  f.walk([&](tensor::InsertSliceOp w) { writes.push_back(w); });
+  OpBuilder b(f.getContext());
+  for (tensor::InsertSliceOp w : writes) {
+    auto g = w.getSource().getDefiningOp<linalg::GenericOp>();
+    if (!g || g.getNumDpsInits() != 1 || g->getNumResults() != 1 ||
+        !g.getResult(0).hasOneUse())
+      continue;
+    OpOperand *init = g.getDpsInitOperand(0);
+    auto slot = init->get().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slot || slot.getSource() != w.getDest() ||
+        slot.getType() != w.getSourceType() ||
+        !llvm::equal(slot.getMixedOffsets(), w.getMixedOffsets()) ||
+        !llvm::equal(slot.getMixedSizes(), w.getMixedSizes()) ||
+        !llvm::equal(slot.getMixedStrides(), w.getMixedStrides()) ||
+        g.payloadUsesValueFromOperand(init))
+      continue;
+    b.setInsertionPoint(g);
+    SmallVector<Value> dynamic;
+    for (auto [i, size] : llvm::enumerate(slot.getMixedSizes()))
+      if (slot.getType().isDynamicDim(i))
+        dynamic.push_back(cast<Value>(size));
+    init->set(tensor::EmptyOp::create(b, g.getLoc(), slot.getType().getShape(),
+                                      slot.getType().getElementType(),
+                                      dynamic));
+    if (slot->use_empty())
+      slot->erase();
+  }
+}

@@ -89,6 +89,13 @@ void generalizeForMatching(func::FuncOp f);
 /// where another operand fixes d's extent to G times the operand's.
 void expandGroupedHeadMaps(func::FuncOp f);
 
+/// Destination-passing writes: `insert_slice (generic ins(NEW) outs(S))`
+/// where S is the very slot being written, read out of the cache by an
+/// extract_slice, and the generic never reads its output. The slot's old
+/// contents do not reach the result, so the generic gets a tensor.empty
+/// instead and the cache is written, not read, before the attention.
+void detachSlotWrites(func::FuncOp f);
+
 } // namespace mlir::kvq
 
 #endif
