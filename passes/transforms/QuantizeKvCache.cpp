@@ -960,8 +960,9 @@ LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
                   "dimensions " +
                       Twine(slot[0]) + " and " + Twine(slot[1]) +
                       " (keys and values stacked in one tensor with the "
-                      "layers?); kvq adopts a K and a V tensor, stacked over "
-                      "layers or one per layer");
+                      "layers?); kvq adopts K and V as two tensors, or as "
+                      "the two entries of one dimension of size 2 when "
+                      "both are written and read");
   if (dest.isDynamicDim(token[0]))
     return refuse(w.getLoc(), "not adopted: the cache's capacity (dimension " +
                                   Twine(token[0]) + ") is dynamic");
@@ -2200,25 +2201,53 @@ struct QuantizeKvCachePass
       if (f.isExternal())
         continue;
       // The matcher reads a canonical copy (named linalg ops generalized);
-      // a function that is not adopted keeps its own IR.
+      // a function that is not adopted keeps its own IR. When that copy is
+      // refused, a second one with keys and values stacked in one tensor
+      // split into two is tried.
       func::FuncOp original = f;
-      f = cast<func::FuncOp>(original->clone());
-      generalizeForMatching(f);
-      expandGroupedHeadMaps(f);
-      detachSlotWrites(f);
+      auto canonicalCopy = [&](bool splitPairs) {
+        auto copy = cast<func::FuncOp>(original->clone());
+        generalizeForMatching(copy);
+        expandGroupedHeadMaps(copy);
+        detachSlotWrites(copy);
+        scatterWritesToInsertSlices(copy);
+        if (splitPairs && !splitStackedPairs(copy)) {
+          copy->erase();
+          return func::FuncOp();
+        }
+        return copy;
+      };
       llvm::scope_exit discard([&] {
         if (f != original)
           f->erase();
       });
-      FunctionMatcher m(f);
-      scatterWritesToInsertSlices(f);
-      m.implicitPos = growConcatCaches(f, maxContext);
-      m.implicitCapacity = maxContext;
-      if (failed(m.match())) {
-        emitRemark(m.refusal->loc)
-            << kPass << ": @" << f.getSymName() << ": " << m.refusal->reason;
+      std::optional<FunctionMatcher> matcher;
+      std::optional<Refusal> refused;
+      for (bool splitPairs : {false, true}) {
+        func::FuncOp copy = canonicalCopy(splitPairs);
+        if (!copy)
+          break;
+        if (f != original)
+          f->erase();
+        f = copy;
+        matcher.reset();
+        matcher.emplace(f);
+        matcher->implicitPos = growConcatCaches(f, maxContext);
+        matcher->implicitCapacity = maxContext;
+        if (succeeded(matcher->match())) {
+          refused.reset();
+          break;
+        }
+        // The split copy's refusal, when there is one, speaks of K and V
+        // as the graph means them.
+        refused = matcher->refusal;
+      }
+      if (refused) {
+        emitRemark(refused->loc)
+            << kPass << ": @" << f.getSymName() << ": " << refused->reason;
         continue;
       }
+      FunctionMatcher &m = *matcher;
       if (m.chains.empty())
         continue;
       if (!SymbolTable::symbolKnownUseEmpty(original, module)) {

@@ -255,6 +255,119 @@ func.func @dps_write(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tenso
 
 // -----
 
+// Keys and values stacked in one tensor [2, seq, kv_heads, head_dim] (ONNX
+// Runtime's per-layer `present`, vLLM's `kv_cache` for one layer): K written
+// at entry 0 and V at entry 1, each read back by slicing its entry. The
+// pass follows it as a K and a V cache; the stacked argument and result
+// become the !kvq.cache.
+// EQUIV: func=kv_pair caches=3 cache_results=1 pos=4 steps=4
+
+// CHECK-LABEL: func.func @kv_pair(
+// CHECK-SAME: %[[Q:arg[0-9]+]]: tensor<1x2x4xf32>, %[[K:arg[0-9]+]]: tensor<1x2x4xf32>, %[[V:arg[0-9]+]]: tensor<1x2x4xf32>, %[[C:arg[0-9]+]]: !cache, %{{.*}}: index) -> tensor<1x2x4xf32>
+// CHECK: kvq.cache_update %[[C]][0], %[[K]], %[[V]]
+// CHECK: kvq.cache_attend %[[C]][0], %[[Q]]
+// SAME: @kv_pair: 32 values over 4 steps agree
+
+#q3 = affine_map<(h, n, t, c) -> (n, h, c)>
+#k3 = affine_map<(h, n, t, c) -> (t, h, c)>
+#s3 = affine_map<(h, n, t, c) -> (h, n, t)>
+#p3 = affine_map<(h, n, c, t) -> (h, n, t)>
+#v3 = affine_map<(h, n, c, t) -> (t, h, c)>
+#o3 = affine_map<(h, n, c, t) -> (n, h, c)>
+func.func @kv_pair(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kv: tensor<2x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<2x16x2x4xf32>) {
+  %kv1 = tensor.insert_slice %k into %kv[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+  %kv2 = tensor.insert_slice %v into %kv1[1, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kv2[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+  %vr = tensor.extract_slice %kv2[1, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x1x?xf32>) outs(%xe : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<2x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe = tensor.empty() : tensor<1x2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kv2 : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>
+}
+
+// -----
+
+// Keys and values stacked with the layers, [2, layers, seq, kv_heads,
+// head_dim] (vLLM-style): this step writes and reads layer 1.
+// EQUIV: func=kv_pair_layers caches=3 cache_results=1 pos=4 steps=3
+
+// CHECK: !cache = !kvq.cache<layers = 3, kv_heads = 2, head_dim = 4,
+// CHECK-LABEL: func.func @kv_pair_layers(
+// CHECK: kvq.cache_update %{{.*}}[1],
+// CHECK: kvq.cache_attend %{{.*}}[1],
+// SAME: @kv_pair_layers: 24 values over 3 steps agree
+
+#q3 = affine_map<(h, n, t, c) -> (n, h, c)>
+#k3 = affine_map<(h, n, t, c) -> (t, h, c)>
+#s3 = affine_map<(h, n, t, c) -> (h, n, t)>
+#p3 = affine_map<(h, n, c, t) -> (h, n, t)>
+#v3 = affine_map<(h, n, c, t) -> (t, h, c)>
+#o3 = affine_map<(h, n, c, t) -> (n, h, c)>
+func.func @kv_pair_layers(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kv: tensor<2x3x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<2x3x16x2x4xf32>) {
+  %kv1 = tensor.insert_slice %k into %kv[0, 1, %pos, 0, 0] [1, 1, 1, 2, 4] [1, 1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x3x16x2x4xf32>
+  %kv2 = tensor.insert_slice %v into %kv1[1, 1, %pos, 0, 0] [1, 1, 1, 2, 4] [1, 1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x3x16x2x4xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kv2[0, 1, 0, 0, 0] [1, 1, %len, 2, 4] [1, 1, 1, 1, 1] : tensor<2x3x16x2x4xf32> to tensor<?x2x4xf32>
+  %vr = tensor.extract_slice %kv2[1, 1, 0, 0, 0] [1, 1, %len, 2, 4] [1, 1, 1, 1, 1] : tensor<2x3x16x2x4xf32> to tensor<?x2x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x1x?xf32>) outs(%xe : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<2x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe = tensor.empty() : tensor<1x2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kv2 : tensor<1x2x4xf32>, tensor<2x3x16x2x4xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

@@ -57,11 +57,13 @@ func.func @batch_two(%k: tensor<2x1x2x4xf32>, %kc: tensor<2x16x2x4xf32>, %pos: i
 // -----
 
 // A rank-5 cache (K and V stacked over layers: [2, layers, seq, heads,
-// head_dim], as vLLM-style exports hold them).
+// head_dim], as vLLM-style exports hold them) of which only the keys are
+// written: not a K/V pair (the pair with an attention is adopted,
+// kvq-quantize-kv-cache-frontend-forms.mlir @kv_pair_layers).
 // CHECK-LABEL: func.func @rank5(
 // CHECK: tensor.insert_slice
 func.func @rank5(%k: tensor<1x2x4xf32>, %kv: tensor<2x3x16x2x4xf32>, %pos: index) -> tensor<2x3x16x2x4xf32> {
-  // expected-remark@below {{not adopted: the cache write picks one entry of dimensions 0 and 1 (keys and values stacked in one tensor with the layers?); kvq adopts a K and a V tensor, stacked over layers or one per layer}}
+  // expected-remark@below {{not adopted: the cache write picks one entry of dimensions 0 and 1 (keys and values stacked in one tensor with the layers?); kvq adopts K and V as two tensors, or as the two entries of one dimension of size 2 when both are written and read}}
   %w = tensor.insert_slice %k into %kv[0, 1, %pos, 0, 0] [1, 1, 1, 2, 4] [1, 1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x3x16x2x4xf32>
   return %w : tensor<2x3x16x2x4xf32>
 }

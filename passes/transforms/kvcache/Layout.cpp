@@ -407,3 +407,127 @@ void mlir::kvq::detachSlotWrites(func::FuncOp f) {
       slot->erase();
   }
 }
+
+namespace {
+/// The constant offset of `slice` on dim `d` when it takes one entry there.
+template <typename SliceOp>
+std::optional<int64_t> entryOn(SliceOp slice, unsigned d) {
+  std::optional<int64_t> size = getConstantIntValue(slice.getMixedSizes()[d]);
+  if (size != 1)
+    return std::nullopt;
+  return getConstantIntValue(slice.getMixedOffsets()[d]);
+}
+
+/// `slice`'s offsets with dim `d` set to 0.
+template <typename SliceOp>
+SmallVector<OpFoldResult> offsetsOnEntry(OpBuilder &b, SliceOp slice,
+                                         unsigned d) {
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  offsets[d] = b.getIndexAttr(0);
+  return offsets;
+}
+} // namespace
+
+bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
+  if (!f.getBody().hasOneBlock())
+    return false;
+  auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  if (!ret)
+    return false;
+  bool changed = false;
+  for (unsigned a = 0; a < f.getNumArguments(); ++a) {
+    BlockArgument arg = f.getArgument(a);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    // The chain: arg, then each write's result; reads slice any of them.
+    SmallVector<tensor::InsertSliceOp> writes;
+    SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
+    std::optional<unsigned> returned;
+    bool plain = true;
+    for (Value v = arg; v && plain;) {
+      Value next;
+      reads.emplace_back();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
+            w && use.getOperandNumber() == 1 && !next) {
+          writes.push_back(w);
+          next = w.getResult();
+        } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
+          reads.back().push_back(r);
+        } else if (user == ret && !returned) {
+          returned = use.getOperandNumber();
+        } else {
+          plain = false;
+        }
+      }
+      v = next;
+    }
+    if (!plain || !returned || writes.empty())
+      continue;
+    // The dimension of size 2 whose entry every slice picks, both written.
+    std::optional<unsigned> pairDim;
+    for (unsigned d = 0; d < type.getRank() && !pairDim; ++d) {
+      if (type.getDimSize(d) != 2)
+        continue;
+      bool picks = true, seen[2] = {false, false};
+      for (tensor::InsertSliceOp w : writes) {
+        std::optional<int64_t> e = entryOn(w, d);
+        picks = picks && e && (*e == 0 || *e == 1);
+        if (picks)
+          seen[*e] = true;
+      }
+      for (auto &rs : reads)
+        for (tensor::ExtractSliceOp r : rs) {
+          std::optional<int64_t> e = entryOn(r, d);
+          picks = picks && e && (*e == 0 || *e == 1);
+        }
+      if (picks && seen[0] && seen[1])
+        pairDim = d;
+    }
+    if (!pairDim)
+      continue;
+    unsigned d = *pairDim;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = 1;
+    auto half = RankedTensorType::get(shape, type.getElementType());
+    // The two entries as arguments a and a + 1 (the old one is erased).
+    f.insertArgument(a + 1, half, nullptr, arg.getLoc());
+    f.insertArgument(a + 2, half, nullptr, arg.getLoc());
+    Value cur[2] = {f.getArgument(a + 1), f.getArgument(a + 2)};
+    OpBuilder b(f.getContext());
+    for (size_t i = 0; i < reads.size(); ++i) {
+      for (tensor::ExtractSliceOp r : reads[i]) {
+        b.setInsertionPoint(r);
+        int64_t e = *entryOn(r, d);
+        Value nr = tensor::ExtractSliceOp::create(
+            b, r.getLoc(), r.getType(), cur[e], offsetsOnEntry(b, r, d),
+            r.getMixedSizes(), r.getMixedStrides());
+        r.getResult().replaceAllUsesWith(nr);
+        r->erase();
+      }
+      if (i < writes.size()) {
+        tensor::InsertSliceOp w = writes[i];
+        b.setInsertionPoint(w);
+        int64_t e = *entryOn(w, d);
+        cur[e] = tensor::InsertSliceOp::create(
+            b, w.getLoc(), w.getSource(), cur[e], offsetsOnEntry(b, w, d),
+            w.getMixedSizes(), w.getMixedStrides());
+      }
+    }
+    ret->setOperand(*returned, cur[0]);
+    ret->insertOperands(*returned + 1, ValueRange{cur[1]});
+    for (tensor::InsertSliceOp w : llvm::reverse(writes))
+      w->erase();
+    f.insertResult(*returned + 1, half, nullptr);
+    SmallVector<Type> results(f.getResultTypes());
+    results[*returned] = half;
+    f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
+                                results));
+    (void)f.eraseArgument(a);
+    changed = true;
+    ++a; // past the second entry
+  }
+  return changed;
+}
