@@ -2210,6 +2210,7 @@ struct QuantizeKvCachePass
         generalizeForMatching(copy);
         expandGroupedHeadMaps(copy);
         detachSlotWrites(copy);
+        splitScaledExps(copy);
         scatterWritesToInsertSlices(copy);
         if (splitPairs && !splitStackedPairs(copy)) {
           copy->erase();

@@ -192,3 +192,75 @@ func.func @softmax_without_max(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: t
     } -> tensor<2x4xf32>
   return %out, %kw, %vw : tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>
 }
+
+// -----
+
+// The same softmax without the max, its scale fused into the exp generic
+// (exp(s * 0.5)), as elementwise fusion leaves it.
+// EQUIV: func=fused_scale_exp caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK-LABEL: func.func @fused_scale_exp(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_attend
+// CHECK-NOT: math.exp
+// SAME: @fused_scale_exp: 32 values over 4 steps agree
+
+#q3 = affine_map<(h, t, d) -> (h, d)>
+#k3 = affine_map<(h, t, d) -> (t, h, d)>
+#s3 = affine_map<(h, t, d) -> (h, t)>
+#p3 = affine_map<(h, d, t) -> (h, t)>
+#v3 = affine_map<(h, d, t) -> (t, h, d)>
+#o3 = affine_map<(h, d, t) -> (h, d)>
+#id2 = affine_map<(h, t) -> (h, t)>
+#row = affine_map<(h, t) -> (h)>
+
+func.func @fused_scale_exp(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<16x2x4xf32>, %vc: tensor<16x2x4xf32>, %pos: index)
+    -> (tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kw = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  %vw = tensor.insert_slice %v into %vc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  %kr = tensor.extract_slice %kw[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x4xf32> to tensor<?x2x4xf32>
+  %vr = tensor.extract_slice %vw[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x4xf32> to tensor<?x2x4xf32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %se = tensor.empty(%len) : tensor<2x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x?xf32>) -> tensor<2x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<2x?xf32>
+  %ee = tensor.empty(%len) : tensor<2x?xf32>
+  %e = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<2x?xf32>) outs(%ee : tensor<2x?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %sa = arith.mulf %a, %half : f32
+      %r = math.exp %sa : f32
+      linalg.yield %r : f32
+    } -> tensor<2x?xf32>
+  %ze = tensor.empty() : tensor<2xf32>
+  %zi = linalg.fill ins(%zero : f32) outs(%ze : tensor<2xf32>) -> tensor<2xf32>
+  %z = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%e : tensor<2x?xf32>) outs(%zi : tensor<2xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %r = arith.addf %a, %acc : f32
+      linalg.yield %r : f32
+    } -> tensor<2xf32>
+  %pe = tensor.empty(%len) : tensor<2x?xf32>
+  %pr = linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%e, %z : tensor<2x?xf32>, tensor<2xf32>) outs(%pe : tensor<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %rc = arith.divf %one, %b : f32
+      %r = arith.mulf %a, %rc : f32
+      linalg.yield %r : f32
+    } -> tensor<2x?xf32>
+  %oe = tensor.empty() : tensor<2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %out = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%pr, %vr : tensor<2x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<2x4xf32>
+  return %out, %kw, %vw : tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>
+}

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -530,4 +531,47 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
     ++a; // past the second entry
   }
   return changed;
+}
+
+void mlir::kvq::splitScaledExps(func::FuncOp f) {
+  SmallVector<linalg::GenericOp> generics;
+  f.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  for (linalg::GenericOp g : generics) {
+    if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 ||
+        !llvm::all_equal(g.getIndexingMapsArray()))
+      continue;
+    Block &body = g.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto exp = yield.getOperand(0).getDefiningOp<math::ExpOp>();
+    Operation *scale = exp ? exp.getOperand().getDefiningOp() : nullptr;
+    if (!scale || !isa<arith::MulFOp, arith::DivFOp>(scale) ||
+        !scale->hasOneUse() || scale->getBlock() != &body)
+      continue;
+    BlockArgument in = body.getArgument(0);
+    // x * c, c * x or x / c, with c from outside the body or a constant.
+    unsigned xAt = scale->getOperand(0) == in ? 0 : 1;
+    Value c = scale->getOperand(1 - xAt);
+    if (scale->getOperand(xAt) != in || (isa<arith::DivFOp>(scale) && xAt) ||
+        (c.getParentBlock() == &body && !c.getDefiningOp<arith::ConstantOp>()))
+      continue;
+    OpBuilder b(g);
+    Value init = g.getDpsInitOperand(0)->get();
+    auto type = cast<RankedTensorType>(g.getDpsInputOperand(0)->get().getType());
+    if (type != init.getType())
+      continue;
+    auto scaled = linalg::GenericOp::create(
+        b, g.getLoc(), type, ValueRange{g.getDpsInputOperand(0)->get()},
+        ValueRange{init}, g.getIndexingMapsArray(), g.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          IRMapping map;
+          map.map(in, args[0]);
+          if (c.getParentBlock() == &body)
+            nb.clone(*c.getDefiningOp(), map);
+          linalg::YieldOp::create(nb, nl, nb.clone(*scale, map)->getResult(0));
+        });
+    g.getDpsInputOperand(0)->set(scaled.getResult(0));
+    scale->getResult(0).replaceAllUsesWith(in);
+    scale->erase();
+  }
 }

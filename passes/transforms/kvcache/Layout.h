@@ -104,6 +104,11 @@ void detachSlotWrites(func::FuncOp f);
 /// cache. Returns whether any argument was split.
 bool splitStackedPairs(func::FuncOp f);
 
+/// An elementwise generic yielding `exp(x * c)` or `exp(x / c)` (a softmax
+/// without the max, its scale fused into the exp) becomes a generic for the
+/// scale followed by one for the exp, the form the softmax check reads.
+void splitScaledExps(func::FuncOp f);
+
 } // namespace mlir::kvq
 
 #endif
