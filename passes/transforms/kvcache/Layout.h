@@ -76,39 +76,6 @@ traceRoles(Value operand,
            const std::function<FailureOr<Roles>(Value end)> &rolesOfEnd,
            std::string &why, Operation *&where);
 
-/// Rewrites the function's named linalg ops that the cache pass reasons
-/// about (contractions, transposes, broadcasts, copies, elementwise maps)
-/// into linalg.generic, so that roles come from indexing maps and iterator
-/// types, never from op names. linalg.softmax is left as it is.
-void generalizeForMatching(func::FuncOp f);
-
-/// Gives every generic input indexed by `d floordiv G` (grouped-query
-/// attention reading KV head h / G directly) the repeat_kv a frontend would
-/// otherwise write: the operand expanded by a unit dim, broadcast G times
-/// and collapsed back (the form the matcher follows), indexed by `d`. Only
-/// where another operand fixes d's extent to G times the operand's.
-void expandGroupedHeadMaps(func::FuncOp f);
-
-/// Destination-passing writes: `insert_slice (generic ins(NEW) outs(S))`
-/// where S is the very slot being written, read out of the cache by an
-/// extract_slice, and the generic never reads its output. The slot's old
-/// contents do not reach the result, so the generic gets a tensor.empty
-/// instead and the cache is written, not read, before the attention.
-void detachSlotWrites(func::FuncOp f);
-
-/// Keys and values stacked in one tensor argument (a dimension of size 2
-/// that every write and read of the argument picks one entry of at a
-/// constant index, both entries written: ONNX Runtime's `present`, vLLM's
-/// `kv_cache`) become two arguments and two results, one per entry, each
-/// keeping that dimension with size 1. The matcher then follows a K and a V
-/// cache. Returns whether any argument was split.
-bool splitStackedPairs(func::FuncOp f);
-
-/// An elementwise generic yielding `exp(x * c)` or `exp(x / c)` (a softmax
-/// without the max, its scale fused into the exp) becomes a generic for the
-/// scale followed by one for the exp, the form the softmax check reads.
-void splitScaledExps(func::FuncOp f);
-
 } // namespace mlir::kvq
 
 #endif

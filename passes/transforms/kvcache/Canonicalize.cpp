@@ -1,0 +1,609 @@
+//===- Canonicalize.cpp - the matcher's copy in one spelling --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//===----------------------------------------------------------------------===//
+
+#include "passes/transforms/kvcache/Canonicalize.h"
+
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <limits>
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::kvq;
+
+namespace {
+/// `v` as an index value built before `at`: index-cast when an integer.
+Value asIndex(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isIndex())
+    return v;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+} // namespace
+
+/// Writes of one token at a runtime position spelled as a scatter become,
+/// on the matcher's copy, the insert_slice the matcher follows:
+///  - `tensor.scatter %new into %cache[%idx] scatter_dims([d])` with one
+///    index (torch's index_copy/index_put of a static cache): the position
+///    is `%idx[0, 0]`;
+///  - an elementwise generic over the cache yielding
+///    `select(index(d) == P, NEW, old)` (`where(arange == pos, new, old)`):
+///    the position is P, the new slot NEW evaluated at index(d) = P.
+/// Anything else is left for findChains' remarks.
+void mlir::kvq::scatterWritesToInsertSlices(func::FuncOp f) {
+  // One position value per tensor it is read from, placed where the tensor
+  // is defined, so K and V written at one position share it.
+  DenseMap<Value, Value> positions;
+  auto positionIn = [&](Value t, int64_t rank) -> Value {
+    if (Value known = positions.lookup(t))
+      return known;
+    OpBuilder pb(f.getContext());
+    pb.setInsertionPointAfterValue(t);
+    Location loc = t.getLoc();
+    SmallVector<Value> zeros(rank, arith::ConstantIndexOp::create(pb, loc, 0));
+    auto read = tensor::ExtractOp::create(pb, loc, t, zeros);
+    Value pos = asIndex(pb, loc, read);
+    positions[t] = pos;
+    // The graph's own reads of that element (a read length pos + n) become
+    // the same value, so the matcher sees one position.
+    for (Operation *u : llvm::make_early_inc_range(t.getUsers())) {
+      auto other = dyn_cast<tensor::ExtractOp>(u);
+      if (!other || other == read || other->getBlock() != read->getBlock() ||
+          !llvm::all_of(other.getIndices(),
+                        [](Value i) { return isConstantIntValue(i, 0); }))
+        continue;
+      if (other.getType().isIndex()) {
+        other.replaceAllUsesWith(pos);
+        continue;
+      }
+      for (Operation *c : llvm::make_early_inc_range(other->getUsers()))
+        if (auto cast = dyn_cast<arith::IndexCastOp>(c);
+            cast && cast.getType().isIndex())
+          cast.replaceAllUsesWith(pos);
+    }
+    return pos;
+  };
+  SmallVector<Operation *> candidates;
+  f.walk([&](Operation *op) {
+    if (isa<tensor::ScatterOp, linalg::GenericOp>(op))
+      candidates.push_back(op);
+  });
+  OpBuilder b(f.getContext());
+  for (Operation *op : candidates) {
+    Location loc = op->getLoc();
+    if (auto sc = dyn_cast<tensor::ScatterOp>(op)) {
+      auto idxType = sc.getIndices().getType();
+      auto srcType = sc.getSource().getType();
+      auto destType = sc.getDest().getType();
+      if (sc.getScatterDims().size() != 1 || idxType.getRank() != 2 ||
+          idxType.getDimSize(0) != 1 || idxType.getDimSize(1) != 1 ||
+          srcType.getRank() != destType.getRank() + 1 ||
+          !srcType.hasStaticShape() || srcType.getDimSize(0) != 1)
+        continue;
+      int64_t d = sc.getScatterDims()[0];
+      Value pos = positionIn(sc.getIndices(), 2);
+      b.setInsertionPoint(sc);
+      SmallVector<ReassociationIndices> groups;
+      groups.push_back({0, 1});
+      for (int64_t i = 2; i < srcType.getRank(); ++i)
+        groups.push_back({i});
+      Value slot =
+          tensor::CollapseShapeOp::create(b, loc, sc.getSource(), groups);
+      SmallVector<OpFoldResult> offsets(destType.getRank(), b.getIndexAttr(0)),
+          ones(destType.getRank(), b.getIndexAttr(1)), sizes;
+      offsets[d] = pos;
+      for (int64_t n : srcType.getShape().drop_front())
+        sizes.push_back(b.getIndexAttr(n));
+      Value w = tensor::InsertSliceOp::create(b, loc, slot, sc.getDest(),
+                                              offsets, sizes, ones);
+      sc.replaceAllUsesWith(w);
+      sc.erase();
+      continue;
+    }
+    auto g = cast<linalg::GenericOp>(op);
+    // NEW read through inputs over the cache's shape is not followed.
+    if (g.getNumDpsInputs() != 0 || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 ||
+        !llvm::all_of(g.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }))
+      continue;
+    Block &body = g.getRegion().front();
+    OpOperand *init = g.getDpsInitOperand(0);
+    Value old = body.getArgument(init->getOperandNumber());
+    auto sel = body.getTerminator()->getOperand(0).getDefiningOp<arith::SelectOp>();
+    if (!sel || sel->getBlock() != &body || sel.getFalseValue() != old)
+      continue;
+    auto eq = sel.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (!eq || eq.getPredicate() != arith::CmpIPredicate::eq)
+      continue;
+    auto index = eq.getLhs().getDefiningOp<linalg::IndexOp>();
+    Value p = eq.getRhs();
+    if (!index) {
+      index = eq.getRhs().getDefiningOp<linalg::IndexOp>();
+      p = eq.getLhs();
+    }
+    if (!index || !p.getType().isIndex())
+      continue;
+    // P from outside the body, or read in it (possibly index-cast) from
+    // element 0 of a tensor defined outside: then read once in front.
+    Value pos = p;
+    if (p.getParentBlock() == &body) {
+      Value read = p;
+      if (auto cast = read.getDefiningOp<arith::IndexCastOp>())
+        read = cast.getIn();
+      auto ex = read.getDefiningOp<tensor::ExtractOp>();
+      if (!ex || ex->getBlock() != &body ||
+          g->isAncestor(ex.getTensor().getParentBlock()->getParentOp()) ||
+          !llvm::all_of(ex.getIndices(),
+                        [](Value i) { return isConstantIntValue(i, 0); }))
+        continue;
+      pos = positionIn(ex.getTensor(), ex.getIndices().size());
+    }
+    b.setInsertionPoint(g);
+    // The new slot: the body over [.., 1, ..] with index(d) read as P, so
+    // the select takes NEW.
+    auto outType = cast<RankedTensorType>(init->get().getType());
+    int64_t d = index.getDim();
+    SmallVector<int64_t> slotShape(outType.getShape());
+    slotShape[d] = 1;
+    auto slotType = outType.clone(slotShape);
+    Value empty = tensor::EmptyOp::create(b, loc, slotShape,
+                                          outType.getElementType());
+    auto slotGen = linalg::GenericOp::create(
+        b, loc, TypeRange{slotType}, ValueRange{}, ValueRange{empty},
+        g.getIndexingMapsArray(), g.getIteratorTypesArray());
+    IRMapping map;
+    Block *slotBody = b.createBlock(&slotGen.getRegion(), {},
+                                    body.getArgumentTypes(),
+                                    SmallVector<Location>(
+                                        body.getNumArguments(), loc));
+    for (auto [from, to] :
+         llvm::zip(body.getArguments(), slotBody->getArguments()))
+      map.map(from, to);
+    for (Operation &bodyOp : body)
+      b.clone(bodyOp, map);
+    // index(d) -> P (read in front of the generic) inside the slot body.
+    for (Operation &bodyOp : llvm::make_early_inc_range(*slotBody))
+      if (auto i = dyn_cast<linalg::IndexOp>(bodyOp);
+          i && int64_t(i.getDim()) == d) {
+        i.replaceAllUsesWith(pos);
+        i.erase();
+      }
+    b.setInsertionPoint(g);
+    SmallVector<OpFoldResult> offsets(outType.getRank(), b.getIndexAttr(0)),
+        ones(outType.getRank(), b.getIndexAttr(1)), sizes;
+    offsets[d] = pos;
+    for (int64_t n : slotShape)
+      sizes.push_back(b.getIndexAttr(n));
+    Value w = tensor::InsertSliceOp::create(b, loc, slotGen.getResult(0),
+                                            init->get(), offsets, sizes, ones);
+    g->getResult(0).replaceAllUsesWith(w);
+    g.erase();
+  }
+}
+
+/// Caches grown by `tensor.concat %cache, %new` along their one dynamic
+/// dimension (Hugging Face's DynamicCache through torch-mlir) become, on the
+/// matcher's copy, caches of `capacity` positions written by insert_slice
+/// at a new trailing index argument (their length before the step) and read
+/// as the prefix up to it plus the new tokens, which the matcher then
+/// follows like any static cache. Returns that argument, or null when no
+/// cache grows.
+BlockArgument mlir::kvq::growConcatCaches(func::FuncOp f,
+                                          int64_t capacity) {
+  if (capacity <= 0 || !f.getBody().hasOneBlock())
+    return BlockArgument();
+  Block &entry = f.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(entry.getTerminator());
+  if (!ret)
+    return BlockArgument();
+  BlockArgument pos;
+  OpBuilder b(f.getContext());
+  for (BlockArgument arg : llvm::to_vector(entry.getArguments())) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getNumDynamicDims() != 1)
+      continue;
+    int64_t d = 0;
+    while (!type.isDynamicDim(d))
+      ++d;
+    tensor::ConcatOp grow;
+    bool onlyGrownOrMeasured = true;
+    for (Operation *u : arg.getUsers()) {
+      auto c = dyn_cast<tensor::ConcatOp>(u);
+      auto dim = dyn_cast<tensor::DimOp>(u);
+      if (c && !grow && c.getDim() == uint64_t(d) &&
+          c.getInputs().size() == 2 && c.getInputs()[0] == arg &&
+          cast<RankedTensorType>(c.getInputs()[1].getType())
+              .hasStaticShape())
+        grow = c;
+      else if (!(dim && dim.getConstantIndex() == d))
+        onlyGrownOrMeasured = false;
+    }
+    if (!grow || !onlyGrownOrMeasured)
+      continue;
+    if (!pos) {
+      unsigned n = entry.getNumArguments();
+      if (failed(f.insertArgument(n, b.getIndexType(), {}, f.getLoc())))
+        return BlockArgument();
+      pos = entry.getArgument(n);
+    }
+    for (Operation *u : llvm::make_early_inc_range(arg.getUsers()))
+      if (auto dim = dyn_cast<tensor::DimOp>(u)) {
+        dim.replaceAllUsesWith(Value(pos));
+        dim.erase();
+      }
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = capacity;
+    auto fixed = type.clone(shape);
+    arg.setType(fixed);
+    Value fresh = grow.getInputs()[1];
+    auto freshType = cast<RankedTensorType>(fresh.getType());
+    b.setInsertionPoint(grow);
+    Location loc = grow.getLoc();
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
+        ones(shape.size(), b.getIndexAttr(1)), writeSizes, readSizes;
+    offsets[d] = pos;
+    for (int64_t n : freshType.getShape())
+      writeSizes.push_back(b.getIndexAttr(n));
+    Value written = tensor::InsertSliceOp::create(b, loc, fresh, arg, offsets,
+                                                  writeSizes, ones);
+    Value length = arith::AddIOp::create(
+        b, loc, pos,
+        arith::ConstantIndexOp::create(b, loc, freshType.getDimSize(d)));
+    for (int64_t n : shape)
+      readSizes.push_back(b.getIndexAttr(n));
+    readSizes[d] = length;
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
+    Value read = tensor::ExtractSliceOp::create(
+        b, loc, cast<RankedTensorType>(grow.getType()), written, zeros,
+        readSizes, ones);
+    // The grown length, where the graph measures it, is pos + new tokens.
+    for (Operation *u : llvm::make_early_inc_range(grow->getUsers()))
+      if (auto dim = dyn_cast<tensor::DimOp>(u);
+          dim && dim.getConstantIndex() == d) {
+        dim.replaceAllUsesWith(length);
+        dim.erase();
+      }
+    for (OpOperand &use : llvm::make_early_inc_range(grow->getUses()))
+      use.set(use.getOwner() == ret.getOperation() ? written : read);
+    grow.erase();
+  }
+  if (pos)
+    f.setType(FunctionType::get(f.getContext(), entry.getArgumentTypes(),
+                                ret.getOperandTypes()));
+  return pos;
+}
+
+void mlir::kvq::generalizeForMatching(func::FuncOp f) {
+  SmallVector<linalg::LinalgOp> named;
+  f.walk([&](linalg::LinalgOp op) {
+    // Fills stay: a contraction's zero start is read from them.
+    if (!isa<linalg::GenericOp, linalg::FillOp>(op.getOperation()))
+      named.push_back(op);
+  });
+  IRRewriter rewriter(f.getContext());
+  for (linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    (void)linalg::generalizeNamedOp(rewriter, op);
+  }
+}
+
+void mlir::kvq::expandGroupedHeadMaps(func::FuncOp f) {
+  SmallVector<linalg::GenericOp> generics;
+  f.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  MLIRContext *ctx = f.getContext();
+  OpBuilder b(ctx);
+  for (linalg::GenericOp g : generics) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    // The static extent of loop dim `d` as an operand indexes it directly.
+    auto extentOf = [&](unsigned d) -> std::optional<int64_t> {
+      for (OpOperand &o : g->getOpOperands()) {
+        auto t = dyn_cast<RankedTensorType>(o.get().getType());
+        AffineMap m = maps[o.getOperandNumber()];
+        for (unsigned r = 0; t && r < m.getNumResults(); ++r)
+          if (m.getResult(r) == getAffineDimExpr(d, ctx) &&
+              !t.isDynamicDim(r))
+            return t.getDimSize(r);
+      }
+      return std::nullopt;
+    };
+    bool changed = false;
+    for (OpOperand *in : g.getDpsInputOperands()) {
+      unsigned k = in->getOperandNumber();
+      auto type = dyn_cast<RankedTensorType>(in->get().getType());
+      if (!type)
+        continue;
+      for (unsigned r = 0; r < maps[k].getNumResults(); ++r) {
+        auto div = dyn_cast<AffineBinaryOpExpr>(maps[k].getResult(r));
+        if (!div || div.getKind() != AffineExprKind::FloorDiv)
+          continue;
+        auto d = dyn_cast<AffineDimExpr>(div.getLHS());
+        auto c = dyn_cast<AffineConstantExpr>(div.getRHS());
+        if (!d || !c || c.getValue() < 2 || type.isDynamicDim(r))
+          continue;
+        int64_t group = c.getValue(), kv = type.getDimSize(r);
+        if (extentOf(d.getPosition()) != kv * group)
+          continue;
+        Location loc = g.getLoc();
+        b.setInsertionPoint(g);
+        unsigned rank = type.getRank();
+        SmallVector<ReassociationIndices> groups;
+        for (unsigned i = 0; i < rank; ++i)
+          groups.push_back(i == r ? ReassociationIndices{i, i + 1}
+                                  : ReassociationIndices{i < r ? i : i + 1});
+        SmallVector<int64_t> unitShape(type.getShape()),
+            wideShape(type.getShape());
+        unitShape.insert(unitShape.begin() + r + 1, 1);
+        wideShape.insert(wideShape.begin() + r + 1, group);
+        Type el = type.getElementType();
+        // Dynamic sizes from the slice that reads the cache (a tensor.dim
+        // would be one more use of the read, which the matcher refuses).
+        SmallVector<OpFoldResult> sizes;
+        auto slice = in->get().getDefiningOp<tensor::ExtractSliceOp>();
+        bool sliceSizes =
+            slice && slice.getMixedSizes().size() == rank;
+        for (unsigned i = 0; i < rank; ++i)
+          sizes.push_back(!type.isDynamicDim(i) ? b.getIndexAttr(
+                                                      type.getDimSize(i))
+                          : sliceSizes ? slice.getMixedSizes()[i]
+                                       : OpFoldResult(tensor::DimOp::create(
+                                             b, loc, in->get(), i)));
+        SmallVector<OpFoldResult> unitSizes(sizes);
+        unitSizes.insert(unitSizes.begin() + r + 1, b.getIndexAttr(1));
+        Value unit = tensor::ExpandShapeOp::create(
+            b, loc, RankedTensorType::get(unitShape, el), in->get(), groups,
+            unitSizes);
+        SmallVector<Value> dynamic;
+        for (unsigned i = 0; i < rank; ++i)
+          if (type.isDynamicDim(i))
+            dynamic.push_back(getValueOrCreateConstantIndexOp(b, loc,
+                                                              sizes[i]));
+        auto wideType = RankedTensorType::get(wideShape, el);
+        Value empty = tensor::EmptyOp::create(b, loc, wideShape, el, dynamic);
+        SmallVector<AffineExpr> fromUnit;
+        for (unsigned i = 0; i <= rank; ++i)
+          fromUnit.push_back(i == r + 1 ? getAffineConstantExpr(0, ctx)
+                                        : getAffineDimExpr(i, ctx));
+        SmallVector<AffineMap> bmaps = {
+            AffineMap::get(rank + 1, 0, fromUnit, ctx),
+            AffineMap::getMultiDimIdentityMap(rank + 1, ctx)};
+        SmallVector<utils::IteratorType> its(rank + 1,
+                                             utils::IteratorType::parallel);
+        Value wide =
+            linalg::GenericOp::create(
+                b, loc, wideType, ValueRange{unit}, ValueRange{empty}, bmaps,
+                its,
+                [](OpBuilder &nb, Location nl, ValueRange args) {
+                  linalg::YieldOp::create(nb, nl, args[0]);
+                })
+                .getResult(0);
+        Value repeated =
+            tensor::CollapseShapeOp::create(b, loc, wide, groups);
+        in->set(repeated);
+        SmallVector<AffineExpr> results(maps[k].getResults());
+        results[r] = d;
+        maps[k] = AffineMap::get(maps[k].getNumDims(), maps[k].getNumSymbols(),
+                                 results, ctx);
+        type = cast<RankedTensorType>(repeated.getType());
+        changed = true;
+      }
+    }
+    if (changed)
+      g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+  }
+}
+
+void mlir::kvq::detachSlotWrites(func::FuncOp f) {
+  SmallVector<tensor::InsertSliceOp> writes;
+  f.walk([&](tensor::InsertSliceOp w) { writes.push_back(w); });
+  OpBuilder b(f.getContext());
+  for (tensor::InsertSliceOp w : writes) {
+    auto g = w.getSource().getDefiningOp<linalg::GenericOp>();
+    if (!g || g.getNumDpsInits() != 1 || g->getNumResults() != 1 ||
+        !g.getResult(0).hasOneUse())
+      continue;
+    OpOperand *init = g.getDpsInitOperand(0);
+    auto slot = init->get().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slot || slot.getSource() != w.getDest() ||
+        slot.getType() != w.getSourceType() ||
+        !llvm::equal(slot.getMixedOffsets(), w.getMixedOffsets()) ||
+        !llvm::equal(slot.getMixedSizes(), w.getMixedSizes()) ||
+        !llvm::equal(slot.getMixedStrides(), w.getMixedStrides()) ||
+        g.payloadUsesValueFromOperand(init))
+      continue;
+    b.setInsertionPoint(g);
+    SmallVector<Value> dynamic;
+    for (auto [i, size] : llvm::enumerate(slot.getMixedSizes()))
+      if (slot.getType().isDynamicDim(i))
+        dynamic.push_back(cast<Value>(size));
+    init->set(tensor::EmptyOp::create(b, g.getLoc(), slot.getType().getShape(),
+                                      slot.getType().getElementType(),
+                                      dynamic));
+    if (slot->use_empty())
+      slot->erase();
+  }
+}
+
+namespace {
+/// The constant offset of `slice` on dim `d` when it takes one entry there.
+template <typename SliceOp>
+std::optional<int64_t> entryOn(SliceOp slice, unsigned d) {
+  std::optional<int64_t> size = getConstantIntValue(slice.getMixedSizes()[d]);
+  if (size != 1)
+    return std::nullopt;
+  return getConstantIntValue(slice.getMixedOffsets()[d]);
+}
+
+/// `slice`'s offsets with dim `d` set to 0.
+template <typename SliceOp>
+SmallVector<OpFoldResult> offsetsOnEntry(OpBuilder &b, SliceOp slice,
+                                         unsigned d) {
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  offsets[d] = b.getIndexAttr(0);
+  return offsets;
+}
+} // namespace
+
+bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
+  if (!f.getBody().hasOneBlock())
+    return false;
+  auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  if (!ret)
+    return false;
+  bool changed = false;
+  for (unsigned a = 0; a < f.getNumArguments(); ++a) {
+    BlockArgument arg = f.getArgument(a);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    // The chain: arg, then each write's result; reads slice any of them.
+    SmallVector<tensor::InsertSliceOp> writes;
+    SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
+    std::optional<unsigned> returned;
+    bool plain = true;
+    for (Value v = arg; v && plain;) {
+      Value next;
+      reads.emplace_back();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
+            w && use.getOperandNumber() == 1 && !next) {
+          writes.push_back(w);
+          next = w.getResult();
+        } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
+          reads.back().push_back(r);
+        } else if (user == ret && !returned) {
+          returned = use.getOperandNumber();
+        } else {
+          plain = false;
+        }
+      }
+      v = next;
+    }
+    if (!plain || !returned || writes.empty())
+      continue;
+    // The dimension of size 2 whose entry every slice picks, both written.
+    std::optional<unsigned> pairDim;
+    for (unsigned d = 0; d < type.getRank() && !pairDim; ++d) {
+      if (type.getDimSize(d) != 2)
+        continue;
+      bool picks = true, seen[2] = {false, false};
+      for (tensor::InsertSliceOp w : writes) {
+        std::optional<int64_t> e = entryOn(w, d);
+        picks = picks && e && (*e == 0 || *e == 1);
+        if (picks)
+          seen[*e] = true;
+      }
+      for (auto &rs : reads)
+        for (tensor::ExtractSliceOp r : rs) {
+          std::optional<int64_t> e = entryOn(r, d);
+          picks = picks && e && (*e == 0 || *e == 1);
+        }
+      if (picks && seen[0] && seen[1])
+        pairDim = d;
+    }
+    if (!pairDim)
+      continue;
+    unsigned d = *pairDim;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = 1;
+    auto half = RankedTensorType::get(shape, type.getElementType());
+    // The two entries as arguments a and a + 1 (the old one is erased).
+    (void)f.insertArgument(a + 1, half, nullptr, arg.getLoc());
+    (void)f.insertArgument(a + 2, half, nullptr, arg.getLoc());
+    Value cur[2] = {f.getArgument(a + 1), f.getArgument(a + 2)};
+    OpBuilder b(f.getContext());
+    for (size_t i = 0; i < reads.size(); ++i) {
+      for (tensor::ExtractSliceOp r : reads[i]) {
+        b.setInsertionPoint(r);
+        int64_t e = *entryOn(r, d);
+        Value nr = tensor::ExtractSliceOp::create(
+            b, r.getLoc(), r.getType(), cur[e], offsetsOnEntry(b, r, d),
+            r.getMixedSizes(), r.getMixedStrides());
+        r.getResult().replaceAllUsesWith(nr);
+        r->erase();
+      }
+      if (i < writes.size()) {
+        tensor::InsertSliceOp w = writes[i];
+        b.setInsertionPoint(w);
+        int64_t e = *entryOn(w, d);
+        cur[e] = tensor::InsertSliceOp::create(
+            b, w.getLoc(), w.getSource(), cur[e], offsetsOnEntry(b, w, d),
+            w.getMixedSizes(), w.getMixedStrides());
+      }
+    }
+    ret->setOperand(*returned, cur[0]);
+    ret->insertOperands(*returned + 1, ValueRange{cur[1]});
+    for (tensor::InsertSliceOp w : llvm::reverse(writes))
+      w->erase();
+    (void)f.insertResult(*returned + 1, half, nullptr);
+    SmallVector<Type> results(f.getResultTypes());
+    results[*returned] = half;
+    f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
+                                results));
+    (void)f.eraseArgument(a);
+    changed = true;
+    ++a; // past the second entry
+  }
+  return changed;
+}
+
+void mlir::kvq::splitScaledExps(func::FuncOp f) {
+  SmallVector<linalg::GenericOp> generics;
+  f.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  for (linalg::GenericOp g : generics) {
+    if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 ||
+        !llvm::all_equal(g.getIndexingMapsArray()))
+      continue;
+    Block &body = g.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto exp = yield.getOperand(0).getDefiningOp<math::ExpOp>();
+    Operation *scale = exp ? exp.getOperand().getDefiningOp() : nullptr;
+    if (!scale || !isa<arith::MulFOp, arith::DivFOp>(scale) ||
+        !scale->hasOneUse() || scale->getBlock() != &body)
+      continue;
+    BlockArgument in = body.getArgument(0);
+    // x * c, c * x or x / c, with c from outside the body or a constant.
+    unsigned xAt = scale->getOperand(0) == in ? 0 : 1;
+    Value c = scale->getOperand(1 - xAt);
+    if (scale->getOperand(xAt) != in || (isa<arith::DivFOp>(scale) && xAt) ||
+        (c.getParentBlock() == &body && !c.getDefiningOp<arith::ConstantOp>()))
+      continue;
+    OpBuilder b(g);
+    Value init = g.getDpsInitOperand(0)->get();
+    auto type = cast<RankedTensorType>(g.getDpsInputOperand(0)->get().getType());
+    if (type != init.getType())
+      continue;
+    auto scaled = linalg::GenericOp::create(
+        b, g.getLoc(), type, ValueRange{g.getDpsInputOperand(0)->get()},
+        ValueRange{init}, g.getIndexingMapsArray(), g.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          IRMapping map;
+          map.map(in, args[0]);
+          if (c.getParentBlock() == &body)
+            nb.clone(*c.getDefiningOp(), map);
+          linalg::YieldOp::create(nb, nl, nb.clone(*scale, map)->getResult(0));
+        });
+    g.getDpsInputOperand(0)->set(scaled.getResult(0));
+    scale->getResult(0).replaceAllUsesWith(in);
+    scale->erase();
+  }
+}
