@@ -368,6 +368,120 @@ func.func @kv_pair_layers(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tens
 
 // -----
 
+// Keys and values side by side in the channels, [seq, kv_heads,
+// 2 * head_dim] (a fused K|V projection written as it comes): K at channels
+// 0..3, V at 4..7. Read as a K and a V cache.
+// EQUIV: func=kv_channels caches=3 cache_results=1 pos=4 steps=4
+
+// CHECK-LABEL: func.func @kv_channels(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// SAME: @kv_channels: 32 values over 4 steps agree
+
+#q3 = affine_map<(h, n, t, c) -> (n, h, c)>
+#k3 = affine_map<(h, n, t, c) -> (t, h, c)>
+#s3 = affine_map<(h, n, t, c) -> (h, n, t)>
+#p3 = affine_map<(h, n, c, t) -> (h, n, t)>
+#v3 = affine_map<(h, n, c, t) -> (t, h, c)>
+#o3 = affine_map<(h, n, c, t) -> (n, h, c)>
+func.func @kv_channels(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kv: tensor<16x2x8xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<16x2x8xf32>) {
+  %kv1 = tensor.insert_slice %k into %kv[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x8xf32>
+  %kv2 = tensor.insert_slice %v into %kv1[%pos, 0, 4] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x8xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kv2[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x8xf32> to tensor<?x2x4xf32>
+  %vr = tensor.extract_slice %kv2[0, 0, 4] [%len, 2, 4] [1, 1, 1] : tensor<16x2x8xf32> to tensor<?x2x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x1x?xf32>) outs(%xe : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<2x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe = tensor.empty() : tensor<1x2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kv2 : tensor<1x2x4xf32>, tensor<16x2x8xf32>
+}
+
+// -----
+
+// The value cache stored transposed, [kv_heads, head_dim, seq] (llama.cpp's
+// v_trans), beside a [seq, kv_heads, head_dim] key cache: the write is a
+// linalg.transpose of the new value, the weighted sum reads it as (h, c, t).
+// EQUIV: func=v_transposed caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK-LABEL: func.func @v_transposed(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// SAME: @v_transposed: 32 values over 4 steps agree
+
+#q3 = affine_map<(h, n, t, c) -> (n, h, c)>
+#k3 = affine_map<(h, n, t, c) -> (t, h, c)>
+#s3 = affine_map<(h, n, t, c) -> (h, n, t)>
+#p3 = affine_map<(h, n, c, t) -> (h, n, t)>
+#v3 = affine_map<(h, n, c, t) -> (h, c, t)>
+#o3 = affine_map<(h, n, c, t) -> (n, h, c)>
+func.func @v_transposed(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<16x2x4xf32>, %vc: tensor<2x4x16xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<16x2x4xf32>, tensor<2x4x16xf32>) {
+  %kv1 = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  %vt0 = tensor.empty() : tensor<2x4x1xf32>
+  %vt = linalg.transpose ins(%v : tensor<1x2x4xf32>) outs(%vt0 : tensor<2x4x1xf32>) permutation = [1, 2, 0]
+  %kv2 = tensor.insert_slice %vt into %vc[0, 0, %pos] [2, 4, 1] [1, 1, 1] : tensor<2x4x1xf32> into tensor<2x4x16xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kr = tensor.extract_slice %kv1[0, 0, 0] [%len, 2, 4] [1, 1, 1] : tensor<16x2x4xf32> to tensor<?x2x4xf32>
+  %vr = tensor.extract_slice %kv2[0, 0, 0] [2, 4, %len] [1, 1, 1] : tensor<2x4x16xf32> to tensor<2x4x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x1x?xf32>) outs(%xe : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<2x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe = tensor.empty() : tensor<1x2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<2x4x?xf32>) outs(%oz : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kv1, %kv2 : tensor<1x2x4xf32>, tensor<16x2x4xf32>, tensor<2x4x16xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

@@ -442,13 +442,15 @@ void mlir::kvq::detachSlotWrites(func::FuncOp f) {
 }
 
 namespace {
-/// The constant offset of `slice` on dim `d` when it takes one entry there.
+/// Which half of dim `d` (of size 2 * `half`) `slice` takes, when it takes
+/// exactly one: 0 or 1.
 template <typename SliceOp>
-std::optional<int64_t> entryOn(SliceOp slice, unsigned d) {
+std::optional<int64_t> entryOn(SliceOp slice, unsigned d, int64_t half) {
   std::optional<int64_t> size = getConstantIntValue(slice.getMixedSizes()[d]);
-  if (size != 1)
+  std::optional<int64_t> at = getConstantIntValue(slice.getMixedOffsets()[d]);
+  if (size != half || !at || (*at != 0 && *at != half))
     return std::nullopt;
-  return getConstantIntValue(slice.getMixedOffsets()[d]);
+  return *at / half;
 }
 
 /// `slice`'s offsets with dim `d` set to 0.
@@ -502,18 +504,19 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
     // The dimension of size 2 whose entry every slice picks, both written.
     std::optional<unsigned> pairDim;
     for (unsigned d = 0; d < type.getRank() && !pairDim; ++d) {
-      if (type.getDimSize(d) != 2)
+      int64_t half = type.getDimSize(d) / 2;
+      if (type.getDimSize(d) % 2 || half == 0)
         continue;
       bool picks = true, seen[2] = {false, false};
       for (tensor::InsertSliceOp w : writes) {
-        std::optional<int64_t> e = entryOn(w, d);
+        std::optional<int64_t> e = entryOn(w, d, half);
         picks = picks && e && (*e == 0 || *e == 1);
         if (picks)
           seen[*e] = true;
       }
       for (auto &rs : reads)
         for (tensor::ExtractSliceOp r : rs) {
-          std::optional<int64_t> e = entryOn(r, d);
+          std::optional<int64_t> e = entryOn(r, d, half);
           picks = picks && e && (*e == 0 || *e == 1);
         }
       if (picks && seen[0] && seen[1])
@@ -522,18 +525,19 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
     if (!pairDim)
       continue;
     unsigned d = *pairDim;
+    int64_t half = type.getDimSize(d) / 2;
     SmallVector<int64_t> shape(type.getShape());
-    shape[d] = 1;
-    auto half = RankedTensorType::get(shape, type.getElementType());
+    shape[d] = half;
+    auto halfType = RankedTensorType::get(shape, type.getElementType());
     // The two entries as arguments a and a + 1 (the old one is erased).
-    (void)f.insertArgument(a + 1, half, nullptr, arg.getLoc());
-    (void)f.insertArgument(a + 2, half, nullptr, arg.getLoc());
+    (void)f.insertArgument(a + 1, halfType, nullptr, arg.getLoc());
+    (void)f.insertArgument(a + 2, halfType, nullptr, arg.getLoc());
     Value cur[2] = {f.getArgument(a + 1), f.getArgument(a + 2)};
     OpBuilder b(f.getContext());
     for (size_t i = 0; i < reads.size(); ++i) {
       for (tensor::ExtractSliceOp r : reads[i]) {
         b.setInsertionPoint(r);
-        int64_t e = *entryOn(r, d);
+        int64_t e = *entryOn(r, d, half);
         Value nr = tensor::ExtractSliceOp::create(
             b, r.getLoc(), r.getType(), cur[e], offsetsOnEntry(b, r, d),
             r.getMixedSizes(), r.getMixedStrides());
@@ -543,7 +547,7 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
       if (i < writes.size()) {
         tensor::InsertSliceOp w = writes[i];
         b.setInsertionPoint(w);
-        int64_t e = *entryOn(w, d);
+        int64_t e = *entryOn(w, d, half);
         cur[e] = tensor::InsertSliceOp::create(
             b, w.getLoc(), w.getSource(), cur[e], offsetsOnEntry(b, w, d),
             w.getMixedSizes(), w.getMixedStrides());
@@ -553,9 +557,9 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
     ret->insertOperands(*returned + 1, ValueRange{cur[1]});
     for (tensor::InsertSliceOp w : llvm::reverse(writes))
       w->erase();
-    (void)f.insertResult(*returned + 1, half, nullptr);
+    (void)f.insertResult(*returned + 1, halfType, nullptr);
     SmallVector<Type> results(f.getResultTypes());
-    results[*returned] = half;
+    results[*returned] = halfType;
     f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
                                 results));
     (void)f.eraseArgument(a);

@@ -36,12 +36,12 @@ void expandGroupedHeadMaps(func::FuncOp f);
 /// instead and the cache is written, not read, before the attention.
 void detachSlotWrites(func::FuncOp f);
 
-/// Keys and values stacked in one tensor argument (a dimension of size 2
-/// that every write and read of the argument picks one entry of at a
-/// constant index, both entries written: ONNX Runtime's `present`, vLLM's
-/// `kv_cache`) become two arguments and two results, one per entry, each
-/// keeping that dimension with size 1. The matcher then follows a K and a V
-/// cache. Returns whether any argument was split.
+/// Keys and values stacked in one tensor argument: a dimension that every
+/// write and read of the argument takes one half of at a constant offset,
+/// both halves written (size 2, one entry each: ONNX Runtime's `present`,
+/// vLLM's `kv_cache`; or 2 * head_dim, K's channels then V's). The argument
+/// and its result become two, one per half. The matcher then follows a K
+/// and a V cache. Returns whether any argument was split.
 bool splitStackedPairs(func::FuncOp f);
 
 /// An elementwise generic yielding `exp(x * c)` or `exp(x / c)` (a softmax
