@@ -54,6 +54,7 @@ struct QuantizeKvCachePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SymbolTable symbols(module);
     MLIRContext *ctx = &getContext();
     CacheConfigOptions options = CacheConfigOptions::of(*this);
     if (!options.method)
@@ -102,6 +103,7 @@ struct QuantizeKvCachePass
       func::FuncOp original = f;
       auto canonicalCopy = [&](bool splitPairs) {
         auto copy = cast<func::FuncOp>(original->clone());
+        inlineCalls(copy, symbols);
         generalizeForMatching(copy);
         expandGroupedHeadMaps(copy);
         detachSlotWrites(copy);

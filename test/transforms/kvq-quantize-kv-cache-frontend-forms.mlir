@@ -482,6 +482,79 @@ func.func @v_transposed(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor
 
 // -----
 
+// Attention in a callee called once per layer (a hand-written model's
+// layer function): the caller is matched with the callee's body in place
+// of each call, and adopted; the callee keeps its tensors (it has callers).
+// The second layer's queries and keys are the first layer's output.
+// EQUIV: func=two_layer_calls caches=3,4,5,6 cache_results=1,2,3,4 pos=7 steps=3
+
+// CHECK-LABEL: func.func @attention_layer(
+// CHECK-SAME: tensor<1x16x2x4xf32>
+// CHECK-LABEL: func.func @two_layer_calls(
+// CHECK-SAME: !cache
+// CHECK-NOT: call @attention_layer
+// CHECK: kvq.cache_update %{{.*}}[0]
+// CHECK: kvq.cache_attend %{{.*}}[0]
+// CHECK: kvq.cache_update %{{.*}}[1]
+// CHECK: kvq.cache_attend %{{.*}}[1]
+// SAME: @two_layer_calls: 24 values over 3 steps agree
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+// expected-remark@below {{@attention_layer: not adopted: the function has callers in the module, whose cache arguments would change}}
+func.func @attention_layer(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0: tensor<1x2x4xf32>, %kc: tensor<1x16x2x4xf32>, %vc: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
+  %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
+  %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
+  %se0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz0 = linalg.fill ins(%zero : f32) outs(%se0 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s0 = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr0 : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz0 : tensor<2x1x?xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<2x1x?xf32>
+  %scale0 = arith.constant 0.5 : f32
+  %sce0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc0 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0 : tensor<2x1x?xf32>) outs(%sce0 : tensor<2x1x?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %scale0 : f32
+      linalg.yield %m : f32
+    } -> tensor<2x1x?xf32>
+  %pe0 = tensor.empty(%len) : tensor<2x1x?xf32>
+  %pr0 = linalg.softmax dimension(2) ins(%sc0 : tensor<2x1x?xf32>) outs(%pe0 : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe0 = tensor.empty() : tensor<1x2x4xf32>
+  %oz0 = linalg.fill ins(%zero : f32) outs(%oe0 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o0 = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%pr0, %vr0 : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %in_1: f32, %out: f32):
+      %m = arith.mulf %in, %in_1 : f32
+      %a = arith.addf %out, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<1x2x4xf32>
+  return %o0, %kw0, %vw0 : tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}
+
+func.func @two_layer_calls(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc0: tensor<1x16x2x4xf32>, %vc0: tensor<1x16x2x4xf32>, %kc1: tensor<1x16x2x4xf32>, %vc1: tensor<1x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>) {
+  %o0, %kc0n, %vc0n = func.call @attention_layer(%q, %k, %v, %kc0, %vc0, %pos) : (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, index) -> (tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>)
+  %o1, %kc1n, %vc1n = func.call @attention_layer(%o0, %o0, %v, %kc1, %vc1, %pos) : (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, index) -> (tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>)
+  return %o1, %kc0n, %vc0n, %kc1n, %vc1n : tensor<1x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

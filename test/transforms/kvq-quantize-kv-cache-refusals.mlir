@@ -1058,7 +1058,9 @@ func.func @has_a_caller(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf32>, %v0: tens
   %ninf = arith.constant 0xFF800000 : f32
   %c1 = arith.constant 1 : index
   %len = arith.addi %pos, %c1 : index
-  // Layer 0
+  // Layer 0. @caller, with this body in place of its call, drops the
+  // written cache:
+  // expected-remark@below {{@caller: not adopted: the written cache is not returned, so it is not the model's state}}
   %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
   %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
   %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>

@@ -611,3 +611,34 @@ void mlir::kvq::splitScaledExps(func::FuncOp f) {
     scale->erase();
   }
 }
+
+void mlir::kvq::inlineCalls(func::FuncOp f, SymbolTable &symbols) {
+  for (int depth = 0; depth < 8; ++depth) {
+    SmallVector<func::CallOp> calls;
+    f.walk([&](func::CallOp c) { calls.push_back(c); });
+    bool inlined = false;
+    for (func::CallOp call : calls) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal() || callee.getSymName() ==
+                                                 f.getSymName() ||
+          !callee.getBody().hasOneBlock())
+        continue;
+      Block &body = callee.getBody().front();
+      auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+      if (!ret)
+        continue;
+      IRMapping map;
+      map.map(body.getArguments(), call.getOperands());
+      OpBuilder b(call);
+      for (Operation &op : body.without_terminator())
+        b.clone(op, map);
+      for (auto [result, value] :
+           llvm::zip(call.getResults(), ret.getOperands()))
+        result.replaceAllUsesWith(map.lookupOrDefault(value));
+      call->erase();
+      inlined = true;
+    }
+    if (!inlined)
+      return;
+  }
+}

@@ -13,6 +13,7 @@
 #define KVQ_PASSES_TRANSFORMS_KVCACHE_CANONICALIZE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::kvq {
 
@@ -48,6 +49,12 @@ bool splitStackedPairs(func::FuncOp f);
 /// without the max, its scale fused into the exp) becomes a generic for the
 /// scale followed by one for the exp, the form the softmax check reads.
 void splitScaledExps(func::FuncOp f);
+
+/// Calls of functions of `symbols` that have one block (attention or a
+/// whole layer in a callee) get the callee's body in their place, nested
+/// calls too, up to a depth of 8; a recursive call is left alone. The
+/// callee itself is not changed.
+void inlineCalls(func::FuncOp f, SymbolTable &symbols);
 
 /// Writes of one token at a runtime position spelled as a scatter become
 /// the insert_slice the matcher follows (see the definition for the forms).
