@@ -120,6 +120,9 @@ void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
   // boundaries avoid copies into such buffers.
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop over layers carries the activations as a fresh tensor each
+  // iteration (only the caches are updated in place).
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // A model's cache tensors are written in place and returned: such results
   // alias an argument, and the caller already holds them.

@@ -104,6 +104,7 @@ struct QuantizeKvCachePass
       auto canonicalCopy = [&](bool splitPairs) {
         auto copy = cast<func::FuncOp>(original->clone());
         inlineCalls(copy, symbols);
+        unrollLayerLoops(copy);
         generalizeForMatching(copy);
         expandGroupedHeadMaps(copy);
         detachSlotWrites(copy);

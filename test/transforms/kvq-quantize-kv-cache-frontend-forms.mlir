@@ -555,6 +555,66 @@ func.func @two_layer_calls(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: ten
 
 // -----
 
+// One scf.for over the layers with the stacked caches as iter_args (a
+// hand-written llama2.c-style model): the matcher's copy has the loop
+// unrolled and the layer indices folded, and each layer is adopted.
+// EQUIV: func=layer_loop caches=3,4 cache_results=1,2 pos=5 steps=3
+
+// CHECK-LABEL: func.func @layer_loop(
+// CHECK-SAME: !cache
+// CHECK-NOT: scf.for
+// CHECK: kvq.cache_update %{{.*}}[0]
+// CHECK: kvq.cache_attend %{{.*}}[0]
+// CHECK: kvq.cache_update %{{.*}}[1]
+// CHECK: kvq.cache_attend %{{.*}}[1]
+// SAME: @layer_loop: 24 values over 3 steps agree
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+
+func.func @layer_loop(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x16x2x4xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %len = arith.addi %pos, %c1 : index
+  %r:3 = scf.for %l = %c0 to %c2 step %c1 iter_args(%x = %q, %kcl = %kc, %vcl = %vc) -> (tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>) {
+    %kw = tensor.insert_slice %x into %kcl[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+    %vw = tensor.insert_slice %v into %vcl[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+    %kr = tensor.extract_slice %kw[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+    %vr = tensor.extract_slice %vw[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+    %se = tensor.empty(%len) : tensor<2x1x?xf32>
+    %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+    %s = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %m = arith.mulf %in, %in_1 : f32
+        %a = arith.addf %out, %m : f32
+        linalg.yield %a : f32
+      } -> tensor<2x1x?xf32>
+    %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+    %p = linalg.softmax dimension(2) ins(%s : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+    %oe = tensor.empty() : tensor<1x2x4xf32>
+    %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %o = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %m = arith.mulf %in, %in_1 : f32
+        %a = arith.addf %out, %m : f32
+        linalg.yield %a : f32
+      } -> tensor<1x2x4xf32>
+    scf.yield %o, %kw, %vw : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+  }
+  return %r#0, %r#1, %r#2 : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

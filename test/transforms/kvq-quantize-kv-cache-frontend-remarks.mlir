@@ -108,3 +108,56 @@ func.func @paged_gather(%k: tensor<1x2x4xf32>, %pages: tensor<8x4x2x4xf32>, %pag
   %e = tensor.gather %emb[%ids] gather_dims([0]) : (tensor<10x4xf32>, tensor<1x1xindex>) -> tensor<1x1x4xf32>
   return %g, %e, %w : tensor<2x1x4x2x4xf32>, tensor<1x1x4xf32>, tensor<8x4x2x4xf32>
 }
+
+// -----
+
+// A loop over layers whose count is a runtime value: it cannot be
+// unrolled, and the caches it carries are not adopted (a constant count is,
+// kvq-quantize-kv-cache-frontend-forms.mlir @layer_loop).
+// CHECK-LABEL: func.func @dynamic_layer_loop(
+// CHECK: scf.for
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sq3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+#sk3 = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
+#ss3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#wp3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#wv3 = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
+#wo3 = affine_map<(d0, d1, d2, d3) -> (d1, d0, d2)>
+
+
+func.func @dynamic_layer_loop(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x16x2x4xf32>, %pos: index, %n: i32)
+    -> (tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.index_cast %n : i32 to index
+  %zero = arith.constant 0.000000e+00 : f32
+  %len = arith.addi %pos, %c1 : index
+  // expected-remark@below {{not adopted: the cache is carried by a loop whose trip count is not a constant of at most 256}}
+  %r:3 = scf.for %l = %c0 to %c2 step %c1 iter_args(%x = %q, %kcl = %kc, %vcl = %vc) -> (tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>) {
+    %kw = tensor.insert_slice %x into %kcl[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+    %vw = tensor.insert_slice %v into %vcl[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<2x16x2x4xf32>
+    %kr = tensor.extract_slice %kw[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+    %vr = tensor.extract_slice %vw[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<2x16x2x4xf32> to tensor<?x2x4xf32>
+    %se = tensor.empty(%len) : tensor<2x1x?xf32>
+    %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+    %s = linalg.generic {indexing_maps = [#sq3, #sk3, #ss3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %m = arith.mulf %in, %in_1 : f32
+        %a = arith.addf %out, %m : f32
+        linalg.yield %a : f32
+      } -> tensor<2x1x?xf32>
+    %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+    %p = linalg.softmax dimension(2) ins(%s : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+    %oe = tensor.empty() : tensor<1x2x4xf32>
+    %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %o = linalg.generic {indexing_maps = [#wp3, #wv3, #wo3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %m = arith.mulf %in, %in_1 : f32
+        %a = arith.addf %out, %m : f32
+        linalg.yield %a : f32
+      } -> tensor<1x2x4xf32>
+    scf.yield %o, %kw, %vw : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+  }
+  return %r#0, %r#1, %r#2 : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+}

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
@@ -420,6 +421,19 @@ LogicalResult FunctionMatcher::findChains() {
                       "that extracts its indices at runtime (a scatter); kvq "
                       "follows tensor.insert_slice writes at the step's "
                       "position");
+      // A loop that carries the argument and writes it (the matcher's copy
+      // has the loops with a constant trip count unrolled).
+      if (auto loop = dyn_cast<LoopLikeOpInterface>(u);
+          loop &&
+          llvm::any_of(u->getResults(),
+                       [&](Value r) { return reachesReturn(r, ret); }) &&
+          llvm::any_of(u->getRegions(), [](Region &r) {
+            return !r.getOps<tensor::InsertSliceOp>().empty();
+          }))
+        return refuse(u->getLoc(),
+                      "not adopted: the cache is carried by a loop whose "
+                      "trip count is not a constant of at most 256; kvq "
+                      "unrolls loops over layers of a known count");
       // Gathered state (a page table), not a gathered weight (embeddings).
       if (isa<tensor::GatherOp>(u) && reachesReturn(arg, ret))
         return refuse(u->getLoc(),

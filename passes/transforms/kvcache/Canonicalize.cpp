@@ -12,7 +12,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -641,4 +644,21 @@ void mlir::kvq::inlineCalls(func::FuncOp f, SymbolTable &symbols) {
     if (!inlined)
       return;
   }
+}
+
+void mlir::kvq::unrollLayerLoops(func::FuncOp f) {
+  SmallVector<scf::ForOp> loops;
+  f.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
+    std::optional<APInt> trips = loop.getStaticTripCount();
+    bool writesState = llvm::any_of(loop.getInitArgs(), [](Value v) {
+      return isa<RankedTensorType>(v.getType());
+    }) && !loop.getBody()->getOps<tensor::InsertSliceOp>().empty();
+    if (trips && trips->ule(256) && writesState)
+      loops.push_back(loop);
+  });
+  bool unrolled = false;
+  for (scf::ForOp loop : loops)
+    unrolled |= succeeded(loopUnrollFull(loop));
+  if (unrolled)
+    (void)applyPatternsGreedily(f, RewritePatternSet(f.getContext()));
 }

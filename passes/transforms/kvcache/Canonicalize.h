@@ -56,6 +56,12 @@ void splitScaledExps(func::FuncOp f);
 /// callee itself is not changed.
 void inlineCalls(func::FuncOp f, SymbolTable &symbols);
 
+/// Loops over layers (`scf.for` with constant bounds, at most 256
+/// iterations, carrying a tensor that the body writes with insert_slice)
+/// unrolled, and the layer indices folded to constants: the layer-by-layer
+/// graph the matcher follows.
+void unrollLayerLoops(func::FuncOp f);
+
 /// Writes of one token at a runtime position spelled as a scatter become
 /// the insert_slice the matcher follows (see the definition for the forms).
 void scatterWritesToInsertSlices(func::FuncOp f);
