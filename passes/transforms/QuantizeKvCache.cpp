@@ -98,10 +98,10 @@ struct QuantizeKvCachePass
         continue;
       // The matcher reads a canonical copy (named linalg ops generalized);
       // a function that is not adopted keeps its own IR. When that copy is
-      // refused, a second one with keys and values stacked in one tensor
-      // split into two is tried.
+      // refused, a second one with the caches reshaped (K and V stacked in
+      // one tensor split into two, flattened heads split out) is tried.
       func::FuncOp original = f;
-      auto canonicalCopy = [&](bool splitPairs) {
+      auto canonicalCopy = [&](bool reshapeCaches) {
         auto copy = cast<func::FuncOp>(original->clone());
         inlineCalls(copy, symbols);
         unrollLayerLoops(copy);
@@ -110,7 +110,13 @@ struct QuantizeKvCachePass
         detachSlotWrites(copy);
         splitScaledExps(copy);
         scatterWritesToInsertSlices(copy);
-        if (splitPairs && !splitStackedPairs(copy)) {
+        // Both run: a K|V pair may also have its heads flattened.
+        bool reshaped = false;
+        if (reshapeCaches) {
+          reshaped = splitStackedPairs(copy);
+          reshaped |= unflattenHeads(copy);
+        }
+        if (reshapeCaches && !reshaped) {
           copy->erase();
           return func::FuncOp();
         }
@@ -122,8 +128,8 @@ struct QuantizeKvCachePass
       });
       std::optional<FunctionMatcher> matcher;
       std::optional<Refusal> refused;
-      for (bool splitPairs : {false, true}) {
-        func::FuncOp copy = canonicalCopy(splitPairs);
+      for (bool reshapeCaches : {false, true}) {
+        func::FuncOp copy = canonicalCopy(reshapeCaches);
         if (!copy)
           break;
         if (f != original)

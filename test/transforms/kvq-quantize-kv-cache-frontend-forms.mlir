@@ -615,6 +615,67 @@ func.func @layer_loop(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1
 
 // -----
 
+// Heads flattened into the channels, caches [seq, kv_heads * head_dim]: the
+// new K and V collapsed before the write, the read split back into heads by
+// expand_shape (a graph that keeps hidden-size rows). The matcher's copy
+// holds them as [seq, kv_heads, head_dim].
+// EQUIV: func=heads_flat caches=3,4 cache_results=1,2 pos=5 steps=4
+
+// CHECK-LABEL: func.func @heads_flat(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// SAME: @heads_flat: 32 values over 4 steps agree
+
+#q3 = affine_map<(h, n, t, c) -> (n, h, c)>
+#k3 = affine_map<(h, n, t, c) -> (t, h, c)>
+#s3 = affine_map<(h, n, t, c) -> (h, n, t)>
+#p3 = affine_map<(h, n, c, t) -> (h, n, t)>
+#v3 = affine_map<(h, n, c, t) -> (t, h, c)>
+#o3 = affine_map<(h, n, c, t) -> (n, h, c)>
+func.func @heads_flat(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<16x8xf32>, %vc: tensor<16x8xf32>, %pos: index)
+    -> (tensor<1x2x4xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
+  %kf = tensor.collapse_shape %k [[0], [1, 2]] : tensor<1x2x4xf32> into tensor<1x8xf32>
+  %vf = tensor.collapse_shape %v [[0], [1, 2]] : tensor<1x2x4xf32> into tensor<1x8xf32>
+  %kv1 = tensor.insert_slice %kf into %kc[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<16x8xf32>
+  %kv2 = tensor.insert_slice %vf into %vc[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<16x8xf32>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %krf = tensor.extract_slice %kv1[0, 0] [%len, 8] [1, 1] : tensor<16x8xf32> to tensor<?x8xf32>
+  %vrf = tensor.extract_slice %kv2[0, 0] [%len, 8] [1, 1] : tensor<16x8xf32> to tensor<?x8xf32>
+  %kr = tensor.expand_shape %krf [[0], [1, 2]] output_shape [%len, 2, 4] : tensor<?x8xf32> into tensor<?x2x4xf32>
+  %vr = tensor.expand_shape %vrf [[0], [1, 2]] output_shape [%len, 2, 4] : tensor<?x8xf32> into tensor<?x2x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %s = linalg.generic {indexing_maps = [#q3, #k3, #s3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kr : tensor<1x2x4xf32>, tensor<?x2x4xf32>) outs(%sz : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x?xf32>
+  %half = arith.constant 0.5 : f32
+  %xe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x1x?xf32>) outs(%xe : tensor<2x1x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<2x1x?xf32>
+  %pe = tensor.empty(%len) : tensor<2x1x?xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x?xf32>) outs(%pe : tensor<2x1x?xf32>) -> tensor<2x1x?xf32>
+  %oe = tensor.empty() : tensor<1x2x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [#p3, #v3, #o3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vr : tensor<2x1x?xf32>, tensor<?x2x4xf32>) outs(%oz : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kv1, %kv2 : tensor<1x2x4xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
 // Multi-query attention (one KV head) with 2-D named matmuls per step, as a
 // hand-written model or StableHLO's dot_general legalization produces them
 // (stablehlo/conversions/linalg/transforms/StablehloToLinalgDotProduct.cpp:

@@ -662,3 +662,156 @@ void mlir::kvq::unrollLayerLoops(func::FuncOp f) {
   if (unrolled)
     (void)applyPatternsGreedily(f, RewritePatternSet(f.getContext()));
 }
+
+namespace {
+/// The chain of a tensor argument: its insert_slice writes in order, the
+/// extract_slice reads of each chain value, and the return operand index.
+/// False when the argument has other uses.
+struct ArgChain {
+  SmallVector<tensor::InsertSliceOp> writes;
+  SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
+  unsigned returned = 0;
+};
+
+std::optional<ArgChain> chainOf(BlockArgument arg, func::ReturnOp ret) {
+  ArgChain c;
+  bool returned = false;
+  for (Value v = arg; v;) {
+    Value next;
+    c.reads.emplace_back();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
+          w && use.getOperandNumber() == 1 && !next) {
+        c.writes.push_back(w);
+        next = w.getResult();
+      } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
+        c.reads.back().push_back(r);
+      } else if (user == ret && !returned) {
+        c.returned = use.getOperandNumber();
+        returned = true;
+      } else {
+        return std::nullopt;
+      }
+    }
+    v = next;
+  }
+  if (!returned || c.writes.empty())
+    return std::nullopt;
+  return c;
+}
+} // namespace
+
+bool mlir::kvq::unflattenHeads(func::FuncOp f) {
+  if (!f.getBody().hasOneBlock())
+    return false;
+  auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  if (!ret)
+    return false;
+  bool changed = false;
+  MLIRContext *ctx = f.getContext();
+  for (unsigned a = 0; a < f.getNumArguments(); ++a) {
+    BlockArgument arg = f.getArgument(a);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape() || type.getRank() < 2)
+      continue;
+    std::optional<ArgChain> c = chainOf(arg, ret);
+    if (!c)
+      continue;
+    unsigned last = type.getRank() - 1;
+    int64_t width = type.getDimSize(last);
+    auto fullLast = [&](auto slice) {
+      return getConstantIntValue(slice.getMixedOffsets()[last]) == 0 &&
+             getConstantIntValue(slice.getMixedSizes()[last]) == width;
+    };
+    // Every read: the whole last dim, split into [H, D] by its one user.
+    std::optional<int64_t> heads;
+    bool ok = llvm::all_of(c->writes, fullLast);
+    size_t readCount = 0;
+    for (auto &rs : c->reads)
+      for (tensor::ExtractSliceOp r : rs) {
+        ++readCount;
+        auto e = r->hasOneUse()
+                     ? dyn_cast<tensor::ExpandShapeOp>(*r->getUsers().begin())
+                     : tensor::ExpandShapeOp();
+        if (!e || !fullLast(r)) {
+          ok = false;
+          continue;
+        }
+        SmallVector<ReassociationIndices> groups =
+            e.getReassociationIndices();
+        unsigned rank = r.getType().getRank();
+        bool split = groups.size() == rank && groups.back().size() == 2;
+        for (unsigned i = 0; split && i + 1 < rank; ++i)
+          split = groups[i].size() == 1;
+        int64_t h = split ? e.getResultType().getDimSize(rank - 1) : 0;
+        if (!split || h <= 1 || ShapedType::isDynamic(h) ||
+            (heads && *heads != h))
+          ok = false;
+        else
+          heads = h;
+      }
+    if (!ok || !heads || readCount == 0)
+      continue;
+    int64_t dim = width / *heads;
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = *heads;
+    shape.push_back(dim);
+    auto wide = RankedTensorType::get(shape, type.getElementType());
+    (void)f.insertArgument(a + 1, wide, nullptr, arg.getLoc());
+    Value cur = f.getArgument(a + 1);
+    OpBuilder b(ctx);
+    auto widen = [&](auto slice, SmallVector<OpFoldResult> &offsets,
+                     SmallVector<OpFoldResult> &sizes,
+                     SmallVector<OpFoldResult> &strides) {
+      offsets = slice.getMixedOffsets();
+      sizes = slice.getMixedSizes();
+      strides = slice.getMixedStrides();
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.back() = b.getIndexAttr(*heads);
+      sizes.push_back(b.getIndexAttr(dim));
+      strides.push_back(b.getIndexAttr(1));
+    };
+    for (size_t i = 0; i < c->reads.size(); ++i) {
+      for (tensor::ExtractSliceOp r : c->reads[i]) {
+        auto e = cast<tensor::ExpandShapeOp>(*r->getUsers().begin());
+        b.setInsertionPoint(r);
+        SmallVector<OpFoldResult> offsets, sizes, strides;
+        widen(r, offsets, sizes, strides);
+        Value nr = tensor::ExtractSliceOp::create(
+            b, r.getLoc(), e.getResultType(), cur, offsets, sizes, strides);
+        e.getResult().replaceAllUsesWith(nr);
+        e->erase();
+        r->erase();
+      }
+      if (i < c->writes.size()) {
+        tensor::InsertSliceOp w = c->writes[i];
+        b.setInsertionPoint(w);
+        RankedTensorType src = w.getSourceType();
+        SmallVector<int64_t> srcShape(src.getShape());
+        srcShape.back() = *heads;
+        srcShape.push_back(dim);
+        SmallVector<ReassociationIndices> groups;
+        for (unsigned k = 0; k + 1 < src.getRank(); ++k)
+          groups.push_back({k});
+        groups.push_back({src.getRank() - 1, src.getRank()});
+        Value split = tensor::ExpandShapeOp::create(
+            b, w.getLoc(), RankedTensorType::get(srcShape, src.getElementType()),
+            w.getSource(), groups);
+        SmallVector<OpFoldResult> offsets, sizes, strides;
+        widen(w, offsets, sizes, strides);
+        cur = tensor::InsertSliceOp::create(b, w.getLoc(), split, cur, offsets,
+                                            sizes, strides);
+      }
+    }
+    ret->setOperand(c->returned, cur);
+    for (tensor::InsertSliceOp w : llvm::reverse(c->writes))
+      w->erase();
+    SmallVector<Type> results(f.getResultTypes());
+    results[c->returned] = wide;
+    f.setType(FunctionType::get(ctx, f.getArgumentTypes(), results));
+    (void)f.eraseArgument(a);
+    changed = true;
+  }
+  return changed;
+}

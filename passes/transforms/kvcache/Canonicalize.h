@@ -45,6 +45,12 @@ void detachSlotWrites(func::FuncOp f);
 /// and a V cache. Returns whether any argument was split.
 bool splitStackedPairs(func::FuncOp f);
 
+/// Caches with the heads flattened into the channels, [.., H * D], whose
+/// every read is split into [.., H, D] by an expand_shape and every write
+/// covers the whole last dimension, become [.., H, D] caches (argument and
+/// result), their writes expanded the same way. Returns whether any was.
+bool unflattenHeads(func::FuncOp f);
+
 /// An elementwise generic yielding `exp(x * c)` or `exp(x / c)` (a softmax
 /// without the max, its scale fused into the exp) becomes a generic for the
 /// scale followed by one for the exp, the form the softmax check reads.
