@@ -101,6 +101,7 @@ struct QuantizeKvCachePass
       // refused, a second one with the caches reshaped (K and V stacked in
       // one tensor split into two, flattened heads split out) is tried.
       func::FuncOp original = f;
+      bool pairSplit = false;
       auto canonicalCopy = [&](bool reshapeCaches) {
         auto copy = cast<func::FuncOp>(original->clone());
         inlineCalls(copy, symbols);
@@ -113,8 +114,8 @@ struct QuantizeKvCachePass
         // Both run: a K|V pair may also have its heads flattened.
         bool reshaped = false;
         if (reshapeCaches) {
-          reshaped = splitStackedPairs(copy);
-          reshaped |= unflattenHeads(copy);
+          pairSplit = splitStackedPairs(copy);
+          reshaped = unflattenHeads(copy) || pairSplit;
         }
         if (reshapeCaches && !reshaped) {
           copy->erase();
@@ -143,9 +144,10 @@ struct QuantizeKvCachePass
           refused.reset();
           break;
         }
-        // The split copy's refusal, when there is one, speaks of K and V
-        // as the graph means them.
-        refused = matcher->refusal;
+        // The first copy's refusal, unless K and V were split: then the
+        // split copy's speaks of them as the graph means them.
+        if (!refused || pairSplit)
+          refused = matcher->refusal;
       }
       if (refused) {
         emitRemark(refused->loc)
