@@ -161,3 +161,27 @@ func.func @dynamic_layer_loop(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: 
   }
   return %r#0, %r#1, %r#2 : tensor<1x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
 }
+
+// -----
+
+// A cache held as a memref and updated in place (a bufferized model, or a
+// hand-written one on buffers): the new key copied into a subview at pos,
+// the prefix read back. The output buffer (only written) is not taken for
+// state.
+// CHECK-LABEL: func.func @memref_state(
+// CHECK: memref.copy
+
+// expected-remark@below {{not adopted: argument #1 is a buffer (memref) written and read back in place}}
+func.func @memref_state(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<2x4xf32>, %pos: index) {
+  %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  %c1 = arith.constant 1 : index
+  %len = arith.addi %pos, %c1 : index
+  %read = memref.subview %kc[0, 0, 0] [%len, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<?x2x4xf32, strided<[8, 4, 1]>>
+  linalg.generic {indexing_maps = [affine_map<(t, h, c) -> (t, h, c)>, affine_map<(t, h, c) -> (h, c)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%read : memref<?x2x4xf32, strided<[8, 4, 1]>>) outs(%out : memref<2x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  }
+  return
+}
