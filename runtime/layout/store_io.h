@@ -18,7 +18,6 @@
 #include "payload.h"
 #include "serial.h"
 #include "status.h"
-#include "store_util.h"
 
 #include <cmath>
 #include <cstdint>
