@@ -6,8 +6,8 @@
 // gives the same bytes on every compiler and ISA.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_FP16_H
-#define KVQ_RUNTIME_COMMON_FP16_H
+#ifndef KVQ_RUNTIME_LAYOUT_FP16_H
+#define KVQ_RUNTIME_LAYOUT_FP16_H
 
 #include "kvq/runtime.h"
 
@@ -91,4 +91,4 @@ inline void storeElement(void *data, kvq_dtype dtype, int64_t i, float value) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_FP16_H
+#endif // KVQ_RUNTIME_LAYOUT_FP16_H

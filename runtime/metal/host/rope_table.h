@@ -13,8 +13,8 @@
 // The kernels combine them with Rope::angles' float operations.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_ROPE_TABLE_H
-#define KVQ_METAL_HOST_ROPE_TABLE_H
+#ifndef KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H
+#define KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H
 
 #include "device_array.h"
 #include "rope.h"
@@ -91,4 +91,4 @@ private:
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_ROPE_TABLE_H
+#endif // KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H

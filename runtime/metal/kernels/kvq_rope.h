@@ -15,8 +15,8 @@
 // math off), so a fetched key is bit-identical to the CPU cache's.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_KERNELS_ROPE_H
-#define KVQ_METAL_KERNELS_ROPE_H
+#ifndef KVQ_RUNTIME_METAL_KERNELS_KVQ_ROPE_H
+#define KVQ_RUNTIME_METAL_KERNELS_KVQ_ROPE_H
 
 #include "kvq_common.h"
 
@@ -65,4 +65,4 @@ inline float kvq_rope_rotate(device const float *low, device const float *high,
   return as + bc;
 }
 
-#endif // KVQ_METAL_KERNELS_ROPE_H
+#endif // KVQ_RUNTIME_METAL_KERNELS_KVQ_ROPE_H
