@@ -9,8 +9,8 @@ when
   - a folder includes a file of a layer it does not use (an upward or
     sideways include), or an ISA folder's file (kernels/x86, kernels/neon)
     from outside that folder;
-  - a quoted include names no runtime file and no system header we know of
-    is meant (quoted includes are the project's own);
+  - a quoted include names no runtime file (quoted includes are the
+    project's own, so a typo or a stale path is caught here too);
   - one bare name exists in two include folders (the lookup would depend on
     their order);
   - the layers runtime/CMakeLists.txt declares (kvq_runtime_layer ... USES)
@@ -27,7 +27,6 @@ import argparse
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
