@@ -6,8 +6,8 @@
 // one store per layer, and the RoPE of a pre-RoPE key cache.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
-#define KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
+#ifndef KVQ_RUNTIME_API_CACHE_HANDLE_H
+#define KVQ_RUNTIME_API_CACHE_HANDLE_H
 
 #include "kvq/runtime.h"
 #include "parallel.h"
@@ -52,4 +52,4 @@ std::unique_ptr<kvq_cache> newCache(const kvq_config &cfg);
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_CACHE_HANDLE_H
+#endif // KVQ_RUNTIME_API_CACHE_HANDLE_H

@@ -8,8 +8,8 @@
 // the causal mask. No fp16/f32 copy of K or V is ever made.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_ATTENTION_H
-#define KVQ_RUNTIME_COMMON_ATTENTION_H
+#ifndef KVQ_RUNTIME_CPU_ATTENTION_H
+#define KVQ_RUNTIME_CPU_ATTENTION_H
 
 #include "kernels.h"
 #include "kvq/runtime.h"
@@ -106,4 +106,4 @@ void attendKeysRotated(const LayerStore &store, const Rope &rope,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_ATTENTION_H
+#endif // KVQ_RUNTIME_CPU_ATTENTION_H

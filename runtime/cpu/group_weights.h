@@ -7,8 +7,8 @@
 // group, added once per chunk).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_GROUP_WEIGHTS_H
-#define KVQ_RUNTIME_COMMON_GROUP_WEIGHTS_H
+#ifndef KVQ_RUNTIME_CPU_GROUP_WEIGHTS_H
+#define KVQ_RUNTIME_CPU_GROUP_WEIGHTS_H
 
 #include <cstdint>
 
@@ -27,4 +27,4 @@ void groupWeightsPortable(const float *scores, const int64_t *rowOf, int64_t n,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_GROUP_WEIGHTS_H
+#endif // KVQ_RUNTIME_CPU_GROUP_WEIGHTS_H

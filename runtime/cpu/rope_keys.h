@@ -22,8 +22,8 @@
 // position and the query, not on the layout its store decoded it in.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_ROPE_KEYS_H
-#define KVQ_RUNTIME_COMMON_ROPE_KEYS_H
+#ifndef KVQ_RUNTIME_CPU_ROPE_KEYS_H
+#define KVQ_RUNTIME_CPU_ROPE_KEYS_H
 
 #include <cstdint>
 #include <vector>
@@ -104,4 +104,4 @@ void ropeScoresNibbles(const NibbleKeyTile &tile, const float *cos,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_ROPE_KEYS_H
+#endif // KVQ_RUNTIME_CPU_ROPE_KEYS_H

@@ -6,8 +6,8 @@
 // stores only plan and commit storage changes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_STORE_H
-#define KVQ_RUNTIME_COMMON_STORE_H
+#ifndef KVQ_RUNTIME_CPU_STORE_H
+#define KVQ_RUNTIME_CPU_STORE_H
 
 #include "kernels.h"
 #include "kvq/runtime.h"
@@ -182,4 +182,4 @@ std::unique_ptr<LayerStore> makeKvquantStore(const kvq_config &, Payload &);
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_STORE_H
+#endif // KVQ_RUNTIME_CPU_STORE_H

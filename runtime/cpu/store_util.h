@@ -1,12 +1,13 @@
 //===- store_util.h - Small helpers shared by the method stores -*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Unaligned-safe fp16 reads/writes inside payload blocks, row conversion,
-// and the pieces of an update that the KIVI and KVQuant stores share.
+// Row conversion, per-thread scratch, and the pieces of an update that the
+// KIVI and KVQuant stores share (the unaligned fp16 reads and writes inside
+// payload blocks, read16/write16, are fp16.h's).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_STORE_UTIL_H
-#define KVQ_RUNTIME_COMMON_STORE_UTIL_H
+#ifndef KVQ_RUNTIME_CPU_STORE_UTIL_H
+#define KVQ_RUNTIME_CPU_STORE_UTIL_H
 
 #include "attention.h"
 #include "fp16.h"
@@ -19,16 +20,6 @@
 #include <vector>
 
 namespace kvq {
-
-inline uint16_t read16(const uint8_t *p, int64_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return v;
-}
-
-inline void write16(uint8_t *p, int64_t i, uint16_t v) {
-  std::memcpy(p + 2 * i, &v, 2);
-}
 
 /// A per-thread work buffer of at least n elements of T, not zeroed; `Tag`
 /// names the buffer, so two live at once need two tags. A store's per-call
@@ -158,4 +149,4 @@ int64_t walkValueRows(AttendJob &job, const Slots &slots, int64_t codeOffset,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_STORE_UTIL_H
+#endif // KVQ_RUNTIME_CPU_STORE_UTIL_H

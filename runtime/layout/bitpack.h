@@ -6,8 +6,8 @@
 // dense (8 codes in 3 bytes) without a special format.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_BITPACK_H
-#define KVQ_RUNTIME_COMMON_BITPACK_H
+#ifndef KVQ_RUNTIME_LAYOUT_BITPACK_H
+#define KVQ_RUNTIME_LAYOUT_BITPACK_H
 
 #include <cstdint>
 
@@ -94,4 +94,4 @@ inline uint8_t nibbleMajorCodeAt(const uint8_t *packed, int64_t rows,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_BITPACK_H
+#endif // KVQ_RUNTIME_LAYOUT_BITPACK_H

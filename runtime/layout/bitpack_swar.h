@@ -6,8 +6,8 @@
 // tables, which differ only in how they compute the codes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_BITPACK_SWAR_H
-#define KVQ_RUNTIME_COMMON_BITPACK_SWAR_H
+#ifndef KVQ_RUNTIME_LAYOUT_BITPACK_SWAR_H
+#define KVQ_RUNTIME_LAYOUT_BITPACK_SWAR_H
 
 #include <cstdint>
 #include <cstring>
@@ -97,4 +97,4 @@ inline void storeBytes(uint8_t *p, uint64_t w, int bits) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_BITPACK_SWAR_H
+#endif // KVQ_RUNTIME_LAYOUT_BITPACK_SWAR_H

@@ -10,8 +10,8 @@
 // the Apple build concatenates it into the kernels' source string.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_LAYOUT_BLOCK_LAYOUT_H
-#define KVQ_LAYOUT_BLOCK_LAYOUT_H
+#ifndef KVQ_RUNTIME_LAYOUT_BLOCK_LAYOUT_H
+#define KVQ_RUNTIME_LAYOUT_BLOCK_LAYOUT_H
 
 #if defined(__METAL_VERSION__) || defined(KVQ_METAL_SHIM)
 typedef ulong kvq_block_index;
@@ -63,4 +63,4 @@ kvq_kvquant_value_codes_offset(kvq_block_index heads, kvq_block_index bits) {
   return 2 * kvq_level_half(heads, bits, 0);
 }
 
-#endif // KVQ_LAYOUT_BLOCK_LAYOUT_H
+#endif // KVQ_RUNTIME_LAYOUT_BLOCK_LAYOUT_H

@@ -11,8 +11,8 @@
 // unaligned (blocks are packed back to back): the views use memcpy.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_BLOCKS_H
-#define KVQ_RUNTIME_COMMON_BLOCKS_H
+#ifndef KVQ_RUNTIME_LAYOUT_BLOCKS_H
+#define KVQ_RUNTIME_LAYOUT_BLOCKS_H
 
 #include "bitpack.h"
 #include "block_layout.h"
@@ -179,4 +179,4 @@ inline KvquantTableLayout kvquantTableLayout(const kvq_config &c) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_BLOCKS_H
+#endif // KVQ_RUNTIME_LAYOUT_BLOCKS_H

@@ -6,8 +6,8 @@
 // gives the same bytes on every compiler and ISA.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_FP16_H
-#define KVQ_RUNTIME_COMMON_FP16_H
+#ifndef KVQ_RUNTIME_LAYOUT_FP16_H
+#define KVQ_RUNTIME_LAYOUT_FP16_H
 
 #include "kvq/runtime.h"
 
@@ -24,6 +24,18 @@ uint16_t floatToHalf(float value);
 /// in branch-free integer lanes that vectorize (kvq_cache_update converts
 /// every f32 K/V element with it; no FP environment is consulted).
 void floatToHalfN(const float *src, int64_t n, uint16_t *dst);
+
+/// The fp16 bits of element i of a byte buffer (a payload block or a saved
+/// section), read and written unaligned.
+inline uint16_t read16(const uint8_t *p, int64_t i) {
+  uint16_t v;
+  std::memcpy(&v, p + 2 * i, 2);
+  return v;
+}
+
+inline void write16(uint8_t *p, int64_t i, uint16_t v) {
+  std::memcpy(p + 2 * i, &v, 2);
+}
 
 /// True when `half` encodes a finite number.
 inline bool halfIsFinite(uint16_t half) { return (half & 0x7c00u) != 0x7c00u; }
@@ -79,4 +91,4 @@ inline void storeElement(void *data, kvq_dtype dtype, int64_t i, float value) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_FP16_H
+#endif // KVQ_RUNTIME_LAYOUT_FP16_H

@@ -10,8 +10,8 @@
 // other.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_LAYER_SECTION_H
-#define KVQ_RUNTIME_COMMON_LAYER_SECTION_H
+#ifndef KVQ_RUNTIME_LAYOUT_LAYER_SECTION_H
+#define KVQ_RUNTIME_LAYOUT_LAYER_SECTION_H
 
 #include "bitpack.h"
 #include "blocks.h"
@@ -106,4 +106,4 @@ kvq_status readSection(ByteReader &r, const kvq_config &cfg, KvquantSection &s);
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_LAYER_SECTION_H
+#endif // KVQ_RUNTIME_LAYOUT_LAYER_SECTION_H

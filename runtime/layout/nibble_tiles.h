@@ -6,8 +6,8 @@
 // from. Portable code, no ISA attributes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_NIBBLE_TILES_H
-#define KVQ_RUNTIME_COMMON_NIBBLE_TILES_H
+#ifndef KVQ_RUNTIME_LAYOUT_NIBBLE_TILES_H
+#define KVQ_RUNTIME_LAYOUT_NIBBLE_TILES_H
 
 #include "bitpack.h"
 
@@ -100,4 +100,4 @@ int64_t walkTilePairs(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_NIBBLE_TILES_H
+#endif // KVQ_RUNTIME_LAYOUT_NIBBLE_TILES_H

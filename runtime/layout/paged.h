@@ -11,8 +11,8 @@
 // page, existing records never move, and indexing costs one extra load.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_PAGED_H
-#define KVQ_RUNTIME_COMMON_PAGED_H
+#ifndef KVQ_RUNTIME_LAYOUT_PAGED_H
+#define KVQ_RUNTIME_LAYOUT_PAGED_H
 
 #include <cstddef>
 #include <cstdint>
@@ -101,4 +101,4 @@ void reserveGeometric(PagedVector<T, PageBits> &v, size_t size) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_PAGED_H
+#endif // KVQ_RUNTIME_LAYOUT_PAGED_H

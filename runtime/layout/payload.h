@@ -8,8 +8,8 @@
 // being replaced are released only on commit.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_PAYLOAD_H
-#define KVQ_RUNTIME_COMMON_PAYLOAD_H
+#ifndef KVQ_RUNTIME_LAYOUT_PAYLOAD_H
+#define KVQ_RUNTIME_LAYOUT_PAYLOAD_H
 
 #include "huge_page_slab.h"
 #include "kvq/runtime.h"
@@ -71,4 +71,4 @@ private:
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_PAYLOAD_H
+#endif // KVQ_RUNTIME_LAYOUT_PAYLOAD_H

@@ -11,8 +11,8 @@
 // section is written and read through layer_section.h.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_SAVED_CACHE_H
-#define KVQ_RUNTIME_COMMON_SAVED_CACHE_H
+#ifndef KVQ_RUNTIME_LAYOUT_SAVED_CACHE_H
+#define KVQ_RUNTIME_LAYOUT_SAVED_CACHE_H
 
 #include "kvq/runtime.h"
 
@@ -66,4 +66,4 @@ kvq_status readSavedCache(const char *entry, const uint8_t *data, int64_t size,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_SAVED_CACHE_H
+#endif // KVQ_RUNTIME_LAYOUT_SAVED_CACHE_H

@@ -10,8 +10,8 @@
 // little-endian in the file too.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_SERIAL_H
-#define KVQ_RUNTIME_COMMON_SERIAL_H
+#ifndef KVQ_RUNTIME_LAYOUT_SERIAL_H
+#define KVQ_RUNTIME_LAYOUT_SERIAL_H
 
 #include <cstdint>
 #include <cstring>
@@ -105,4 +105,4 @@ private:
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_SERIAL_H
+#endif // KVQ_RUNTIME_LAYOUT_SERIAL_H

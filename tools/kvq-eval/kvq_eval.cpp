@@ -472,7 +472,7 @@ std::vector<float> slice(const kvq::tio::Tensor &t, const Axes &a, int64_t l,
 
 //===----------------------------------------------------------------------===//
 // --pre-rope's oracle: the keys rotated at positions 0, 1, 2, ... Written
-// apart from the runtime's rotation (runtime/cpu/rope.cpp, own series
+// apart from the runtime's rotation (runtime/kernels/ref/rope.cpp, own series
 // and float tables) on purpose: here every angle, cos/sin and rotated pair
 // is computed in double with libm and rounded to float once, so the
 // reference does not share the runtime's arithmetic.

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The bounds the runtime accepts, with their reasons, in one dependency-free
-// C++ header: the runtime's checks (runtime/api/config.h) and the
+// C++ header: the runtime's checks (runtime/base/config.h) and the
 // dialect's verifiers (dialect/) both read them, so the dialect rejects
 // exactly the sizes the runtime would, and nothing it accepts can be
 // truncated by the i32 fields of the C ABI.
@@ -37,7 +37,7 @@ constexpr int32_t kDefaultLloydIters = 8;
 /// kvquant refits key levels every 128 decoded tokens: not the seeds' 0
 /// (levels frozen at prefill), which post-RoPE decode keys leave
 /// (docs/RUNTIME.md); equal to KVQ_DEFAULT_REFIT_INTERVAL of runtime.h
-/// (static_assert in runtime/api/config.cpp).
+/// (static_assert in runtime/base/config.cpp).
 constexpr int32_t kDefaultRefitInterval = 128;
 /// kvquant's leading prefill tokens kept fp16.
 constexpr int32_t kDefaultKvquantNSink = 1;

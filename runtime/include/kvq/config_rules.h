@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every rule a cache configuration must satisfy, written once, with its one
-// message. kvq_config_validate (runtime/api/config.cpp) and the dialect's
+// message. kvq_config_validate (runtime/base/config.cpp) and the dialect's
 // verifiers (#kvq.rope, #kvq.config, !kvq.cache) call these functions and
 // print the message they return, so the dialect rejects exactly what the
 // runtime rejects, with the same words (test/unit/dialect/

@@ -5,8 +5,8 @@
 // assembles them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_NEON_NEON_KERNELS_H
-#define KVQ_RUNTIME_NEON_NEON_KERNELS_H
+#ifndef KVQ_RUNTIME_KERNELS_NEON_NEON_KERNELS_H
+#define KVQ_RUNTIME_KERNELS_NEON_NEON_KERNELS_H
 
 #include "kernels.h"
 
@@ -26,4 +26,4 @@ void matmulNeon(const MatmulArgs &a, int64_t j0, int64_t j1);
 } // namespace neon
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_NEON_NEON_KERNELS_H
+#endif // KVQ_RUNTIME_KERNELS_NEON_NEON_KERNELS_H

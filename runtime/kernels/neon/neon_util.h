@@ -9,8 +9,8 @@
 // type that g++-12 lacks on aarch64.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_NEON_NEON_UTIL_H
-#define KVQ_RUNTIME_NEON_NEON_UTIL_H
+#ifndef KVQ_RUNTIME_KERNELS_NEON_NEON_UTIL_H
+#define KVQ_RUNTIME_KERNELS_NEON_NEON_UTIL_H
 
 #include "bitpack_swar.h"
 #include "kvq/runtime.h"
@@ -87,4 +87,4 @@ inline void writeCodes8(uint8_t *codes, int layout, int64_t e, int bits,
 } // namespace neon
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_NEON_NEON_UTIL_H
+#endif // KVQ_RUNTIME_KERNELS_NEON_NEON_UTIL_H

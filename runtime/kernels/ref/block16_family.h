@@ -9,8 +9,8 @@
 // kernels assert the same predicates.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_KERNELS_BLOCK16_FAMILY_H
-#define KVQ_RUNTIME_KERNELS_BLOCK16_FAMILY_H
+#ifndef KVQ_RUNTIME_KERNELS_REF_BLOCK16_FAMILY_H
+#define KVQ_RUNTIME_KERNELS_REF_BLOCK16_FAMILY_H
 
 #include "kernels.h"
 
@@ -78,4 +78,4 @@ template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
 } // namespace block16
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_KERNELS_BLOCK16_FAMILY_H
+#endif // KVQ_RUNTIME_KERNELS_REF_BLOCK16_FAMILY_H

@@ -7,8 +7,8 @@
 // in test/unit/runtime/simd_kernels_test.cpp).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_KERNELS_FAST_H
-#define KVQ_RUNTIME_COMMON_KERNELS_FAST_H
+#ifndef KVQ_RUNTIME_KERNELS_REF_KERNELS_FAST_H
+#define KVQ_RUNTIME_KERNELS_REF_KERNELS_FAST_H
 
 #include "fp16.h"
 #include "kernels.h"
@@ -117,4 +117,4 @@ inline float fixZeroSign(float lo, const void *x, kvq_dtype dtype, int64_t base,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_KERNELS_FAST_H
+#endif // KVQ_RUNTIME_KERNELS_REF_KERNELS_FAST_H

@@ -5,8 +5,8 @@
 // C entry points that read fp16/f32 buffers directly (no conversion copy).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_TOPK_IMPL_H
-#define KVQ_RUNTIME_COMMON_TOPK_IMPL_H
+#ifndef KVQ_RUNTIME_KERNELS_REF_TOPK_IMPL_H
+#define KVQ_RUNTIME_KERNELS_REF_TOPK_IMPL_H
 
 #include "fp16.h"
 #include "kernels.h"
@@ -65,4 +65,4 @@ uint32_t topkAbsGeneric(Get get, Skip skip, Mark mark, int64_t n, int64_t k) {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_TOPK_IMPL_H
+#endif // KVQ_RUNTIME_KERNELS_REF_TOPK_IMPL_H

@@ -14,8 +14,8 @@
 // (forEachQueryBlock).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_X86_ACC_TILES_H
-#define KVQ_RUNTIME_X86_ACC_TILES_H
+#ifndef KVQ_RUNTIME_KERNELS_X86_ACC_TILES_H
+#define KVQ_RUNTIME_KERNELS_X86_ACC_TILES_H
 
 #include <cstdint>
 
@@ -75,4 +75,4 @@ inline void forEachQueryBlock(int64_t nq, const Block &block) {
 } // namespace x86
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_X86_ACC_TILES_H
+#endif // KVQ_RUNTIME_KERNELS_X86_ACC_TILES_H

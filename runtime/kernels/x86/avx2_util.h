@@ -6,8 +6,8 @@
 // (x86_target.h says why).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_X86_AVX2_UTIL_H
-#define KVQ_RUNTIME_X86_AVX2_UTIL_H
+#ifndef KVQ_RUNTIME_KERNELS_X86_AVX2_UTIL_H
+#define KVQ_RUNTIME_KERNELS_X86_AVX2_UTIL_H
 
 #include "bitpack_swar.h"
 #include "kvq/runtime.h"
@@ -207,4 +207,4 @@ template <int NJ, int W> struct AccTile {
 } // namespace avx2
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_X86_AVX2_UTIL_H
+#endif // KVQ_RUNTIME_KERNELS_X86_AVX2_UTIL_H

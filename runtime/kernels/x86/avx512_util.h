@@ -8,8 +8,8 @@
 // (table_avx2.cpp).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_X86_AVX512_UTIL_H
-#define KVQ_RUNTIME_X86_AVX512_UTIL_H
+#ifndef KVQ_RUNTIME_KERNELS_X86_AVX512_UTIL_H
+#define KVQ_RUNTIME_KERNELS_X86_AVX512_UTIL_H
 
 #include "kvq/runtime.h"
 #include "x86_kernels.h"
@@ -199,4 +199,4 @@ using x86::kernelForBits; // x86_kernels.h
 } // namespace avx512
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_X86_AVX512_UTIL_H
+#endif // KVQ_RUNTIME_KERNELS_X86_AVX512_UTIL_H

@@ -6,8 +6,8 @@
 // shape and set only the entries whose kernels cover it (selectAttendOps).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_X86_X86_KERNELS_H
-#define KVQ_RUNTIME_X86_X86_KERNELS_H
+#ifndef KVQ_RUNTIME_KERNELS_X86_X86_KERNELS_H
+#define KVQ_RUNTIME_KERNELS_X86_X86_KERNELS_H
 
 #include "kernels.h"
 
@@ -108,4 +108,4 @@ void fillRopeRowsAvx512(const AttendShape &s, AttendOps &ops);
 } // namespace x86
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_X86_X86_KERNELS_H
+#endif // KVQ_RUNTIME_KERNELS_X86_X86_KERNELS_H

@@ -8,8 +8,8 @@
 // the cpuid check (runtime/kernels/x86/table_avx2.cpp).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_X86_X86_TARGET_H
-#define KVQ_RUNTIME_X86_X86_TARGET_H
+#ifndef KVQ_RUNTIME_KERNELS_X86_X86_TARGET_H
+#define KVQ_RUNTIME_KERNELS_X86_X86_TARGET_H
 
 /// AVX2 with F16C conversions and FMA (Haswell and later).
 #define KVQ_AVX2 __attribute__((target("avx2,f16c,fma")))
@@ -17,4 +17,4 @@
 /// AVX-512F on top of KVQ_AVX2's features.
 #define KVQ_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
 
-#endif // KVQ_RUNTIME_X86_X86_TARGET_H
+#endif // KVQ_RUNTIME_KERNELS_X86_X86_TARGET_H

@@ -10,8 +10,8 @@
 // a call per GPU thread, converting each pointer to its address space.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_EMU_LAUNCH_H
-#define KVQ_METAL_EMU_LAUNCH_H
+#ifndef KVQ_RUNTIME_METAL_EMU_LAUNCH_H
+#define KVQ_RUNTIME_METAL_EMU_LAUNCH_H
 
 #include "../host/device.h"
 #include "../shim/executor.h"
@@ -134,4 +134,4 @@ void kvquantKernels(void (*add)(const KernelEntry &));
 #define KVQ_EMU_KERNEL(add, fn, coop, ...)                                     \
   add({#fn, &::kvq::metal::emu::Launch<&::kvq_msl::fn, __VA_ARGS__>::run, coop})
 
-#endif // KVQ_METAL_EMU_LAUNCH_H
+#endif // KVQ_RUNTIME_METAL_EMU_LAUNCH_H

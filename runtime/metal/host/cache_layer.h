@@ -8,8 +8,8 @@
 // bookkeeping on the host, mirroring the CPU store of its method.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_CACHE_LAYER_H
-#define KVQ_METAL_HOST_CACHE_LAYER_H
+#ifndef KVQ_RUNTIME_METAL_HOST_CACHE_LAYER_H
+#define KVQ_RUNTIME_METAL_HOST_CACHE_LAYER_H
 
 #include "device.h"
 #include "kvq/runtime.h"
@@ -90,4 +90,4 @@ makeKvquantLayer(const kvq_config &cfg, Device &dev,
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_CACHE_LAYER_H
+#endif // KVQ_RUNTIME_METAL_HOST_CACHE_LAYER_H

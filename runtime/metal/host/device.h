@@ -10,8 +10,8 @@
 // (argument checks, staging, the cache logic) is executed in Linux tests.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_DEVICE_H
-#define KVQ_METAL_HOST_DEVICE_H
+#ifndef KVQ_RUNTIME_METAL_HOST_DEVICE_H
+#define KVQ_RUNTIME_METAL_HOST_DEVICE_H
 
 #include "kvq/runtime.h"
 
@@ -79,4 +79,4 @@ Device *defaultDevice();
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_DEVICE_H
+#endif // KVQ_RUNTIME_METAL_HOST_DEVICE_H

@@ -6,8 +6,8 @@
 // decode-step append amortised O(1) at any cache length.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_DEVICE_ARRAY_H
-#define KVQ_METAL_HOST_DEVICE_ARRAY_H
+#ifndef KVQ_RUNTIME_METAL_HOST_DEVICE_ARRAY_H
+#define KVQ_RUNTIME_METAL_HOST_DEVICE_ARRAY_H
 
 #include "device.h"
 
@@ -68,4 +68,4 @@ private:
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_DEVICE_ARRAY_H
+#endif // KVQ_RUNTIME_METAL_HOST_DEVICE_ARRAY_H

@@ -6,8 +6,8 @@
 // the stateless kernels run the very same dispatches.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_DISPATCH_H
-#define KVQ_METAL_HOST_DISPATCH_H
+#ifndef KVQ_RUNTIME_METAL_HOST_DISPATCH_H
+#define KVQ_RUNTIME_METAL_HOST_DISPATCH_H
 
 #include "../kernels/kvq_params.h"
 #include "staging.h"
@@ -93,4 +93,4 @@ kvq_status runCacheAttend(Device &dev, const char *kernel,
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_DISPATCH_H
+#endif // KVQ_RUNTIME_METAL_HOST_DISPATCH_H

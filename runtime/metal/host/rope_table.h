@@ -3,7 +3,7 @@
 //
 // A Metal cache with a RoPE rotates its keys inside the fetch and attention
 // kernels (kernels/kvq_rope.h) with the CPU cache's angles: kvq::Rope
-// (runtime/cpu/rope.h) computes them on the host and the kernels read
+// (runtime/kernels/ref/rope.h) computes them on the host and the kernels read
 // them from two device tables of (cos, sin) float pairs, [rows][d/2][2]:
 //  - RopeLow, one per cache (shared by its layers and forks, immutable):
 //    the 256 rows of positions 0..255, Rope's low table;
@@ -13,8 +13,8 @@
 // The kernels combine them with Rope::angles' float operations.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_ROPE_TABLE_H
-#define KVQ_METAL_HOST_ROPE_TABLE_H
+#ifndef KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H
+#define KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H
 
 #include "device_array.h"
 #include "rope.h"
@@ -91,4 +91,4 @@ private:
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_ROPE_TABLE_H
+#endif // KVQ_RUNTIME_METAL_HOST_ROPE_TABLE_H

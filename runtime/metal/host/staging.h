@@ -6,8 +6,8 @@
 // them on every return path.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_STAGING_H
-#define KVQ_METAL_HOST_STAGING_H
+#ifndef KVQ_RUNTIME_METAL_HOST_STAGING_H
+#define KVQ_RUNTIME_METAL_HOST_STAGING_H
 
 #include "device.h"
 
@@ -52,4 +52,4 @@ private:
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_STAGING_H
+#endif // KVQ_RUNTIME_METAL_HOST_STAGING_H

@@ -8,8 +8,8 @@
 // so outputs are written only on success.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_HOST_VALIDATE_H
-#define KVQ_METAL_HOST_VALIDATE_H
+#ifndef KVQ_RUNTIME_METAL_HOST_VALIDATE_H
+#define KVQ_RUNTIME_METAL_HOST_VALIDATE_H
 
 #include "device.h"
 #include "kernel_args.h"
@@ -37,4 +37,4 @@ inline size_t dtypeSize(kvq_dtype dtype) {
 
 } // namespace kvq::metal
 
-#endif // KVQ_METAL_HOST_VALIDATE_H
+#endif // KVQ_RUNTIME_METAL_HOST_VALIDATE_H

@@ -11,8 +11,8 @@
 // told so below; older ones rely on the host disabling fast math.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_KERNELS_COMMON_H
-#define KVQ_METAL_KERNELS_COMMON_H
+#ifndef KVQ_RUNTIME_METAL_KERNELS_KVQ_COMMON_H
+#define KVQ_RUNTIME_METAL_KERNELS_KVQ_COMMON_H
 
 #if defined(__METAL_VERSION__) && __METAL_VERSION__ >= 320
 #pragma METAL fp math_mode(safe)
@@ -130,4 +130,4 @@ inline uint kvq_nearest_level(Levels levels, uint count, float x) {
   return kvq_lower_bound(levels, count, float(levels[below]));
 }
 
-#endif // KVQ_METAL_KERNELS_COMMON_H
+#endif // KVQ_RUNTIME_METAL_KERNELS_KVQ_COMMON_H

@@ -13,8 +13,8 @@
 // bit 62, so the 10 bits below a binary64 mantissa are round bits.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_KERNELS_F64_H
-#define KVQ_METAL_KERNELS_F64_H
+#ifndef KVQ_RUNTIME_METAL_KERNELS_KVQ_F64_H
+#define KVQ_RUNTIME_METAL_KERNELS_KVQ_F64_H
 
 typedef ulong kvq_f64;
 
@@ -285,4 +285,4 @@ inline long kvq_f64_ceil_i64(kvq_f64 a) {
   return fraction ? t + 1 : t;
 }
 
-#endif // KVQ_METAL_KERNELS_F64_H
+#endif // KVQ_RUNTIME_METAL_KERNELS_KVQ_F64_H

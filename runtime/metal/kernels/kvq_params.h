@@ -7,8 +7,8 @@
 // 8-byte fields first, then 4-byte fields, so all three lay them out alike.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_KERNELS_PARAMS_H
-#define KVQ_METAL_KERNELS_PARAMS_H
+#ifndef KVQ_RUNTIME_METAL_KERNELS_KVQ_PARAMS_H
+#define KVQ_RUNTIME_METAL_KERNELS_KVQ_PARAMS_H
 
 #if defined(__METAL_VERSION__) || defined(KVQ_METAL_SHIM)
 typedef uint kvq_u32;
@@ -104,4 +104,4 @@ struct kvq_metal_kvquant_token {
   kvq_u32 reserved;
 };
 
-#endif // KVQ_METAL_KERNELS_PARAMS_H
+#endif // KVQ_RUNTIME_METAL_KERNELS_KVQ_PARAMS_H

@@ -7,8 +7,8 @@
 // per-vector outlier split (one thread) and sink selection (a simdgroup).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_KERNELS_TOPK_H
-#define KVQ_METAL_KERNELS_TOPK_H
+#ifndef KVQ_RUNTIME_METAL_KERNELS_KVQ_TOPK_H
+#define KVQ_RUNTIME_METAL_KERNELS_KVQ_TOPK_H
 
 /// Magnitude bits of a float (sign dropped).
 inline uint kvq_magnitude(float v) {
@@ -18,4 +18,4 @@ inline uint kvq_magnitude(float v) {
 /// Upper bound of the bisection: just above +inf's bits.
 #define KVQ_K_BISECT_END 0x7f800001u
 
-#endif // KVQ_METAL_KERNELS_TOPK_H
+#endif // KVQ_RUNTIME_METAL_KERNELS_KVQ_TOPK_H

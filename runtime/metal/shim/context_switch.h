@@ -11,8 +11,8 @@
 // every switch through the sanitizer fiber API.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_SHIM_CONTEXT_SWITCH_H
-#define KVQ_METAL_SHIM_CONTEXT_SWITCH_H
+#ifndef KVQ_RUNTIME_METAL_SHIM_CONTEXT_SWITCH_H
+#define KVQ_RUNTIME_METAL_SHIM_CONTEXT_SWITCH_H
 
 #include <cstddef>
 
@@ -43,4 +43,4 @@ void switchContext(Context &from, Context &to);
 
 } // namespace kvq::shim
 
-#endif // KVQ_METAL_SHIM_CONTEXT_SWITCH_H
+#endif // KVQ_RUNTIME_METAL_SHIM_CONTEXT_SWITCH_H

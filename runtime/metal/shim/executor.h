@@ -9,8 +9,8 @@
 // the shim's address-space macros are not visible here.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_SHIM_EXECUTOR_H
-#define KVQ_METAL_SHIM_EXECUTOR_H
+#ifndef KVQ_RUNTIME_METAL_SHIM_EXECUTOR_H
+#define KVQ_RUNTIME_METAL_SHIM_EXECUTOR_H
 
 #include <cstddef>
 #include <cstdint>
@@ -63,4 +63,4 @@ uint64_t fiberSwitches();
 
 } // namespace kvq::shim
 
-#endif // KVQ_METAL_SHIM_EXECUTOR_H
+#endif // KVQ_RUNTIME_METAL_SHIM_EXECUTOR_H

@@ -15,8 +15,8 @@
 // atomics, and the GPU's own rounding of `exp`/`sqrt` (see docs/METAL.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_METAL_SHIM_H
-#define KVQ_METAL_SHIM_H
+#ifndef KVQ_RUNTIME_METAL_SHIM_METAL_SHIM_H
+#define KVQ_RUNTIME_METAL_SHIM_METAL_SHIM_H
 
 #include "executor.h"
 
@@ -156,4 +156,4 @@ inline uint simd_prefix_exclusive_sum(uint v) {
 #define threadgroup __attribute__((address_space(3)))
 #endif
 
-#endif // KVQ_METAL_SHIM_H
+#endif // KVQ_RUNTIME_METAL_SHIM_METAL_SHIM_H

@@ -8,8 +8,8 @@
 // on the tasks, never on how many threads ran them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_PARALLEL_H
-#define KVQ_RUNTIME_COMMON_PARALLEL_H
+#ifndef KVQ_RUNTIME_BASE_PARALLEL_H
+#define KVQ_RUNTIME_BASE_PARALLEL_H
 
 #include "kvq/runtime.h"
 
@@ -35,4 +35,4 @@ void runTasks(const kvq_parallel &p, int64_t n,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_PARALLEL_H
+#endif // KVQ_RUNTIME_BASE_PARALLEL_H

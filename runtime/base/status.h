@@ -5,8 +5,8 @@
 // its status, so callers get "what went wrong" without a second channel.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_STATUS_H
-#define KVQ_RUNTIME_COMMON_STATUS_H
+#ifndef KVQ_RUNTIME_BASE_STATUS_H
+#define KVQ_RUNTIME_BASE_STATUS_H
 
 #include "kvq/runtime.h"
 
@@ -21,4 +21,4 @@ kvq_status fail(kvq_status status, const char *fmt, ...)
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_STATUS_H
+#endif // KVQ_RUNTIME_BASE_STATUS_H

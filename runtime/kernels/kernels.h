@@ -9,8 +9,8 @@
 // tests check it).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_KERNELS_H
-#define KVQ_RUNTIME_COMMON_KERNELS_H
+#ifndef KVQ_RUNTIME_KERNELS_KERNELS_H
+#define KVQ_RUNTIME_KERNELS_KERNELS_H
 
 #include "kvq/config_rules.h"
 #include "kvq/runtime.h"
@@ -760,4 +760,4 @@ std::vector<const KernelTable *> simdTablesForSelection();
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_KERNELS_H
+#endif // KVQ_RUNTIME_KERNELS_KERNELS_H

@@ -10,8 +10,8 @@
 // arm64), and rounded to float (docs/RUNTIME.md, "Pre-RoPE keys").
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_ROPE_H
-#define KVQ_RUNTIME_COMMON_ROPE_H
+#ifndef KVQ_RUNTIME_KERNELS_REF_ROPE_H
+#define KVQ_RUNTIME_KERNELS_REF_ROPE_H
 
 #include "kvq/runtime.h"
 
@@ -123,4 +123,4 @@ void sincos(double x, double *s, double *c); ///< 0 <= x < 2^40
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_ROPE_H
+#endif // KVQ_RUNTIME_KERNELS_REF_ROPE_H

@@ -5,8 +5,8 @@
 // configuration of the flat (compiled-graph) constructors.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_CONFIG_H
-#define KVQ_RUNTIME_COMMON_CONFIG_H
+#ifndef KVQ_RUNTIME_BASE_CONFIG_H
+#define KVQ_RUNTIME_BASE_CONFIG_H
 
 #include "kvq/config_limits.h"
 #include "kvq/runtime.h"
@@ -35,4 +35,4 @@ kvq_config flatConfigBase();
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_CONFIG_H
+#endif // KVQ_RUNTIME_BASE_CONFIG_H

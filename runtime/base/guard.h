@@ -14,8 +14,8 @@
 // each with a one-line message naming the entry point.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_GUARD_H
-#define KVQ_RUNTIME_COMMON_GUARD_H
+#ifndef KVQ_RUNTIME_BASE_GUARD_H
+#define KVQ_RUNTIME_BASE_GUARD_H
 
 #include "kvq/runtime.h"
 #include "status.h"
@@ -45,4 +45,4 @@ template <class F> kvq_status guarded(const char *entry, F &&body) noexcept {
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_GUARD_H
+#endif // KVQ_RUNTIME_BASE_GUARD_H

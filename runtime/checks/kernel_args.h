@@ -9,8 +9,8 @@
 // quote; everything else in the messages is backend-neutral.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_KERNEL_ARGS_H
-#define KVQ_RUNTIME_COMMON_KERNEL_ARGS_H
+#ifndef KVQ_RUNTIME_CHECKS_KERNEL_ARGS_H
+#define KVQ_RUNTIME_CHECKS_KERNEL_ARGS_H
 
 #include "kernels.h"
 #include "kvq/runtime.h"
@@ -118,4 +118,4 @@ kvq_status validateSinkSelectArgs(const char *entry, const float *norms,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_KERNEL_ARGS_H
+#endif // KVQ_RUNTIME_CHECKS_KERNEL_ARGS_H

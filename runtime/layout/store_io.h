@@ -9,8 +9,8 @@
 // corrupt file fails before any allocation sized by it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_STORE_IO_H
-#define KVQ_RUNTIME_COMMON_STORE_IO_H
+#ifndef KVQ_RUNTIME_LAYOUT_STORE_IO_H
+#define KVQ_RUNTIME_LAYOUT_STORE_IO_H
 
 #include "config.h"
 #include "fp16.h"
@@ -18,7 +18,6 @@
 #include "payload.h"
 #include "serial.h"
 #include "status.h"
-#include "store_util.h"
 
 #include <cmath>
 #include <cstdint>
@@ -107,4 +106,4 @@ inline kvq_status copyBlock(Payload &payload, std::initializer_list<Span> parts,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_STORE_IO_H
+#endif // KVQ_RUNTIME_LAYOUT_STORE_IO_H

@@ -14,8 +14,8 @@
 // addStats and sinkPositions, as LayerStore and metal::CacheLayer have.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
-#define KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
+#ifndef KVQ_RUNTIME_CHECKS_CACHE_ENTRY_H
+#define KVQ_RUNTIME_CHECKS_CACHE_ENTRY_H
 
 #include "checked.h"
 #include "config.h"
@@ -179,4 +179,4 @@ kvq_status cacheSinkPositions(const char *entry, const Cache *cache,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_CACHE_ENTRY_H
+#endif // KVQ_RUNTIME_CHECKS_CACHE_ENTRY_H

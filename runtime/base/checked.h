@@ -13,8 +13,8 @@
 // boundary, where the integers still come straight from the caller.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_CHECKED_H
-#define KVQ_RUNTIME_COMMON_CHECKED_H
+#ifndef KVQ_RUNTIME_BASE_CHECKED_H
+#define KVQ_RUNTIME_BASE_CHECKED_H
 
 #include <cstdint>
 #include <initializer_list>
@@ -51,4 +51,4 @@ constexpr int64_t kMaxBufferBytes = INT64_MAX;
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_CHECKED_H
+#endif // KVQ_RUNTIME_BASE_CHECKED_H
