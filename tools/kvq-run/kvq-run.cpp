@@ -203,9 +203,101 @@ std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
   return docs;
 }
 
+/// A number in JSON: %.*g of `x`, or null when it is not finite.
+std::string jsonNumber(double x, int digits = 6) {
+  if (!std::isfinite(x))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, x);
+  return buf;
+}
+
+/// The resolved cache configuration in the spelling of the pass options
+/// (docs/CLI.md), only the parameters the method reads.
+std::string describeCache(const run::CacheSummary &c) {
+  std::string s = "method=" + c.method;
+  auto add = [&](const char *key, const std::string &value) {
+    s += std::string(" ") + key + "=" + value;
+  };
+  if (c.method == "none") {
+    add("element-type", c.elementType);
+    return s;
+  }
+  add("key-bits", std::to_string(c.keyBits));
+  add("value-bits", std::to_string(c.valueBits));
+  if (c.method == "kivi" || c.method == "kivi_sink") {
+    add("group-size", std::to_string(c.groupSize));
+    add("residual-length", std::to_string(c.residualLength));
+    add("residual-mode", c.residualMode);
+  }
+  if (c.method == "kivi_sink")
+    add("sinks", std::to_string(c.sinks));
+  if (c.method == "kvquant") {
+    add("outlier-fraction", jsonNumber(c.outlierFraction));
+    add("lloyd-iters", std::to_string(c.lloydIters));
+    add("refit-interval", std::to_string(c.refitInterval));
+    add("kvquant-sinks", std::to_string(c.kvquantSinks));
+  }
+  add("pre-rope", c.preRope ? "true" : "false");
+  if (c.preRope)
+    add("rope-style", c.ropeStyle);
+  return s;
+}
+
+/// The same as a JSON object (keys in docs/CLI.md, "kvq-run output").
+std::string cacheJson(const run::CacheSummary &c) {
+  std::string s = "{\"method\": " + jsonString(c.method);
+  auto add = [&](const char *key, const std::string &value) {
+    s += std::string(", \"") + key + "\": " + value;
+  };
+  add("element_type", jsonString(c.elementType));
+  if (c.method != "none") {
+    add("key_bits", std::to_string(c.keyBits));
+    add("value_bits", std::to_string(c.valueBits));
+    if (c.method == "kivi" || c.method == "kivi_sink") {
+      add("group_size", std::to_string(c.groupSize));
+      add("residual_length", std::to_string(c.residualLength));
+      add("residual_mode", jsonString(c.residualMode));
+    }
+    if (c.method == "kivi_sink")
+      add("sinks", std::to_string(c.sinks));
+    if (c.method == "kvquant") {
+      add("outlier_fraction", jsonNumber(c.outlierFraction));
+      add("lloyd_iters", std::to_string(c.lloydIters));
+      add("refit_interval", std::to_string(c.refitInterval));
+      add("kvquant_sinks", std::to_string(c.kvquantSinks));
+    }
+    add("pre_rope", c.preRope ? "true" : "false");
+    if (c.preRope) {
+      add("rope_style", jsonString(c.ropeStyle));
+      add("rope_theta", jsonNumber(c.ropeTheta));
+    }
+  }
+  return s + "}";
+}
+
+/// Effective bits per cached K/V element and the cache's bytes: the kvq
+/// cache's own accounting, or for the plain model (none) the graph's
+/// tensors for the whole context.
+void cacheSize(const run::CompiledModel &model,
+               const model::Llama2cConfig &config, int64_t bytes,
+               int64_t fp16, int64_t sequences, double *effectiveBits,
+               int64_t *cacheBytes) {
+  if (model.quantized()) {
+    *effectiveBits = fp16 > 0 ? 16.0 * double(bytes) / double(fp16) : 16.0;
+    *cacheBytes = bytes / std::max<int64_t>(sequences, 1);
+    return;
+  }
+  const int64_t element = model.cacheSummary().elementType == "f16" ? 2 : 4;
+  *effectiveBits = 8.0 * double(element);
+  *cacheBytes = int64_t(config.layers) * config.seqLen * config.kvDim() * 2 *
+                element;
+}
+
 struct Result {
   MethodSpec spec;
   std::string options;
+  run::CacheSummary cache;
   double perplexity = 0, effectiveBits = 16, tokensPerSecond = 0;
   int64_t cacheBytes = 0, decoded = 0;
 };
@@ -276,7 +368,9 @@ int main(int argc, char **argv) {
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
                "decoding; --bench: the prefill timed (default 128)"),
       cl::init(128), cl::cat(cat));
-  cl::opt<bool> json("json", cl::desc("Perplexity or benchmark table as JSON"),
+  cl::opt<bool> json("json",
+                     cl::desc("Generation, perplexity or benchmark results "
+                              "as JSON on stdout"),
                      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
@@ -532,24 +626,32 @@ int main(int argc, char **argv) {
   }
 
   if (evalFile.empty()) {
-    // Generation, once per method.
+    // Generation, once per method. Human output streams the text as it is
+    // made; --json collects it.
     std::vector<int32_t> ids = tok->encode(prompt, /*bos=*/true);
     if (int64_t(ids.size()) + steps > config.seqLen)
       return fail("prompt plus --steps exceed the model's context of " +
                   std::to_string(config.seqLen) + " tokens");
+    auto say = [&](const std::string &text) {
+      if (!json) {
+        llvm::outs() << text;
+        llvm::outs().flush();
+      }
+    };
+    std::vector<std::string> rows;
     for (const MethodSpec &m : specs) {
+      const std::string options = passOptionsFor(m, bits);
       auto model = run::CompiledModel::compile(
-          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error,
-          spelling, compileOptions);
+          *ckpt, int64_t(ids.size()), options, &error, spelling,
+          compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
-      llvm::outs() << "[" << m.label << "] " << prompt;
-      llvm::outs().flush();
+      say("[" + m.label + "] " + std::string(prompt));
+      std::string text;
       const float *logits = model->prefill(ids.data(), 0);
       if (!logits) {
-        llvm::outs() << "\n";
-        llvm::outs().flush();
+        say("\n");
         return fail(m.label + ": " + model->error());
       }
       int32_t prev = ids.back();
@@ -557,27 +659,63 @@ int main(int argc, char **argv) {
       int64_t made = 0;
       for (int64_t pos = int64_t(ids.size()); made < steps; ++pos) {
         if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1)) {
-          llvm::outs() << "\n";
-          llvm::outs().flush();
+          say("\n");
           return fail(m.label + ": " + *bad);
         }
         int32_t next = sample(logits, config.vocab, temperature, rng);
         if (next == tok->bos() || next == tok->eos())
           break;
-        llvm::outs() << tok->decode(prev, next);
-        llvm::outs().flush();
+        std::string piece = tok->decode(prev, next);
+        text += piece;
+        say(piece);
         prev = next;
         ++made;
         if (made < steps && !(logits = model->decode(next, pos))) {
-          llvm::outs() << "\n";
-          llvm::outs().flush();
+          say("\n");
           return fail(m.label + ": " + model->error());
         }
       }
       double secs = std::chrono::duration<double>(clock::now() - start).count();
-      llvm::outs() << "\n  (" << made << " tokens, "
-                   << llvm::format("%.1f", made / std::max(secs, 1e-9))
-                   << " tokens/s)\n";
+      const double rate = made / std::max(secs, 1e-9);
+      run::CacheStats st = model->stats();
+      double effectiveBits = 0;
+      int64_t cacheBytes = 0;
+      cacheSize(*model, config, st.totalBytes, st.fp16Bytes, 1, &effectiveBits,
+                &cacheBytes);
+      const run::CacheSummary &cache = model->cacheSummary();
+      if (!json) {
+        llvm::outs() << "\n  (" << made << " tokens, "
+                     << llvm::format("%.1f", rate) << " tokens/s)\n"
+                     << "  cache: " << describeCache(cache) << "; "
+                     << llvm::format("%.2f", effectiveBits)
+                     << " effective bits, " << cacheBytes << " bytes\n";
+        continue;
+      }
+      std::string row;
+      llvm::raw_string_ostream os(row);
+      os << "    {\"method\": " << jsonString(m.label)
+         << ", \"pass_options\": " << jsonString(options)
+         << ", \"cache\": " << cacheJson(cache)
+         << ", \"effective_bits\": " << llvm::format("%.4f", effectiveBits)
+         << ", \"cache_bytes\": " << cacheBytes
+         << ", \"generated_tokens\": " << made
+         << ", \"text\": " << jsonString(text)
+         << ", \"tokens_per_second\": " << llvm::format("%.1f", rate) << "}";
+      rows.push_back(os.str());
+    }
+    if (json) {
+      llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
+                   << ",\n  \"prompt\": " << jsonString(prompt)
+                   << ",\n  \"prompt_tokens\": " << ids.size()
+                   << ",\n  \"steps\": " << steps
+                   << ",\n  \"temperature\": " << jsonNumber(temperature)
+                   << ",\n  \"seed\": " << seed
+                   << ",\n  \"weight_type\": \""
+                   << import::weightTypeName(spelling.weightType)
+                   << "\",\n  \"results\": [\n";
+      for (size_t i = 0; i < rows.size(); ++i)
+        llvm::outs() << rows[i] << (i + 1 < rows.size() ? "," : "") << "\n";
+      llvm::outs() << "  ]\n}\n";
     }
     return 0;
   }
@@ -643,15 +781,9 @@ int main(int argc, char **argv) {
     }
     r.perplexity = std::exp(total / double(r.decoded));
     r.tokensPerSecond = double(r.decoded) / std::max(seconds, 1e-9);
-    if (model->quantized() && fp16 > 0) {
-      r.effectiveBits = 16.0 * double(bytes) / double(fp16);
-      r.cacheBytes = bytes / int64_t(usable);
-    } else {
-      // The graph's own tensors: f32, the whole context allocated.
-      r.effectiveBits = 32;
-      r.cacheBytes =
-          int64_t(config.layers) * config.seqLen * config.kvDim() * 2 * 4;
-    }
+    r.cache = model->cacheSummary();
+    cacheSize(*model, config, bytes, fp16, int64_t(usable), &r.effectiveBits,
+              &r.cacheBytes);
     results.push_back(r);
     if (!json)
       llvm::errs() << "  " << m.label << ": perplexity "
@@ -672,6 +804,7 @@ int main(int argc, char **argv) {
       const Result &r = results[i];
       llvm::outs() << "    {\"method\": " << jsonString(r.spec.label)
                    << ", \"pass_options\": " << jsonString(r.options)
+                   << ", \"cache\": " << cacheJson(r.cache)
                    << ", \"effective_bits\": "
                    << llvm::format("%.4f", r.effectiveBits)
                    << ", \"cache_bytes\": " << r.cacheBytes
@@ -700,6 +833,9 @@ int main(int argc, char **argv) {
                                  (long long)r.cacheBytes, r.perplexity,
                                  r.perplexity - base, r.tokensPerSecond);
   llvm::outs() << "\ncache bytes: mean per document at its end (none: the "
-                  "graph's f32 tensors for the whole context)\n";
+                  "graph's f32 tensors for the whole context)\n\ncaches:\n";
+  for (const Result &r : results)
+    llvm::outs() << "  " << r.spec.label << ": " << describeCache(r.cache)
+                 << "\n";
   return 0;
 }
