@@ -52,6 +52,20 @@ inline const std::vector<SharedFlag> &sharedFlags() {
   return flags;
 }
 
+/// The ranges of the shared numeric method flags, which take comma lists
+/// (parseIntList): kvq-eval and kvq-run read them alike. The runtime and
+/// the configuration passes then check each value against the method and
+/// the model (a code width of 2, 3, 4 or 8; a group size dividing head_dim).
+constexpr long long kBitsMin = 1, kBitsMax = 16;
+constexpr long long kGroupSizeMin = 1, kGroupSizeMax = 1 << 16;
+constexpr long long kSinksMin = 0, kSinksMax = 1 << 16;
+
+/// --bits LIST: code widths, each in [kBitsMin, kBitsMax].
+inline std::vector<long long> parseBits(const char *tool,
+                                        const std::string &list) {
+  return parseIntList(tool, "--bits", list, kBitsMin, kBitsMax);
+}
+
 /// Rewrites argv in place (argv[i] may point into `storage` afterwards):
 /// a deprecated spelling (`--old` or `--old=value`) becomes the shared
 /// one, with "TOOL: warning: --old is deprecated; use --new" on stderr.

@@ -141,8 +141,8 @@ const std::vector<Sweep> &sweeps() {
   static const std::vector<Sweep> table = {
       {"--group-size",
        true,
-       1,
-       1 << 16,
+       kvq::cli::kGroupSizeMin,
+       kvq::cli::kGroupSizeMax,
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) { c.group_size = static_cast<int32_t>(x); },
        "G"},
@@ -157,8 +157,8 @@ const std::vector<Sweep> &sweeps() {
        "R"},
       {"--sinks",
        true,
-       0,
-       1 << 16,
+       kvq::cli::kSinksMin,
+       kvq::cli::kSinksMax,
        {"kivi_sink"},
        [](kvq_config &c, double x) {
          c.n_sink_tokens = static_cast<int32_t>(x);
@@ -272,25 +272,25 @@ Options parseArgs(int argc, char **argv) {
           o.methods.push_back(m);
       }
     } else if (p.is("--bits")) {
-      for (const std::string &b : p.listValue()) {
-        int v = static_cast<int>(kvq::cli::parseInt(kTool, "--bits", b, 1, 16));
-        if (std::find(o.bits.begin(), o.bits.end(), v) == o.bits.end())
-          o.bits.push_back(v);
-      }
+      for (long long v : kvq::cli::parseBits(kTool, p.value()))
+        if (std::find(o.bits.begin(), o.bits.end(), int(v)) == o.bits.end())
+          o.bits.push_back(static_cast<int>(v));
     } else if (const Sweep *sw = sweepFor(p.name())) {
       // Range-checked per item as 64-bit values before any narrowing.
       std::vector<double> &vals = o.lists[sw->flag];
-      for (const std::string &x : p.listValue()) {
-        const double val =
-            sw->integer
-                ? static_cast<double>(kvq::cli::parseInt(
-                      kTool, sw->flag, x, static_cast<long long>(sw->lo),
-                      static_cast<long long>(sw->hi)))
-                : kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo, sw->hi,
-                                        true);
+      std::vector<double> given;
+      if (sw->integer)
+        for (long long x : kvq::cli::parseIntList(
+                 kTool, sw->flag, p.value(), static_cast<long long>(sw->lo),
+                 static_cast<long long>(sw->hi)))
+          given.push_back(static_cast<double>(x));
+      else
+        for (const std::string &x : p.listValue())
+          given.push_back(kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo,
+                                                sw->hi, true));
+      for (double val : given)
         if (std::find(vals.begin(), vals.end(), val) == vals.end())
           vals.push_back(val);
-      }
     } else if (p.is("--residual-mode"))
       o.residualMode = choice(p, {{"sliding", KVQ_RESIDUAL_SLIDING},
                                   {"block", KVQ_RESIDUAL_BLOCK}});

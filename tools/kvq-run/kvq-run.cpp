@@ -27,6 +27,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -65,17 +66,91 @@ std::vector<MethodSpec> parseMethods(const std::string &list,
   return out;
 }
 
-std::string passOptionsFor(const MethodSpec &m, int64_t bits) {
+/// The values of --bits, --group-size and --sinks (empty: not given).
+struct MethodFlags {
+  std::vector<long long> bits, groupSizes, sinks;
+};
+
+/// Each spec once per value of every method flag that applies to it: a
+/// flag applies to the methods that read it (bits: the quantized ones;
+/// group-size: kivi, kivi_sink; sinks: kivi_sink) and only to the specs
+/// that do not set it themselves. A spec that becomes several is labelled
+/// with the options the flags added ("kivi{bits=2}", "kivi{group-size=8
+/// bits=2}"). A flag that no listed method reads is a warning on stderr.
+std::vector<MethodSpec> expandSpecs(const std::vector<MethodSpec> &specs,
+                                    const MethodFlags &flags) {
+  struct Axis {
+    const char *flag, *key;
+    const std::vector<long long> *values;
+    std::vector<std::string> methods, ownKeys;
+  };
+  const std::vector<Axis> axes = {
+      {"--bits", "bits", &flags.bits, {"kivi", "kivi_sink", "kvquant"},
+       {"bits", "key-bits", "value-bits"}},
+      {"--group-size", "group-size", &flags.groupSizes, {"kivi", "kivi_sink"},
+       {"group-size"}},
+      {"--sinks", "sinks", &flags.sinks, {"kivi_sink"}, {"sinks"}}};
+  for (const Axis &a : axes) {
+    if (a.values->empty())
+      continue;
+    std::string ignored;
+    for (const MethodSpec &m : specs)
+      if (m.method != "none" && m.method != "fp16" &&
+          std::find(a.methods.begin(), a.methods.end(), m.method) ==
+              a.methods.end())
+        ignored += (ignored.empty() ? "" : ", ") + m.label;
+    if (ignored.empty())
+      continue;
+    std::string users;
+    for (const std::string &u : a.methods)
+      users += (users.empty() ? "" : ", ") + u;
+    llvm::errs() << "kvq-run: warning: " << a.flag << " does not apply to "
+                 << ignored << " (only to " << users << "): ignored there\n";
+  }
+  std::vector<MethodSpec> out;
+  for (const MethodSpec &m : specs) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> variants = {
+        {}};
+    for (const Axis &a : axes) {
+      bool reads = std::find(a.methods.begin(), a.methods.end(), m.method) !=
+                   a.methods.end();
+      bool own = false;
+      for (const auto &[key, value] : m.options)
+        own = own || std::find(a.ownKeys.begin(), a.ownKeys.end(), key) !=
+                         a.ownKeys.end();
+      if (!reads || own || a.values->empty())
+        continue;
+      std::vector<std::vector<std::pair<std::string, std::string>>> next;
+      for (const auto &v : variants)
+        for (long long x : *a.values) {
+          next.push_back(v);
+          next.back().push_back({a.key, std::to_string(x)});
+        }
+      variants = std::move(next);
+    }
+    for (const auto &added : variants) {
+      MethodSpec e = m;
+      e.options.insert(e.options.end(), added.begin(), added.end());
+      if (variants.size() > 1) {
+        std::string extra;
+        for (const auto &[k, v] : added)
+          extra += (extra.empty() ? "" : " ") + k + "=" + v;
+        e.label = m.label.back() == '}'
+                      ? m.label.substr(0, m.label.size() - 1) + " " + extra +
+                            "}"
+                      : m.label + "{" + extra + "}";
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+/// The --kvq-quantize-kv-cache options of a spec ("" for none).
+std::string passOptionsFor(const MethodSpec &m) {
   if (m.method == "none")
     return "";
   std::string s = "method=" + m.method;
-  // --bits applies to the specs that do not set their own width.
-  bool ownBits = false;
-  for (const auto &[key, value] : m.options)
-    ownBits = ownBits || key == "bits" || key == "key-bits" ||
-              key == "value-bits";
-  if (bits > 0 && m.method != "fp16" && !ownBits)
-    s += " bits=" + std::to_string(bits);
   std::string extra = m.passOptions();
   if (!extra.empty())
     s += " " + extra;
@@ -348,10 +423,24 @@ int main(int argc, char **argv) {
                "--kvq-quantize-kv-cache options in braces, e.g. "
                "kvquant{refit-interval=0} (default fp16)"),
       cl::init("fp16"), cl::cat(cat));
-  cl::opt<int64_t> bits("bits",
-                        cl::desc("Code width for every quantized method "
-                                 "(default: each method's default)"),
-                        cl::init(0), cl::cat(cat));
+  // The numeric method flags take comma lists, read by the shared parser
+  // (tools/common/vocabulary.h) as kvq-eval reads them.
+  cl::opt<std::string> bitsText(
+      "bits",
+      cl::desc("Code widths (2, 3, 4 or 8; a comma list runs each) for the "
+               "quantized methods whose spec sets none (default: each "
+               "method's default)"),
+      cl::value_desc("N[,N...]"), cl::cat(cat));
+  cl::opt<std::string> groupSizeText(
+      "group-size",
+      cl::desc("KIVI group size G (a comma list runs each) for the kivi and "
+               "kivi_sink specs that set none"),
+      cl::value_desc("G[,G...]"), cl::cat(cat));
+  cl::opt<std::string> sinksText(
+      "sinks",
+      cl::desc("kivi_sink: tokens kept fp16 (a comma list runs each) for the "
+               "kivi_sink specs that set none"),
+      cl::value_desc("N[,N...]"), cl::cat(cat));
   cl::opt<std::string> perplexity(
       "perplexity",
       cl::desc("Report perplexity on FILE (one document per non-empty line; "
@@ -445,9 +534,21 @@ int main(int argc, char **argv) {
       return fail(std::string("--threads: ") + kvq_last_error());
   }
   // --bits 0 is not "each method's default": that is --bits left out.
-  if (bits.getNumOccurrences() && !(bits == 2 || bits == 3 || bits == 4 || bits == 8))
-    return fail("--bits " + std::to_string(bits) +
-                " is not a code width (2, 3, 4 or 8)");
+  MethodFlags methodFlags;
+  if (bitsText.getNumOccurrences())
+    methodFlags.bits = kvq::cli::parseBits("kvq-run", bitsText);
+  for (long long b : methodFlags.bits)
+    if (!(b == 2 || b == 3 || b == 4 || b == 8))
+      return fail("--bits " + std::to_string(b) +
+                  " is not a code width (2, 3, 4 or 8)");
+  if (groupSizeText.getNumOccurrences())
+    methodFlags.groupSizes = kvq::cli::parseIntList(
+        "kvq-run", "--group-size", groupSizeText, kvq::cli::kGroupSizeMin,
+        kvq::cli::kGroupSizeMax);
+  if (sinksText.getNumOccurrences())
+    methodFlags.sinks =
+        kvq::cli::parseIntList("kvq-run", "--sinks", sinksText,
+                               kvq::cli::kSinksMin, kvq::cli::kSinksMax);
   std::string error;
   std::string path = modelPath;
   std::string scratch; // a generated random checkpoint, removed at exit
@@ -511,10 +612,11 @@ int main(int argc, char **argv) {
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
     if (specs.empty())
       return fail(error.empty() ? "--method is empty" : error);
+    specs = expandSpecs(specs, methodFlags);
     for (const MethodSpec &m : specs) {
       if (m.method == "none")
         return fail("--bench times kvq caches; 'none' has no runtime cache");
-      benchMethods.push_back({m.label, passOptionsFor(m, bits)});
+      benchMethods.push_back({m.label, passOptionsFor(m)});
     }
     std::vector<int64_t> points(contexts.begin(), contexts.end());
     if (points.empty())
@@ -574,6 +676,7 @@ int main(int argc, char **argv) {
   std::vector<MethodSpec> specs = parseMethods(methods, &error);
   if (specs.empty())
     return fail(error.empty() ? "--method is empty" : error);
+  specs = expandSpecs(specs, methodFlags);
   if (steps < 0)
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
@@ -640,7 +743,7 @@ int main(int argc, char **argv) {
     };
     std::vector<std::string> rows;
     for (const MethodSpec &m : specs) {
-      const std::string options = passOptionsFor(m, bits);
+      const std::string options = passOptionsFor(m);
       auto model = run::CompiledModel::compile(
           *ckpt, int64_t(ids.size()), options, &error, spelling,
           compileOptions);
@@ -747,7 +850,7 @@ int main(int argc, char **argv) {
   for (const MethodSpec &m : specs) {
     Result r;
     r.spec = m;
-    r.options = passOptionsFor(m, bits);
+    r.options = passOptionsFor(m);
     auto model =
         run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error,
                                     spelling, compileOptions);
