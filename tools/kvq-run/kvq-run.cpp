@@ -38,6 +38,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -204,6 +205,37 @@ double nll(const float *logits, int32_t vocab, int32_t target) {
   for (int32_t i = 0; i < vocab; ++i)
     sum += std::exp(double(logits[i]) - mx);
   return std::log(sum) + mx - double(logits[target]);
+}
+
+/// log softmax(logits) in double, into `out` (vocab entries); returns
+/// the index of the largest logit (the first one on a tie).
+int32_t logSoftmax(const float *logits, int32_t vocab, std::vector<double> &out) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < vocab; ++i)
+    if (logits[i] > logits[best])
+      best = i;
+  const double mx = logits[best];
+  double sum = 0;
+  for (int32_t i = 0; i < vocab; ++i)
+    sum += std::exp(double(logits[i]) - mx);
+  const double lse = mx + std::log(sum);
+  out.resize(size_t(vocab));
+  for (int32_t i = 0; i < vocab; ++i)
+    out[size_t(i)] = double(logits[i]) - lse;
+  return best;
+}
+
+/// Mean and standard error of the mean from a sum and a sum of squares of
+/// n samples, as llama.cpp's perplexity computes them: sqrt((E[x^2] -
+/// E[x]^2) / (n - 1)); NaN for fewer than two samples.
+std::pair<double, double> meanAndStderr(double sum, double sumSq, int64_t n) {
+  if (n < 1)
+    return {NAN, NAN};
+  const double mean = sum / double(n);
+  if (n < 2)
+    return {mean, NAN};
+  const double var = std::max(sumSq / double(n) - mean * mean, 0.0);
+  return {mean, std::sqrt(var / double(n - 1))};
 }
 
 std::string jsonString(const std::string &s) {
@@ -374,6 +406,11 @@ struct Result {
   std::string options;
   run::CacheSummary cache;
   double perplexity = 0, effectiveBits = 16, tokensPerSecond = 0;
+  /// ppl * standard error of the mean per-token NLL (NaN: one token).
+  double perplexityStderr = NAN;
+  /// --kl-divergence: mean KL(fp16 || this) per token, its standard error,
+  /// and the fraction of tokens whose most likely next token is fp16's.
+  double kl = NAN, klStderr = NAN, top1 = NAN;
   int64_t cacheBytes = 0, decoded = 0;
 };
 
@@ -457,6 +494,14 @@ int main(int argc, char **argv) {
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
                "decoding; --bench: the prefill timed (default 128)"),
       cl::init(128), cl::cat(cat));
+  cl::opt<bool> klDivergence(
+      "kl-divergence",
+      cl::desc("Perplexity: also the mean KL divergence of each method's "
+               "next-token distributions from the fp16 cache's, and how often "
+               "their most likely tokens agree (fp16 runs first as the "
+               "baseline; its distributions are held in memory: decoded "
+               "tokens x vocabulary x 4 bytes)"),
+      cl::cat(cat));
   cl::opt<bool> json("json",
                      cl::desc("Generation, perplexity or benchmark results "
                               "as JSON on stdout"),
@@ -845,10 +890,35 @@ int main(int argc, char **argv) {
     hasNone = hasNone || m.method == "none";
   if (!hasNone)
     specs.insert(specs.begin(), MethodSpec{"none", "none", {}});
-  std::vector<Result> results;
+  // --kl-divergence: the baseline is the first plain fp16 spec (added after
+  // none when there is none); it runs first, and its log-probabilities and
+  // most likely tokens at every decoded position are kept.
+  size_t baseline = specs.size();
+  if (klDivergence) {
+    for (size_t i = 0; i < specs.size() && baseline == specs.size(); ++i)
+      if (specs[i].method == "fp16" && specs[i].options.empty())
+        baseline = i;
+    if (baseline == specs.size()) {
+      size_t at = specs.front().method == "none" ? 1 : 0;
+      specs.insert(specs.begin() + at, MethodSpec{"fp16", "fp16", {}});
+      baseline = at;
+    }
+  }
+  std::vector<size_t> order;
+  if (baseline < specs.size())
+    order.push_back(baseline);
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (i != baseline)
+      order.push_back(i);
+  std::vector<float> baseLogProbs; // [decoded][vocab]
+  std::vector<int32_t> baseTop;    // [decoded]
+  std::vector<double> logProbs;
+  std::vector<Result> results(specs.size());
   int64_t weightBytes = 0; // the checkpoint's and the first model's
-  for (const MethodSpec &m : specs) {
-    Result r;
+  bool first = true;
+  for (size_t index : order) {
+    const MethodSpec &m = specs[index];
+    Result &r = results[index];
     r.spec = m;
     r.options = passOptionsFor(m);
     auto model =
@@ -856,9 +926,13 @@ int main(int argc, char **argv) {
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
-    if (results.empty())
+    if (first)
       weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
-    double total = 0, seconds = 0;
+    first = false;
+    const bool isBaseline = index == baseline;
+    double total = 0, totalSq = 0, seconds = 0;
+    double klSum = 0, klSq = 0, klSeconds = 0;
+    int64_t agree = 0;
     int64_t bytes = 0, fp16 = 0;
     for (auto &d : docs) {
       if (int64_t(d.size()) <= promptTokens)
@@ -872,7 +946,32 @@ int main(int argc, char **argv) {
       for (int64_t i = promptTokens; i < int64_t(d.size()); ++i) {
         if (auto bad = nonFiniteLogits(logits, config.vocab, i - 1))
           return fail(m.label + ": " + *bad);
-        total += nll(logits, config.vocab, d[i]);
+        const double x = nll(logits, config.vocab, d[i]);
+        total += x;
+        totalSq += x * x;
+        if (klDivergence) {
+          auto klStart = clock::now();
+          const int32_t top = logSoftmax(logits, config.vocab, logProbs);
+          const size_t t = size_t(r.decoded);
+          if (isBaseline) {
+            baseTop.push_back(top);
+            for (double lp : logProbs)
+              baseLogProbs.push_back(float(lp));
+          }
+          // KL(P || Q) = sum p (log p - log q), P the baseline's; log q
+          // rounded to f32 as the baseline's are kept, so that identical
+          // distributions give exactly 0.
+          const float *lp = baseLogProbs.data() + t * size_t(config.vocab);
+          double kl = 0;
+          for (int32_t v = 0; v < config.vocab; ++v)
+            kl += std::exp(double(lp[v])) *
+                  (double(lp[v]) - double(float(logProbs[size_t(v)])));
+          klSum += kl;
+          klSq += kl * kl;
+          agree += top == baseTop[t];
+          klSeconds +=
+              std::chrono::duration<double>(clock::now() - klStart).count();
+        }
         ++r.decoded;
         if (i + 1 < int64_t(d.size()) && !(logits = model->decode(d[i], i)))
           return fail(m.label + ": " + model->error());
@@ -882,12 +981,18 @@ int main(int argc, char **argv) {
       bytes += s.totalBytes;
       fp16 += s.fp16Bytes;
     }
-    r.perplexity = std::exp(total / double(r.decoded));
+    const auto [meanNll, nllStderr] = meanAndStderr(total, totalSq, r.decoded);
+    r.perplexity = std::exp(meanNll);
+    r.perplexityStderr = r.perplexity * nllStderr;
+    if (klDivergence) {
+      std::tie(r.kl, r.klStderr) = meanAndStderr(klSum, klSq, r.decoded);
+      r.top1 = double(agree) / double(r.decoded);
+    }
+    seconds = std::max(seconds - klSeconds, 0.0);
     r.tokensPerSecond = double(r.decoded) / std::max(seconds, 1e-9);
     r.cache = model->cacheSummary();
     cacheSize(*model, config, bytes, fp16, int64_t(usable), &r.effectiveBits,
               &r.cacheBytes);
-    results.push_back(r);
     if (!json)
       llvm::errs() << "  " << m.label << ": perplexity "
                    << llvm::format("%.4f", r.perplexity) << "\n";
@@ -901,8 +1006,11 @@ int main(int argc, char **argv) {
                  << ",\n  \"decoded_tokens\": " << results.front().decoded
                  << ",\n  \"weight_type\": \""
                  << import::weightTypeName(spelling.weightType)
-                 << "\",\n  \"weight_bytes\": " << weightBytes
-                 << ",\n  \"results\": [\n";
+                 << "\",\n  \"weight_bytes\": " << weightBytes;
+    if (klDivergence)
+      llvm::outs() << ",\n  \"kl_baseline\": "
+                   << jsonString(specs[baseline].label);
+    llvm::outs() << ",\n  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
       llvm::outs() << "    {\"method\": " << jsonString(r.spec.label)
@@ -912,9 +1020,15 @@ int main(int argc, char **argv) {
                    << llvm::format("%.4f", r.effectiveBits)
                    << ", \"cache_bytes\": " << r.cacheBytes
                    << ", \"perplexity\": " << llvm::format("%.6f", r.perplexity)
+                   << ", \"ppl_stderr\": " << jsonNumber(r.perplexityStderr)
                    << ", \"delta_perplexity\": "
-                   << llvm::format("%.6f", r.perplexity - base)
-                   << ", \"tokens_per_second\": "
+                   << llvm::format("%.6f", r.perplexity - base);
+      if (klDivergence)
+        llvm::outs() << ", \"kl_divergence\": " << jsonNumber(r.kl)
+                     << ", \"kl_divergence_stderr\": "
+                     << jsonNumber(r.klStderr)
+                     << ", \"top1_agreement\": " << jsonNumber(r.top1);
+      llvm::outs() << ", \"tokens_per_second\": "
                    << llvm::format("%.1f", r.tokensPerSecond) << "}"
                    << (i + 1 < results.size() ? "," : "") << "\n";
     }
@@ -927,15 +1041,40 @@ int main(int argc, char **argv) {
                << " tokens decoded one at a time (teacher forcing); weights "
                << import::weightTypeName(spelling.weightType) << ", "
                << weightBytes << " bytes\n\n";
-  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
-                               "eff bits", "cache bytes", "perplexity", "delta",
-                               "tok/s");
-  for (const Result &r : results)
-    llvm::outs() << llvm::format("%-34s %9.2f %12lld %11.4f %+9.4f %9.0f\n",
-                                 r.spec.label.c_str(), r.effectiveBits,
-                                 (long long)r.cacheBytes, r.perplexity,
-                                 r.perplexity - base, r.tokensPerSecond);
-  llvm::outs() << "\ncache bytes: mean per document at its end (none: the "
+  auto fixed = [](double x, const char *fmt) -> std::string {
+    if (!std::isfinite(x))
+      return "n/a";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), fmt, x);
+    return buf;
+  };
+  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s", "method",
+                               "eff bits", "cache bytes", "perplexity",
+                               "± ppl", "delta");
+  if (klDivergence)
+    llvm::outs() << llvm::format(" %10s %10s %7s", "KL div", "± KL",
+                                 "top-1 %");
+  llvm::outs() << llvm::format(" %9s\n", "tok/s");
+  for (const Result &r : results) {
+    llvm::outs() << llvm::format(
+        "%-34s %9.2f %12lld %11.4f %8s %+9.4f", r.spec.label.c_str(),
+        r.effectiveBits, (long long)r.cacheBytes, r.perplexity,
+        fixed(r.perplexityStderr, "%.4f").c_str(), r.perplexity - base);
+    if (klDivergence)
+      llvm::outs() << llvm::format(" %10s %10s %7s",
+                                   fixed(r.kl, "%.6f").c_str(),
+                                   fixed(r.klStderr, "%.6f").c_str(),
+                                   fixed(100 * r.top1, "%.2f").c_str());
+    llvm::outs() << llvm::format(" %9.0f\n", r.tokensPerSecond);
+  }
+  llvm::outs() << "\n± ppl: perplexity x the standard error of the mean "
+                  "per-token NLL\n";
+  if (klDivergence)
+    llvm::outs() << "KL div: mean KL divergence per token from "
+                 << specs[baseline].label
+                 << "'s next-token distribution; top-1 %: tokens whose most "
+                    "likely next token is the same\n";
+  llvm::outs() << "cache bytes: mean per document at its end (none: the "
                   "graph's f32 tensors for the whole context)\n\ncaches:\n";
   for (const Result &r : results)
     llvm::outs() << "  " << r.spec.label << ": " << describeCache(r.cache)
