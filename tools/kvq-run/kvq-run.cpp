@@ -36,6 +36,7 @@
 #endif
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <tuple>
@@ -158,30 +159,80 @@ std::string passOptionsFor(const MethodSpec &m) {
   return s;
 }
 
-int32_t sample(const float *logits, int32_t vocab, float temperature,
+/// How the next token is chosen: greedy at temperature 0, else drawn from
+/// softmax(logits / T) restricted to the topK most likely tokens (0: all)
+/// and then to the smallest set of them whose probability reaches topP.
+struct Sampling {
+  float temperature = 0;
+  int64_t topK = 0;
+  double topP = 1;
+};
+
+int32_t sample(const float *logits, int32_t vocab, const Sampling &s,
                uint64_t &rng) {
   int32_t best = 0;
   for (int32_t i = 1; i < vocab; ++i)
     if (logits[i] > logits[best])
       best = i;
-  if (temperature <= 0.0f)
+  if (s.temperature <= 0.0f)
     return best;
   // xorshift64*, top 24 bits -> [0, 1); inverse CDF of softmax(l / T).
   rng ^= rng >> 12;
   rng ^= rng << 25;
   rng ^= rng >> 27;
   double u = double((rng * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0;
-  double sum = 0;
-  std::vector<double> p(vocab);
-  for (int32_t i = 0; i < vocab; ++i)
-    sum += p[i] = std::exp(double(logits[i] - logits[best]) / temperature);
-  double acc = 0;
-  for (int32_t i = 0; i < vocab; ++i) {
-    acc += p[i] / sum;
-    if (u < acc)
-      return i;
+  const double temperature = s.temperature;
+  if (s.topK == 0 && s.topP >= 1) {
+    double sum = 0;
+    std::vector<double> p(vocab);
+    for (int32_t i = 0; i < vocab; ++i)
+      sum += p[i] = std::exp(double(logits[i] - logits[best]) / temperature);
+    double acc = 0;
+    for (int32_t i = 0; i < vocab; ++i) {
+      acc += p[i] / sum;
+      if (u < acc)
+        return i;
+    }
+    return vocab - 1;
   }
-  return vocab - 1;
+  // The candidates, most likely first (a tie: the lower id first), cut to
+  // top-k, then to the shortest prefix whose probability reaches top-p.
+  const int64_t k =
+      s.topK > 0 ? std::min<int64_t>(s.topK, vocab) : int64_t(vocab);
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int32_t i = 0; i < vocab; ++i)
+    ids[size_t(i)] = i;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      return logits[a] > logits[b] ||
+                             (logits[a] == logits[b] && a < b);
+                    });
+  ids.resize(size_t(k));
+  std::vector<double> p(ids.size());
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i)
+    sum += p[i] = std::exp(double(logits[ids[i]] - logits[best]) / temperature);
+  size_t keep = ids.size();
+  if (s.topP < 1) {
+    double acc = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      acc += p[i] / sum;
+      if (acc >= s.topP) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i)
+    kept += p[i];
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += p[i] / kept;
+    if (u < acc)
+      return ids[i];
+  }
+  return ids[keep - 1];
 }
 
 /// Logits that are not all finite (finite weights too large for f32
@@ -451,6 +502,16 @@ int main(int argc, char **argv) {
       "temperature",
       cl::desc("Sampling temperature in [0, 100] (default 0: greedy)"),
       cl::value_desc("T"), cl::init("0"), cl::cat(cat));
+  cl::opt<std::string> topKText(
+      "top-k",
+      cl::desc("Sampling: draw from the K most likely tokens only (K >= 1; "
+               "default: all; 1 is greedy)"),
+      cl::value_desc("K"), cl::cat(cat));
+  cl::opt<std::string> topPText(
+      "top-p",
+      cl::desc("Sampling: draw from the smallest set of most likely tokens "
+               "whose probability reaches P, in (0, 1] (default 1: all)"),
+      cl::value_desc("P"), cl::cat(cat));
   cl::opt<uint64_t> seed("seed", cl::desc("Sampling seed (default 1)"),
                          cl::init(1), cl::cat(cat));
   cl::opt<std::string> methods(
@@ -568,6 +629,21 @@ int main(int argc, char **argv) {
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
       "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
+  Sampling sampling;
+  sampling.temperature = temperature;
+  if (topKText.getNumOccurrences())
+    sampling.topK = kvq::cli::parseInt("kvq-run", "--top-k", topKText, 1,
+                                       std::numeric_limits<int32_t>::max());
+  if (topPText.getNumOccurrences())
+    sampling.topP = kvq::cli::parseDouble("kvq-run", "--top-p", topPText, 0, 1,
+                                          /*hiOpen=*/false, /*loOpen=*/true);
+  const bool generating = perplexity.empty() && tokensFile.empty() && !bench;
+  if (!generating && (topKText.getNumOccurrences() ||
+                      topPText.getNumOccurrences()))
+    llvm::errs() << "kvq-run: warning: --top-k and --top-p apply to "
+                    "generation only: ignored\n";
+  if (klDivergence && (bench || (perplexity.empty() && tokensFile.empty())))
+    return fail("--kl-divergence applies to --perplexity and --tokens");
   // Every cache the compiled models create, and every kvq_matmul call,
   // uses the pool (same bytes as one thread); none is set up for one
   // thread.
@@ -756,7 +832,7 @@ int main(int argc, char **argv) {
         int64_t pos = int64_t(seq.size());
         if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1))
           return fail("none: " + *bad);
-        int32_t next = sample(logits, config.vocab, temperature, rng);
+        int32_t next = sample(logits, config.vocab, sampling, rng);
         if (next == tok->bos() || next == tok->eos())
           break;
         seq.push_back(next);
@@ -810,7 +886,7 @@ int main(int argc, char **argv) {
           say("\n");
           return fail(m.label + ": " + *bad);
         }
-        int32_t next = sample(logits, config.vocab, temperature, rng);
+        int32_t next = sample(logits, config.vocab, sampling, rng);
         if (next == tok->bos() || next == tok->eos())
           break;
         std::string piece = tok->decode(prev, next);
@@ -857,6 +933,8 @@ int main(int argc, char **argv) {
                    << ",\n  \"prompt_tokens\": " << ids.size()
                    << ",\n  \"steps\": " << steps
                    << ",\n  \"temperature\": " << jsonNumber(temperature)
+                   << ",\n  \"top_k\": " << sampling.topK
+                   << ",\n  \"top_p\": " << jsonNumber(sampling.topP)
                    << ",\n  \"seed\": " << seed
                    << ",\n  \"weight_type\": \""
                    << import::weightTypeName(spelling.weightType)
