@@ -98,7 +98,6 @@ const char *kUsage =
     "Flags take --flag value or --flag=value.\n";
 
 constexpr long long kDefaultPrefill = 128;
-constexpr long long kMaxLloydIters = 100;
 
 [[noreturn]] void die(const std::string &msg) { kvq::cli::fail(kTool, msg); }
 
@@ -141,15 +140,15 @@ const std::vector<Sweep> &sweeps() {
   static const std::vector<Sweep> table = {
       {"--group-size",
        true,
-       kvq::cli::kGroupSizeMin,
-       kvq::cli::kGroupSizeMax,
+       kvq::cli::numericOption("group-size").lo,
+       kvq::cli::numericOption("group-size").hi,
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) { c.group_size = static_cast<int32_t>(x); },
        "G"},
       {"--residual-length",
        true,
-       0,
-       1 << 30,
+       kvq::cli::numericOption("residual-length").lo,
+       kvq::cli::numericOption("residual-length").hi,
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) {
          c.residual_length = static_cast<int32_t>(x);
@@ -157,8 +156,8 @@ const std::vector<Sweep> &sweeps() {
        "R"},
       {"--sinks",
        true,
-       kvq::cli::kSinksMin,
-       kvq::cli::kSinksMax,
+       kvq::cli::numericOption("sinks").lo,
+       kvq::cli::numericOption("sinks").hi,
        {"kivi_sink"},
        [](kvq_config &c, double x) {
          c.n_sink_tokens = static_cast<int32_t>(x);
@@ -166,8 +165,8 @@ const std::vector<Sweep> &sweeps() {
        "sinks"},
       {"--outlier-fraction",
        false,
-       0,
-       1,
+       kvq::cli::numericOption("outlier-fraction").lo,
+       kvq::cli::numericOption("outlier-fraction").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.outlier_fraction = static_cast<float>(x);
@@ -175,15 +174,15 @@ const std::vector<Sweep> &sweeps() {
        "outliers"},
       {"--lloyd-iters",
        true,
-       0,
-       kMaxLloydIters,
+       kvq::cli::numericOption("lloyd-iters").lo,
+       kvq::cli::numericOption("lloyd-iters").hi,
        {"kvquant"},
        [](kvq_config &c, double x) { c.lloyd_iters = static_cast<int32_t>(x); },
        "lloyd"},
       {"--kvquant-sinks",
        true,
-       0,
-       1 << 16,
+       kvq::cli::numericOption("kvquant-sinks").lo,
+       kvq::cli::numericOption("kvquant-sinks").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.kvquant_n_sink = static_cast<int32_t>(x);
@@ -191,8 +190,8 @@ const std::vector<Sweep> &sweeps() {
        "ksinks"},
       {"--refit-interval",
        true,
-       0,
-       1 << 30,
+       kvq::cli::numericOption("refit-interval").lo,
+       kvq::cli::numericOption("refit-interval").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.refit_interval = static_cast<int32_t>(x);

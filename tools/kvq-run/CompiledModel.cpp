@@ -151,13 +151,20 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   impl.context.appendDialectRegistry(registry);
   impl.context.loadAllAvailableDialects();
 
-  // Collect diagnostics (the pass's remarks say why a cache was refused).
+  // Collect diagnostics (the pass's remarks say why a cache was refused),
+  // each once (the pass runs twice on a refused configuration), on one
+  // line.
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&impl.context,
-                                        [&](mlir::Diagnostic &d) {
-                                          diagnostics += d.str() + "\n";
-                                          return mlir::success();
-                                        });
+  mlir::ScopedDiagnosticHandler handler(
+      &impl.context, [&](mlir::Diagnostic &d) {
+        std::string line = d.str();
+        for (char &c : line)
+          if (c == '\n' || c == '\r')
+            c = ' ';
+        if (diagnostics.find(line) == std::string::npos)
+          diagnostics += (diagnostics.empty() ? "" : "; ") + line;
+        return mlir::success();
+      });
   import::ImportOptions options = spelling;
   options.prefillTokens = prefillTokens;
   options.contextLength = 0;

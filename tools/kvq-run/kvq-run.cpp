@@ -65,6 +65,9 @@ std::vector<MethodSpec> parseMethods(const std::string &list,
   for (const MethodSpec &m : out)
     if (m.method == "none" && !m.options.empty())
       return *error = "--method: 'none' takes no options", std::vector<MethodSpec>{};
+  *error = kvq::cli::checkMethodOptions("--method", out);
+  if (!error->empty())
+    return {};
   return out;
 }
 
@@ -623,8 +626,15 @@ int main(int argc, char **argv) {
       "  --threads N  host threads the caches' updates and the dense layers "
       "may use (default 1; the same bytes as one)\n");
 
+  // One line, as every kvq tool's errors (tools/common/flags.h).
   auto fail = [](const std::string &message) {
-    llvm::errs() << "kvq-run: error: " << message << "\n";
+    std::string line = message;
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' '))
+      line.pop_back();
+    for (char &c : line)
+      if (c == '\n' || c == '\r')
+        c = ' ';
+    llvm::errs() << "kvq-run: error: " << line << "\n";
     return 2;
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
