@@ -70,3 +70,12 @@
 // RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --steps 1 --method kivi --group-size 3; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=PASSREFUSES
 // PASSREFUSES: kvq-run: error: kivi: kvq-quantize-kv-cache failed: kvq-quantize-kv-cache: group_size 3 does not divide head_dim 8{{$}}
 // PASSREFUSES-NEXT: status 2
+//
+// A fraction that is not 0 but is 0 in the runtime's f32 is refused too
+// (the result would say 1e-300 and the cache keep no outliers).
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --steps 1 --method "kvquant{outlier-fraction=1e-300}"; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=SPECTINY
+// SPECTINY: kvq-run: error: --method: option 'outlier-fraction' is 1e-300, which the runtime's f32 holds as 0 (give 0, or at least 1.4e-45) in 'kvquant{outlier-fraction=1e-300}'
+// SPECTINY-NEXT: status 2
+// RUN: sh -c 'kvq-eval --keys x.npy --method kvquant --outlier-fraction 0.01,1e-50; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=EVALTINY
+// EVALTINY: kvq-eval: --outlier-fraction 1e-50 is held as 0 in the runtime's f32 (give 0, or at least 1.4e-45)
+// EVALTINY-NEXT: status 2

@@ -269,6 +269,12 @@ inline const std::vector<NumericOption> &numericMethodOptions() {
   return table;
 }
 
+/// A fraction the runtime keeps in an f32 (kvq_config.outlier_fraction)
+/// that is not 0 but becomes 0 there.
+inline bool f32Underflows(double x) {
+  return x != 0 && static_cast<float>(x) == 0.0f;
+}
+
 /// The entry of numericMethodOptions() for `key` (which must be there).
 inline const NumericOption &numericOption(const std::string &key) {
   for (const NumericOption &o : numericMethodOptions())
@@ -329,6 +335,10 @@ inline std::string checkMethodOptions(const std::string &flag,
           ok = end && *end == 0 && errno == 0 && std::isfinite(x);
         }
         ok = ok && x >= o.lo && (o.hiOpen ? x < o.hi : x <= o.hi);
+        if (ok && !o.integer && f32Underflows(x))
+          return flag + ": option '" + key + "' is " + printable(value, 40) +
+                 ", which the runtime's f32 holds as 0 (give 0, or at least " +
+                 "1.4e-45) in '" + printable(m.label, 80) + "'";
         if (ok)
           continue;
         char range[96];

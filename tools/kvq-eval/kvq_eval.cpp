@@ -284,9 +284,14 @@ Options parseArgs(int argc, char **argv) {
                  static_cast<long long>(sw->hi)))
           given.push_back(static_cast<double>(x));
       else
-        for (const std::string &x : p.listValue())
+        for (const std::string &x : p.listValue()) {
           given.push_back(kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo,
                                                 sw->hi, true));
+          if (kvq::cli::f32Underflows(given.back()))
+            die(std::string(sw->flag) + " " + printable(x, 40) +
+                " is held as 0 in the runtime's f32 (give 0, or at least "
+                "1.4e-45)");
+        }
       for (double val : given)
         if (std::find(vals.begin(), vals.end(), val) == vals.end())
           vals.push_back(val);
