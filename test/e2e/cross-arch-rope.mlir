@@ -8,7 +8,7 @@
 // RUN: diff %t.x86.out %t.arm64.out
 // RUN: FileCheck %s < %t.arm64.out
 
-// cross-arch.mlir's module and data with a pre-RoPE key cache (issue 17):
+// cross-arch.mlir's module and data with a pre-RoPE key cache:
 // the cache receives the keys before RoPE (half pairing, theta 100 so that
 // every pair turns visibly within 40 positions) and rotates them inside
 // attention with angles of its own (runtime/kernels/ref/rope.cpp, no libm). The

@@ -5,7 +5,7 @@
 # Writes the small seed files of test/fuzz/tensor_io (no NumPy needed): valid
 # .npy (f32, f16 with a version 2.0 header, f64, empty, a repeated key), .npz
 # as np.savez writes it (stored members, ZIP64 local headers), .safetensors
-# (F16/BF16/F32), and the malformed inputs of issue 15 (shape without
+# (F16/BF16/F32), and malformed inputs (shape without
 # commas, overflowing shape, control bytes, fortran order, a deflate flag
 # on stored bytes, bad offsets, an unsupported dtype), and deflated .npz
 # members as np.savez_compressed writes them (dynamic and fixed codes,

@@ -25,10 +25,14 @@
 // UNCLOSED: kvq-run: error: --method: 'kivi{bits=2' has an unclosed '{'
 // UNCLOSED-NEXT: status 2
 //
-// --bits 0 is an error, not "each method's default".
+// --bits 0 is an error, not "each method's default"; kvq-run and kvq-eval
+// read --bits with the same parser, so with the same message.
 // RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --steps 1 --method kivi --bits 0; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=BITS0
-// BITS0: kvq-run: error: --bits 0 is not a code width (2, 3, 4 or 8)
+// BITS0: kvq-run: --bits expects an integer in [1, 16], got '0'
 // BITS0-NEXT: status 2
+// RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --steps 1 --method kivi --bits 2,5; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=BITS5
+// BITS5: kvq-run: error: --bits 5 is not a code width (2, 3, 4 or 8)
+// BITS5-NEXT: status 2
 // RUN: sh -c 'kvq-eval --keys x.npy --method kivi --bits 0; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=EVALBITS0
 // EVALBITS0: kvq-eval: --bits expects an integer in [1, 16], got '0'
 // EVALBITS0-NEXT: status 2

@@ -117,6 +117,24 @@ splitList(const char *tool, const std::string &flag, const std::string &s) {
   return out;
 }
 
+/// "a,b,c" of decimal integers, each in [lo, hi] (parseInt's rule and
+/// error), a value given twice kept once, in the order given.
+inline std::vector<long long> parseIntList(const char *tool,
+                                           const std::string &flag,
+                                           const std::string &s, long long lo,
+                                           long long hi) {
+  std::vector<long long> out;
+  for (const std::string &item : splitList(tool, flag, s)) {
+    long long x = parseInt(tool, flag, item, lo, hi);
+    bool seen = false;
+    for (long long y : out)
+      seen = seen || y == x;
+    if (!seen)
+      out.push_back(x);
+  }
+  return out;
+}
+
 /// Walks argv. Typical use:
 ///   kvq::cli::Parser p("kvq-eval", argc, argv);
 ///   while (p.next()) {

@@ -17,7 +17,10 @@
 
 #include "flags.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -50,6 +53,20 @@ inline const std::vector<SharedFlag> &sharedFlags() {
       {"--seed", {}, "seed of any random choice"},
   };
   return flags;
+}
+
+/// The ranges of the shared numeric method flags, which take comma lists
+/// (parseIntList): kvq-eval and kvq-run read them alike. The runtime and
+/// the configuration passes then check each value against the method and
+/// the model (a code width of 2, 3, 4 or 8; a group size dividing head_dim).
+constexpr long long kBitsMin = 1, kBitsMax = 16;
+constexpr long long kGroupSizeMin = 1, kGroupSizeMax = 1 << 16;
+constexpr long long kSinksMin = 0, kSinksMax = 1 << 16;
+
+/// --bits LIST: code widths, each in [kBitsMin, kBitsMax].
+inline std::vector<long long> parseBits(const char *tool,
+                                        const std::string &list) {
+  return parseIntList(tool, "--bits", list, kBitsMin, kBitsMax);
 }
 
 /// Rewrites argv in place (argv[i] may point into `storage` afterwards):
@@ -218,6 +235,123 @@ inline std::string parseMethodSpecs(const std::string &flag,
     }
     out.push_back(std::move(m));
   }
+  return "";
+}
+
+/// A numeric option of a method spec (`kvquant{outlier-fraction=0.05}`) and
+/// the range a tool accepts before the configuration passes see it: the
+/// ranges of the flags of the same names (kvq-eval's sweeps read them
+/// from here; kvq-run's --bits, --group-size, --sinks), so that a
+/// value is never rounded into something else on the way (1e300 is not an
+/// infinite outlier fraction, 2^64 + 2 bits are not 2). The passes and the
+/// runtime then apply their own rules (docs/RUNTIME.md, "Limits").
+struct NumericOption {
+  const char *key;
+  bool integer;
+  double lo, hi;
+  bool hiOpen; // [lo, hi) rather than [lo, hi]
+};
+
+inline const std::vector<NumericOption> &numericMethodOptions() {
+  static const std::vector<NumericOption> table = {
+      {"bits", true, double(kBitsMin), double(kBitsMax), false},
+      {"key-bits", true, double(kBitsMin), double(kBitsMax), false},
+      {"value-bits", true, double(kBitsMin), double(kBitsMax), false},
+      {"group-size", true, double(kGroupSizeMin), double(kGroupSizeMax), false},
+      {"residual-length", true, 0, double(1 << 30), false},
+      {"sinks", true, double(kSinksMin), double(kSinksMax), false},
+      {"outlier-fraction", false, 0, 1, true},
+      {"lloyd-iters", true, 0, 100, false},
+      {"refit-interval", true, 0, double(1 << 30), false},
+      {"kvquant-sinks", true, 0, double(1 << 16), false},
+      {"kvquant-group-size", true, 1, double(1 << 16), false},
+  };
+  return table;
+}
+
+/// A fraction the runtime keeps in an f32 (kvq_config.outlier_fraction)
+/// that is not 0 but becomes 0 there.
+inline bool f32Underflows(double x) {
+  return x != 0 && static_cast<float>(x) == 0.0f;
+}
+
+/// The entry of numericMethodOptions() for `key` (which must be there).
+inline const NumericOption &numericOption(const std::string &key) {
+  for (const NumericOption &o : numericMethodOptions())
+    if (key == o.key)
+      return o;
+  std::fprintf(stderr, "kvq: no numeric method option '%s'\n", key.c_str());
+  std::abort();
+}
+
+/// Checks the numeric options of `specs` (numericMethodOptions) and those
+/// that name a choice (residual-mode, pre-rope); returns "" or one message
+/// naming `flag`, the option, its range or choices, the value and the
+/// spec. Other keys are left to the pass.
+inline std::string checkMethodOptions(const std::string &flag,
+                                      const std::vector<MethodSpec> &specs) {
+  // The options that name a choice.
+  static const std::vector<std::pair<const char *, std::vector<const char *>>>
+      choices = {{"residual-mode", {"sliding", "block"}},
+                 {"pre-rope", {"true", "false"}}};
+  for (const MethodSpec &m : specs)
+    for (const auto &[key, value] : m.options)
+      for (const auto &[name, allowed] : choices) {
+        if (key != name)
+          continue;
+        std::string list;
+        bool ok = false;
+        for (size_t i = 0; i < allowed.size(); ++i) {
+          ok = ok || value == allowed[i];
+          list += std::string(i == 0 ? "" : " or ") + allowed[i];
+        }
+        if (!ok)
+          return flag + ": option '" + key + "' expects " + list + ", got '" +
+                 printable(value, 40) + "' in '" + printable(m.label, 80) +
+                 "'";
+      }
+  for (const MethodSpec &m : specs)
+    for (const auto &[key, value] : m.options)
+      for (const NumericOption &o : numericMethodOptions()) {
+        if (key != o.key)
+          continue;
+        bool ok = false;
+        double x = 0;
+        if (o.integer) {
+          size_t start = value[0] == '-' ? 1 : 0;
+          ok = value.size() > start && value.size() <= 19 &&
+               value.find_first_not_of("0123456789", start) ==
+                   std::string::npos;
+          if (ok) {
+            errno = 0;
+            long long v = std::strtoll(value.c_str(), nullptr, 10);
+            ok = errno == 0;
+            x = double(v);
+          }
+        } else {
+          char *end = nullptr;
+          errno = 0;
+          x = std::strtod(value.c_str(), &end);
+          ok = end && *end == 0 && errno == 0 && std::isfinite(x);
+        }
+        ok = ok && x >= o.lo && (o.hiOpen ? x < o.hi : x <= o.hi);
+        if (ok && !o.integer && f32Underflows(x))
+          return flag + ": option '" + key + "' is " + printable(value, 40) +
+                 ", which the runtime's f32 holds as 0 (give 0, or at least " +
+                 "1.4e-45) in '" + printable(m.label, 80) + "'";
+        if (ok)
+          continue;
+        char range[96];
+        std::snprintf(range, sizeof(range), "[%.0f, %.0f%s", o.lo, o.hi,
+                      o.hiOpen ? ")" : "]");
+        if (!o.integer)
+          std::snprintf(range, sizeof(range), "[%g, %g%s", o.lo, o.hi,
+                        o.hiOpen ? ")" : "]");
+        return flag + ": option '" + key + "' expects " +
+               (o.integer ? "an integer" : "a number") + " in " + range +
+               ", got '" + printable(value, 40) + "' in '" +
+               printable(m.label, 80) + "'";
+      }
   return "";
 }
 

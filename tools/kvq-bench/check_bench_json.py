@@ -117,7 +117,7 @@ def main():
                                                      1e9) * 1e3) > \
                 1e-3 * row["bound_ms"] + 1e-4:
             fail("bound_ms is not bytes_read / read_gbps")
-        # Issue 17: "none" (post-RoPE keys) or a pre-RoPE key cache's style,
+        # "rope": "none" (post-RoPE keys) or a pre-RoPE key cache's style,
         # whose rows carry their time over the post-RoPE row's.
         rope = need(row, "rope", str)
         if rope == "none":
@@ -149,7 +149,7 @@ def main():
             fail("no attention rows for " + c)
         if want_rope and c not in rope_caches:
             fail("no pre-RoPE attention rows for " + c)
-    # Issue 13: --threads N times attention through an N-thread host pool
+    # --threads N times attention through an N-thread host pool
     # against one thread, per wanted cache; without it "threads" is null.
     threads = None
     for i, a in enumerate(args):

@@ -9,7 +9,7 @@
 // 64K cached tokens, and the kvq-opt pipeline time on a generated 32-layer
 // graph. Attention and quantize are timed cold (the last-level cache
 // evicted before each repetition) as the headline, warm beside it. Every
-// cache is also timed as a pre-RoPE key cache (issue 17; up to 32K tokens),
+// cache is also timed as a pre-RoPE key cache (up to 32K tokens),
 // with its time over the same method's post-RoPE time. Ratios (vs memcpy,
 // vs the bound, vs fp16, pre- vs post-RoPE) are printed next to the absolute
 // numbers; --json emits one object with the keys docs/PERFORMANCE.md

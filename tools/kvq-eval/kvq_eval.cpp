@@ -98,7 +98,6 @@ const char *kUsage =
     "Flags take --flag value or --flag=value.\n";
 
 constexpr long long kDefaultPrefill = 128;
-constexpr long long kMaxLloydIters = 100;
 
 [[noreturn]] void die(const std::string &msg) { kvq::cli::fail(kTool, msg); }
 
@@ -141,15 +140,15 @@ const std::vector<Sweep> &sweeps() {
   static const std::vector<Sweep> table = {
       {"--group-size",
        true,
-       1,
-       1 << 16,
+       kvq::cli::numericOption("group-size").lo,
+       kvq::cli::numericOption("group-size").hi,
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) { c.group_size = static_cast<int32_t>(x); },
        "G"},
       {"--residual-length",
        true,
-       0,
-       1 << 30,
+       kvq::cli::numericOption("residual-length").lo,
+       kvq::cli::numericOption("residual-length").hi,
        {"kivi", "kivi_sink"},
        [](kvq_config &c, double x) {
          c.residual_length = static_cast<int32_t>(x);
@@ -157,8 +156,8 @@ const std::vector<Sweep> &sweeps() {
        "R"},
       {"--sinks",
        true,
-       0,
-       1 << 16,
+       kvq::cli::numericOption("sinks").lo,
+       kvq::cli::numericOption("sinks").hi,
        {"kivi_sink"},
        [](kvq_config &c, double x) {
          c.n_sink_tokens = static_cast<int32_t>(x);
@@ -166,8 +165,8 @@ const std::vector<Sweep> &sweeps() {
        "sinks"},
       {"--outlier-fraction",
        false,
-       0,
-       1,
+       kvq::cli::numericOption("outlier-fraction").lo,
+       kvq::cli::numericOption("outlier-fraction").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.outlier_fraction = static_cast<float>(x);
@@ -175,15 +174,15 @@ const std::vector<Sweep> &sweeps() {
        "outliers"},
       {"--lloyd-iters",
        true,
-       0,
-       kMaxLloydIters,
+       kvq::cli::numericOption("lloyd-iters").lo,
+       kvq::cli::numericOption("lloyd-iters").hi,
        {"kvquant"},
        [](kvq_config &c, double x) { c.lloyd_iters = static_cast<int32_t>(x); },
        "lloyd"},
       {"--kvquant-sinks",
        true,
-       0,
-       1 << 16,
+       kvq::cli::numericOption("kvquant-sinks").lo,
+       kvq::cli::numericOption("kvquant-sinks").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.kvquant_n_sink = static_cast<int32_t>(x);
@@ -191,8 +190,8 @@ const std::vector<Sweep> &sweeps() {
        "ksinks"},
       {"--refit-interval",
        true,
-       0,
-       1 << 30,
+       kvq::cli::numericOption("refit-interval").lo,
+       kvq::cli::numericOption("refit-interval").hi,
        {"kvquant"},
        [](kvq_config &c, double x) {
          c.refit_interval = static_cast<int32_t>(x);
@@ -272,25 +271,30 @@ Options parseArgs(int argc, char **argv) {
           o.methods.push_back(m);
       }
     } else if (p.is("--bits")) {
-      for (const std::string &b : p.listValue()) {
-        int v = static_cast<int>(kvq::cli::parseInt(kTool, "--bits", b, 1, 16));
-        if (std::find(o.bits.begin(), o.bits.end(), v) == o.bits.end())
-          o.bits.push_back(v);
-      }
+      for (long long v : kvq::cli::parseBits(kTool, p.value()))
+        if (std::find(o.bits.begin(), o.bits.end(), int(v)) == o.bits.end())
+          o.bits.push_back(static_cast<int>(v));
     } else if (const Sweep *sw = sweepFor(p.name())) {
       // Range-checked per item as 64-bit values before any narrowing.
       std::vector<double> &vals = o.lists[sw->flag];
-      for (const std::string &x : p.listValue()) {
-        const double val =
-            sw->integer
-                ? static_cast<double>(kvq::cli::parseInt(
-                      kTool, sw->flag, x, static_cast<long long>(sw->lo),
-                      static_cast<long long>(sw->hi)))
-                : kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo, sw->hi,
-                                        true);
+      std::vector<double> given;
+      if (sw->integer)
+        for (long long x : kvq::cli::parseIntList(
+                 kTool, sw->flag, p.value(), static_cast<long long>(sw->lo),
+                 static_cast<long long>(sw->hi)))
+          given.push_back(static_cast<double>(x));
+      else
+        for (const std::string &x : p.listValue()) {
+          given.push_back(kvq::cli::parseDouble(kTool, sw->flag, x, sw->lo,
+                                                sw->hi, true));
+          if (kvq::cli::f32Underflows(given.back()))
+            die(std::string(sw->flag) + " " + printable(x, 40) +
+                " is held as 0 in the runtime's f32 (give 0, or at least "
+                "1.4e-45)");
+        }
+      for (double val : given)
         if (std::find(vals.begin(), vals.end(), val) == vals.end())
           vals.push_back(val);
-      }
     } else if (p.is("--residual-mode"))
       o.residualMode = choice(p, {{"sliding", KVQ_RESIDUAL_SLIDING},
                                   {"block", KVQ_RESIDUAL_BLOCK}});

@@ -69,6 +69,36 @@ uint16_t toBf16(float v) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+/// The configuration a !kvq.cache type carries, every default filled in.
+CacheSummary summarize(mlir::kvq::CacheType type) {
+  CacheSummary s;
+  mlir::kvq::CacheConfigAttr c = type.getConfig();
+  s.method = mlir::kvq::stringifyMethod(c.getMethod()).str();
+  std::string element;
+  llvm::raw_string_ostream os(element);
+  type.getElementType().print(os);
+  s.elementType = os.str();
+  s.layers = type.getLayers();
+  s.kvHeads = type.getKvHeads();
+  s.headDim = type.getHeadDim();
+  s.keyBits = c.getKeyBits();
+  s.valueBits = c.getValueBits();
+  s.groupSize = c.getGroupSize();
+  s.residualLength = c.getResidualLength();
+  s.residualMode = mlir::kvq::stringifyResidualMode(c.getResidualMode()).str();
+  s.sinks = c.getSinkTokens();
+  s.outlierFraction = c.getOutlierFractionValue();
+  s.lloydIters = c.getLloydIters();
+  s.refitInterval = c.getRefitInterval();
+  s.kvquantSinks = c.getKvquantNSink();
+  if (mlir::kvq::RopeAttr rope = c.getRope()) {
+    s.preRope = true;
+    s.ropeStyle = mlir::kvq::stringifyRopeStyle(rope.getStyle()).str();
+    s.ropeTheta = rope.getThetaValue();
+  }
+  return s;
+}
+
 /// Words of a descriptor of rank `rank`.
 constexpr size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
@@ -121,13 +151,20 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
   impl.context.appendDialectRegistry(registry);
   impl.context.loadAllAvailableDialects();
 
-  // Collect diagnostics (the pass's remarks say why a cache was refused).
+  // Collect diagnostics (the pass's remarks say why a cache was refused),
+  // each once (the pass runs twice on a refused configuration), on one
+  // line.
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&impl.context,
-                                        [&](mlir::Diagnostic &d) {
-                                          diagnostics += d.str() + "\n";
-                                          return mlir::success();
-                                        });
+  mlir::ScopedDiagnosticHandler handler(
+      &impl.context, [&](mlir::Diagnostic &d) {
+        std::string line = d.str();
+        for (char &c : line)
+          if (c == '\n' || c == '\r')
+            c = ' ';
+        if (diagnostics.find(line) == std::string::npos)
+          diagnostics += (diagnostics.empty() ? "" : "; ") + line;
+        return mlir::success();
+      });
   import::ImportOptions options = spelling;
   options.prefillTokens = prefillTokens;
   options.contextLength = 0;
@@ -137,6 +174,14 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     return nullptr;
   }
   m->cacheF16_ = options.cacheF16;
+  if (!m->quantized_) {
+    const auto &c = ckpt.config();
+    m->summary_.method = "none";
+    m->summary_.elementType = options.cacheF16 ? "f16" : "f32";
+    m->summary_.layers = c.layers;
+    m->summary_.kvHeads = c.kvHeads;
+    m->summary_.headDim = c.headDim();
+  }
   auto module = import::importLlama2c(impl.context, ckpt.config(), options);
   if (!module) {
     *error = "kvq-import failed: " + diagnostics;
@@ -170,14 +215,16 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
       return nullptr;
     }
     auto decode = module->lookupSymbol<mlir::func::FuncOp>("decode");
-    bool adopted =
-        decode && llvm::any_of(decode.getArgumentTypes(), [](auto t) {
-          return mlir::isa<mlir::kvq::CacheType>(t);
-        });
-    if (!adopted) {
+    mlir::kvq::CacheType cacheType;
+    if (decode)
+      for (mlir::Type t : decode.getArgumentTypes())
+        if (auto c = mlir::dyn_cast<mlir::kvq::CacheType>(t))
+          cacheType = c;
+    if (!cacheType) {
       *error = "kvq-quantize-kv-cache did not adopt the cache: " + diagnostics;
       return nullptr;
     }
+    m->summary_ = summarize(cacheType);
     pm.clear();
     if (mlir::failed(mlir::parsePassPipeline(lowering, pm, errs))) {
       *error = parseErrors;

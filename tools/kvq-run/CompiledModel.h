@@ -26,6 +26,26 @@ struct CacheStats {
   int64_t tokens = 0, totalBytes = 0, fp16Bytes = 0;
 };
 
+/// The configuration of a compiled model's cache as the kvq pass resolved
+/// it (the pass options given plus every default), read from the
+/// !kvq.cache type the pass adopted. For the plain model (method "none"):
+/// the graph's own tensors, only `method`, `elementType` and the shape set.
+struct CacheSummary {
+  std::string method;      // none, fp16, kivi, kivi_sink, kvquant
+  std::string elementType; // of the K/V tensors the graph exchanges
+  int64_t layers = 0, kvHeads = 0, headDim = 0;
+  int64_t keyBits = 0, valueBits = 0;
+  int64_t groupSize = 0, residualLength = 0;
+  std::string residualMode;
+  int64_t sinks = 0;        // kivi_sink: n_sink_tokens
+  double outlierFraction = 0;
+  int64_t lloydIters = 0, refitInterval = 0;
+  int64_t kvquantSinks = 0; // kvquant: leading prefill tokens kept fp16
+  bool preRope = false;
+  std::string ropeStyle;    // with preRope: interleaved or half
+  double ropeTheta = 0;
+};
+
 /// How the graph is lowered and run beyond its spelling.
 struct CompileOptions {
   /// Dense layers as kvq_matmul calls (--kvq-to-llvm's matmul-kernels);
@@ -69,6 +89,8 @@ public:
   void *newCache(std::string *error) const;
   /// Byte accounting of the kvq cache (zeros for the plain model).
   CacheStats stats() const;
+  /// The resolved configuration of the cache.
+  const CacheSummary &cacheSummary() const { return summary_; }
   /// The weights the graph reads: the checkpoint's own (f32, or f16 / bf16
   /// when it holds them so and the spelling asks for that type), or a copy
   /// rounded to the spelling's f16 / bf16 (to nearest, ties to even).
@@ -91,6 +113,7 @@ private:
   bool quantized_ = false;
   bool cacheF16_ = false; // plain model: its cache tensors hold f16
   std::string error_;
+  CacheSummary summary_;
 };
 
 } // namespace kvq::run

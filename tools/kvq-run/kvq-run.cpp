@@ -27,6 +27,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -35,8 +36,10 @@
 #endif
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -62,50 +65,177 @@ std::vector<MethodSpec> parseMethods(const std::string &list,
   for (const MethodSpec &m : out)
     if (m.method == "none" && !m.options.empty())
       return *error = "--method: 'none' takes no options", std::vector<MethodSpec>{};
+  *error = kvq::cli::checkMethodOptions("--method", out);
+  if (!error->empty())
+    return {};
   return out;
 }
 
-std::string passOptionsFor(const MethodSpec &m, int64_t bits) {
+/// The values of --bits, --group-size and --sinks (empty: not given).
+struct MethodFlags {
+  std::vector<long long> bits, groupSizes, sinks;
+};
+
+/// Each spec once per value of every method flag that applies to it: a
+/// flag applies to the methods that read it (bits: the quantized ones;
+/// group-size: kivi, kivi_sink; sinks: kivi_sink) and only to the specs
+/// that do not set it themselves. A spec that becomes several is labelled
+/// with the options the flags added ("kivi{bits=2}", "kivi{group-size=8
+/// bits=2}"). A flag that no listed method reads is a warning on stderr.
+std::vector<MethodSpec> expandSpecs(const std::vector<MethodSpec> &specs,
+                                    const MethodFlags &flags) {
+  struct Axis {
+    const char *flag, *key;
+    const std::vector<long long> *values;
+    std::vector<std::string> methods, ownKeys;
+  };
+  const std::vector<Axis> axes = {
+      {"--bits", "bits", &flags.bits, {"kivi", "kivi_sink", "kvquant"},
+       {"bits", "key-bits", "value-bits"}},
+      {"--group-size", "group-size", &flags.groupSizes, {"kivi", "kivi_sink"},
+       {"group-size"}},
+      {"--sinks", "sinks", &flags.sinks, {"kivi_sink"}, {"sinks"}}};
+  for (const Axis &a : axes) {
+    if (a.values->empty())
+      continue;
+    std::string ignored;
+    for (const MethodSpec &m : specs)
+      if (m.method != "none" && m.method != "fp16" &&
+          std::find(a.methods.begin(), a.methods.end(), m.method) ==
+              a.methods.end())
+        ignored += (ignored.empty() ? "" : ", ") + m.label;
+    if (ignored.empty())
+      continue;
+    std::string users;
+    for (const std::string &u : a.methods)
+      users += (users.empty() ? "" : ", ") + u;
+    llvm::errs() << "kvq-run: warning: " << a.flag << " does not apply to "
+                 << ignored << " (only to " << users << "): ignored there\n";
+  }
+  std::vector<MethodSpec> out;
+  for (const MethodSpec &m : specs) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> variants = {
+        {}};
+    for (const Axis &a : axes) {
+      bool reads = std::find(a.methods.begin(), a.methods.end(), m.method) !=
+                   a.methods.end();
+      bool own = false;
+      for (const auto &[key, value] : m.options)
+        own = own || std::find(a.ownKeys.begin(), a.ownKeys.end(), key) !=
+                         a.ownKeys.end();
+      if (!reads || own || a.values->empty())
+        continue;
+      std::vector<std::vector<std::pair<std::string, std::string>>> next;
+      for (const auto &v : variants)
+        for (long long x : *a.values) {
+          next.push_back(v);
+          next.back().push_back({a.key, std::to_string(x)});
+        }
+      variants = std::move(next);
+    }
+    for (const auto &added : variants) {
+      MethodSpec e = m;
+      e.options.insert(e.options.end(), added.begin(), added.end());
+      if (variants.size() > 1) {
+        std::string extra;
+        for (const auto &[k, v] : added)
+          extra += (extra.empty() ? "" : " ") + k + "=" + v;
+        e.label = m.label.back() == '}'
+                      ? m.label.substr(0, m.label.size() - 1) + " " + extra +
+                            "}"
+                      : m.label + "{" + extra + "}";
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+/// The --kvq-quantize-kv-cache options of a spec ("" for none).
+std::string passOptionsFor(const MethodSpec &m) {
   if (m.method == "none")
     return "";
   std::string s = "method=" + m.method;
-  // --bits applies to the specs that do not set their own width.
-  bool ownBits = false;
-  for (const auto &[key, value] : m.options)
-    ownBits = ownBits || key == "bits" || key == "key-bits" ||
-              key == "value-bits";
-  if (bits > 0 && m.method != "fp16" && !ownBits)
-    s += " bits=" + std::to_string(bits);
   std::string extra = m.passOptions();
   if (!extra.empty())
     s += " " + extra;
   return s;
 }
 
-int32_t sample(const float *logits, int32_t vocab, float temperature,
+/// How the next token is chosen: greedy at temperature 0, else drawn from
+/// softmax(logits / T) restricted to the topK most likely tokens (0: all)
+/// and then to the smallest set of them whose probability reaches topP.
+struct Sampling {
+  float temperature = 0;
+  int64_t topK = 0;
+  double topP = 1;
+};
+
+int32_t sample(const float *logits, int32_t vocab, const Sampling &s,
                uint64_t &rng) {
   int32_t best = 0;
   for (int32_t i = 1; i < vocab; ++i)
     if (logits[i] > logits[best])
       best = i;
-  if (temperature <= 0.0f)
+  if (s.temperature <= 0.0f)
     return best;
   // xorshift64*, top 24 bits -> [0, 1); inverse CDF of softmax(l / T).
   rng ^= rng >> 12;
   rng ^= rng << 25;
   rng ^= rng >> 27;
   double u = double((rng * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0;
-  double sum = 0;
-  std::vector<double> p(vocab);
-  for (int32_t i = 0; i < vocab; ++i)
-    sum += p[i] = std::exp(double(logits[i] - logits[best]) / temperature);
-  double acc = 0;
-  for (int32_t i = 0; i < vocab; ++i) {
-    acc += p[i] / sum;
-    if (u < acc)
-      return i;
+  const double temperature = s.temperature;
+  if (s.topK == 0 && s.topP >= 1) {
+    double sum = 0;
+    std::vector<double> p(vocab);
+    for (int32_t i = 0; i < vocab; ++i)
+      sum += p[i] = std::exp(double(logits[i] - logits[best]) / temperature);
+    double acc = 0;
+    for (int32_t i = 0; i < vocab; ++i) {
+      acc += p[i] / sum;
+      if (u < acc)
+        return i;
+    }
+    return vocab - 1;
   }
-  return vocab - 1;
+  // The candidates, most likely first (a tie: the lower id first), cut to
+  // top-k, then to the shortest prefix whose probability reaches top-p.
+  const int64_t k =
+      s.topK > 0 ? std::min<int64_t>(s.topK, vocab) : int64_t(vocab);
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int32_t i = 0; i < vocab; ++i)
+    ids[size_t(i)] = i;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      return logits[a] > logits[b] ||
+                             (logits[a] == logits[b] && a < b);
+                    });
+  ids.resize(size_t(k));
+  std::vector<double> p(ids.size());
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i)
+    sum += p[i] = std::exp(double(logits[ids[i]] - logits[best]) / temperature);
+  size_t keep = ids.size();
+  if (s.topP < 1) {
+    double acc = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      acc += p[i] / sum;
+      if (acc >= s.topP) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i)
+    kept += p[i];
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += p[i] / kept;
+    if (u < acc)
+      return ids[i];
+  }
+  return ids[keep - 1];
 }
 
 /// Logits that are not all finite (finite weights too large for f32
@@ -129,6 +259,37 @@ double nll(const float *logits, int32_t vocab, int32_t target) {
   for (int32_t i = 0; i < vocab; ++i)
     sum += std::exp(double(logits[i]) - mx);
   return std::log(sum) + mx - double(logits[target]);
+}
+
+/// log softmax(logits) in double, into `out` (vocab entries); returns
+/// the index of the largest logit (the first one on a tie).
+int32_t logSoftmax(const float *logits, int32_t vocab, std::vector<double> &out) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < vocab; ++i)
+    if (logits[i] > logits[best])
+      best = i;
+  const double mx = logits[best];
+  double sum = 0;
+  for (int32_t i = 0; i < vocab; ++i)
+    sum += std::exp(double(logits[i]) - mx);
+  const double lse = mx + std::log(sum);
+  out.resize(size_t(vocab));
+  for (int32_t i = 0; i < vocab; ++i)
+    out[size_t(i)] = double(logits[i]) - lse;
+  return best;
+}
+
+/// Mean and standard error of the mean from a sum and a sum of squares of
+/// n samples, as llama.cpp's perplexity computes them: sqrt((E[x^2] -
+/// E[x]^2) / (n - 1)); NaN for fewer than two samples.
+std::pair<double, double> meanAndStderr(double sum, double sumSq, int64_t n) {
+  if (n < 1)
+    return {NAN, NAN};
+  const double mean = sum / double(n);
+  if (n < 2)
+    return {mean, NAN};
+  const double var = std::max(sumSq / double(n) - mean * mean, 0.0);
+  return {mean, std::sqrt(var / double(n - 1))};
 }
 
 std::string jsonString(const std::string &s) {
@@ -203,10 +364,107 @@ std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
   return docs;
 }
 
+/// A number in JSON: %.*g of `x`, or null when it is not finite.
+std::string jsonNumber(double x, int digits = 6) {
+  if (!std::isfinite(x))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, x);
+  return buf;
+}
+
+/// The resolved cache configuration in the spelling of the pass options
+/// (docs/CLI.md), only the parameters the method reads.
+std::string describeCache(const run::CacheSummary &c) {
+  std::string s = "method=" + c.method;
+  auto add = [&](const char *key, const std::string &value) {
+    s += std::string(" ") + key + "=" + value;
+  };
+  if (c.method == "none") {
+    add("element-type", c.elementType);
+    return s;
+  }
+  add("key-bits", std::to_string(c.keyBits));
+  add("value-bits", std::to_string(c.valueBits));
+  if (c.method == "kivi" || c.method == "kivi_sink") {
+    add("group-size", std::to_string(c.groupSize));
+    add("residual-length", std::to_string(c.residualLength));
+    add("residual-mode", c.residualMode);
+  }
+  if (c.method == "kivi_sink")
+    add("sinks", std::to_string(c.sinks));
+  if (c.method == "kvquant") {
+    add("outlier-fraction", jsonNumber(c.outlierFraction));
+    add("lloyd-iters", std::to_string(c.lloydIters));
+    add("refit-interval", std::to_string(c.refitInterval));
+    add("kvquant-sinks", std::to_string(c.kvquantSinks));
+  }
+  add("pre-rope", c.preRope ? "true" : "false");
+  if (c.preRope)
+    add("rope-style", c.ropeStyle);
+  return s;
+}
+
+/// The same as a JSON object (keys in docs/CLI.md, "kvq-run output").
+std::string cacheJson(const run::CacheSummary &c) {
+  std::string s = "{\"method\": " + jsonString(c.method);
+  auto add = [&](const char *key, const std::string &value) {
+    s += std::string(", \"") + key + "\": " + value;
+  };
+  add("element_type", jsonString(c.elementType));
+  if (c.method != "none") {
+    add("key_bits", std::to_string(c.keyBits));
+    add("value_bits", std::to_string(c.valueBits));
+    if (c.method == "kivi" || c.method == "kivi_sink") {
+      add("group_size", std::to_string(c.groupSize));
+      add("residual_length", std::to_string(c.residualLength));
+      add("residual_mode", jsonString(c.residualMode));
+    }
+    if (c.method == "kivi_sink")
+      add("sinks", std::to_string(c.sinks));
+    if (c.method == "kvquant") {
+      add("outlier_fraction", jsonNumber(c.outlierFraction));
+      add("lloyd_iters", std::to_string(c.lloydIters));
+      add("refit_interval", std::to_string(c.refitInterval));
+      add("kvquant_sinks", std::to_string(c.kvquantSinks));
+    }
+    add("pre_rope", c.preRope ? "true" : "false");
+    if (c.preRope) {
+      add("rope_style", jsonString(c.ropeStyle));
+      add("rope_theta", jsonNumber(c.ropeTheta));
+    }
+  }
+  return s + "}";
+}
+
+/// Effective bits per cached K/V element and the cache's bytes: the kvq
+/// cache's own accounting, or for the plain model (none) the graph's
+/// tensors for the whole context.
+void cacheSize(const run::CompiledModel &model,
+               const model::Llama2cConfig &config, int64_t bytes,
+               int64_t fp16, int64_t sequences, double *effectiveBits,
+               int64_t *cacheBytes) {
+  if (model.quantized()) {
+    *effectiveBits = fp16 > 0 ? 16.0 * double(bytes) / double(fp16) : 16.0;
+    *cacheBytes = bytes / std::max<int64_t>(sequences, 1);
+    return;
+  }
+  const int64_t element = model.cacheSummary().elementType == "f16" ? 2 : 4;
+  *effectiveBits = 8.0 * double(element);
+  *cacheBytes = int64_t(config.layers) * config.seqLen * config.kvDim() * 2 *
+                element;
+}
+
 struct Result {
   MethodSpec spec;
   std::string options;
+  run::CacheSummary cache;
   double perplexity = 0, effectiveBits = 16, tokensPerSecond = 0;
+  /// ppl * standard error of the mean per-token NLL (NaN: one token).
+  double perplexityStderr = NAN;
+  /// --kl-divergence: mean KL(fp16 || this) per token, its standard error,
+  /// and the fraction of tokens whose most likely next token is fp16's.
+  double kl = NAN, klStderr = NAN, top1 = NAN;
   int64_t cacheBytes = 0, decoded = 0;
 };
 
@@ -247,6 +505,16 @@ int main(int argc, char **argv) {
       "temperature",
       cl::desc("Sampling temperature in [0, 100] (default 0: greedy)"),
       cl::value_desc("T"), cl::init("0"), cl::cat(cat));
+  cl::opt<std::string> topKText(
+      "top-k",
+      cl::desc("Sampling: draw from the K most likely tokens only (K >= 1; "
+               "default: all; 1 is greedy)"),
+      cl::value_desc("K"), cl::cat(cat));
+  cl::opt<std::string> topPText(
+      "top-p",
+      cl::desc("Sampling: draw from the smallest set of most likely tokens "
+               "whose probability reaches P, in (0, 1] (default 1: all)"),
+      cl::value_desc("P"), cl::cat(cat));
   cl::opt<uint64_t> seed("seed", cl::desc("Sampling seed (default 1)"),
                          cl::init(1), cl::cat(cat));
   cl::opt<std::string> methods(
@@ -256,10 +524,24 @@ int main(int argc, char **argv) {
                "--kvq-quantize-kv-cache options in braces, e.g. "
                "kvquant{refit-interval=0} (default fp16)"),
       cl::init("fp16"), cl::cat(cat));
-  cl::opt<int64_t> bits("bits",
-                        cl::desc("Code width for every quantized method "
-                                 "(default: each method's default)"),
-                        cl::init(0), cl::cat(cat));
+  // The numeric method flags take comma lists, read by the shared parser
+  // (tools/common/vocabulary.h) as kvq-eval reads them.
+  cl::opt<std::string> bitsText(
+      "bits",
+      cl::desc("Code widths (2, 3, 4 or 8; a comma list runs each) for the "
+               "quantized methods whose spec sets none (default: each "
+               "method's default)"),
+      cl::value_desc("N[,N...]"), cl::cat(cat));
+  cl::opt<std::string> groupSizeText(
+      "group-size",
+      cl::desc("KIVI group size G (a comma list runs each) for the kivi and "
+               "kivi_sink specs that set none"),
+      cl::value_desc("G[,G...]"), cl::cat(cat));
+  cl::opt<std::string> sinksText(
+      "sinks",
+      cl::desc("kivi_sink: tokens kept fp16 (a comma list runs each) for the "
+               "kivi_sink specs that set none"),
+      cl::value_desc("N[,N...]"), cl::cat(cat));
   cl::opt<std::string> perplexity(
       "perplexity",
       cl::desc("Report perplexity on FILE (one document per non-empty line; "
@@ -276,7 +558,17 @@ int main(int argc, char **argv) {
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
                "decoding; --bench: the prefill timed (default 128)"),
       cl::init(128), cl::cat(cat));
-  cl::opt<bool> json("json", cl::desc("Perplexity or benchmark table as JSON"),
+  cl::opt<bool> klDivergence(
+      "kl-divergence",
+      cl::desc("Perplexity: also the mean KL divergence of each method's "
+               "next-token distributions from the fp16 cache's, and how often "
+               "their most likely tokens agree (fp16 runs first as the "
+               "baseline; its distributions are held in memory: decoded "
+               "tokens x vocabulary x 4 bytes)"),
+      cl::cat(cat));
+  cl::opt<bool> json("json",
+                     cl::desc("Generation, perplexity or benchmark results "
+                              "as JSON on stdout"),
                      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
@@ -334,12 +626,34 @@ int main(int argc, char **argv) {
       "  --threads N  host threads the caches' updates and the dense layers "
       "may use (default 1; the same bytes as one)\n");
 
+  // One line, as every kvq tool's errors (tools/common/flags.h).
   auto fail = [](const std::string &message) {
-    llvm::errs() << "kvq-run: error: " << message << "\n";
+    std::string line = message;
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' '))
+      line.pop_back();
+    for (char &c : line)
+      if (c == '\n' || c == '\r')
+        c = ' ';
+    llvm::errs() << "kvq-run: error: " << line << "\n";
     return 2;
   };
   const float temperature = static_cast<float>(kvq::cli::parseDouble(
       "kvq-run", "--temperature", temperatureText, 0, kMaxTemperature, false));
+  Sampling sampling;
+  sampling.temperature = temperature;
+  if (topKText.getNumOccurrences())
+    sampling.topK = kvq::cli::parseInt("kvq-run", "--top-k", topKText, 1,
+                                       std::numeric_limits<int32_t>::max());
+  if (topPText.getNumOccurrences())
+    sampling.topP = kvq::cli::parseDouble("kvq-run", "--top-p", topPText, 0, 1,
+                                          /*hiOpen=*/false, /*loOpen=*/true);
+  const bool generating = perplexity.empty() && tokensFile.empty() && !bench;
+  if (!generating && (topKText.getNumOccurrences() ||
+                      topPText.getNumOccurrences()))
+    llvm::errs() << "kvq-run: warning: --top-k and --top-p apply to "
+                    "generation only: ignored\n";
+  if (klDivergence && (bench || (perplexity.empty() && tokensFile.empty())))
+    return fail("--kl-divergence applies to --perplexity and --tokens");
   // Every cache the compiled models create, and every kvq_matmul call,
   // uses the pool (same bytes as one thread); none is set up for one
   // thread.
@@ -351,9 +665,21 @@ int main(int argc, char **argv) {
       return fail(std::string("--threads: ") + kvq_last_error());
   }
   // --bits 0 is not "each method's default": that is --bits left out.
-  if (bits.getNumOccurrences() && !(bits == 2 || bits == 3 || bits == 4 || bits == 8))
-    return fail("--bits " + std::to_string(bits) +
-                " is not a code width (2, 3, 4 or 8)");
+  MethodFlags methodFlags;
+  if (bitsText.getNumOccurrences())
+    methodFlags.bits = kvq::cli::parseBits("kvq-run", bitsText);
+  for (long long b : methodFlags.bits)
+    if (!(b == 2 || b == 3 || b == 4 || b == 8))
+      return fail("--bits " + std::to_string(b) +
+                  " is not a code width (2, 3, 4 or 8)");
+  if (groupSizeText.getNumOccurrences())
+    methodFlags.groupSizes = kvq::cli::parseIntList(
+        "kvq-run", "--group-size", groupSizeText, kvq::cli::kGroupSizeMin,
+        kvq::cli::kGroupSizeMax);
+  if (sinksText.getNumOccurrences())
+    methodFlags.sinks =
+        kvq::cli::parseIntList("kvq-run", "--sinks", sinksText,
+                               kvq::cli::kSinksMin, kvq::cli::kSinksMax);
   std::string error;
   std::string path = modelPath;
   std::string scratch; // a generated random checkpoint, removed at exit
@@ -417,10 +743,11 @@ int main(int argc, char **argv) {
     std::vector<MethodSpec> specs = parseMethods(methods, &error);
     if (specs.empty())
       return fail(error.empty() ? "--method is empty" : error);
+    specs = expandSpecs(specs, methodFlags);
     for (const MethodSpec &m : specs) {
       if (m.method == "none")
         return fail("--bench times kvq caches; 'none' has no runtime cache");
-      benchMethods.push_back({m.label, passOptionsFor(m, bits)});
+      benchMethods.push_back({m.label, passOptionsFor(m)});
     }
     std::vector<int64_t> points(contexts.begin(), contexts.end());
     if (points.empty())
@@ -480,6 +807,7 @@ int main(int argc, char **argv) {
   std::vector<MethodSpec> specs = parseMethods(methods, &error);
   if (specs.empty())
     return fail(error.empty() ? "--method is empty" : error);
+  specs = expandSpecs(specs, methodFlags);
   if (steps < 0)
     return fail("--steps must not be negative");
   using clock = std::chrono::steady_clock;
@@ -514,7 +842,7 @@ int main(int argc, char **argv) {
         int64_t pos = int64_t(seq.size());
         if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1))
           return fail("none: " + *bad);
-        int32_t next = sample(logits, config.vocab, temperature, rng);
+        int32_t next = sample(logits, config.vocab, sampling, rng);
         if (next == tok->bos() || next == tok->eos())
           break;
         seq.push_back(next);
@@ -532,24 +860,32 @@ int main(int argc, char **argv) {
   }
 
   if (evalFile.empty()) {
-    // Generation, once per method.
+    // Generation, once per method. Human output streams the text as it is
+    // made; --json collects it.
     std::vector<int32_t> ids = tok->encode(prompt, /*bos=*/true);
     if (int64_t(ids.size()) + steps > config.seqLen)
       return fail("prompt plus --steps exceed the model's context of " +
                   std::to_string(config.seqLen) + " tokens");
+    auto say = [&](const std::string &text) {
+      if (!json) {
+        llvm::outs() << text;
+        llvm::outs().flush();
+      }
+    };
+    std::vector<std::string> rows;
     for (const MethodSpec &m : specs) {
+      const std::string options = passOptionsFor(m);
       auto model = run::CompiledModel::compile(
-          *ckpt, int64_t(ids.size()), passOptionsFor(m, bits), &error,
-          spelling, compileOptions);
+          *ckpt, int64_t(ids.size()), options, &error, spelling,
+          compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
-      llvm::outs() << "[" << m.label << "] " << prompt;
-      llvm::outs().flush();
+      say("[" + m.label + "] " + std::string(prompt));
+      std::string text;
       const float *logits = model->prefill(ids.data(), 0);
       if (!logits) {
-        llvm::outs() << "\n";
-        llvm::outs().flush();
+        say("\n");
         return fail(m.label + ": " + model->error());
       }
       int32_t prev = ids.back();
@@ -557,27 +893,65 @@ int main(int argc, char **argv) {
       int64_t made = 0;
       for (int64_t pos = int64_t(ids.size()); made < steps; ++pos) {
         if (auto bad = nonFiniteLogits(logits, config.vocab, pos - 1)) {
-          llvm::outs() << "\n";
-          llvm::outs().flush();
+          say("\n");
           return fail(m.label + ": " + *bad);
         }
-        int32_t next = sample(logits, config.vocab, temperature, rng);
+        int32_t next = sample(logits, config.vocab, sampling, rng);
         if (next == tok->bos() || next == tok->eos())
           break;
-        llvm::outs() << tok->decode(prev, next);
-        llvm::outs().flush();
+        std::string piece = tok->decode(prev, next);
+        text += piece;
+        say(piece);
         prev = next;
         ++made;
         if (made < steps && !(logits = model->decode(next, pos))) {
-          llvm::outs() << "\n";
-          llvm::outs().flush();
+          say("\n");
           return fail(m.label + ": " + model->error());
         }
       }
       double secs = std::chrono::duration<double>(clock::now() - start).count();
-      llvm::outs() << "\n  (" << made << " tokens, "
-                   << llvm::format("%.1f", made / std::max(secs, 1e-9))
-                   << " tokens/s)\n";
+      const double rate = made / std::max(secs, 1e-9);
+      run::CacheStats st = model->stats();
+      double effectiveBits = 0;
+      int64_t cacheBytes = 0;
+      cacheSize(*model, config, st.totalBytes, st.fp16Bytes, 1, &effectiveBits,
+                &cacheBytes);
+      const run::CacheSummary &cache = model->cacheSummary();
+      if (!json) {
+        llvm::outs() << "\n  (" << made << " tokens, "
+                     << llvm::format("%.1f", rate) << " tokens/s)\n"
+                     << "  cache: " << describeCache(cache) << "; "
+                     << llvm::format("%.2f", effectiveBits)
+                     << " effective bits, " << cacheBytes << " bytes\n";
+        continue;
+      }
+      std::string row;
+      llvm::raw_string_ostream os(row);
+      os << "    {\"method\": " << jsonString(m.label)
+         << ", \"pass_options\": " << jsonString(options)
+         << ", \"cache\": " << cacheJson(cache)
+         << ", \"effective_bits\": " << llvm::format("%.4f", effectiveBits)
+         << ", \"cache_bytes\": " << cacheBytes
+         << ", \"generated_tokens\": " << made
+         << ", \"text\": " << jsonString(text)
+         << ", \"tokens_per_second\": " << llvm::format("%.1f", rate) << "}";
+      rows.push_back(os.str());
+    }
+    if (json) {
+      llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
+                   << ",\n  \"prompt\": " << jsonString(prompt)
+                   << ",\n  \"prompt_tokens\": " << ids.size()
+                   << ",\n  \"steps\": " << steps
+                   << ",\n  \"temperature\": " << jsonNumber(temperature)
+                   << ",\n  \"top_k\": " << sampling.topK
+                   << ",\n  \"top_p\": " << jsonNumber(sampling.topP)
+                   << ",\n  \"seed\": " << seed
+                   << ",\n  \"weight_type\": \""
+                   << import::weightTypeName(spelling.weightType)
+                   << "\",\n  \"results\": [\n";
+      for (size_t i = 0; i < rows.size(); ++i)
+        llvm::outs() << rows[i] << (i + 1 < rows.size() ? "," : "") << "\n";
+      llvm::outs() << "  ]\n}\n";
     }
     return 0;
   }
@@ -604,20 +978,49 @@ int main(int argc, char **argv) {
     hasNone = hasNone || m.method == "none";
   if (!hasNone)
     specs.insert(specs.begin(), MethodSpec{"none", "none", {}});
-  std::vector<Result> results;
+  // --kl-divergence: the baseline is the first plain fp16 spec (added after
+  // none when there is none); it runs first, and its log-probabilities and
+  // most likely tokens at every decoded position are kept.
+  size_t baseline = specs.size();
+  if (klDivergence) {
+    for (size_t i = 0; i < specs.size() && baseline == specs.size(); ++i)
+      if (specs[i].method == "fp16" && specs[i].options.empty())
+        baseline = i;
+    if (baseline == specs.size()) {
+      size_t at = specs.front().method == "none" ? 1 : 0;
+      specs.insert(specs.begin() + at, MethodSpec{"fp16", "fp16", {}});
+      baseline = at;
+    }
+  }
+  std::vector<size_t> order;
+  if (baseline < specs.size())
+    order.push_back(baseline);
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (i != baseline)
+      order.push_back(i);
+  std::vector<float> baseLogProbs; // [decoded][vocab]
+  std::vector<int32_t> baseTop;    // [decoded]
+  std::vector<double> logProbs;
+  std::vector<Result> results(specs.size());
   int64_t weightBytes = 0; // the checkpoint's and the first model's
-  for (const MethodSpec &m : specs) {
-    Result r;
+  bool first = true;
+  for (size_t index : order) {
+    const MethodSpec &m = specs[index];
+    Result &r = results[index];
     r.spec = m;
-    r.options = passOptionsFor(m, bits);
+    r.options = passOptionsFor(m);
     auto model =
         run::CompiledModel::compile(*ckpt, promptTokens, r.options, &error,
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
-    if (results.empty())
+    if (first)
       weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
-    double total = 0, seconds = 0;
+    first = false;
+    const bool isBaseline = index == baseline;
+    double total = 0, totalSq = 0, seconds = 0;
+    double klSum = 0, klSq = 0, klSeconds = 0;
+    int64_t agree = 0;
     int64_t bytes = 0, fp16 = 0;
     for (auto &d : docs) {
       if (int64_t(d.size()) <= promptTokens)
@@ -631,7 +1034,32 @@ int main(int argc, char **argv) {
       for (int64_t i = promptTokens; i < int64_t(d.size()); ++i) {
         if (auto bad = nonFiniteLogits(logits, config.vocab, i - 1))
           return fail(m.label + ": " + *bad);
-        total += nll(logits, config.vocab, d[i]);
+        const double x = nll(logits, config.vocab, d[i]);
+        total += x;
+        totalSq += x * x;
+        if (klDivergence) {
+          auto klStart = clock::now();
+          const int32_t top = logSoftmax(logits, config.vocab, logProbs);
+          const size_t t = size_t(r.decoded);
+          if (isBaseline) {
+            baseTop.push_back(top);
+            for (double lp : logProbs)
+              baseLogProbs.push_back(float(lp));
+          }
+          // KL(P || Q) = sum p (log p - log q), P the baseline's; log q
+          // rounded to f32 as the baseline's are kept, so that identical
+          // distributions give exactly 0.
+          const float *lp = baseLogProbs.data() + t * size_t(config.vocab);
+          double kl = 0;
+          for (int32_t v = 0; v < config.vocab; ++v)
+            kl += std::exp(double(lp[v])) *
+                  (double(lp[v]) - double(float(logProbs[size_t(v)])));
+          klSum += kl;
+          klSq += kl * kl;
+          agree += top == baseTop[t];
+          klSeconds +=
+              std::chrono::duration<double>(clock::now() - klStart).count();
+        }
         ++r.decoded;
         if (i + 1 < int64_t(d.size()) && !(logits = model->decode(d[i], i)))
           return fail(m.label + ": " + model->error());
@@ -641,18 +1069,18 @@ int main(int argc, char **argv) {
       bytes += s.totalBytes;
       fp16 += s.fp16Bytes;
     }
-    r.perplexity = std::exp(total / double(r.decoded));
-    r.tokensPerSecond = double(r.decoded) / std::max(seconds, 1e-9);
-    if (model->quantized() && fp16 > 0) {
-      r.effectiveBits = 16.0 * double(bytes) / double(fp16);
-      r.cacheBytes = bytes / int64_t(usable);
-    } else {
-      // The graph's own tensors: f32, the whole context allocated.
-      r.effectiveBits = 32;
-      r.cacheBytes =
-          int64_t(config.layers) * config.seqLen * config.kvDim() * 2 * 4;
+    const auto [meanNll, nllStderr] = meanAndStderr(total, totalSq, r.decoded);
+    r.perplexity = std::exp(meanNll);
+    r.perplexityStderr = r.perplexity * nllStderr;
+    if (klDivergence) {
+      std::tie(r.kl, r.klStderr) = meanAndStderr(klSum, klSq, r.decoded);
+      r.top1 = double(agree) / double(r.decoded);
     }
-    results.push_back(r);
+    seconds = std::max(seconds - klSeconds, 0.0);
+    r.tokensPerSecond = double(r.decoded) / std::max(seconds, 1e-9);
+    r.cache = model->cacheSummary();
+    cacheSize(*model, config, bytes, fp16, int64_t(usable), &r.effectiveBits,
+              &r.cacheBytes);
     if (!json)
       llvm::errs() << "  " << m.label << ": perplexity "
                    << llvm::format("%.4f", r.perplexity) << "\n";
@@ -666,19 +1094,29 @@ int main(int argc, char **argv) {
                  << ",\n  \"decoded_tokens\": " << results.front().decoded
                  << ",\n  \"weight_type\": \""
                  << import::weightTypeName(spelling.weightType)
-                 << "\",\n  \"weight_bytes\": " << weightBytes
-                 << ",\n  \"results\": [\n";
+                 << "\",\n  \"weight_bytes\": " << weightBytes;
+    if (klDivergence)
+      llvm::outs() << ",\n  \"kl_baseline\": "
+                   << jsonString(specs[baseline].label);
+    llvm::outs() << ",\n  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
       llvm::outs() << "    {\"method\": " << jsonString(r.spec.label)
                    << ", \"pass_options\": " << jsonString(r.options)
+                   << ", \"cache\": " << cacheJson(r.cache)
                    << ", \"effective_bits\": "
                    << llvm::format("%.4f", r.effectiveBits)
                    << ", \"cache_bytes\": " << r.cacheBytes
                    << ", \"perplexity\": " << llvm::format("%.6f", r.perplexity)
+                   << ", \"ppl_stderr\": " << jsonNumber(r.perplexityStderr)
                    << ", \"delta_perplexity\": "
-                   << llvm::format("%.6f", r.perplexity - base)
-                   << ", \"tokens_per_second\": "
+                   << llvm::format("%.6f", r.perplexity - base);
+      if (klDivergence)
+        llvm::outs() << ", \"kl_divergence\": " << jsonNumber(r.kl)
+                     << ", \"kl_divergence_stderr\": "
+                     << jsonNumber(r.klStderr)
+                     << ", \"top1_agreement\": " << jsonNumber(r.top1);
+      llvm::outs() << ", \"tokens_per_second\": "
                    << llvm::format("%.1f", r.tokensPerSecond) << "}"
                    << (i + 1 < results.size() ? "," : "") << "\n";
     }
@@ -691,15 +1129,43 @@ int main(int argc, char **argv) {
                << " tokens decoded one at a time (teacher forcing); weights "
                << import::weightTypeName(spelling.weightType) << ", "
                << weightBytes << " bytes\n\n";
-  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s\n", "method",
-                               "eff bits", "cache bytes", "perplexity", "delta",
-                               "tok/s");
+  auto fixed = [](double x, const char *fmt) -> std::string {
+    if (!std::isfinite(x))
+      return "n/a";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), fmt, x);
+    return buf;
+  };
+  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s", "method",
+                               "eff bits", "cache bytes", "perplexity",
+                               "± ppl", "delta");
+  if (klDivergence)
+    llvm::outs() << llvm::format(" %10s %10s %7s", "KL div", "± KL",
+                                 "top-1 %");
+  llvm::outs() << llvm::format(" %9s\n", "tok/s");
+  for (const Result &r : results) {
+    llvm::outs() << llvm::format(
+        "%-34s %9.2f %12lld %11.4f %8s %+9.4f", r.spec.label.c_str(),
+        r.effectiveBits, (long long)r.cacheBytes, r.perplexity,
+        fixed(r.perplexityStderr, "%.4f").c_str(), r.perplexity - base);
+    if (klDivergence)
+      llvm::outs() << llvm::format(" %10s %10s %7s",
+                                   fixed(r.kl, "%.6f").c_str(),
+                                   fixed(r.klStderr, "%.6f").c_str(),
+                                   fixed(100 * r.top1, "%.2f").c_str());
+    llvm::outs() << llvm::format(" %9.0f\n", r.tokensPerSecond);
+  }
+  llvm::outs() << "\n± ppl: perplexity x the standard error of the mean "
+                  "per-token NLL\n";
+  if (klDivergence)
+    llvm::outs() << "KL div: mean KL divergence per token from "
+                 << specs[baseline].label
+                 << "'s next-token distribution; top-1 %: tokens whose most "
+                    "likely next token is the same\n";
+  llvm::outs() << "cache bytes: mean per document at its end (none: the "
+                  "graph's f32 tensors for the whole context)\n\ncaches:\n";
   for (const Result &r : results)
-    llvm::outs() << llvm::format("%-34s %9.2f %12lld %11.4f %+9.4f %9.0f\n",
-                                 r.spec.label.c_str(), r.effectiveBits,
-                                 (long long)r.cacheBytes, r.perplexity,
-                                 r.perplexity - base, r.tokensPerSecond);
-  llvm::outs() << "\ncache bytes: mean per document at its end (none: the "
-                  "graph's f32 tensors for the whole context)\n";
+    llvm::outs() << "  " << r.spec.label << ": " << describeCache(r.cache)
+                 << "\n";
   return 0;
 }

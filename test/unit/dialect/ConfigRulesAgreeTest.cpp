@@ -1,7 +1,8 @@
 //===- ConfigRulesAgreeTest.cpp - dialect and runtime judge alike ---------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Issue 14's promise, checked over a grid of configurations: every method
+// The dialect's verifiers and kvq_config_validate apply the same rules,
+// checked over a grid of configurations: every method
 // with edge values of each field (one field at a time, and the fields that
 // constrain each other together). Each configuration is written as
 // !kvq.cache<..., config = <...>> text for the parser, which runs the

@@ -21,8 +21,9 @@ rows = d["results"]
 assert [r["method"] for r in rows] == ["none", "fp16", "kivi"], rows
 for r in rows:
     for k in ("method", "effective_bits", "cache_bytes", "perplexity",
-              "delta_perplexity", "tokens_per_second"):
+              "ppl_stderr", "delta_perplexity", "tokens_per_second", "cache"):
         assert k in r, (k, r)
+    assert r["ppl_stderr"] > 0, r
     assert math.isfinite(r["perplexity"]) and r["perplexity"] > 1, r
     assert math.isfinite(r["delta_perplexity"]), r
     assert r["tokens_per_second"] > 0, r

@@ -622,7 +622,7 @@ TEST(Perplexity, MethodsOrderAsTheyShould) {
 }
 
 //===----------------------------------------------------------------------===//
-// 3b. Pre-RoPE keys (--kvq-quantize-kv-cache="pre-rope=true", issue 17).
+// 3b. Pre-RoPE keys (--kvq-quantize-kv-cache="pre-rope=true").
 //===----------------------------------------------------------------------===//
 
 // With pre-rope=true the cache receives each key before its RoPE and

@@ -1,15 +1,15 @@
 //===- attend_fetch_property_test.cpp - attend == attention over fetch ----===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Property (issue 16, finding 3): for every method, kvq_cache_attend equals
+// Property: for every method, kvq_cache_attend equals
 // causal attention computed here in float64 over the K/V that
 // kvq_cache_fetch returns, over a sweep of shapes chosen to hit packing
 // corner cases: odd head_dim (3, 5, 6, 10, where a head's codes start inside
 // a byte for some bit widths) next to 16 (the SIMD row kernels), every bit
 // width, 1..3 KV heads, 1 or 2 query heads per KV head, prefill/decode
 // splits, decode (1 query) and prefill-like (several queries) calls, and
-// pre-RoPE key caches of both RoPE styles (issue 17: fetch returns the
-// rotated keys, attend must rotate the same way).
+// pre-RoPE key caches of both RoPE styles (fetch returns the rotated
+// keys, attend must rotate the same way).
 //
 // Tolerance: fetch returns exactly the fp16 values attend reads (levels,
 // codes, outliers, fp16 rows), so the only difference is arithmetic: attend

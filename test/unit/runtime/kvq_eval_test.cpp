@@ -1380,7 +1380,7 @@ TEST(KvqEvalSave, WritesTheFirstCacheAndPrintsItsSize) {
 }
 
 //===----------------------------------------------------------------------===//
-// --pre-rope (issue 17): stories260K layer 0's keys before RoPE (kpre0.npy,
+// --pre-rope: stories260K layer 0's keys before RoPE (kpre0.npy,
 // written by test/data/stories260K/dump_kv.cpp with k0.npy, the same keys
 // after llama2.c's interleaved RoPE, theta 10000, rotated in float).
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,7 @@
 //===- limits_test.cpp - Absurd sizes, bounds and overflowing inputs ------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Regression tests of issue 16 (findings 1, 2, 4, 5): sizes whose products
+// Regression tests of the runtime's size and range checks: sizes whose products
 // overflow int64, configuration fields beyond their documented limits and
 // queries whose scores would overflow are rejected with a status and a
 // message naming the problem, and a rejected update leaves the cache as it
@@ -35,7 +35,7 @@ bool lastErrorHas(const char *word) {
   return std::string(kvq_last_error()).find(word) != std::string::npos;
 }
 
-// Finding 1: n_tokens * kv_heads * head_dim used to be formed unchecked
+// Update sizes: n_tokens * kv_heads * head_dim used to be formed unchecked
 // (std::length_error escaped the C ABI; kivi_sink wrapped 2^62+1 tokens x 4
 // channels to 4 elements and read out of bounds).
 TEST(Limits, AbsurdNTokensIsInvalidAndLeavesTheCacheUnchanged) {
@@ -69,7 +69,7 @@ TEST(Limits, AbsurdNTokensIsInvalidAndLeavesTheCacheUnchanged) {
       }
 }
 
-// Finding 2: rows * cols of the stateless kernels was unchecked.
+// Kernel shapes: rows * cols of the stateless kernels was unchecked.
 TEST(Limits, StatelessKernelsRejectHugeShapes) {
   const int64_t rows = (int64_t{1} << 62) + 1, cols = 4;
   float x[64] = {};
@@ -125,7 +125,7 @@ TEST(Limits, PackedSizeDoesNotOverflow) {
   EXPECT_EQ(kvq_packed_size(-1, 8), 0);
 }
 
-// Finding 4: a finite query of 1e36 overflowed the scores; attend returned
+// Query magnitude: a finite query of 1e36 overflowed the scores; attend returned
 // OK with NaN output (UBSan: NaN converted to int in the exp).
 TEST(Limits, HugeQueriesAreRejectedAndBoundedOnesGiveFiniteOutput) {
   for (kvq_method m : kMethods) {
@@ -209,7 +209,7 @@ TEST(Limits, Fp16OutputBeyondTheFp16RangeIsAStatus) {
     EXPECT_TRUE(std::isfinite(e));
 }
 
-// Finding 5: no upper bounds on the configuration.
+// Configuration bounds: every field has an upper limit.
 TEST(Limits, ConfigurationFieldsHaveUpperBounds) {
   struct Case {
     kvq_method method;

@@ -1,4 +1,4 @@
-//===- rope_test.cpp - Pre-RoPE key caches (issue 17) ---------------------===//
+//===- rope_test.cpp - Pre-RoPE key caches --------------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A cache with rope_style != NONE receives keys before RoPE and attends to
