@@ -445,6 +445,45 @@ void mlir::kvq::detachSlotWrites(func::FuncOp f) {
 }
 
 namespace {
+/// The chain of a tensor argument: its insert_slice writes in order, the
+/// extract_slice reads of each chain value, and the return operand index.
+/// False when the argument has other uses.
+struct ArgChain {
+  SmallVector<tensor::InsertSliceOp> writes;
+  SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
+  unsigned returned = 0;
+};
+
+std::optional<ArgChain> chainOf(BlockArgument arg, func::ReturnOp ret) {
+  ArgChain c;
+  bool returned = false;
+  for (Value v = arg; v;) {
+    Value next;
+    c.reads.emplace_back();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
+          w && use.getOperandNumber() == 1 && !next) {
+        c.writes.push_back(w);
+        next = w.getResult();
+      } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
+        c.reads.back().push_back(r);
+      } else if (user == ret && !returned) {
+        c.returned = use.getOperandNumber();
+        returned = true;
+      } else {
+        return std::nullopt;
+      }
+    }
+    v = next;
+  }
+  if (!returned || c.writes.empty())
+    return std::nullopt;
+  return c;
+}
+} // namespace
+
+namespace {
 /// Which half of dim `d` (of size 2 * `half`) `slice` takes, when it takes
 /// exactly one: 0 or 1.
 template <typename SliceOp>
@@ -478,32 +517,12 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape())
       continue;
-    // The chain: arg, then each write's result; reads slice any of them.
-    SmallVector<tensor::InsertSliceOp> writes;
-    SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
-    std::optional<unsigned> returned;
-    bool plain = true;
-    for (Value v = arg; v && plain;) {
-      Value next;
-      reads.emplace_back();
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
-            w && use.getOperandNumber() == 1 && !next) {
-          writes.push_back(w);
-          next = w.getResult();
-        } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
-          reads.back().push_back(r);
-        } else if (user == ret && !returned) {
-          returned = use.getOperandNumber();
-        } else {
-          plain = false;
-        }
-      }
-      v = next;
-    }
-    if (!plain || !returned || writes.empty())
+    std::optional<ArgChain> chain = chainOf(arg, ret);
+    if (!chain)
       continue;
+    SmallVector<tensor::InsertSliceOp> &writes = chain->writes;
+    SmallVector<SmallVector<tensor::ExtractSliceOp>> &reads = chain->reads;
+    unsigned returned = chain->returned;
     // The dimension of size 2 whose entry every slice picks, both written.
     std::optional<unsigned> pairDim;
     for (unsigned d = 0; d < type.getRank() && !pairDim; ++d) {
@@ -556,13 +575,13 @@ bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
             w.getMixedSizes(), w.getMixedStrides());
       }
     }
-    ret->setOperand(*returned, cur[0]);
-    ret->insertOperands(*returned + 1, ValueRange{cur[1]});
+    ret->setOperand(returned, cur[0]);
+    ret->insertOperands(returned + 1, ValueRange{cur[1]});
     for (tensor::InsertSliceOp w : llvm::reverse(writes))
       w->erase();
-    (void)f.insertResult(*returned + 1, halfType, nullptr);
+    (void)f.insertResult(returned + 1, halfType, nullptr);
     SmallVector<Type> results(f.getResultTypes());
-    results[*returned] = halfType;
+    results[returned] = halfType;
     f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
                                 results));
     (void)f.eraseArgument(a);
@@ -663,44 +682,6 @@ void mlir::kvq::unrollLayerLoops(func::FuncOp f) {
     (void)applyPatternsGreedily(f, RewritePatternSet(f.getContext()));
 }
 
-namespace {
-/// The chain of a tensor argument: its insert_slice writes in order, the
-/// extract_slice reads of each chain value, and the return operand index.
-/// False when the argument has other uses.
-struct ArgChain {
-  SmallVector<tensor::InsertSliceOp> writes;
-  SmallVector<SmallVector<tensor::ExtractSliceOp>> reads;
-  unsigned returned = 0;
-};
-
-std::optional<ArgChain> chainOf(BlockArgument arg, func::ReturnOp ret) {
-  ArgChain c;
-  bool returned = false;
-  for (Value v = arg; v;) {
-    Value next;
-    c.reads.emplace_back();
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto w = dyn_cast<tensor::InsertSliceOp>(user);
-          w && use.getOperandNumber() == 1 && !next) {
-        c.writes.push_back(w);
-        next = w.getResult();
-      } else if (auto r = dyn_cast<tensor::ExtractSliceOp>(user)) {
-        c.reads.back().push_back(r);
-      } else if (user == ret && !returned) {
-        c.returned = use.getOperandNumber();
-        returned = true;
-      } else {
-        return std::nullopt;
-      }
-    }
-    v = next;
-  }
-  if (!returned || c.writes.empty())
-    return std::nullopt;
-  return c;
-}
-} // namespace
 
 bool mlir::kvq::unflattenHeads(func::FuncOp f) {
   if (!f.getBody().hasOneBlock())

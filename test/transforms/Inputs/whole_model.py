@@ -47,6 +47,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import equivalence  # noqa: E402  (its reader of printed memrefs)
+
 
 def run(cmd, what, stdin=None):
     p = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
@@ -633,12 +636,7 @@ def driver(m, form, ids, cache_type=None):
 
 
 def logits_of(text, vocab, steps):
-    vals = []
-    for line in text.splitlines():
-        if line.startswith("Unranked Memref"):
-            continue
-        vals += [float(x) for x in
-                 re.findall(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)", line)]
+    vals = equivalence.numbers(text)
     if len(vals) != vocab * steps:
         sys.exit("whole_model: %d logits printed, %d expected" % (
             len(vals), vocab * steps))
