@@ -38,7 +38,10 @@ for r in rows:
     rel = 0.5e-4 / r["step_ms"] + 1e-4
     assert abs(r["gbps"] - r["bytes_read"] / s / 1e9) <= 0.01 + rel * r["gbps"], r
     assert abs(r["tokens_per_second"] - 1 / s) <= 0.01 + rel / s, r
-    assert abs(r["vs_bound"] - d["read_gbps"] / r["gbps"]) <= 0.01 * r["vs_bound"] + 2e-3, r
+    # gbps is printed with 2 decimals: under a slow (sanitized) build it is
+    # a few tenths, and its rounding alone moves the ratio by 0.005 / gbps.
+    assert abs(r["vs_bound"] - d["read_gbps"] / r["gbps"]) <= \
+        (0.01 + 0.005 / r["gbps"]) * r["vs_bound"] + 2e-3, r
 # fp16 holds 2 bytes per K and V element; kivi fewer at the same context.
 for ctx in (32, 64):
     f, k = [r for r in rows if r["context"] == ctx]
