@@ -445,6 +445,13 @@ void mlir::kvq::detachSlotWrites(func::FuncOp f) {
 }
 
 namespace {
+/// The return of a one-block function, or null.
+func::ReturnOp singleReturn(func::FuncOp f) {
+  if (!f.getBody().hasOneBlock())
+    return nullptr;
+  return dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+}
+
 /// The chain of a tensor argument: its insert_slice writes in order, the
 /// extract_slice reads of each chain value, and the return operand index.
 /// False when the argument has other uses.
@@ -506,9 +513,7 @@ SmallVector<OpFoldResult> offsetsOnEntry(OpBuilder &b, SliceOp slice,
 } // namespace
 
 bool mlir::kvq::splitStackedPairs(func::FuncOp f) {
-  if (!f.getBody().hasOneBlock())
-    return false;
-  auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  func::ReturnOp ret = singleReturn(f);
   if (!ret)
     return false;
   bool changed = false;
@@ -682,11 +687,8 @@ void mlir::kvq::unrollLayerLoops(func::FuncOp f) {
     (void)applyPatternsGreedily(f, RewritePatternSet(f.getContext()));
 }
 
-
 bool mlir::kvq::unflattenHeads(func::FuncOp f) {
-  if (!f.getBody().hasOneBlock())
-    return false;
-  auto ret = dyn_cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  func::ReturnOp ret = singleReturn(f);
   if (!ret)
     return false;
   bool changed = false;
