@@ -1,13 +1,14 @@
 //===- Pipelines.cpp - named kvq pipelines --------------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// --kvq-to-llvm: a tensor-level model graph down to the LLVM dialect with
-// runtime calls for the CPU backend (dense layers too, unless
-// matmul-kernels=false). --kvq-to-metal: the same graph down to
-// the calls of the Metal backend (func/memref level).
+// --kvq-to-llvm: a tensor-level model graph (linalg, tensor, arith or
+// TOSA) down to the LLVM dialect with runtime calls for the CPU backend
+// (dense layers too, unless matmul-kernels=false). --kvq-to-metal: the
+// same graph down to the calls of the Metal backend (func/memref level).
 //
 //===----------------------------------------------------------------------===//
 #include "kvq/passes/Passes.h"
+#include "passes/TosaInput.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
@@ -109,6 +110,8 @@ struct KvqPipelineOptions : public PassPipelineOptions<KvqPipelineOptions> {
 /// Tensors to memrefs, then kvq ops to runtime calls for `target`.
 void buildToRuntimeCalls(OpPassManager &pm, const KvqPipelineOptions &options,
                          kvq::RuntimeTarget target) {
+  // A graph in TOSA becomes linalg first (a no-op on one without).
+  kvq::addTosaToLinalg(pm.nest<func::FuncOp>());
   // Elementwise arith on tensors (a model's casts and scales) has no
   // bufferization of its own: make it linalg first.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/passes/Passes.h"
+#include "passes/TosaInput.h"
 #include "passes/transforms/CacheConfigOptions.h"
 #include "passes/transforms/kvcache/AttentionMatcher.h"
 #include "passes/transforms/kvcache/AttentionRewriter.h"
@@ -29,7 +30,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
@@ -47,10 +50,64 @@ namespace {
 constexpr StringLiteral kPass = "kvq-quantize-kv-cache";
 
 
+bool containsTosa(func::FuncOp f) {
+  return f.walk([](Operation *op) {
+            return isa<tosa::TosaDialect>(op->getDialect())
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          }).wasInterrupted();
+}
+
 struct QuantizeKvCachePass
     : public kvq::impl::KvqQuantizeKvCacheBase<QuantizeKvCachePass> {
   using KvqQuantizeKvCacheBase::KvqQuantizeKvCacheBase;
   friend struct mlir::kvq::CacheConfigOptions;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    KvqQuantizeKvCacheBase::getDependentDialects(registry);
+    OpPassManager tosa(func::FuncOp::getOperationName());
+    addTosaToLinalg(tosa);
+    tosa.getDependentDialects(registry);
+  }
+
+  /// A copy of `f` with its TOSA converted to linalg (TosaInput.h), owned
+  /// by the caller; failure, with a remark naming upstream's error, when
+  /// the conversion fails.
+  FailureOr<func::FuncOp> convertTosa(func::FuncOp f) {
+    ModuleOp module = getOperation();
+    auto copy = cast<func::FuncOp>(f->clone());
+    // A dynamic pipeline runs on an op inside the pass's own.
+    module.push_back(copy);
+    std::string upstream;
+    Location where = f.getLoc();
+    LogicalResult converted = success();
+    {
+      ScopedDiagnosticHandler quiet(&getContext(), [&](Diagnostic &d) {
+        if (d.getSeverity() == DiagnosticSeverity::Error && upstream.empty()) {
+          upstream = d.str();
+          where = d.getLocation();
+        }
+        return success();
+      });
+      OpPassManager pm(func::FuncOp::getOperationName());
+      addTosaToLinalg(pm);
+      converted = runPipeline(pm, copy);
+    }
+    copy->remove();
+    if (succeeded(converted)) {
+      // The conversions leave dead reshapes (tosa.tile's) that would read
+      // as other uses of a cache.
+      IRRewriter rewriter(&getContext());
+      (void)runRegionDCE(rewriter, copy->getRegions());
+      return copy;
+    }
+    copy->erase();
+    emitRemark(where) << kPass << ": @" << f.getSymName()
+                      << ": not adopted: its TOSA does not convert to "
+                              "linalg (upstream tosa-to-linalg: "
+                           << upstream << ")";
+    return failure();
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -101,10 +158,29 @@ struct QuantizeKvCachePass
       // refused, a second one with the caches reshaped (K and V stacked in
       // one tensor split into two, flattened heads split out) is tried.
       func::FuncOp original = f;
+      if (std::optional<Refusal> state = globalStateRefusal(f)) {
+        emitRemark(state->loc)
+            << kPass << ": @" << f.getSymName() << ": " << state->reason;
+        continue;
+      }
+      // A function in TOSA is matched (and, when adopted, replaced) as the
+      // linalg upstream's conversions make of it.
+      func::FuncOp source = original, converted;
+      llvm::scope_exit dropConverted([&] {
+        if (converted)
+          converted->erase();
+      });
+      if (containsTosa(original)) {
+        FailureOr<func::FuncOp> linalg = convertTosa(original);
+        if (failed(linalg))
+          continue;
+        source = converted = *linalg;
+      }
       bool pairSplit = false;
       auto canonicalCopy = [&](bool reshapeCaches) {
-        auto copy = cast<func::FuncOp>(original->clone());
+        auto copy = cast<func::FuncOp>(source->clone());
         inlineCalls(copy, symbols);
+        foldScatterLoops(copy);
         unrollLayerLoops(copy);
         generalizeForMatching(copy);
         expandGroupedHeadMaps(copy);

@@ -185,3 +185,114 @@ func.func @memref_state(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: me
   }
   return
 }
+
+// -----
+
+// tosa.scatter with one index per head read from a tensor argument: nothing
+// shows the heads' indices are one position (the TOSA form that is adopted,
+// indices broadcast from one position: kvq-quantize-kv-cache-tosa.mlir).
+// CHECK-LABEL: func.func @tosa_scatter_rows(
+// CHECK: tosa.scatter
+func.func @tosa_scatter_rows(%k: tensor<2x1x4xf32>, %kc: tensor<2x16x4xf32>, %idx: tensor<2x1xi32>) -> tensor<2x16x4xf32> {
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that has indices not shown to be one position for every row}}
+  %w = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  return %w : tensor<2x16x4xf32>
+}
+
+// -----
+
+// tosa.scatter of two tokens per head (a chunk of a prefill).
+// CHECK-LABEL: func.func @tosa_scatter_chunk(
+// CHECK: tosa.scatter
+func.func @tosa_scatter_chunk(%k: tensor<2x2x4xf32>, %kc: tensor<2x16x4xf32>, %idx: tensor<2x2xi32>) -> tensor<2x16x4xf32> {
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row (a chunk of tokens)}}
+  %w = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x2xi32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
+  return %w : tensor<2x16x4xf32>
+}
+
+// -----
+
+// The cache kept in a tosa.variable (TOSA's stateful form) rather than
+// passed in and returned.
+// CHECK-LABEL: func.func @tosa_variable(
+// CHECK: tosa.variable_write
+tosa.variable @kcache : tensor<2x16x4xf32>
+func.func @tosa_variable(%k: tensor<2x1x4xf32>, %idx: tensor<2x1xi32>) {
+  %kc = tosa.variable_read @kcache : tensor<2x16x4xf32>
+  %w = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  // expected-remark@below {{not adopted: the cache-like state is module state the function writes (tosa.variable @kcache); kvq adopts caches passed in as tensor arguments and returned}}
+  tosa.variable_write @kcache, %w : tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+// The cache kept in a mutable ml_program.global (torch-mlir's and IREE's
+// module state).
+// CHECK-LABEL: func.func @ml_program_global(
+// CHECK: ml_program.global_store
+ml_program.global private mutable @vcache(dense<0.0> : tensor<16x2x4xf32>) : tensor<16x2x4xf32>
+func.func @ml_program_global(%v: tensor<1x2x4xf32>, %pos: index) {
+  %vc = ml_program.global_load @vcache : tensor<16x2x4xf32>
+  %w = tensor.insert_slice %v into %vc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  // expected-remark@below {{not adopted: the cache-like state is module state the function writes (ml_program.global @vcache)}}
+  ml_program.global_store @vcache = %w : tensor<16x2x4xf32>
+  return
+}
+
+// -----
+
+// TOSA that upstream's conversions cannot bring to linalg: the remark
+// carries their error, at the op.
+// CHECK-LABEL: func.func @tosa_unconverted(
+// CHECK: tosa.custom
+func.func @tosa_unconverted(%k: tensor<2x1x4xf32>, %kc: tensor<2x16x4xf32>, %idx: tensor<2x1xi32>) -> tensor<2x16x4xf32> {
+  // expected-remark@below {{not adopted: its TOSA does not convert to linalg (upstream tosa-to-linalg: failed to legalize operation 'tosa.custom')}}
+  %c = tosa.custom %k {domain_name = "x", implementation_attrs = "", operator_name = "y"} : (tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+  %w = tosa.scatter %kc, %idx, %c : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  return %w : tensor<2x16x4xf32>
+}
+
+// -----
+
+// Mistral's rotating cache (a sliding window of 8 positions): written at
+// pos mod 8 and read whole under the caller's validity mask. Adopting it
+// would attend a cache that never drops a position, so it is refused,
+// naming the wrap-around.
+// CHECK-LABEL: func.func @sliding_window(
+// CHECK: arith.remui
+func.func @sliding_window(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<8x2x4xf32>, %vc: tensor<8x2x4xf32>, %pos: index, %mask: tensor<2x1x8xf32>) -> (tensor<1x2x4xf32>, tensor<8x2x4xf32>, tensor<8x2x4xf32>) {
+  %c8 = arith.constant 8 : index
+  %slot = arith.remui %pos, %c8 : index
+  // expected-remark@below {{not adopted: the cache is written at a position taken modulo a capacity (a ring buffer, as a sliding window keeps it), so old positions are overwritten}}
+  %kc1 = tensor.insert_slice %k into %kc[%slot, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<8x2x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[%slot, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<8x2x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x1x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x1x8xf32>) -> tensor<2x1x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(h, n, t, d) -> (n, h, d)>, affine_map<(h, n, t, d) -> (t, h, d)>, affine_map<(h, n, t, d) -> (h, n, t)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %kc1 : tensor<1x2x4xf32>, tensor<8x2x4xf32>) outs(%f : tensor<2x1x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1x8xf32>
+  %half = arith.constant 0.5 : f32
+  %e2 = tensor.empty() : tensor<2x1x8xf32>
+  %sc = linalg.generic {indexing_maps = [affine_map<(h, n, t) -> (h, n, t)>, affine_map<(h, n, t) -> (h, n, t)>, affine_map<(h, n, t) -> (h, n, t)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %mask : tensor<2x1x8xf32>, tensor<2x1x8xf32>) outs(%e2 : tensor<2x1x8xf32>) {
+  ^bb0(%a: f32, %mm: f32, %o: f32):
+    %x = arith.mulf %a, %half : f32
+    %y = arith.addf %x, %mm : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1x8xf32>
+  %e3 = tensor.empty() : tensor<2x1x8xf32>
+  %p = linalg.softmax dimension(2) ins(%sc : tensor<2x1x8xf32>) outs(%e3 : tensor<2x1x8xf32>) -> tensor<2x1x8xf32>
+  %e4 = tensor.empty() : tensor<1x2x4xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(h, n, d, t) -> (h, n, t)>, affine_map<(h, n, d, t) -> (t, h, d)>, affine_map<(h, n, d, t) -> (n, h, d)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %vc1 : tensor<2x1x8xf32>, tensor<8x2x4xf32>) outs(%f4 : tensor<1x2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %oo: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %oo, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x4xf32>
+  return %o, %kc1, %vc1 : tensor<1x2x4xf32>, tensor<8x2x4xf32>, tensor<8x2x4xf32>
+}

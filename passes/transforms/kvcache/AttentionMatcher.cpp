@@ -3,14 +3,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/transforms/kvcache/AttentionMatcher.h"
+#include "passes/transforms/kvcache/Canonicalize.h"
 #include "passes/transforms/kvcache/ElementEvaluator.h"
 
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -410,7 +414,56 @@ void wrapWholeReads(Value v, Operation *ret) {
     use->set(all);
 }
 
+/// Whether `pos` is a remainder (possibly index-cast): a ring buffer's
+/// write slot.
+bool wrapsAround(Value pos) {
+  if (auto c = pos.getDefiningOp<arith::IndexCastOp>())
+    pos = c.getIn();
+  if (isa_and_present<arith::RemUIOp, arith::RemSIOp>(pos.getDefiningOp()))
+    return true;
+  auto apply = pos.getDefiningOp<affine::AffineApplyOp>();
+  if (!apply)
+    return false;
+  bool mod = false;
+  apply.getAffineMap().getResult(0).walk([&](AffineExpr e) {
+    mod |= e.getKind() == AffineExprKind::Mod;
+  });
+  return mod;
+}
+
 } // namespace
+
+std::optional<Refusal> mlir::kvq::globalStateRefusal(func::FuncOp f) {
+  std::optional<Refusal> found;
+  f.walk([&](Operation *op) {
+    StringRef kind, name;
+    Value stored;
+    if (auto st = dyn_cast<ml_program::GlobalStoreOp>(op)) {
+      kind = "ml_program.global";
+      name = st.getGlobal().getLeafReference();
+      stored = st.getValue();
+    } else if (auto wr = dyn_cast<tosa::VariableWriteOp>(op)) {
+      kind = "tosa.variable";
+      name = wr.getName();
+      stored = wr.getInput1();
+    } else {
+      return WalkResult::advance();
+    }
+    auto type = dyn_cast<RankedTensorType>(stored.getType());
+    if (!type || type.getRank() < 3 ||
+        !isa<FloatType>(type.getElementType()))
+      return WalkResult::advance();
+    found = Refusal{op->getLoc(),
+                    ("not adopted: the cache-like state is module state the "
+                     "function writes (" +
+                     kind + " @" + name +
+                     "); kvq adopts caches passed in as tensor arguments "
+                     "and returned")
+                        .str()};
+    return WalkResult::interrupt();
+  });
+  return found;
+}
 
 std::optional<int64_t> Write::readLengthAt(int64_t posValue) const {
   if (auto v = dyn_cast_if_present<Value>(readLength))
@@ -457,6 +510,13 @@ LogicalResult FunctionMatcher::findChains() {
                       "that extracts its indices at runtime (a scatter); kvq "
                       "follows tensor.insert_slice writes at the step's "
                       "position");
+      if (auto why = u->getAttrOfType<StringAttr>(kScatterLoopAttr))
+        return refuse(u->getLoc(),
+                      "not adopted: the cache is written by a scatter (rows "
+                      "written at indices read from a tensor) that " +
+                          why.getValue() +
+                          "; kvq follows writes of every head at the step's "
+                          "position");
       // A loop that carries the argument and writes it (the matcher's copy
       // has the loops with a constant trip count unrolled).
       if (auto loop = dyn_cast<LoopLikeOpInterface>(u);
@@ -648,6 +708,12 @@ LogicalResult FunctionMatcher::describeWrite(CacheChain &chain,
                               "not static");
   d.tokens = *n;
   d.pos = stripClamp(cast<Value>(off[t]), dest.getDimSize(t) - d.tokens);
+  if (wrapsAround(d.pos))
+    return refuse(w.getLoc(),
+                  "not adopted: the cache is written at a position taken "
+                  "modulo a capacity (a ring buffer, as a sliding window "
+                  "keeps it), so old positions are overwritten; a kvq cache "
+                  "keeps every position");
   // The written data's roles: the dimensions it keeps of the cache's.
   auto src = cast<RankedTensorType>(w.getSource().getType());
   SmallVector<int64_t> staticSizes;

@@ -31,6 +31,12 @@ struct Refusal {
   std::string reason;
 };
 
+/// The refusal of a function that keeps a cache-like tensor (floating
+/// point, rank 3 or more) in module state it writes (`ml_program.global`,
+/// `tosa.variable`) instead of passing it in and returning it; none when it
+/// writes no such state.
+std::optional<Refusal> globalStateRefusal(func::FuncOp f);
+
 /// One tensor argument threaded through insert_slice writes to a return.
 struct CacheChain {
   BlockArgument arg;

@@ -39,33 +39,24 @@ Value asIndex(OpBuilder &b, Location loc, Value v) {
     return v;
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
 }
-} // namespace
 
-/// Writes of one token at a runtime position spelled as a scatter become,
-/// on the matcher's copy, the insert_slice the matcher follows:
-///  - `tensor.scatter %new into %cache[%idx] scatter_dims([d])` with one
-///    index (torch's index_copy/index_put of a static cache): the position
-///    is `%idx[0, 0]`;
-///  - an elementwise generic over the cache yielding
-///    `select(index(d) == P, NEW, old)` (`where(arange == pos, new, old)`):
-///    the position is P, the new slot NEW evaluated at index(d) = P.
-/// Anything else is left for findChains' remarks.
-void mlir::kvq::scatterWritesToInsertSlices(func::FuncOp f) {
-  // One position value per tensor it is read from, placed where the tensor
-  // is defined, so K and V written at one position share it.
-  DenseMap<Value, Value> positions;
-  auto positionIn = [&](Value t, int64_t rank) -> Value {
-    if (Value known = positions.lookup(t))
-      return known;
-    OpBuilder pb(f.getContext());
+/// One position value per index tensor it is read from (element 0), placed
+/// where the tensor is defined, so that K and V written at one position
+/// share it; the graph's own reads of that element (a read length pos + n)
+/// become the same value, so the matcher sees one position.
+struct Positions {
+  DenseMap<Value, Value> known;
+
+  Value readFrom(Value t, int64_t rank) {
+    if (Value v = known.lookup(t))
+      return v;
+    OpBuilder pb(t.getContext());
     pb.setInsertionPointAfterValue(t);
     Location loc = t.getLoc();
     SmallVector<Value> zeros(rank, arith::ConstantIndexOp::create(pb, loc, 0));
     auto read = tensor::ExtractOp::create(pb, loc, t, zeros);
     Value pos = asIndex(pb, loc, read);
-    positions[t] = pos;
-    // The graph's own reads of that element (a read length pos + n) become
-    // the same value, so the matcher sees one position.
+    known[t] = pos;
     for (Operation *u : llvm::make_early_inc_range(t.getUsers())) {
       auto other = dyn_cast<tensor::ExtractOp>(u);
       if (!other || other == read || other->getBlock() != read->getBlock() ||
@@ -82,6 +73,167 @@ void mlir::kvq::scatterWritesToInsertSlices(func::FuncOp f) {
           cast.replaceAllUsesWith(pos);
     }
     return pos;
+  }
+};
+
+/// Whether every element of `t` equals the one at index 0 along dimension
+/// `dim`: a size-1 dimension, a splat constant or fill, or an elementwise
+/// generic whose inputs are all that along the dimension it reads there
+/// (or do not read it) and whose body does not use the index.
+bool uniformAlong(Value t, unsigned dim, int depth = 0) {
+  auto type = dyn_cast<RankedTensorType>(t.getType());
+  if (!type || dim >= type.getRank() || depth > 16)
+    return false;
+  if (type.getDimSize(dim) == 1)
+    return true;
+  DenseElementsAttr dense;
+  if (matchPattern(t, m_Constant(&dense)))
+    return dense.isSplat();
+  if (t.getDefiningOp<linalg::FillOp>())
+    return true;
+  auto g = t.getDefiningOp<linalg::GenericOp>();
+  if (!g || g.getNumReductionLoops() != 0)
+    return false;
+  AffineMap out = g.getIndexingMapMatchingResult(cast<OpResult>(t));
+  auto loopDim = dyn_cast<AffineDimExpr>(out.getResult(dim));
+  if (!loopDim)
+    return false;
+  unsigned l = loopDim.getPosition();
+  bool usesIndex = false;
+  g.getRegion().walk([&](linalg::IndexOp i) { usesIndex |= i.getDim() == l; });
+  if (usesIndex)
+    return false;
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    AffineMap m = g.getMatchingIndexingMap(in);
+    for (auto [j, e] : llvm::enumerate(m.getResults())) {
+      if (!e.isFunctionOfDim(l))
+        continue;
+      if (e != loopDim || !uniformAlong(in->get(), j, depth + 1))
+        return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+/// tosa.scatter as upstream's tosa-to-scf writes it: loops over rows n and
+/// slots w (the inner one gone when folded) writing `input[n, w, :]` at
+/// `values[n, idx[n, w], :]`. With one slot (a decode step) and the same
+/// index in every row (each KV head's slot at the step's position), the
+/// nest is one insert_slice of the whole input at `[0, idx[0, 0], 0]`.
+/// Other scatter loops are marked (kScatterLoopAttr, with the reason) for
+/// findChains' remark and left rolled.
+void mlir::kvq::foldScatterLoops(func::FuncOp f) {
+  Positions positions;
+  SmallVector<scf::ForOp> outer;
+  f.walk([&](scf::ForOp loop) {
+    if (!loop->getParentOfType<scf::ForOp>())
+      outer.push_back(loop);
+  });
+  for (scf::ForOp loop : outer) {
+    // rows: the outer loop; slots: an inner loop of one iteration, or none.
+    if (loop.getNumRegionIterArgs() != 1)
+      continue;
+    Value acc = loop.getRegionIterArgs()[0];
+    Block *body = loop.getBody();
+    Value slot;
+    scf::ForOp inner;
+    for (Operation &op : *body)
+      if (auto l = dyn_cast<scf::ForOp>(op))
+        inner = l;
+    if (inner) {
+      if (inner.getNumRegionIterArgs() != 1 || inner.getInitArgs()[0] != acc)
+        continue;
+      body = inner.getBody();
+      acc = inner.getRegionIterArgs()[0];
+      slot = inner.getInductionVar();
+    }
+    tensor::InsertSliceOp write;
+    for (Operation &op : *body)
+      if (auto w = dyn_cast<tensor::InsertSliceOp>(op))
+        write = write ? tensor::InsertSliceOp() : w;
+    if (!write || write.getDest() != acc ||
+        body->getTerminator()->getOperand(0) != write.getResult())
+      continue;
+    auto values = dyn_cast<RankedTensorType>(write.getDestType());
+    auto piece = write.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    SmallVector<OpFoldResult> off = write.getMixedOffsets();
+    if (!values || values.getRank() != 3 || !piece || off.size() != 3 ||
+        dyn_cast<Value>(off[0]) != loop.getInductionVar())
+      continue;
+    // The index: idx[n, w] read in the body, index-cast.
+    Value read = dyn_cast<Value>(off[1]);
+    if (auto c = read ? read.getDefiningOp<arith::IndexCastOp>() : nullptr)
+      read = c.getIn();
+    auto ex = read ? read.getDefiningOp<tensor::ExtractOp>() : nullptr;
+    if (!ex || ex.getIndices().size() != 2 ||
+        ex.getIndices()[0] != loop.getInductionVar() ||
+        !loop.isDefinedOutsideOfLoop(ex.getTensor()))
+      continue;
+    // From here on it is a scatter loop nest: folded or marked.
+    auto idxType = cast<RankedTensorType>(ex.getTensor().getType());
+    auto inputType = dyn_cast<RankedTensorType>(piece.getSourceType());
+    bool oneSlot = idxType.hasStaticShape() && idxType.getDimSize(1) == 1;
+    bool wholeRows =
+        inputType && inputType.hasStaticShape() && inputType.getRank() == 3 &&
+        inputType.getDimSize(0) == values.getDimSize(0) &&
+        inputType.getDimSize(2) == values.getDimSize(2) &&
+        isConstantIntValue(off[2], 0) &&
+        dyn_cast<Value>(piece.getMixedOffsets()[0]) ==
+            loop.getInductionVar() &&
+        isConstantIntValue(piece.getMixedOffsets()[2], 0) &&
+        getConstantIntValue(write.getMixedSizes()[0]) == 1 &&
+        getConstantIntValue(write.getMixedSizes()[1]) == 1 &&
+        getConstantIntValue(write.getMixedSizes()[2]) ==
+            values.getDimSize(2) &&
+        llvm::all_of(write.getMixedStrides(),
+                     [](OpFoldResult s) { return isConstantIntValue(s, 1); });
+    std::optional<int64_t> trips = loop.getStaticTripCount()
+                                       ? std::optional<int64_t>(
+                                             loop.getStaticTripCount()
+                                                 ->getSExtValue())
+                                       : std::nullopt;
+    const char *why =
+        !oneSlot ? "writes several slots per row (a chunk of tokens)"
+        : !wholeRows || trips != values.getDimSize(0) ||
+                !isConstantIntValue(loop.getLowerBound(), 0)
+            ? "does not write whole rows of every head"
+        : !uniformAlong(ex.getTensor(), 0)
+            ? "has indices not shown to be one position for every row"
+            : nullptr;
+    if (why) {
+      loop->setAttr(kScatterLoopAttr, StringAttr::get(f.getContext(), why));
+      continue;
+    }
+    Value pos = positions.readFrom(ex.getTensor(), 2);
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), pos,
+                                      b.getIndexAttr(0)},
+        sizes, ones(3, b.getIndexAttr(1));
+    for (int64_t n : inputType.getShape())
+      sizes.push_back(b.getIndexAttr(n));
+    Value w = tensor::InsertSliceOp::create(b, loc, piece.getSource(),
+                                            loop.getInitArgs()[0], offsets,
+                                            sizes, ones);
+    loop->getResult(0).replaceAllUsesWith(w);
+    loop->erase();
+  }
+}
+
+/// Writes of one token at a runtime position spelled as a scatter become,
+/// on the matcher's copy, the insert_slice the matcher follows:
+///  - `tensor.scatter %new into %cache[%idx] scatter_dims([d])` with one
+///    index (torch's index_copy/index_put of a static cache): the position
+///    is `%idx[0, 0]`;
+///  - an elementwise generic over the cache yielding
+///    `select(index(d) == P, NEW, old)` (`where(arange == pos, new, old)`):
+///    the position is P, the new slot NEW evaluated at index(d) = P.
+/// Anything else is left for findChains' remarks.
+void mlir::kvq::scatterWritesToInsertSlices(func::FuncOp f) {
+  Positions positions;
+  auto positionIn = [&](Value t, int64_t rank) {
+    return positions.readFrom(t, rank);
   };
   SmallVector<Operation *> candidates;
   f.walk([&](Operation *op) {
@@ -677,7 +829,9 @@ void mlir::kvq::unrollLayerLoops(func::FuncOp f) {
     bool writesState = llvm::any_of(loop.getInitArgs(), [](Value v) {
       return isa<RankedTensorType>(v.getType());
     }) && !loop.getBody()->getOps<tensor::InsertSliceOp>().empty();
-    if (trips && trips->ule(256) && writesState)
+    // A scatter's loops (foldScatterLoops) keep their own remark.
+    if (trips && trips->ule(256) && writesState &&
+        !loop->hasAttr(kScatterLoopAttr))
       loops.push_back(loop);
   });
   bool unrolled = false;

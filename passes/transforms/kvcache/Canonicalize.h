@@ -68,6 +68,12 @@ void inlineCalls(func::FuncOp f, SymbolTable &symbols);
 /// graph the matcher follows.
 void unrollLayerLoops(func::FuncOp f);
 
+/// tosa.scatter's loops (after tosa-to-scf) that write every row's slot at
+/// one runtime index become one insert_slice; the others get the attribute
+/// below, whose string says why they stay (see the definition).
+void foldScatterLoops(func::FuncOp f);
+inline constexpr llvm::StringLiteral kScatterLoopAttr = "kvq.scatter_loop";
+
 /// Writes of one token at a runtime position spelled as a scatter become
 /// the insert_slice the matcher follows (see the definition for the forms).
 void scatterWritesToInsertSlices(func::FuncOp f);

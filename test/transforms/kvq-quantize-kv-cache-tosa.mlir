@@ -1,0 +1,92 @@
+// RUN: kvq-opt %s --split-input-file --kvq-quantize-kv-cache=method=fp16 | FileCheck %s --implicit-check-not=tosa.
+// REQUIRES: mlir-runner
+// RUN: %python %S/Inputs/equivalence.py %s --run "%kvq_run" | FileCheck %s --check-prefix=SAME
+
+// Attention written in TOSA, as torch-mlir's TOSA backend and TFLite-style
+// importers emit it: heads by tosa.reshape/tosa.transpose, scores and the
+// weighted sum by tosa.matmul, the softmax as reduce_max/sub/exp/
+// reduce_sum/reciprocal/mul, an additive mask. kvq-quantize-kv-cache
+// matches the linalg that upstream's TOSA conversions make of it
+// (passes/TosaInput.cpp), so an adopted function leaves in linalg (no tosa.
+// op remains); the second RUN line compiles each graph as written through
+// --kvq-to-llvm (which converts TOSA the same way) and after the rewrite,
+// runs both and compares every output.
+
+// The cache written by tosa.scatter ([heads, seq, head_dim] values, one
+// index per head, all the step's position: torch's index_put as the TOSA
+// backend writes it); the position is a tensor, as a TOSA graph holds it.
+// EQUIV: func=tosa_scatter_decode caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
+
+// CHECK-LABEL: func.func @tosa_scatter_decode(
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+// SAME: @tosa_scatter_decode: 32 values over 4 steps agree
+func.func @tosa_scatter_decode(%q: tensor<2x1x4xf32>, %k: tensor<2x1x4xf32>, %v: tensor<2x1x4xf32>, %kc: tensor<2x16x4xf32>, %vc: tensor<2x16x4xf32>, %pos: tensor<1x1xi32>, %mask: tensor<1x1x16xf32>) -> (tensor<2x1x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) {
+  %z = "tosa.const"() {values = dense<0> : tensor<2x1xi32>} : () -> tensor<2x1xi32>
+  %idx = tosa.add %z, %pos : (tensor<2x1xi32>, tensor<1x1xi32>) -> tensor<2x1xi32>
+  %kc1 = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  %vc1 = tosa.scatter %vc, %idx, %v : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  %kt = tosa.transpose %kc1 {perms = array<i32: 0, 2, 1>} : (tensor<2x16x4xf32>) -> tensor<2x4x16xf32>
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x1x4xf32>, tensor<2x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x16xf32>
+  %scale = "tosa.const"() {values = dense<0.5> : tensor<1x1x1xf32>} : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %ss = tosa.mul %s, %scale, %shift : (tensor<2x1x16xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %sm = tosa.add %ss, %mask : (tensor<2x1x16xf32>, tensor<1x1x16xf32>) -> tensor<2x1x16xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x1x16xf32>, tensor<2x1x1xf32>) -> tensor<2x1x16xf32>
+  %e = tosa.exp %d : (tensor<2x1x16xf32>) -> tensor<2x1x16xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x1x1xf32>) -> tensor<2x1x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x1x16xf32>, tensor<2x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %o = tosa.matmul %p, %vc1, %zp, %zp : (tensor<2x1x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x4xf32>
+  return %o, %kc1, %vc1 : tensor<2x1x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
+}
+
+// -----
+
+// Grouped-query attention (4 query heads over 2 KV heads): repeat_kv as
+// tosa.reshape + tosa.tile + tosa.reshape, the scale on the queries,
+// activations flat ([1, heads * head_dim]), the cache written by
+// tensor.insert_slice at an index position.
+// EQUIV: func=tosa_gqa caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
+
+// CHECK-LABEL: func.func @tosa_gqa(
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x4x4xf32> -> tensor<1x4x4xf32>
+// SAME: @tosa_gqa: 64 values over 4 steps agree
+func.func @tosa_gqa(%x: tensor<1x16xf32>, %k: tensor<1x8xf32>, %v: tensor<1x8xf32>, %kc: tensor<2x16x4xf32>, %vc: tensor<2x16x4xf32>, %pos: index, %mask: tensor<1x1x16xf32>) -> (tensor<1x16xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) {
+  %s3 = tosa.const_shape {values = dense<[2, 1, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %k3 = tosa.reshape %k, %s3 : (tensor<1x8xf32>, !tosa.shape<3>) -> tensor<2x1x4xf32>
+  %v3 = tosa.reshape %v, %s3 : (tensor<1x8xf32>, !tosa.shape<3>) -> tensor<2x1x4xf32>
+  %kc1 = tensor.insert_slice %k3 into %kc[0, %pos, 0] [2, 1, 4] [1, 1, 1] : tensor<2x1x4xf32> into tensor<2x16x4xf32>
+  %vc1 = tensor.insert_slice %v3 into %vc[0, %pos, 0] [2, 1, 4] [1, 1, 1] : tensor<2x1x4xf32> into tensor<2x16x4xf32>
+  %sq = tosa.const_shape {values = dense<[4, 1, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %q3 = tosa.reshape %x, %sq : (tensor<1x16xf32>, !tosa.shape<3>) -> tensor<4x1x4xf32>
+  %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %scale = "tosa.const"() {values = dense<0.5> : tensor<1x1x1xf32>} : () -> tensor<1x1x1xf32>
+  %qs = tosa.mul %q3, %scale, %shift : (tensor<4x1x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<4x1x4xf32>
+  %s4 = tosa.const_shape {values = dense<[2, 1, 16, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %mul = tosa.const_shape {values = dense<[1, 2, 1, 1]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %sg = tosa.const_shape {values = dense<[4, 16, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %k4 = tosa.reshape %kc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<2x1x16x4xf32>
+  %kt4 = tosa.tile %k4, %mul : (tensor<2x1x16x4xf32>, !tosa.shape<4>) -> tensor<2x2x16x4xf32>
+  %kg = tosa.reshape %kt4, %sg : (tensor<2x2x16x4xf32>, !tosa.shape<3>) -> tensor<4x16x4xf32>
+  %v4 = tosa.reshape %vc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<2x1x16x4xf32>
+  %vt4 = tosa.tile %v4, %mul : (tensor<2x1x16x4xf32>, !tosa.shape<4>) -> tensor<2x2x16x4xf32>
+  %vg = tosa.reshape %vt4, %sg : (tensor<2x2x16x4xf32>, !tosa.shape<3>) -> tensor<4x16x4xf32>
+  %kt = tosa.transpose %kg {perms = array<i32: 0, 2, 1>} : (tensor<4x16x4xf32>) -> tensor<4x4x16xf32>
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %s = tosa.matmul %qs, %kt, %zp, %zp : (tensor<4x1x4xf32>, tensor<4x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x1x16xf32>
+  %sm = tosa.add %s, %mask : (tensor<4x1x16xf32>, tensor<1x1x16xf32>) -> tensor<4x1x16xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<4x1x16xf32>) -> tensor<4x1x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<4x1x16xf32>, tensor<4x1x1xf32>) -> tensor<4x1x16xf32>
+  %e = tosa.exp %d : (tensor<4x1x16xf32>) -> tensor<4x1x16xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<4x1x16xf32>) -> tensor<4x1x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<4x1x1xf32>) -> tensor<4x1x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<4x1x16xf32>, tensor<4x1x1xf32>, tensor<1xi8>) -> tensor<4x1x16xf32>
+  %o = tosa.matmul %p, %vg, %zp, %zp : (tensor<4x1x16xf32>, tensor<4x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x1x4xf32>
+  %so = tosa.const_shape {values = dense<[1, 16]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %of = tosa.reshape %o, %so : (tensor<4x1x4xf32>, !tosa.shape<2>) -> tensor<1x16xf32>
+  return %of, %kc1, %vc1 : tensor<1x16xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
+}
