@@ -226,6 +226,68 @@ func.func @hf_sdpa_mask_decode(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>,
 
 // -----
 
+// Chunked prefill (or speculative verification): three new tokens per call
+// at any position, with Hugging Face's additive causal mask (0 where
+// t <= pos + n, finfo.min elsewhere) for the chunk's rows.
+// EQUIV: func=hf_sdpa_mask_chunk caches=3,4 cache_results=1,2 pos=5 steps=4 tokens=3 mask=6
+
+// CHECK-LABEL: func.func @hf_sdpa_mask_chunk(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_update
+// CHECK: kvq.cache_attend
+// CHECK-NOT: linalg.softmax
+// SAME: @hf_sdpa_mask_chunk: 96 values over 4 steps agree
+
+#hq = affine_map<(b, h, n, t, d) -> (b, h, n, d)>
+#hk = affine_map<(b, h, n, t, d) -> (b, h, t, d)>
+#hs = affine_map<(b, h, n, t, d) -> (b, h, n, t)>
+#hp = affine_map<(b, h, n, d, t) -> (b, h, n, t)>
+#hv = affine_map<(b, h, n, d, t) -> (b, h, t, d)>
+#ho = affine_map<(b, h, n, d, t) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, n, t) -> (b, h, n, t)>
+#bmask = affine_map<(b, h, n, t) -> (0, 0, n, t)>
+
+// expected-remark@below {{adopted on the assumption that argument #6 is the causal attention mask}}
+func.func @hf_sdpa_mask_chunk(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %kc: tensor<1x2x16x4xf32>, %vc: tensor<1x2x16x4xf32>, %pos: index, %mask: tensor<1x1x3x16xf32>)
+    -> (tensor<1x2x3x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>) {
+  %kw = tensor.insert_slice %k into %kc[0, 0, %pos, 0] [1, 2, 3, 4] [1, 1, 1, 1] : tensor<1x2x3x4xf32> into tensor<1x2x16x4xf32>
+  %vw = tensor.insert_slice %v into %vc[0, 0, %pos, 0] [1, 2, 3, 4] [1, 1, 1, 1] : tensor<1x2x3x4xf32> into tensor<1x2x16x4xf32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %se = tensor.empty() : tensor<1x2x3x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x3x16xf32>) -> tensor<1x2x3x16xf32>
+  %s = linalg.generic {indexing_maps = [#hq, #hk, #hs], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %kw : tensor<1x2x3x4xf32>, tensor<1x2x16x4xf32>) outs(%sz : tensor<1x2x3x16xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x3x16xf32>
+  %scale = arith.constant 5.000000e-01 : f32
+  %xe = tensor.empty() : tensor<1x2x3x16xf32>
+  %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x3x16xf32>) outs(%xe : tensor<1x2x3x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.mulf %a, %scale : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x3x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #bmask, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sc, %mask : tensor<1x2x3x16xf32>, tensor<1x1x3x16xf32>) outs(%xe : tensor<1x2x3x16xf32>) {
+    ^bb0(%a: f32, %m: f32, %o: f32):
+      %r = arith.addf %a, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x3x16xf32>
+  %pe = tensor.empty() : tensor<1x2x3x16xf32>
+  %pr = linalg.softmax dimension(3) ins(%x : tensor<1x2x3x16xf32>) outs(%pe : tensor<1x2x3x16xf32>) -> tensor<1x2x3x16xf32>
+  %oe = tensor.empty() : tensor<1x2x3x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %out = linalg.generic {indexing_maps = [#hp, #hv, #ho], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%pr, %vw : tensor<1x2x3x16xf32>, tensor<1x2x16x4xf32>) outs(%oz : tensor<1x2x3x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x3x4xf32>
+  return %out, %kw, %vw : tensor<1x2x3x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
+}
+
+// -----
+
 // A soft-cap (Gemma 2's tanh on the scores) is not a scale: the pass cannot
 // evaluate it and says so; the function is left as it was.
 

@@ -573,6 +573,21 @@ LogicalResult FunctionMatcher::findChains() {
             return refuse(ins.getLoc(), "not adopted: the cache tensor is "
                                         "written twice from one value");
           next = ins;
+        } else if (u->getParentOfType<LoopLikeOpInterface>() &&
+                   isa<tensor::ExtractSliceOp, tensor::ExtractOp>(u)) {
+          // Loops over layers are unrolled on the copy: a read left in a
+          // loop reads part of the cache per iteration.
+          return refuse(
+              u->getLoc(),
+              isa<tensor::ExtractOp>(u)
+                  ? "not adopted: the cache is read element by element "
+                    "inside a loop (attention written as explicit loops); "
+                    "kvq follows attention written as tensor and linalg "
+                    "ops over the whole read"
+                  : "not adopted: the cache is read in blocks inside a loop "
+                    "(blocked, flash-decoding style attention with a "
+                    "running max and sum); kvq follows attention over the "
+                    "whole read in one softmax");
         } else if (auto ext = dyn_cast<tensor::ExtractSliceOp>(u)) {
           chain->reads.push_back(ext);
           chainOfRead[ext] = chain.get();
