@@ -11,6 +11,7 @@
 #include "checked.h"
 #include "config.h"
 #include "fp16.h"
+#include "kernels.h"
 #include "kernel_args.h"
 
 #include <cmath>
@@ -165,10 +166,11 @@ kvq_status kvq::halfKV(const char *entry, int32_t layer, const void *keys,
   // Converted first, then checked on the halves (half the bytes, just
   // written): an f32 element is finite in fp16 exactly when its conversion
   // is (NaN converts to an fp16 NaN, |v| >= 65520 to infinity).
-  floatToHalfN(static_cast<const float *>(keys), n, buf);
+  const auto convert = kernels().floatToHalfN;
+  convert(static_cast<const float *>(keys), n, buf);
   if (!allFiniteInHalf(buf, KVQ_DTYPE_F16, n))
     return firstNonFinite(keys, dtype, n, entry, layer, "key");
-  floatToHalfN(static_cast<const float *>(values), n, buf + n);
+  convert(static_cast<const float *>(values), n, buf + n);
   if (!allFiniteInHalf(buf + n, KVQ_DTYPE_F16, n))
     return firstNonFinite(values, dtype, n, entry, layer, "value");
   out.k = buf;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bitpack.h"
+#include "fp16.h"
 #include "kernels.h"
 
 #include <cstdlib>
@@ -35,7 +36,7 @@ const kvq::KernelTable &kvq::referenceKernels() {
       uniformQuantizeRef, lloydFitRef,      topkAbsRef,     groupQuantRef,
       groupDequantRef,    nuqQuantRef,      nuqDequantRef,  lloydFitGathered,
       outlierSplitRef,    outlierScreenRef, keyNormRef,     topkIndicesRef,
-      noAttendKernels,    matmulRef};
+      noAttendKernels,    matmulRef,        floatToHalfN};
   return table;
 }
 

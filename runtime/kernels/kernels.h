@@ -723,6 +723,8 @@ struct KernelTable {
   /// kvq_matmul's outputs [j0, j1) (matmul.h: one summation order, so the
   /// same bits as the reference on every table).
   MatmulKernel matmul;
+  /// f32 -> fp16 of kvq_cache_update's input (floatToHalfN's bits).
+  void (*floatToHalfN)(const float *src, int64_t n, uint16_t *dst);
 };
 
 /// The active kernel table: the SIMD table of this CPU, or the reference

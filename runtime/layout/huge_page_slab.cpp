@@ -3,31 +3,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "huge_page_slab.h"
+#include "asan_poison.h"
 
 #include <algorithm>
 #include <cstring>
 
 #if defined(__linux__)
 #include <sys/mman.h>
-#endif
-
-#if defined(__SANITIZE_ADDRESS__)
-#define KVQ_SLAB_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KVQ_SLAB_ASAN 1
-#endif
-#endif
-
-#if defined(KVQ_SLAB_ASAN)
-#include <sanitizer/asan_interface.h>
-// Free slab memory is poisoned, as freed heap memory is: a store reading a
-// released block, or past the end of a live one, is reported.
-#define KVQ_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define KVQ_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define KVQ_POISON(p, n) ((void)(p), (void)(n))
-#define KVQ_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 using namespace kvq;

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Allocation through kvq_config.allocator; when unset, large blocks from
-// the cache's HugePageSlab (2 MB pages) and the others from malloc.
+// the cache's HugePageSlab (2 MB pages) and the others from the cache's
+// spare blocks or malloc.
 //
 //===----------------------------------------------------------------------===//
 #include "payload.h"
@@ -22,7 +23,9 @@ Blk Payload::allocate(int64_t size) {
   } else {
     if (HugePageSlab::takes(bytes, live_))
       p = slab_.allocate(bytes);
-    if (!p) // small, a small cache, or no region could be mapped
+    else
+      p = spare_.take(bytes);
+    if (!p) // a small cache, no region could be mapped, or no spare
       p = std::malloc(bytes);
   }
   if (!p)
@@ -39,7 +42,8 @@ void Payload::release(Blk &block) {
   if (allocator_.release)
     allocator_.release(allocator_.user, block.p,
                        static_cast<size_t>(block.size));
-  else if (!slab_.release(block.p, static_cast<size_t>(block.size)))
+  else if (!slab_.release(block.p, static_cast<size_t>(block.size)) &&
+           !spare_.keep(block.p, static_cast<size_t>(block.size)))
     std::free(block.p);
   live_ -= block.size;
   block = Blk();

@@ -12,6 +12,7 @@
 #define KVQ_RUNTIME_LAYOUT_PAYLOAD_H
 
 #include "huge_page_slab.h"
+#include "spare_blocks.h"
 #include "kvq/runtime.h"
 
 #include <cstdint>
@@ -40,6 +41,8 @@ private:
   int64_t live_ = 0;
   /// Without a host allocator: the large blocks, on 2 MB pages.
   HugePageSlab slab_;
+  /// Without a host allocator: released small blocks, for the next ones.
+  SpareBlocks spare_;
 };
 
 /// All-or-nothing group of payload changes.

@@ -76,6 +76,7 @@ const kvq::KernelTable &avx2Table() {
     t.name = "avx2";
     kvq::x86::fillQuantAvx2(t);
     kvq::x86::fillMiscAvx2(t);
+    kvq::x86::fillConvertAvx2(t);
     t.attendFor = attendAvx2;
     t.matmul = kvq::x86::matmulAvx2;
     return t;

@@ -68,6 +68,8 @@ void fillSortAvx512(KernelTable &t);
 void sortFloatsForTests(float *data, int64_t m, float *work);
 /// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
 void fillMiscAvx2(KernelTable &t);
+/// f32 -> fp16 input conversion (convert_avx2.cpp).
+void fillConvertAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
 void fillAttendAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
