@@ -180,6 +180,7 @@ struct QuantizeKvCachePass
       auto canonicalCopy = [&](bool reshapeCaches) {
         auto copy = cast<func::FuncOp>(source->clone());
         inlineCalls(copy, symbols);
+        stripCacheReshapes(copy);
         foldScatterLoops(copy);
         unrollLayerLoops(copy);
         generalizeForMatching(copy);

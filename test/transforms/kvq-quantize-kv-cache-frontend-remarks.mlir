@@ -454,3 +454,18 @@ func.func @loop_attention(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor
   }
   return %out, %kc1, %vc1 : tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>
 }
+
+// -----
+
+// A [batch, heads, seq, head_dim] cache collapsed to [heads, seq, head_dim]
+// and written, but returned collapsed: the caller's state would change
+// shape (when it is reshaped back, kvq-quantize-kv-cache-tosa.mlir adopts
+// it).
+// CHECK-LABEL: func.func @reshaped_not_back(
+// CHECK: tensor.collapse_shape
+func.func @reshaped_not_back(%k: tensor<2x1x4xf32>, %kc: tensor<1x2x16x4xf32>, %pos: index) -> tensor<2x16x4xf32> {
+  // expected-remark@below {{not adopted: the cache is reshaped before it is written and not returned as that written value reshaped back}}
+  %c = tensor.collapse_shape %kc [[0, 1], [2], [3]] : tensor<1x2x16x4xf32> into tensor<2x16x4xf32>
+  %w = tensor.insert_slice %k into %c[0, %pos, 0] [2, 1, 4] [1, 1, 1] : tensor<2x1x4xf32> into tensor<2x16x4xf32>
+  return %w : tensor<2x16x4xf32>
+}

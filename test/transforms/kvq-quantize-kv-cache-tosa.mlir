@@ -90,3 +90,43 @@ func.func @tosa_gqa(%x: tensor<1x16xf32>, %k: tensor<1x8xf32>, %v: tensor<1x8xf3
   %of = tosa.reshape %o, %so : (tensor<4x1x4xf32>, !tosa.shape<2>) -> tensor<1x16xf32>
   return %of, %kc1, %vc1 : tensor<1x16xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
 }
+
+// -----
+
+// The cache in Hugging Face's [batch, kv_heads, seq, head_dim], seen as
+// [kv_heads, seq, head_dim] by tosa.reshape for the 3-D tosa.scatter and
+// reshaped back where it is returned (torch-mlir's TOSA form of index_put
+// on a 4-D cache).
+// EQUIV: func=tosa_scatter_4d caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
+
+// CHECK-LABEL: func.func @tosa_scatter_4d(
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+// SAME: @tosa_scatter_4d: 32 values over 4 steps agree
+func.func @tosa_scatter_4d(%q: tensor<2x1x4xf32>, %k: tensor<2x1x4xf32>, %v: tensor<2x1x4xf32>, %kc4: tensor<1x2x16x4xf32>, %vc4: tensor<1x2x16x4xf32>, %pos: tensor<1x1xi32>, %mask: tensor<1x1x16xf32>) -> (tensor<2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>) {
+  %s3 = tosa.const_shape {values = dense<[2, 16, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 16, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %kc = tosa.reshape %kc4, %s3 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<2x16x4xf32>
+  %vc = tosa.reshape %vc4, %s3 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<2x16x4xf32>
+  %z = "tosa.const"() {values = dense<0> : tensor<2x1xi32>} : () -> tensor<2x1xi32>
+  %idx = tosa.add %z, %pos : (tensor<2x1xi32>, tensor<1x1xi32>) -> tensor<2x1xi32>
+  %kc1 = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  %vc1 = tosa.scatter %vc, %idx, %v : (tensor<2x16x4xf32>, tensor<2x1xi32>, tensor<2x1x4xf32>) -> tensor<2x16x4xf32>
+  %kt = tosa.transpose %kc1 {perms = array<i32: 0, 2, 1>} : (tensor<2x16x4xf32>) -> tensor<2x4x16xf32>
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x1x4xf32>, tensor<2x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x16xf32>
+  %scale = "tosa.const"() {values = dense<0.5> : tensor<1x1x1xf32>} : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %ss = tosa.mul %s, %scale, %shift : (tensor<2x1x16xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %sm = tosa.add %ss, %mask : (tensor<2x1x16xf32>, tensor<1x1x16xf32>) -> tensor<2x1x16xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x1x16xf32>, tensor<2x1x1xf32>) -> tensor<2x1x16xf32>
+  %e = tosa.exp %d : (tensor<2x1x16xf32>) -> tensor<2x1x16xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x1x1xf32>) -> tensor<2x1x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x1x16xf32>, tensor<2x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %o = tosa.matmul %p, %vc1, %zp, %zp : (tensor<2x1x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x4xf32>
+  %kr = tosa.reshape %kc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
+  %vr = tosa.reshape %vc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
+  return %o, %kr, %vr : tensor<2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
+}

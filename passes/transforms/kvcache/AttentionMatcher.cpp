@@ -541,8 +541,30 @@ LogicalResult FunctionMatcher::findChains() {
       auto ins = dyn_cast<tensor::InsertSliceOp>(u);
       return ins && ins.getDest() == arg;
     });
-    if (!written)
+    if (!written) {
+      // Written only through a reshape of it that stripCacheReshapes could
+      // not take back (not returned as a reshape of the written value).
+      Value inner = arg;
+      Operation *first = nullptr;
+      while (inner.hasOneUse() &&
+             isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                 tensor::ReshapeOp, tensor::CastOp>(
+                 *inner.getUsers().begin())) {
+        Operation *r = *inner.getUsers().begin();
+        first = first ? first : r;
+        inner = r->getResult(0);
+      }
+      if (first && llvm::any_of(inner.getUses(), [](OpOperand &use) {
+            auto w = dyn_cast<tensor::InsertSliceOp>(use.getOwner());
+            return w && use.get() == w.getDest();
+          }))
+        return refuse(first->getLoc(),
+                      "not adopted: the cache is reshaped before it is "
+                      "written and not returned as that written value "
+                      "reshaped back; kvq follows a cache returned in the "
+                      "shape it was passed in");
       continue;
+    }
     Type el = type.getElementType();
     if (!(el.isF16() || el.isF32() || el.isBF16())) {
       std::string name;

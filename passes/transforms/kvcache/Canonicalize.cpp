@@ -952,3 +952,76 @@ bool mlir::kvq::unflattenHeads(func::FuncOp f) {
   }
   return changed;
 }
+
+namespace {
+/// Whether `op` only relabels a row-major tensor (same elements, same
+/// order): reshapes and casts with static types.
+bool isRelabel(Operation *op) {
+  if (!isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                       tensor::ReshapeOp, tensor::CastOp>(op))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.hasStaticShape() && out.hasStaticShape();
+}
+} // namespace
+
+bool mlir::kvq::stripCacheReshapes(func::FuncOp f) {
+  func::ReturnOp ret = singleReturn(f);
+  if (!ret)
+    return false;
+  bool changed = false;
+  for (BlockArgument arg : f.getArguments()) {
+    // arg -> relabels (each the only use of the one before) -> inner.
+    Value inner = arg;
+    SmallVector<Operation *> in;
+    while (inner.hasOneUse() && isRelabel(*inner.getUsers().begin())) {
+      in.push_back(*inner.getUsers().begin());
+      inner = in.back()->getResult(0);
+    }
+    // Only state: the inner value is written (insert_slice, a scatter, or
+    // a loop carrying it), not an activation reshaped in and out.
+    bool written = llvm::any_of(inner.getUses(), [](OpOperand &use) {
+      Operation *u = use.getOwner();
+      if (auto w = dyn_cast<tensor::InsertSliceOp>(u))
+        return use.get() == w.getDest();
+      if (auto s = dyn_cast<tensor::ScatterOp>(u))
+        return use.get() == s.getDest();
+      return isa<scf::ForOp>(u);
+    });
+    if (in.empty() || !written)
+      continue;
+    // A returned relabel chain from a value of inner's type back to arg's.
+    for (OpOperand &result : ret->getOpOperands()) {
+      if (result.get().getType() != arg.getType())
+        continue;
+      Value outer = result.get();
+      while (isRelabel(outer.getDefiningOp()) &&
+             outer.getType() != inner.getType())
+        outer = outer.getDefiningOp()->getOperand(0);
+      if (outer == result.get() || outer.getType() != inner.getType())
+        continue;
+      Type innerType = inner.getType();
+      inner.replaceAllUsesWith(arg);
+      for (Operation *op : llvm::reverse(in))
+        op->erase();
+      arg.setType(innerType);
+      Value back = result.get();
+      result.set(outer);
+      // The relabels back, now unused, would read as other uses of the
+      // cache.
+      while (back != outer && back.use_empty()) {
+        Operation *op = back.getDefiningOp();
+        back = op->getOperand(0);
+        op->erase();
+      }
+      SmallVector<Type> results(f.getResultTypes());
+      results[result.getOperandNumber()] = innerType;
+      f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
+                                  results));
+      changed = true;
+      break;
+    }
+  }
+  return changed;
+}

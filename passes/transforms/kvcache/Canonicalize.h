@@ -51,6 +51,13 @@ bool splitStackedPairs(func::FuncOp f);
 /// result), their writes expanded the same way. Returns whether any was.
 bool unflattenHeads(func::FuncOp f);
 
+/// A cache argument reshaped before it is used ([1, H, S, D] seen as
+/// [H, S, D], TOSA's 3-D scatter) and reshaped back where it is returned
+/// becomes an argument and result of the inner shape: reshapes of static
+/// tensors only relabel the same row-major elements, so the caller's buffer
+/// is the same. Returns whether any was.
+bool stripCacheReshapes(func::FuncOp f);
+
 /// An elementwise generic yielding `exp(x * c)` or `exp(x / c)` (a softmax
 /// without the max, its scale fused into the exp) becomes a generic for the
 /// scale followed by one for the exp, the form the softmax check reads.
