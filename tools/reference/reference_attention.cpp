@@ -174,10 +174,10 @@ attendTile(const float *const *qs, const int64_t *ps, int64_t n,
 #endif
 
 KVQ_REFERENCE_CLONES
-void attendTileFloatLanes8(const float *const *qs, const int64_t *ps,
-                           int64_t n, const float *kb, const float *vb,
-                           int64_t stride, int64_t D, double scale, double *w,
-                           double *vd, double *const *outs) {
+void attendTileFloatLanes8(const float *const *qs, const int64_t *ps, int64_t n,
+                           const float *kb, const float *vb, int64_t stride,
+                           int64_t D, double scale, double *w, double *vd,
+                           double *const *outs) {
   attendTile<FloatLanes8>(qs, ps, n, kb, vb, stride, D, scale, w, vd, outs);
 }
 
@@ -192,17 +192,16 @@ void attendTileDouble(const float *const *qs, const int64_t *ps, int64_t n,
 } // namespace
 
 std::vector<double>
-causalAttention(const float *q, int64_t qHeads, const float *k,
-                const float *v, int64_t kvHeads, int64_t D,
-                const std::vector<int64_t> &pos, ScoreSum scoreSum,
-                int threads,
+causalAttention(const float *q, int64_t qHeads, const float *k, const float *v,
+                int64_t kvHeads, int64_t D, const std::vector<int64_t> &pos,
+                ScoreSum scoreSum, int threads,
                 const std::function<void(int64_t, int64_t)> &progress) {
   const int64_t np = static_cast<int64_t>(pos.size());
   std::vector<double> out(static_cast<size_t>(np * qHeads * D), 0.0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const int64_t group = qHeads / kvHeads;
-  const auto tileFn = scoreSum == ScoreSum::Double ? attendTileDouble
-                                                   : attendTileFloatLanes8;
+  const auto tileFn =
+      scoreSum == ScoreSum::Double ? attendTileDouble : attendTileFloatLanes8;
   // Tiles: per KV head, its group's queries ordered by position.
   struct Tile {
     int64_t kvh, begin, end; ///< items [begin, end) of the head's list
@@ -264,9 +263,8 @@ std::vector<double> attention64(const std::vector<float> &K,
                          ScoreSum::Double);
 }
 
-std::vector<float> rotateRope(const std::vector<float> &k, int64_t T,
-                              int64_t H, int64_t D, double theta,
-                              bool interleaved) {
+std::vector<float> rotateRope(const std::vector<float> &k, int64_t T, int64_t H,
+                              int64_t D, double theta, bool interleaved) {
   const int64_t pairs = D / 2;
   std::vector<double> invFreq(static_cast<size_t>(pairs));
   for (int64_t i = 0; i < pairs; ++i)

@@ -40,13 +40,11 @@ enum class ScoreSum {
 /// [positions.size()][qHeads][headDim]. `threads` share the work without
 /// changing a bit of the result; `progress(done, total)` is called on the
 /// calling thread as its work items finish.
-std::vector<double>
-causalAttention(const float *q, int64_t qHeads, const float *k,
-                const float *v, int64_t kvHeads, int64_t headDim,
-                const std::vector<int64_t> &positions, ScoreSum sum,
-                int threads = 1,
-                const std::function<void(int64_t done, int64_t total)>
-                    &progress = nullptr);
+std::vector<double> causalAttention(
+    const float *q, int64_t qHeads, const float *k, const float *v,
+    int64_t kvHeads, int64_t headDim, const std::vector<int64_t> &positions,
+    ScoreSum sum, int threads = 1,
+    const std::function<void(int64_t done, int64_t total)> &progress = nullptr);
 
 /// The last nQueries positions of a cache of `length` tokens, scores
 /// summed in double: K and V are fetched [tokens][heads][d], q is
@@ -62,9 +60,8 @@ std::vector<double> attention64(const std::vector<float> &K,
 /// computed in double with libm and rounded to float once (the runtime's
 /// rotation, runtime/kernels/ref/rope.cpp, has its own series and float
 /// tables).
-std::vector<float> rotateRope(const std::vector<float> &k, int64_t T,
-                              int64_t H, int64_t D, double theta,
-                              bool interleaved);
+std::vector<float> rotateRope(const std::vector<float> &k, int64_t T, int64_t H,
+                              int64_t D, double theta, bool interleaved);
 
 } // namespace kvq::reference
 
