@@ -15,6 +15,9 @@
 #include <cstdio>
 #include <tuple>
 
+// No a * b + c fused into one rounding (see eval_metrics.cpp).
+#pragma STDC FP_CONTRACT OFF
+
 namespace kvq::eval {
 
 using json = nlohmann::ordered_json;
