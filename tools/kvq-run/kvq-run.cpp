@@ -71,9 +71,56 @@ std::vector<MethodSpec> parseMethods(const std::string &list,
   return out;
 }
 
-/// The values of --bits, --group-size and --sinks (empty: not given).
+/// The numeric method flags that take comma lists: each one's spelling
+/// (also its spec key), help, the methods that read it and the spec keys
+/// that set it in a spec itself; the ranges are the shared vocabulary's
+/// (kvq::cli::numericOption, tools/common/vocabulary.h), read as kvq-eval
+/// reads them.
+struct ListFlag {
+  const char *name; ///< "bits": --bits, and the spec key bits=
+  const char *help, *valueDesc;
+  std::vector<std::string> methods, ownKeys;
+  /// A value the range admits but the flag does not ("" if fine).
+  std::string (*refuse)(long long value);
+};
+
+const std::vector<ListFlag> &listFlags() {
+  static const std::vector<ListFlag> flags = {
+      {"bits",
+       "Code widths (2, 3, 4 or 8; a comma list runs each) for the "
+       "quantized methods whose spec sets none (default: each "
+       "method's default)",
+       "N[,N...]",
+       {"kivi", "kivi_sink", "kvquant"},
+       {"bits", "key-bits", "value-bits"},
+       // --bits 0 is not "each method's default": that is --bits left out.
+       [](long long b) {
+         return b == 2 || b == 3 || b == 4 || b == 8
+                    ? std::string()
+                    : "--bits " + std::to_string(b) +
+                          " is not a code width (2, 3, 4 or 8)";
+       }},
+      {"group-size",
+       "KIVI group size G (a comma list runs each) for the kivi and "
+       "kivi_sink specs that set none",
+       "G[,G...]",
+       {"kivi", "kivi_sink"},
+       {"group-size"},
+       nullptr},
+      {"sinks",
+       "kivi_sink: tokens kept fp16 (a comma list runs each) for the "
+       "kivi_sink specs that set none",
+       "N[,N...]",
+       {"kivi_sink"},
+       {"sinks"},
+       nullptr}};
+  return flags;
+}
+
+/// The values of each of listFlags(), in its order (empty: not given).
 struct MethodFlags {
-  std::vector<long long> bits, groupSizes, sinks;
+  std::vector<std::vector<long long>> values =
+      std::vector<std::vector<long long>>(listFlags().size());
 };
 
 /// Each spec once per value of every method flag that applies to it: a
@@ -85,16 +132,16 @@ struct MethodFlags {
 std::vector<MethodSpec> expandSpecs(const std::vector<MethodSpec> &specs,
                                     const MethodFlags &flags) {
   struct Axis {
-    const char *flag, *key;
+    std::string flag, key;
     const std::vector<long long> *values;
     std::vector<std::string> methods, ownKeys;
   };
-  const std::vector<Axis> axes = {
-      {"--bits", "bits", &flags.bits, {"kivi", "kivi_sink", "kvquant"},
-       {"bits", "key-bits", "value-bits"}},
-      {"--group-size", "group-size", &flags.groupSizes, {"kivi", "kivi_sink"},
-       {"group-size"}},
-      {"--sinks", "sinks", &flags.sinks, {"kivi_sink"}, {"sinks"}}};
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < listFlags().size(); ++i) {
+    const ListFlag &f = listFlags()[i];
+    axes.push_back({std::string("--") + f.name, f.name, &flags.values[i],
+                    f.methods, f.ownKeys});
+  }
   for (const Axis &a : axes) {
     if (a.values->empty())
       continue;
@@ -524,24 +571,13 @@ int main(int argc, char **argv) {
                "--kvq-quantize-kv-cache options in braces, e.g. "
                "kvquant{refit-interval=0} (default fp16)"),
       cl::init("fp16"), cl::cat(cat));
-  // The numeric method flags take comma lists, read by the shared parser
-  // (tools/common/vocabulary.h) as kvq-eval reads them.
-  cl::opt<std::string> bitsText(
-      "bits",
-      cl::desc("Code widths (2, 3, 4 or 8; a comma list runs each) for the "
-               "quantized methods whose spec sets none (default: each "
-               "method's default)"),
-      cl::value_desc("N[,N...]"), cl::cat(cat));
-  cl::opt<std::string> groupSizeText(
-      "group-size",
-      cl::desc("KIVI group size G (a comma list runs each) for the kivi and "
-               "kivi_sink specs that set none"),
-      cl::value_desc("G[,G...]"), cl::cat(cat));
-  cl::opt<std::string> sinksText(
-      "sinks",
-      cl::desc("kivi_sink: tokens kept fp16 (a comma list runs each) for the "
-               "kivi_sink specs that set none"),
-      cl::value_desc("N[,N...]"), cl::cat(cat));
+  // The numeric method flags take comma lists (listFlags()), read by the
+  // shared parser (tools/common/vocabulary.h) as kvq-eval reads them.
+  std::vector<std::unique_ptr<cl::opt<std::string>>> listFlagTexts;
+  for (const ListFlag &f : listFlags())
+    listFlagTexts.push_back(std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(f.name), cl::desc(f.help), cl::value_desc(f.valueDesc),
+        cl::cat(cat)));
   cl::opt<std::string> perplexity(
       "perplexity",
       cl::desc("Report perplexity on FILE (one document per non-empty line; "
@@ -664,22 +700,21 @@ int main(int argc, char **argv) {
     if (kvq_set_default_parallel(&handle) != KVQ_OK)
       return fail(std::string("--threads: ") + kvq_last_error());
   }
-  // --bits 0 is not "each method's default": that is --bits left out.
   MethodFlags methodFlags;
-  if (bitsText.getNumOccurrences())
-    methodFlags.bits = kvq::cli::parseBits("kvq-run", bitsText);
-  for (long long b : methodFlags.bits)
-    if (!(b == 2 || b == 3 || b == 4 || b == 8))
-      return fail("--bits " + std::to_string(b) +
-                  " is not a code width (2, 3, 4 or 8)");
-  if (groupSizeText.getNumOccurrences())
-    methodFlags.groupSizes = kvq::cli::parseIntList(
-        "kvq-run", "--group-size", groupSizeText, kvq::cli::kGroupSizeMin,
-        kvq::cli::kGroupSizeMax);
-  if (sinksText.getNumOccurrences())
-    methodFlags.sinks =
-        kvq::cli::parseIntList("kvq-run", "--sinks", sinksText,
-                               kvq::cli::kSinksMin, kvq::cli::kSinksMax);
+  for (size_t i = 0; i < listFlags().size(); ++i) {
+    const ListFlag &f = listFlags()[i];
+    const cl::opt<std::string> &text = *listFlagTexts[i];
+    if (!text.getNumOccurrences())
+      continue;
+    const kvq::cli::NumericOption &range = kvq::cli::numericOption(f.name);
+    methodFlags.values[i] = kvq::cli::parseIntList(
+        "kvq-run", std::string("--") + f.name, text,
+        static_cast<long long>(range.lo), static_cast<long long>(range.hi));
+    if (f.refuse)
+      for (long long v : methodFlags.values[i])
+        if (std::string why = f.refuse(v); !why.empty())
+          return fail(why);
+  }
   std::string error;
   std::string path = modelPath;
   std::string scratch; // a generated random checkpoint, removed at exit

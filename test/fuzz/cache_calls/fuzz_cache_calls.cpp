@@ -19,8 +19,8 @@
 //  - stats partition their tokens and bytes, sinks are ascending positions
 //    of cached tokens;
 //  - attend's output equals float64 attention over fetch's f32 K/V
-//    (attention64 of test/unit/runtime/reference_attention.h, shared with
-//    the property test; tolerance in attendTolerance);
+//    (attention64 of tools/reference/reference_attention.h, shared with
+//    the property test and kvq-eval; tolerance in attendTolerance);
 //  - truncate, fork and load give caches equal (fetch, stats, sinks, saved
 //    bytes) to the one rebuilt from the update log: truncate to a fresh
 //    cache fed the kept part of every update (runtime.h's contract), fork
@@ -32,7 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvq/config_limits.h"
 #include "kvq/runtime.h"
-#include "reference_attention.h" // test/unit/runtime
+#include "reference_attention.h" // tools/reference
 
 #include <algorithm>
 #include <cmath>
@@ -47,7 +47,7 @@
 
 namespace {
 
-using kvqtest::attention64;
+using kvq::reference::attention64;
 
 constexpr int kMaxCalls = 48;
 constexpr int64_t kMaxElems = int64_t{1} << 14; // tokens * channels per layer

@@ -32,6 +32,7 @@
 #include <cstdio>
 
 using namespace kvqtest;
+using kvq::reference::attention64;
 
 namespace {
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 using namespace kvqtest;
+using kvq::reference::attention64;
 
 namespace {
 
