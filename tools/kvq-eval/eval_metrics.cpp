@@ -3,11 +3,6 @@
 //===----------------------------------------------------------------------===//
 #include "eval_metrics.h"
 
-// No a * b + c fused into one rounding (clang fuses by default where the
-// target has FMA, e.g. on arm64): the errors are the same bits on every
-// architecture.
-#pragma STDC FP_CONTRACT OFF
-
 namespace kvq::eval {
 
 Sums sums(const std::vector<float> &got, const std::vector<float> &want,

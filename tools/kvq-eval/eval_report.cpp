@@ -15,8 +15,6 @@
 #include <cstdio>
 #include <tuple>
 
-// No a * b + c fused into one rounding (see eval_metrics.cpp).
-#pragma STDC FP_CONTRACT OFF
 
 namespace kvq::eval {
 

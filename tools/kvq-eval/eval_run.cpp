@@ -13,8 +13,6 @@
 #include <string>
 #include <thread>
 
-// No a * b + c fused into one rounding (see eval_metrics.cpp).
-#pragma STDC FP_CONTRACT OFF
 
 namespace kvq::eval {
 
