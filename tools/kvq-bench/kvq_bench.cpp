@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
+#include "json_number.h"
 #include "vocabulary.h"
 #include "graph.h"
 #include "harness.h"
@@ -46,7 +47,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#include <vector>
 
 using namespace kvqbench;
 
@@ -1015,126 +1015,106 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f, "compile: %s\n", r.compileNote.c_str());
 }
 
-/// `s` as a JSON string literal (quotes, backslashes and control bytes
-/// escaped by the JSON library).
-std::string js(const std::string &s) {
-  return nlohmann::json(s).dump(-1, ' ', false,
-                                nlohmann::json::error_handler_t::replace);
-}
-
+/// The report as one JSON object (keys and their order: docs/PERFORMANCE.md).
+/// Each figure keeps the decimals it has always had (json_number.h);
+/// strings are escaped by the JSON library, bytes that are not UTF-8
+/// replaced.
 void printJson(FILE *f, const Report &r, const Options &o) {
-  std::fprintf(f, "{\n  \"kernels\": %s,\n  \"mode\": %s,\n",
-               js(kvq::kernels().name).c_str(),
-               js(o.smoke ? "smoke" : (o.quick ? "quick" : "full")).c_str());
-  std::fprintf(f, "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
-               r.loadStart, r.loadEnd);
-  std::fprintf(f, "  \"machine\": {\"cpu\": %s, \"date\": %s},\n",
-               js(r.cpu).c_str(), js(r.date).c_str());
-  std::fprintf(f,
-               "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f, "
-               "\"read_loop\": %s, \"read_loops\": {",
-               r.memcpyGbps, r.readGbps, js(r.readLoop).c_str());
-  for (size_t i = 0; i < r.readLoops.size(); ++i)
-    std::fprintf(f, "%s%s: %.3f", i ? ", " : "",
-                 js(r.readLoops[i].first).c_str(), r.readLoops[i].second);
-  std::fprintf(f,
-               "}, \"read_gbps_small_pages\": %.3f, "
-               "\"read_gbps_huge_pages\": %.3f, \"huge_page_share\": %.3f, "
-               "\"timing\": \"cold\", \"llc_bytes\": %lld, "
-               "\"evict_bytes\": %lld, \"read_rechecks\": [",
-               r.readGbpsSmallPages, r.readGbpsHugePages, r.hugePageShare,
-               static_cast<long long>(r.llcBytes),
-               static_cast<long long>(r.evictBytes));
-  for (size_t i = 0; i < r.readRechecks.size(); ++i)
-    std::fprintf(f, "%s%.3f", i ? ", " : "", r.readRechecks[i]);
-  std::fprintf(f, "]},\n  \"rounds\": %d,\n", o.rounds());
+  using kvq::cli::fixed;
+  using json = nlohmann::ordered_json;
+  json doc;
+  doc["kernels"] = kvq::kernels().name;
+  doc["mode"] = o.smoke ? "smoke" : (o.quick ? "quick" : "full");
+  doc["load_average"] = {{"start", fixed(r.loadStart, 2)},
+                         {"end", fixed(r.loadEnd, 2)}};
+  doc["machine"] = {{"cpu", r.cpu}, {"date", r.date}};
+  json loops = json::object();
+  for (const auto &[name, gbps] : r.readLoops)
+    loops[name] = fixed(gbps, 3);
+  json rechecks = json::array();
+  for (double g : r.readRechecks)
+    rechecks.push_back(fixed(g, 3));
+  doc["baseline"] = {{"memcpy_gbps", fixed(r.memcpyGbps, 3)},
+                     {"read_gbps", fixed(r.readGbps, 3)},
+                     {"read_loop", r.readLoop},
+                     {"read_loops", loops},
+                     {"read_gbps_small_pages", fixed(r.readGbpsSmallPages, 3)},
+                     {"read_gbps_huge_pages", fixed(r.readGbpsHugePages, 3)},
+                     {"huge_page_share", fixed(r.hugePageShare, 3)},
+                     {"timing", "cold"},
+                     {"llc_bytes", r.llcBytes},
+                     {"evict_bytes", r.evictBytes},
+                     {"read_rechecks", rechecks}};
+  doc["rounds"] = o.rounds();
   for (int pass = 0; pass < 2; ++pass) {
-    const auto &rows = pass ? r.dequant : r.quant;
-    std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::fprintf(f,
-                   "    {\"method\": %s, \"bits\": %d, \"gbps\": %.3f, "
-                   "\"ref_gbps\": %.3f, \"warm_gbps\": %.3f}%s\n",
-                   js(rows[i].method).c_str(), rows[i].bits, rows[i].gbps,
-                   rows[i].refGbps, rows[i].warmGbps,
-                   i + 1 < rows.size() ? "," : "");
-    std::fprintf(f, "  ],\n");
+    json rows = json::array();
+    for (const QuantRow &q : pass ? r.dequant : r.quant)
+      rows.push_back({{"method", q.method},
+                      {"bits", q.bits},
+                      {"gbps", fixed(q.gbps, 3)},
+                      {"ref_gbps", fixed(q.refGbps, 3)},
+                      {"warm_gbps", fixed(q.warmGbps, 3)}});
+    doc[pass ? "dequantize" : "quantize"] = rows;
   }
-  std::fprintf(f, "  \"attention\": [\n");
-  for (size_t i = 0; i < r.attention.size(); ++i) {
-    const AttnRow &a = r.attention[i];
+  json attention = json::array();
+  for (const AttnRow &a : r.attention) {
+    json row = {{"cache", a.cache},          {"tokens", a.tokens},
+                {"q_per_kv", a.qPerKv},      {"ms", fixed(a.ms, 4)},
+                {"bytes_read", a.bytesRead}, {"bound_ms", fixed(a.boundMs, 4)},
+                {"warm_ms", fixed(a.warmMs, 4)}, {"rope", a.rope}};
     // A pre-RoPE row also carries its time over the post-RoPE row's.
-    std::string vsPost;
     if (const AttnRow *post =
             a.rope == "none" ? nullptr : postRopeRow(r.attention, a)) {
-      char buf[96];
-      std::snprintf(buf, sizeof(buf),
-                    ", \"vs_post_rope\": %.4f, \"warm_vs_post_rope\": %.4f",
-                    a.ms / post->ms, a.warmMs / post->warmMs);
-      vsPost = buf;
+      row["vs_post_rope"] = fixed(a.ms / post->ms, 4);
+      row["warm_vs_post_rope"] = fixed(a.warmMs / post->warmMs, 4);
     }
-    std::string rounds;
-    for (double ms : a.roundMs) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%s%.4f", rounds.empty() ? "" : ", ", ms);
-      rounds += buf;
-    }
-    std::fprintf(f,
-                 "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
-                 "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f, "
-                 "\"warm_ms\": %.4f, \"rope\": %s%s, \"round_ms\": [%s]}%s\n",
-                 js(a.cache).c_str(), static_cast<long long>(a.tokens),
-                 a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 a.warmMs, js(a.rope).c_str(), vsPost.c_str(), rounds.c_str(),
-                 i + 1 < r.attention.size() ? "," : "");
+    json rounds = json::array();
+    for (double ms : a.roundMs)
+      rounds.push_back(fixed(ms, 4));
+    row["round_ms"] = rounds;
+    attention.push_back(row);
   }
-  std::fprintf(f, "  ],\n");
+  doc["attention"] = attention;
   if (r.threadRows.empty()) {
-    std::fprintf(f, "  \"threads\": null,\n");
+    doc["threads"] = nullptr;
   } else {
-    std::fprintf(f, "  \"threads\": {\"workers\": %d, \"rows\": [\n",
-                 o.threads);
-    for (size_t i = 0; i < r.threadRows.size(); ++i) {
-      const Report::ThreadRow &t = r.threadRows[i];
-      std::fprintf(f,
-                   "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
-                   "\"ms_1\": %.4f, \"ms_n\": %.4f, \"speedup\": %.4f}%s\n",
-                   js(t.cache).c_str(), static_cast<long long>(t.tokens),
-                   t.qPerKv, t.ms1, t.msN, t.ms1 / t.msN,
-                   i + 1 < r.threadRows.size() ? "," : "");
-    }
-    std::fprintf(f, "  ]},\n");
+    json rows = json::array();
+    for (const Report::ThreadRow &t : r.threadRows)
+      rows.push_back({{"cache", t.cache},
+                      {"tokens", t.tokens},
+                      {"q_per_kv", t.qPerKv},
+                      {"ms_1", fixed(t.ms1, 4)},
+                      {"ms_n", fixed(t.msN, 4)},
+                      {"speedup", fixed(t.ms1 / t.msN, 4)}});
+    doc["threads"] = {{"workers", o.threads}, {"rows", rows}};
   }
-  std::fprintf(f,
-               "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f, "
-               "\"caches\": [",
-               r.appendNs1k, r.appendNs64k);
-  for (size_t i = 0; i < r.appendRows.size(); ++i)
-    std::fprintf(f,
-                 "%s{\"cache\": %s, \"tokens\": 1024, \"ns\": %.1f, "
-                 "\"max_ns\": %.1f}",
-                 i ? ", " : "", js(r.appendRows[i].cache).c_str(),
-                 r.appendRows[i].ns, r.appendRows[i].maxNs);
-  std::fprintf(f, "], \"rates\": [");
-  for (size_t i = 0; i < r.appendRates.size(); ++i) {
-    const Report::AppendRateRow &a = r.appendRates[i];
-    std::fprintf(f,
-                 "%s{\"cache\": %s, \"dtype\": %s, \"call_tokens\": %lld, "
-                 "\"tokens\": %lld, \"gbps\": %.4f, \"base_gbps\": %.4f, "
-                 "\"vs_base\": %.4f}",
-                 i ? ", " : "", js(a.cache).c_str(), js(a.dtype).c_str(),
-                 static_cast<long long>(a.callTokens),
-                 static_cast<long long>(kRateTokens), a.gbps, a.baseGbps,
-                 a.gbps / a.baseGbps);
+  json caches = json::array(), rates = json::array();
+  for (const Report::AppendRow &a : r.appendRows)
+    caches.push_back({{"cache", a.cache},
+                      {"tokens", 1024},
+                      {"ns", fixed(a.ns, 1)},
+                      {"max_ns", fixed(a.maxNs, 1)}});
+  for (const Report::AppendRateRow &a : r.appendRates)
+    rates.push_back({{"cache", a.cache},
+                     {"dtype", a.dtype},
+                     {"call_tokens", a.callTokens},
+                     {"tokens", kRateTokens},
+                     {"gbps", fixed(a.gbps, 4)},
+                     {"base_gbps", fixed(a.baseGbps, 4)},
+                     {"vs_base", fixed(a.gbps / a.baseGbps, 4)}});
+  doc["append"] = {{"ns_at_1k", fixed(r.appendNs1k, 1)},
+                   {"ns_at_64k", fixed(r.appendNs64k, 1)},
+                   {"caches", caches},
+                   {"rates", rates}};
+  if (r.compiled) {
+    doc["compile"] = {{"layers", o.layers},
+                      {"seconds", fixed(r.compileSeconds, 4)}};
+  } else {
+    doc["compile"] = nullptr;
+    doc["compile_note"] = r.compileNote;
   }
-  std::fprintf(f, "]},\n");
-  if (r.compiled)
-    std::fprintf(f, "  \"compile\": {\"layers\": %d, \"seconds\": %.4f}\n",
-                 o.layers, r.compileSeconds);
-  else
-    std::fprintf(f, "  \"compile\": null,\n  \"compile_note\": %s\n",
-                 js(r.compileNote).c_str());
-  std::fprintf(f, "}\n");
+  std::fprintf(f, "%s\n",
+               doc.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }
 
 void usage() {
