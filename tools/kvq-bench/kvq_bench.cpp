@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "flags.h"
 #include "json_number.h"
+#include "run_info.h"
 #include "vocabulary.h"
 #include "graph.h"
 #include "harness.h"
@@ -165,62 +166,9 @@ struct Report {
   bool compiled = false;
   double compileSeconds = 0;
   std::string compileNote;
-  /// One-minute load average before and after the run (-1: unknown): a
-  /// shared machine's other work moves every figure, so the output says
-  /// how busy it was.
-  double loadStart = -1, loadEnd = -1;
+  /// Build, machine, date and load average (run_info.h).
+  kvq::cli::RunInfo run;
 };
-
-/// The CPU's model name (/proc/cpuinfo), or "unknown", with the x86 family
-/// and model numbers where the kernel gives them: a name such as "AMD EPYC"
-/// alone does not tell a Zen 3 (no AVX-512) from a Zen 5.
-std::string cpuModel() {
-  FILE *f = std::fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return "unknown";
-  auto value = [](const char *line) {
-    const char *colon = std::strchr(line, ':');
-    std::string v = colon ? colon + 1 : "";
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t\n") + 1);
-    return v;
-  };
-  char line[512];
-  std::string model = "unknown", family, number;
-  // The first of each (every processor repeats them; arm64 may give its
-  // "Model" after the processors).
-  while (std::fgets(line, sizeof(line), f)) {
-    if (std::strncmp(line, "model name", 10) == 0 ||
-        std::strncmp(line, "Model", 5) == 0) {
-      if (model == "unknown")
-        model = value(line);
-    } else if (std::strncmp(line, "cpu family", 10) == 0) {
-      if (family.empty())
-        family = value(line);
-    } else if (std::strncmp(line, "model", 5) == 0 &&
-               std::isspace(static_cast<unsigned char>(line[5]))) {
-      if (number.empty())
-        number = value(line);
-    }
-  }
-  std::fclose(f);
-  if (!family.empty() && !number.empty())
-    model += " (family " + family + ", model " + number + ")";
-  return model;
-}
-
-/// The current UTC time, ISO 8601.
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
-}
-
-double loadAverage() {
-  double l[1];
-  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
-}
 
 constexpr int kHeads = 8, kDim = 128, kChannels = kHeads * kDim;
 
@@ -892,8 +840,9 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "kvq-bench (%s kernels, one thread%s)\n", kvq::kernels().name,
                o.smoke ? ", smoke sizes" : (o.quick ? ", quick" : ""));
   std::fprintf(f, "load average (1 min): %.2f at start, %.2f at end\n",
-               r.loadStart, r.loadEnd);
-  std::fprintf(f, "machine: %s, %s\n", r.cpu.c_str(), r.date.c_str());
+               r.run.loadStart, r.run.loadEnd);
+  std::fprintf(f, "machine: %s, %ld CPUs, %s; kvq %s\n", r.run.cpu.c_str(),
+               r.run.cores, r.run.date.c_str(), r.run.version.c_str());
   std::fprintf(f, "baseline: memcpy %.1f GB/s, read %.1f GB/s (best loop: %s;",
                r.memcpyGbps, r.readGbps, r.readLoop.c_str());
   for (const auto &[name, gbps] : r.readLoops)
@@ -1025,9 +974,7 @@ void printJson(FILE *f, const Report &r, const Options &o) {
   json doc;
   doc["kernels"] = kvq::kernels().name;
   doc["mode"] = o.smoke ? "smoke" : (o.quick ? "quick" : "full");
-  doc["load_average"] = {{"start", fixed(r.loadStart, 2)},
-                         {"end", fixed(r.loadEnd, 2)}};
-  doc["machine"] = {{"cpu", r.cpu}, {"date", r.date}};
+  r.run.addTo(doc);
   json loops = json::object();
   for (const auto &[name, gbps] : r.readLoops)
     loops[name] = fixed(gbps, 3);
@@ -1234,9 +1181,7 @@ int main(int argc, char **argv) {
       !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
   Report r;
-  r.loadStart = loadAverage();
-  r.cpu = cpuModel();
-  r.date = utcNow();
+  r.run = kvq::cli::RunInfo::start();
   r.llcBytes = evictor().llcBytes();
   r.evictBytes = evictor().bufferBytes();
   measureBaseline(o, r);
@@ -1280,7 +1225,7 @@ int main(int argc, char **argv) {
     measureCompile(o, r);
   else
     r.compileNote = "not run (--only)";
-  r.loadEnd = loadAverage();
+  r.run.finish();
   if (o.json) {
     printHuman(stderr, r, o);
     printJson(stdout, r, o);

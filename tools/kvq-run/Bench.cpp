@@ -24,6 +24,7 @@
 
 #include "kvq/runtime.h"
 #include "read_loops.h"
+#include "run_info.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -124,6 +125,7 @@ int runDecodeBench(
     const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens,
     int threads) {
+  cli::RunInfo runInfo = cli::RunInfo::start();
   const auto &c = ckpt.config();
   std::string error;
   struct Row {
@@ -273,8 +275,16 @@ int runDecodeBench(
         return r.step;
     return 0.0;
   };
+  runInfo.finish();
   if (json) {
-    llvm::outs() << "{\n  \"config\": {\"dim\": " << c.dim
+    // The build, machine, date and load average (tools/common/run_info.h).
+    nlohmann::ordered_json info;
+    runInfo.addTo(info);
+    llvm::outs() << "{\n";
+    for (const auto &item : info.items())
+      llvm::outs() << "  \"" << item.key() << "\": " << item.value().dump()
+                   << ",\n";
+    llvm::outs() << "  \"config\": {\"dim\": " << c.dim
                  << ", \"hidden_dim\": " << c.hiddenDim
                  << ", \"layers\": " << c.layers << ", \"heads\": " << c.heads
                  << ", \"kv_heads\": " << c.kvHeads
