@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "flags.h"
 #include "json_number.h"
+#include "progress.h"
 #include "run_info.h"
 #include "vocabulary.h"
 #include "graph.h"
@@ -54,7 +55,9 @@ using namespace kvqbench;
 namespace {
 
 struct Options {
-  bool json = false, quick = false, smoke = false;
+  bool json = false, quick = false, smoke = false, quiet = false;
+  /// A line on stderr per figure measured (a terminal only, not --quiet).
+  kvq::cli::Progress progress;
   std::string kvqOpt; ///< empty: look next to this executable
   int layers = 32;
   /// Sections to run (--only) and attention caches to time (--caches);
@@ -221,9 +224,12 @@ Effort effort(const Options &o) {
     e.reps = 1;
     e.minSeconds = 0.0;
   } else if (o.quick) {
+    // Five timed calls, however short: a time floor made a short call
+    // repeat up to maxReps times, each cold one behind an eviction of
+    // twice the last-level cache, which took most of a quick run.
     e.warmup = 1;
     e.reps = 5;
-    e.minSeconds = 0.1;
+    e.minSeconds = 0.0;
   }
   return e;
 }
@@ -266,6 +272,7 @@ void measureBaseline(const Options &o, Report &r) {
     const std::string name =
         std::string(loop.name) + (onHuge ? kHugeSuffix : "");
     r.readLoops.push_back({name, gbps});
+    o.progress("read loop %s: %.1f GB/s", name.c_str(), gbps);
     bestOfPages = std::max(bestOfPages, gbps);
     if (gbps > r.readGbps) {
       r.readGbps = gbps;
@@ -353,6 +360,7 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data());
     });
     r.quant.push_back({"kivi", bits, gb / t, gb / tr, gb / tWarm});
+    o.progress("quantize kivi %d-bit: %.2f GB/s", bits, gb / t);
     quant();
     std::vector<uint16_t> out(n);
     auto dequant = [&] {
@@ -376,6 +384,7 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                        out.data(), KVQ_DTYPE_F16);
     });
     r.dequant.push_back({"kivi", bits, gb / t, gb / tr, gb / tDequantWarm});
+    o.progress("dequantize kivi %d-bit: %.2f GB/s", bits, gb / t);
   }
 }
 
@@ -426,6 +435,7 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                    lv.data(), KVQ_CODES_PACKED, cv.data());
     });
     r.quant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tWarm});
+    o.progress("quantize kvquant %d-bit: %.2f GB/s", bits, gb / t);
     std::vector<uint16_t> out(n);
     auto dequant = [&] {
       check(kvq_nuq_dequant(ck.data(), KVQ_CODES_PACKED, lk.data(), T,
@@ -448,6 +458,7 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      out.data(), KVQ_DTYPE_F16);
     });
     r.dequant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tDequantWarm});
+    o.progress("dequantize kvquant %d-bit: %.2f GB/s", bits, gb / t);
   }
 }
 
@@ -538,10 +549,11 @@ private:
 
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
-  // 128K only in a full run: filling its caches takes minutes.
+  // 128K only in a full run: filling its caches takes minutes; 32K not in
+  // a quick one: filling its sixteen caches took most of a minute.
   std::vector<int64_t> lengths = {1024, 8192, 32768, 131072};
   if (o.quick)
-    lengths = {1024, 8192, 32768};
+    lengths = {1024, 8192};
   if (o.smoke)
     lengths = {256, 1024};
   if (!o.tokens.empty())
@@ -590,6 +602,11 @@ void measureAttention(const Options &o, Report &r,
           const OneStep attend(t.cache, kQPerKv[q]);
           t.cold[q].push_back(medianSecondsAfter(e, evictor(), attend) * 1e3);
           t.warm[q].push_back(medianSeconds(e, attend) * 1e3);
+          o.progress("attention %s%s %lld tokens, %d q/kv, round %d/%d: "
+                     "%.3f ms",
+                     t.kind->name, t.rope == "none" ? "" : " pre-RoPE",
+                     static_cast<long long>(T), kQPerKv[q], round + 1,
+                     o.rounds(), t.cold[q].back());
         }
       }
     }
@@ -643,6 +660,8 @@ void measureThreads(const Options &o, Report &r,
         check(kvq_cache_set_parallel(cache, &host), "cache_set_parallel");
         const double many = medianSecondsAfter(e, evictor(), attend);
         r.threadRows.push_back({kind.name, T, qPerKv, one * 1e3, many * 1e3});
+        o.progress("threads %s %lld tokens, %d q/kv: %.2fx", kind.name,
+                   static_cast<long long>(T), qPerKv, one / many);
       }
       kvq_cache_destroy(cache);
     }
@@ -830,6 +849,7 @@ void measureCompile(const Options &o, Report &r) {
   }
   r.compiled = true;
   r.compileSeconds = s;
+  o.progress("compile %d layers: %.3f s", o.layers, s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1066,7 +1086,7 @@ void printJson(FILE *f, const Report &r, const Options &o) {
 
 void usage() {
   std::fprintf(
-      stderr, "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
+      stderr, "usage: kvq-bench [--json] [--quick] [--quiet] [--kvq-opt PATH] "
               "[--layers N]\n"
               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
               "                 [--contexts LIST] [--threads N] [--rounds N] "
@@ -1074,11 +1094,17 @@ void usage() {
               "  (every flag also takes --flag=value)\n"
               "  --json         one JSON object on stdout (the table goes "
               "to stderr)\n"
-              "  --quick        reduced set, under a minute\n"
+              "  --quick        under a minute: every section, attention at "
+              "1K and 8K\n"
+              "                 tokens, one round, 5 timed calls per "
+              "figure\n"
               "  --kvq-opt=PATH kvq-opt to time (default: next to "
               "kvq-bench)\n"
               "  --layers=N     layers of the generated graph (default 32)\n"
               "  --smoke        tiny sizes, seconds (for the test suite)\n"
+              "  --quiet        no progress lines (printed on stderr only "
+              "when it is a\n"
+              "                 terminal)\n"
               "  --only=LIST    sections to run, of quantize,attention,threads,"
               "append,compile\n"
               "                 (default all; the baseline always runs)\n"
@@ -1091,7 +1117,7 @@ void usage() {
               "such rows)\n"
               "  --contexts=LIST context lengths of the attention rows "
               "(default:\n"
-              "                 1024,8192,32768 and, full runs, 131072)\n"
+              "                 1024,8192,32768,131072; --quick 1024,8192)\n"
               "  --threads=N    also time attention through a host pool of N "
               "threads\n"
               "                 (kvq_cache_set_parallel) against one thread, "
@@ -1121,6 +1147,8 @@ int main(int argc, char **argv) {
       o.json = p.flag();
     else if (p.is("--quick"))
       o.quick = p.flag();
+    else if (p.is("--quiet"))
+      o.quiet = p.flag();
     else if (p.is("--smoke"))
       o.smoke = o.quick = p.flag();
     else if (p.is("--kvq-opt"))
@@ -1180,6 +1208,7 @@ int main(int argc, char **argv) {
                 {"quantize", "attention", "threads", "append", "compile"}) ||
       !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
+  o.progress = kvq::cli::Progress("kvq-bench", o.quiet);
   Report r;
   r.run = kvq::cli::RunInfo::start();
   r.llcBytes = evictor().llcBytes();
@@ -1205,6 +1234,7 @@ int main(int argc, char **argv) {
       if (o.times(kind.name)) {
         const AppendTimes t = appendNs(o, kind, k, poolTokens, 1024);
         r.appendRows.push_back({kind.name, t.ns, t.maxNs});
+        o.progress("append %s at 1K: %.0f ns", kind.name, t.ns);
       }
     // kivi2 at 1K is one of the rows unless --caches leaves it out.
     r.appendNs1k = -1;
@@ -1218,8 +1248,14 @@ int main(int argc, char **argv) {
       if (o.times(kind.name))
         for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
           for (int64_t call : {int64_t{1}, int64_t{128}})
+          {
             r.appendRates.push_back(
                 appendRate(o, kind, k, poolTokens, call, dtype));
+            const Report::AppendRateRow &a = r.appendRates.back();
+            o.progress("append rate %s %s, %lld per call: %.3f GB/s",
+                       a.cache.c_str(), a.dtype.c_str(),
+                       static_cast<long long>(a.callTokens), a.gbps);
+          }
   }
   if (o.runs("compile"))
     measureCompile(o, r);

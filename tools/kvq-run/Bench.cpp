@@ -124,7 +124,7 @@ int runDecodeBench(
     const std::vector<int64_t> &contexts, int repetitions, bool json,
     const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens,
-    int threads) {
+    int threads, const cli::Progress &progress) {
   cli::RunInfo runInfo = cli::RunInfo::start();
   const auto &c = ckpt.config();
   std::string error;
@@ -168,6 +168,7 @@ int runDecodeBench(
       llvm::errs() << "kvq-run: error: " << label << ": " << error << "\n";
       return 2;
     }
+    progress("%s: compiled", label.c_str());
     {
       std::vector<int32_t> tokens(static_cast<size_t>(prefillTokens));
       for (size_t i = 0; i < tokens.size(); ++i)
@@ -187,6 +188,9 @@ int runDecodeBench(
         times.push_back(seconds(start));
       }
       prefills.push_back({label, fastest(times)});
+      progress("%s: prefill of %lld tokens: %.2f ms", label.c_str(),
+               static_cast<long long>(prefillTokens),
+               1e3 * prefills.back().seconds);
     }
     for (int64_t context : contexts) {
       if (context + repetitions > c.seqLen) {
@@ -250,9 +254,8 @@ int runDecodeBench(
       }
       rows.push_back({label, context, fastest(steps), fastest(attention),
                       fastest(denseTimes), cacheStats.total_bytes});
-      if (!json)
-        llvm::errs() << "  " << label << " @" << context << ": step "
-                     << llvm::format("%.2f", 1e3 * rows.back().step) << " ms\n";
+      progress("%s @%lld: step %.2f ms", label.c_str(),
+               static_cast<long long>(context), 1e3 * rows.back().step);
     }
   }
   const double bound = std::max(boundBefore, readBandwidth());

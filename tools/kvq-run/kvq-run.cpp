@@ -19,6 +19,7 @@
 
 #include "cl_version.h"
 #include "flags.h"
+#include "progress.h"
 #include "thread_pool.h"
 #include "vocabulary.h"
 
@@ -570,6 +571,11 @@ int main(int argc, char **argv) {
                      cl::desc("Generation, perplexity or benchmark results "
                               "as JSON on stdout"),
                      cl::cat(cat));
+  cl::opt<bool> quiet(
+      "quiet",
+      cl::desc("No progress lines (one per compile, prefill, context or "
+               "document on stderr, printed only when it is a terminal)"),
+      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
       cl::desc("Time decode steps per method at each --contexts length, "
@@ -626,6 +632,7 @@ int main(int argc, char **argv) {
       "  --threads N  host threads the caches' updates and the dense layers "
       "may use (default 1; the same bytes as one)\n");
 
+  const kvq::cli::Progress progress("kvq-run", quiet);
   // One line, as every kvq tool's errors (tools/common/flags.h).
   auto fail = [](const std::string &message) {
     std::string line = message;
@@ -763,7 +770,7 @@ int main(int argc, char **argv) {
                   "]");
     return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
                                spelling, compileOptions, promptTokens,
-                               int(threads));
+                               int(threads), progress);
   }
   if (!tokensFile.empty() && !perplexity.empty())
     return fail("--tokens and --perplexity both name the documents; give one");
@@ -880,6 +887,7 @@ int main(int argc, char **argv) {
           compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
+      progress("%s: compiled", m.label.c_str());
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
       say("[" + m.label + "] " + std::string(prompt));
       std::string text;
@@ -1014,6 +1022,7 @@ int main(int argc, char **argv) {
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
+    progress("%s: compiled", m.label.c_str());
     if (first)
       weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
     first = false;
@@ -1022,9 +1031,11 @@ int main(int argc, char **argv) {
     double klSum = 0, klSq = 0, klSeconds = 0;
     int64_t agree = 0;
     int64_t bytes = 0, fp16 = 0;
+    size_t document = 0;
     for (auto &d : docs) {
       if (int64_t(d.size()) <= promptTokens)
         continue;
+      ++document;
       if (!model->reset(&error))
         return fail(error);
       const float *logits = model->prefill(d.data(), 0);
@@ -1065,6 +1076,9 @@ int main(int argc, char **argv) {
           return fail(m.label + ": " + model->error());
       }
       seconds += std::chrono::duration<double>(clock::now() - start).count();
+      progress("%s: document %zu/%zu, %lld tokens decoded", m.label.c_str(),
+               document, usable,
+               static_cast<long long>(int64_t(d.size()) - promptTokens));
       run::CacheStats s = model->stats();
       bytes += s.totalBytes;
       fp16 += s.fp16Bytes;
