@@ -4,6 +4,7 @@
 #
 #   scripts/perf_tables.py docs/perf-results.json > /tmp/tables.md
 #   scripts/perf_tables.py docs/perf-results.json --check docs/PERFORMANCE.md
+#   scripts/perf_tables.py docs/perf-results.json --summary --check README.md
 #
 # A partial run (the file cut off, sections missing: a killed run, --only)
 # renders the tables it can and names the rest, on the page and on stderr
@@ -203,6 +204,38 @@ def compile_time(doc):
               (doc["compile"]["layers"], doc["compile"]["seconds"]))
 
 
+def summary(doc):
+    """README.md's table: every cache at 32K tokens (or the run's longest),
+    cold, one thread, against the bound, fp16, one query head per KV head
+    and its post-RoPE self."""
+    caches, lengths = attention_shape(doc)
+    if not lengths:
+        raise Missing("no attention rows")
+    T = 32768 if 32768 in lengths else lengths[-1]
+    commit = " (commit `%s`)" % doc["commit"] if doc.get("commit") else ""
+    print("kvq-bench, %s%s, %s, %d tokens, cold, one thread; x bound = "
+          "time over bytes read / the best read loop of the run (%.1f "
+          "GB/s):\n" % (doc["machine"]["date"], commit, doc["machine"]["cpu"],
+                        T, doc["baseline"]["read_gbps"]))
+    print("| cache | MB read | ms | x bound | x faster than fp16 | "
+          "4 q/kv over 1 | pre-RoPE over post-RoPE |")
+    print("|---|---|---|---|---|---|---|")
+    fp16 = one(doc, cache="fp16", tokens=T, q_per_kv=1, rope="none")
+    for c in caches:
+        a = one(doc, cache=c, tokens=T, q_per_kv=1, rope="none")
+        if not a:
+            continue
+        g = one(doc, cache=c, tokens=T, q_per_kv=4, rope="none")
+        pre = [r for r in doc["attention"]
+               if r["cache"] == c and r["tokens"] == T and r["q_per_kv"] == 1
+               and r.get("rope", "none") != "none"]
+        print("| %s | %.1f | %.3f | %.2fx | %s | %s | %s |" %
+              (c, a["bytes_read"] / 1e6, a["ms"], a["ms"] / a["bound_ms"],
+               "%.2fx" % (fp16["ms"] / a["ms"]) if fp16 else "-",
+               "%.2fx" % (g["ms"] / a["ms"]) if g else "-",
+               "%.2fx" % pre[0]["vs_post_rope"] if pre else "-"))
+
+
 class Missing(Exception):
     """A section the run holds no figures for."""
 
@@ -262,10 +295,10 @@ def load(path):
     return {}, "%s is not a kvq-bench JSON object (%s)" % (path, error)
 
 
-def main():
+def main(sections=SECTIONS):
     doc, note = load(sys.argv[1])
     missing = []
-    for name, render in SECTIONS:
+    for name, render in sections:
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
@@ -293,15 +326,24 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[2] == "--check":
+    args = sys.argv[2:]
+    # --summary: README.md's one table instead of the page's.
+    sections = SECTIONS
+    if "--summary" in args:
+        args.remove("--summary")
+        sections = [("summary", summary)]
+    if len(args) == 2 and args[0] == "--check":
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            main()
-        page = open(sys.argv[3], encoding="utf-8").read()
+            main(sections)
+        page = open(args[1], encoding="utf-8").read()
         if out.getvalue().strip() not in page:
             sys.exit("%s does not hold the tables of %s (run "
                      "scripts/perf_tables.py and paste them)" %
-                     (sys.argv[3], sys.argv[1]))
-        print("%s holds the tables of %s" % (sys.argv[3], sys.argv[1]))
+                     (args[1], sys.argv[1]))
+        print("%s holds the tables of %s" % (args[1], sys.argv[1]))
+    elif not args:
+        main(sections)
     else:
-        main()
+        sys.exit("usage: perf_tables.py RESULTS.json [--summary] "
+                 "[--check PAGE.md]")
