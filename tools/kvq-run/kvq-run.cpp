@@ -20,6 +20,7 @@
 #include "cl_version.h"
 #include "flags.h"
 #include "progress.h"
+#include "table.h"
 #include "thread_pool.h"
 #include "vocabulary.h"
 
@@ -1150,7 +1151,10 @@ int main(int argc, char **argv) {
     std::snprintf(buf, sizeof(buf), fmt, x);
     return buf;
   };
-  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s", "method",
+  const int labelWidth = kvq::cli::labelColumnWidth(
+      "method", results, [](const Result &r) { return r.spec.label; });
+  llvm::outs() << llvm::format("%-*s %9s %12s %11s %9s %9s", labelWidth,
+                               "method",
                                "eff bits", "cache bytes", "perplexity",
                                "± ppl", "delta");
   if (klDivergence)
@@ -1159,7 +1163,7 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::format(" %9s\n", "tok/s");
   for (const Result &r : results) {
     llvm::outs() << llvm::format(
-        "%-34s %9.2f %12lld %11.4f %8s %+9.4f", r.spec.label.c_str(),
+        "%-*s %9.2f %12lld %11.4f %8s %+9.4f", labelWidth, r.spec.label.c_str(),
         r.effectiveBits, (long long)r.cacheBytes, r.perplexity,
         fixed(r.perplexityStderr, "%.4f").c_str(), r.perplexity - base);
     if (klDivergence)
