@@ -13,12 +13,12 @@
 namespace kvq {
 namespace neon {
 
-/// quant_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
+/// quantize_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
 /// outlier screening.
 void fillQuantNeon(KernelTable &t);
 /// attend_neon.cpp: the fused-attention inner kernels that cover shape s.
 void fillAttendNeon(const AttendShape &s, AttendOps &ops);
-/// attend_nibble_neon.cpp: key dots over nibble-major blocks.
+/// attend_neon_nibble.cpp: key dots over nibble-major blocks.
 void fillNibbleNeon(const AttendShape &s, AttendOps &ops);
 /// matmul_neon.cpp: KernelTable::matmul.
 void matmulNeon(const MatmulArgs &a, int64_t j0, int64_t j1);

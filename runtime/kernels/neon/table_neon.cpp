@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
 
-#include "kernels_fast.h"
+#include "lloyd_fast.h"
 
 namespace {
 
