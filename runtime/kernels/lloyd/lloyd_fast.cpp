@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lloyd_fast.h"
-#include "topk_impl.h"
 
 #include <algorithm>
 #include <cstring>
@@ -195,25 +194,6 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
       break;
     std::copy(updated, updated + count, levels);
   }
-}
-
-void kvq::topkAbsFast(const float *x, int64_t n, int64_t stride,
-                      const uint8_t *exclude, int64_t exStride, int64_t k,
-                      uint8_t *mask, int64_t maskStride, float *threshold) {
-  if (stride != 1 || exclude || k < 1 || k > n || k > kOnePassK)
-    return topkAbsRef(x, n, stride, exclude, exStride, k, mask, maskStride,
-                      threshold);
-  KLargest top(k);
-  for (int64_t i = 0; i < n; ++i)
-    top.offer(floatBits(x[i]) & 0x7fffffffu);
-  int64_t ties;
-  const uint32_t t = top.kthLargest(&ties);
-  markRanked([&](int64_t i) { return floatBits(x[i]) & 0x7fffffffu; },
-             [](int64_t) { return false; },
-             [&](int64_t i, bool take) { mask[i * maskStride] = take; }, n, t,
-             ties);
-  if (threshold)
-    *threshold = bitsToFloat(t);
 }
 
 int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,

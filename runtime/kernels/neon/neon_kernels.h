@@ -13,9 +13,10 @@
 namespace kvq {
 namespace neon {
 
-/// quantize_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
-/// outlier screening.
+/// quantize_neon.cpp: (un)packing, uniform (de)quantization.
 void fillQuantNeon(KernelTable &t);
+/// outliers_neon.cpp: outlier screening.
+void fillOutliersNeon(KernelTable &t);
 /// attend_neon.cpp: the fused-attention inner kernels that cover shape s.
 void fillAttendNeon(const AttendShape &s, AttendOps &ops);
 /// attend_neon_nibble.cpp: key dots over nibble-major blocks.

@@ -9,6 +9,7 @@
 #include "neon_kernels.h"
 
 #include "lloyd_fast.h"
+#include "outliers_fast.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ const kvq::KernelTable *kvq::simdKernelTable() {
     t.lloydFitGathered = lloydFitGatheredFast;
     t.topkAbs = topkAbsFast;
     neon::fillQuantNeon(t);
+    neon::fillOutliersNeon(t);
     t.attendFor = attendNeon;
     t.matmul = neon::matmulNeon;
     return t;

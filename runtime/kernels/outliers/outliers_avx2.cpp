@@ -11,7 +11,7 @@
 #include "../x86/x86_kernels.h"
 
 #include "fp16.h"
-#include "lloyd_fast.h"
+#include "outliers_fast.h"
 #include "topk_impl.h"
 
 #include <limits>
@@ -229,9 +229,7 @@ KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
 
 } // namespace
 
-void kvq::x86::fillMiscAvx2(KernelTable &t) {
-  t.lloydFit = lloydFitFast;
-  t.lloydFitGathered = lloydFitGatheredFast;
+void kvq::x86::fillOutliersAndSinksAvx2(KernelTable &t) {
   t.topkAbs = topkAbsAvx2;
   t.outlierSplit = outlierSplitAvx2;
   t.outlierScreen = outlierScreenAvx2;

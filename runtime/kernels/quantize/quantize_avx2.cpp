@@ -14,7 +14,7 @@
 #include "bitpack.h"
 #include "fp16.h"
 #include "kernels.h"
-#include "lloyd_fast.h"
+#include "zero_sign.h"
 
 #include <algorithm>
 

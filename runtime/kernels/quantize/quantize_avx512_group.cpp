@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "../x86/avx2_util.h"
 #include "../x86/avx512_util.h"
-#include "lloyd_fast.h"
+#include "zero_sign.h"
 #include "../x86/x86_kernels.h"
 
 #include "kernels.h"

@@ -1,4 +1,4 @@
-//===- quantize_neon.cpp - NEON uniform (de)quantization, screening -------===//
+//===- quantize_neon.cpp - NEON uniform (de)quantization ------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Four floats per vector, two vectors per 8 codes. AArch64 has an exact
@@ -12,7 +12,7 @@
 
 #include "bitpack.h"
 #include "fp16.h"
-#include "lloyd_fast.h"
+#include "zero_sign.h"
 
 #include <algorithm>
 
@@ -148,24 +148,6 @@ void groupDequantNeon(const uint8_t *codes, int layout, const uint16_t *scale,
   groupDequantRef(codes, layout, scale, zero, g, bits, out, dtype);
 }
 
-void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
-                       int64_t cols, const float *threshold, uint8_t *mask) {
-  if (cols % 8 != 0)
-    return outlierScreenRef(x, dtype, rows, cols, threshold, mask);
-  const uint32x4_t one = vdupq_n_u32(1);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; c += 8) {
-      float32x4_t a, b;
-      load8(x, dtype, r * cols + c, a, b);
-      uint32x4_t ma =
-          vandq_u32(vcgeq_f32(vabsq_f32(a), vld1q_f32(threshold + c)), one);
-      uint32x4_t mb =
-          vandq_u32(vcgeq_f32(vabsq_f32(b), vld1q_f32(threshold + c + 4)), one);
-      uint64_t bytes = narrow8(ma, mb);
-      std::memcpy(mask + r * cols + c, &bytes, 8);
-    }
-}
-
 } // namespace
 
 void kvq::neon::fillQuantNeon(KernelTable &t) {
@@ -173,5 +155,4 @@ void kvq::neon::fillQuantNeon(KernelTable &t) {
   t.unpackCodes = unpackCodesSwar;
   t.groupQuant = groupQuantNeon;
   t.groupDequant = groupDequantNeon;
-  t.outlierScreen = outlierScreenNeon;
 }

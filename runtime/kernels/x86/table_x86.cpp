@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "x86_kernels.h"
 
+#include "lloyd_fast.h"
+
 #include <cpuid.h>
 
 namespace {
@@ -75,7 +77,10 @@ const kvq::KernelTable &avx2Table() {
     kvq::KernelTable t = kvq::referenceKernels();
     t.name = "avx2";
     kvq::x86::fillQuantAvx2(t);
-    kvq::x86::fillMiscAvx2(t);
+    kvq::x86::fillOutliersAndSinksAvx2(t);
+    // The portable Lloyd fit over sorted runs (lloyd_fast.h).
+    t.lloydFit = kvq::lloydFitFast;
+    t.lloydFitGathered = kvq::lloydFitGatheredFast;
     kvq::x86::fillConvertAvx2(t);
     t.attendFor = attendAvx2;
     t.matmul = kvq::x86::matmulAvx2;

@@ -66,8 +66,8 @@ void fillSortAvx512(KernelTable &t);
 /// lloyd_avx512_sort.cpp: that sort (sortFloats' bytes), for the differential
 /// test; AVX-512F only.
 void sortFloatsForTests(float *data, int64_t m, float *work);
-/// outliers_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
-void fillMiscAvx2(KernelTable &t);
+/// outliers_avx2.cpp: the rank split, screening, key norms, sink top-k.
+void fillOutliersAndSinksAvx2(KernelTable &t);
 /// f32 -> fp16 input conversion (convert_avx2.cpp).
 void fillConvertAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
