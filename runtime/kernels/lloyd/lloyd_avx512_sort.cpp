@@ -151,6 +151,6 @@ void kvq::x86::sortFloatsForTests(float *data, int64_t m, float *work) {
 }
 
 void kvq::x86::fillSortAvx512(KernelTable &t) {
-  t.lloydFit = lloydFitAvx512;
+  t.lloydFit = lloydFitEntry<lloydFitAvx512>;
   t.lloydFitGathered = lloydFitGatheredAvx512;
 }

@@ -26,9 +26,9 @@ const kvq::KernelTable *kvq::simdKernelTable() {
   static const KernelTable table = [] {
     KernelTable t = referenceKernels();
     t.name = "neon";
-    t.lloydFit = lloydFitFast;
+    t.lloydFit = lloydFitEntry<lloydFitFast>;
     t.lloydFitGathered = lloydFitGatheredFast;
-    t.topkAbs = topkAbsFast;
+    t.topkAbs = topkAbsEntry<topkAbsFast>;
     neon::fillQuantNeon(t);
     neon::fillOutliersNeon(t);
     t.attendFor = attendNeon;

@@ -230,7 +230,7 @@ KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
 } // namespace
 
 void kvq::x86::fillOutliersAndSinksAvx2(KernelTable &t) {
-  t.topkAbs = topkAbsAvx2;
+  t.topkAbs = topkAbsEntry<topkAbsAvx2>;
   t.outlierSplit = outlierSplitAvx2;
   t.outlierScreen = outlierScreenAvx2;
   t.keyNorm = keyNormAvx2;

@@ -593,8 +593,8 @@ KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const void *x, kvq_dtype dtype,
 void kvq::x86::fillQuantAvx2(KernelTable &t) {
   t.packCodes = packCodesSwar;
   t.unpackCodes = unpackCodesAvx2;
-  t.uniformCalibrate = uniformCalibrateAvx2;
-  t.uniformQuantize = uniformQuantizeAvx2;
+  t.uniformCalibrate = uniformCalibrateEntry<uniformCalibrateAvx2>;
+  t.uniformQuantize = uniformQuantizeEntry<uniformQuantizeAvx2>;
   t.groupQuant = x86::groupQuantAvx2;
   t.groupDequant = groupDequantAvx2;
   t.nuqQuant = x86::nuqQuantAvx2;
