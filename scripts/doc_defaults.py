@@ -32,14 +32,11 @@ HEADER = "runtime/include/kvq/config_limits.h"
 
 # (file, regex with one group: the quoted number, constant of HEADER).
 QUOTES = [
-    ("README.md", r"a (\d+)-token\s+fp16\s+residual\s+window", "kDefaultResidualLength"),
     ("docs/MODEL.md", r"a (\d+)-token\s+fp16\s+residual\s+window", "kDefaultResidualLength"),
     ("docs/MODEL.md", r"Without an explicit `group-size`, the default \((\d+)\)",
      "kDefaultGroupSize"),
-    ("README.md", r"except `refit_interval`: (\d+)", "kDefaultRefitInterval"),
-    ("README.md", r"kvquant refits its key levels every (\d+) decoded tokens",
-     "kDefaultRefitInterval"),
-    ("README.md", r"kvquant 3-bit \(default: levels refit every (\d+) tokens\)",
+    ("docs/DIALECT.md", r"except `refit_interval`: (\d+)", "kDefaultRefitInterval"),
+    ("docs/DIALECT.md", r"kvquant refits its key levels every (\d+) decoded tokens",
      "kDefaultRefitInterval"),
     ("docs/MODEL.md", r"kvquant 3-bit \(refit every (\d+) tokens, the default\)",
      "kDefaultRefitInterval"),

@@ -4,6 +4,11 @@
 #
 #   scripts/perf_tables.py docs/perf-results.json > /tmp/tables.md
 #   scripts/perf_tables.py docs/perf-results.json --check docs/PERFORMANCE.md
+#   scripts/perf_tables.py docs/perf-results.json --summary --check README.md
+#
+# A partial run (the file cut off, sections missing: a killed run, --only)
+# renders the tables it can and names the rest, on the page and on stderr
+# (ctest perf-tables-partial-run).
 #
 # --check exits 1 unless the page holds the rendering verbatim (ctest
 # perf-doc-matches-its-run), so the page cannot drift from its JSON.
@@ -40,17 +45,26 @@ def llc_text(llc_bytes):
     return "last-level cache not reported by the system"
 
 
-def main():
-    doc = json.load(open(sys.argv[1]))
+def attention_shape(doc):
+    """The caches in the order of the run, and its context lengths."""
+    caches = []
+    for r in doc["attention"]:
+        if r["cache"] not in caches:
+            caches.append(r["cache"])
+    return caches, sorted({r["tokens"] for r in doc["attention"]})
+
+
+def run_header(doc):
     base, machine, load = doc["baseline"], doc["machine"], doc["load_average"]
-    print("**Run:** %s, %s, kernel table `%s`, mode %s; load average %.2f at "
-          "the start, %.2f at the end. Best read loop `%s`: %.1f GB/s "
+    commit = ", commit `%s`" % doc["commit"] if doc.get("commit") else ""
+    print("**Run:** %s, %s%s, kernel table `%s`, mode %s; load average %.2f "
+          "at the start, %.2f at the end. Best read loop `%s`: %.1f GB/s "
           "(memcpy %.1f GB/s); %s, %.0f MB evicted before each cold "
           "repetition.\n" %
-          (machine["date"], machine["cpu"], doc["kernels"], doc["mode"],
-           load["start"], load["end"], base["read_loop"], base["read_gbps"],
-           base["memcpy_gbps"], llc_text(base["llc_bytes"]),
-           base["evict_bytes"] / 2**20))
+          (machine["date"], machine["cpu"], commit, doc["kernels"],
+           doc["mode"], load["start"], load["end"], base["read_loop"],
+           base["read_gbps"], base["memcpy_gbps"],
+           llc_text(base["llc_bytes"]), base["evict_bytes"] / 2**20))
     if base.get("read_gbps_huge_pages", 0) > 0:
         print("Best read on 4 KB pages %.1f GB/s, on 2 MB pages %.1f GB/s "
               "(%.0f %% of that buffer granted 2 MB pages).\n" %
@@ -67,12 +81,9 @@ def main():
               "GB/s (the bound is the best read of the run).\n" %
               (doc["rounds"], ", ".join("%.1f" % g for g in rechecks)))
 
-    caches = []
-    for r in doc["attention"]:
-        if r["cache"] not in caches:
-            caches.append(r["cache"])
-    lengths = sorted({r["tokens"] for r in doc["attention"]})
 
+def attention_tables(doc):
+    caches, lengths = attention_shape(doc)
     for T in lengths:
         print("\n**Attention at %d tokens**, one thread, 8 KV heads x 128, "
               "post-RoPE keys; x bound = cold ms / (bytes / best read "
@@ -92,7 +103,12 @@ def main():
                   (c, a["bytes_read"] / 1e6, a["ms"], a["ms"] / a["bound_ms"],
                    a["warm_ms"] / a["bound_ms"], vs, gqa))
 
+
+def targets(doc):
     # The targets at 32K, cold, one query head per KV head.
+    caches, lengths = attention_shape(doc)
+    if not lengths:
+        raise Missing("no attention rows")
     T = 32768 if 32768 in lengths else lengths[-1]
     print("\n**The targets** (%d tokens, cold, one thread):\n" % T)
     print("| target | measured | |")
@@ -114,7 +130,9 @@ def main():
     target("x bound", ["kvquant3", "kvquant4"], 3.0, "bound")
     target("4 q/kv over 1 q/kv", caches, 1.5, "gqa")
 
-    t = doc.get("threads")
+
+def threads(doc):
+    t = doc["threads"]
     if t:
         print("\n**Threads** (a host pool of %d, kvq_cache_set_parallel; "
               "cold):\n" % t["workers"])
@@ -126,6 +144,9 @@ def main():
                   (r["cache"], r["tokens"], r["q_per_kv"], r["ms_1"], r["ms_n"],
                    r["speedup"]))
 
+
+def pre_rope(doc):
+    caches, lengths = attention_shape(doc)
     pre = [r for r in doc["attention"] if r.get("rope", "none") != "none"]
     if pre:
         print("\n**Pre-RoPE key caches** (rope style `%s`): time over the "
@@ -143,18 +164,25 @@ def main():
                 print("| %s | %d | %s | %s |" %
                       (c, T2, cell(by.get(1)), cell(by.get(4))))
 
+
+def quantize(doc):
+    rows, deq_rows = doc["quantize"], doc["dequantize"]
+    if not rows:
+        raise Missing("no quantize rows")
     print("\n**Quantize and dequantize** (fp16-equivalent GB/s, cold; warm "
           "in brackets; the scalar reference beside):\n")
     print("| method | bits | quantize | reference | dequantize |")
     print("|---|---|---|---|---|")
-    deq = {(r["method"], r["bits"]): r for r in doc["dequantize"]}
-    for r in doc["quantize"]:
+    deq = {(r["method"], r["bits"]): r for r in deq_rows}
+    for r in rows:
         d = deq.get((r["method"], r["bits"]))
         print("| %s | %d | %.2f (%.2f) | %.2f | %s |" %
               (r["method"], r["bits"], r["gbps"], r["warm_gbps"],
                r["ref_gbps"],
                "%.2f (%.2f)" % (d["gbps"], d["warm_gbps"]) if d else "-"))
 
+
+def append(doc):
     app = doc["append"]
     print("\nAppend (kivi2, one token): %.0f ns at 1K tokens, %.0f ns at 64K "
           "(%.2fx)." % (app["ns_at_1k"], app["ns_at_64k"],
@@ -166,21 +194,156 @@ def main():
             print("Slowest single append at 1K tokens, us: %s." % ", ".join(
                 "%s %.1f" % (a["cache"], a["max_ns"] / 1e3)
                 for a in app["caches"]))
-    if doc.get("compile"):
+
+
+def compile_time(doc):
+    if "compile" not in doc:
+        raise KeyError("compile")
+    if doc["compile"]:
         print("Compile (`kvq-opt --kvq-to-llvm`, %d layers): %.3f s." %
               (doc["compile"]["layers"], doc["compile"]["seconds"]))
 
 
+def summary(doc):
+    """README.md's table: every cache at 32K tokens (or the run's longest),
+    cold, one thread, against the bound, fp16, one query head per KV head
+    and its post-RoPE self."""
+    caches, lengths = attention_shape(doc)
+    if not lengths:
+        raise Missing("no attention rows")
+    T = 32768 if 32768 in lengths else lengths[-1]
+    commit = " (commit `%s`)" % doc["commit"] if doc.get("commit") else ""
+    print("kvq-bench, %s%s, %s, %d tokens, cold, one thread; x bound = "
+          "time over bytes read / the best read loop of the run (%.1f "
+          "GB/s):\n" % (doc["machine"]["date"], commit, doc["machine"]["cpu"],
+                        T, doc["baseline"]["read_gbps"]))
+    print("| cache | MB read | ms | x bound | x faster than fp16 | "
+          "4 q/kv over 1 | pre-RoPE over post-RoPE |")
+    print("|---|---|---|---|---|---|---|")
+    fp16 = one(doc, cache="fp16", tokens=T, q_per_kv=1, rope="none")
+    for c in caches:
+        a = one(doc, cache=c, tokens=T, q_per_kv=1, rope="none")
+        if not a:
+            continue
+        g = one(doc, cache=c, tokens=T, q_per_kv=4, rope="none")
+        pre = [r for r in doc["attention"]
+               if r["cache"] == c and r["tokens"] == T and r["q_per_kv"] == 1
+               and r.get("rope", "none") != "none"]
+        print("| %s | %.1f | %.3f | %.2fx | %s | %s | %s |" %
+              (c, a["bytes_read"] / 1e6, a["ms"], a["ms"] / a["bound_ms"],
+               "%.2fx" % (fp16["ms"] / a["ms"]) if fp16 else "-",
+               "%.2fx" % (g["ms"] / a["ms"]) if g else "-",
+               "%.2fx" % pre[0]["vs_post_rope"] if pre else "-"))
+
+
+class Missing(Exception):
+    """A section the run holds no figures for."""
+
+
+# Every part of the page, in its order: (name in messages, renderer).
+SECTIONS = [
+    ("run header", run_header),
+    ("attention tables", attention_tables),
+    ("targets", targets),
+    ("threads", threads),
+    ("pre-RoPE rows", pre_rope),
+    ("quantize and dequantize", quantize),
+    ("append", append),
+    ("compile", compile_time),
+]
+
+
+def load(path):
+    """The run's JSON, and a note when the file was cut off: then the
+    members complete before the cut are read (a run killed while its output
+    was written, a file copied in part)."""
+    text = open(path, encoding="utf-8").read()
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        return doc, None
+    except ValueError as e:
+        error = str(e)
+    # The end of the last complete top-level member: a comma at depth 1,
+    # outside strings.
+    depth, in_string, escaped, cut = 0, False, False, None
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            cut = i
+    if cut is not None:
+        try:
+            doc = json.loads(text[:cut] + "}")
+            if isinstance(doc, dict):
+                return doc, "%s is cut off (%s); read the %d members before " \
+                    "the cut" % (path, error, len(doc))
+        except ValueError:
+            pass
+    return {}, "%s is not a kvq-bench JSON object (%s)" % (path, error)
+
+
+def main(sections=SECTIONS):
+    doc, note = load(sys.argv[1])
+    missing = []
+    for name, render in sections:
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                render(doc)
+        except Missing as e:
+            missing.append("%s (%s)" % (name, e))
+            continue
+        except (KeyError, IndexError, TypeError, ValueError,
+                ZeroDivisionError) as e:
+            what = "no key %s" % e if isinstance(e, KeyError) else \
+                "%s: %s" % (type(e).__name__, e)
+            missing.append("%s (%s)" % (name, what))
+            continue
+        sys.stdout.write(out.getvalue())
+    if note or missing:
+        # Said on the page (a table rendered from a partial run must not
+        # pass for a whole one) and on stderr.
+        lines = ["", "**Partial run.**" + (" " + note + "." if note else "")]
+        if missing:
+            lines.append("Not rendered: %s." % "; ".join(missing))
+        text = "\n".join(lines)
+        print(text)
+        sys.stderr.write("perf_tables.py: partial run: %s\n" %
+                         "; ".join(([note] if note else []) + missing))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[2] == "--check":
+    args = sys.argv[2:]
+    # --summary: README.md's one table instead of the page's.
+    sections = SECTIONS
+    if "--summary" in args:
+        args.remove("--summary")
+        sections = [("summary", summary)]
+    if len(args) == 2 and args[0] == "--check":
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            main()
-        page = open(sys.argv[3], encoding="utf-8").read()
+            main(sections)
+        page = open(args[1], encoding="utf-8").read()
         if out.getvalue().strip() not in page:
             sys.exit("%s does not hold the tables of %s (run "
                      "scripts/perf_tables.py and paste them)" %
-                     (sys.argv[3], sys.argv[1]))
-        print("%s holds the tables of %s" % (sys.argv[3], sys.argv[1]))
+                     (args[1], sys.argv[1]))
+        print("%s holds the tables of %s" % (args[1], sys.argv[1]))
+    elif not args:
+        main(sections)
     else:
-        main()
+        sys.exit("usage: perf_tables.py RESULTS.json [--summary] "
+                 "[--check PAGE.md]")

@@ -1,4 +1,4 @@
-// The README's example graph stays valid and configurable for every method,
+// The demo's example graph (docs/ARCHITECTURE.md) stays valid and configurable for every method,
 // and each configuration reaches the runtime as the C ABI's values: the
 // expectations below are written from kvq/runtime.h (method enum fp16 = 0,
 // kivi = 1, kivi_sink = 2, kvquant = 3; kvq_config_init's defaults: G = R =

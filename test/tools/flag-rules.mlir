@@ -1,4 +1,4 @@
-// One command-line rule for every kvq tool (README "Tools"): a valued flag
+// One command-line rule for every kvq tool (docs/CLI.md): a valued flag
 // takes `--flag value` or `--flag=value`; an unknown flag, a missing value
 // or a bad number is one line "TOOL: message" on stderr and exit status 2.
 // kvq-opt (MLIR's MlirOptMain) takes both spellings; its errors are

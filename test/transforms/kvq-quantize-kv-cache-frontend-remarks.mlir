@@ -201,11 +201,15 @@ func.func @tosa_scatter_rows(%k: tensor<2x1x4xf32>, %kc: tensor<2x16x4xf32>, %id
 
 // -----
 
-// tosa.scatter of two tokens per head (a chunk of a prefill).
+// tosa.scatter of two tokens per head (a chunk of a prefill). The same
+// remark holds for torch-mlir's TOSA index_put (convertScatterNdOp in
+// lib/Conversion/TorchToTosa/TosaLegalizeCommon.cpp), which flattens the
+// cache to [1, K, C] and writes every head as one row at a linearized
+// index.
 // CHECK-LABEL: func.func @tosa_scatter_chunk(
 // CHECK: tosa.scatter
 func.func @tosa_scatter_chunk(%k: tensor<2x2x4xf32>, %kc: tensor<2x16x4xf32>, %idx: tensor<2x2xi32>) -> tensor<2x16x4xf32> {
-  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row (a chunk of tokens)}}
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row (a chunk of tokens, or the heads flattened into one index}}
   %w = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x2xi32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
   return %w : tensor<2x16x4xf32>
 }

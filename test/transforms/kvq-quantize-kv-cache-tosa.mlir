@@ -12,9 +12,11 @@
 // --kvq-to-llvm (which converts TOSA the same way) and after the rewrite,
 // runs both and compares every output.
 
-// The cache written by tosa.scatter ([heads, seq, head_dim] values, one
-// index per head, all the step's position: torch's index_put as the TOSA
-// backend writes it); the position is a tensor, as a TOSA graph holds it.
+// The cache written by tosa.scatter with the KV heads as its batch
+// ([kv_heads, seq, head_dim] values, one index per head, each the step's
+// position broadcast by tosa.add); the position is a tensor, as a TOSA
+// graph holds it. (torch-mlir's own index_put lowering flattens the heads
+// into the index instead: a remark in -frontend-remarks.mlir.)
 // EQUIV: func=tosa_scatter_decode caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
 
 // CHECK-LABEL: func.func @tosa_scatter_decode(
@@ -95,8 +97,7 @@ func.func @tosa_gqa(%x: tensor<1x16xf32>, %k: tensor<1x8xf32>, %v: tensor<1x8xf3
 
 // The cache in Hugging Face's [batch, kv_heads, seq, head_dim], seen as
 // [kv_heads, seq, head_dim] by tosa.reshape for the 3-D tosa.scatter and
-// reshaped back where it is returned (torch-mlir's TOSA form of index_put
-// on a 4-D cache).
+// reshaped back where it is returned (tosa.scatter takes 3-D values).
 // EQUIV: func=tosa_scatter_4d caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
 
 // CHECK-LABEL: func.func @tosa_scatter_4d(

@@ -51,6 +51,7 @@ inline const std::vector<SharedFlag> &sharedFlags() {
       {"--threads", {}, "host threads"},
       {"--json", {}, "machine-readable output (JSON) on stdout"},
       {"--seed", {}, "seed of any random choice"},
+      {"--quiet", {}, "no progress lines on stderr (progress.h)"},
   };
   return flags;
 }

@@ -8,6 +8,7 @@
 #
 # ===--------------------------------------------------------------------=== #
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -83,9 +84,28 @@ def main():
     need(base, "llc_bytes", int)
     if need(base, "evict_bytes", int) < 2 * base["llc_bytes"]:
         fail("the evicted buffer is smaller than twice the LLC")
+    # Where and when (tools/common/run_info.h): the build's version and the
+    # commit in it, the machine, the UTC start date, the load average.
+    version = need(doc, "version", str)
+    if "commit" not in doc:
+        fail("missing key 'commit'")
+    if "+g" in version:
+        if doc["commit"] != version.split("+g", 1)[1]:
+            fail("commit is not the one in version")
+    elif doc["commit"] is not None:
+        fail("commit without one in version")
     machine = need(doc, "machine", dict)
     need(machine, "cpu", str)
-    need(machine, "date", str)
+    if need(machine, "cores", int) < 1:
+        fail("machine.cores < 1")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+                        need(machine, "date", str)):
+        fail("machine.date is not UTC ISO 8601")
+    load = need(doc, "load_average", dict)
+    for k in ("start", "end"):
+        if need(load, k, num) < 0:
+            fail("load_average.%s is negative (unknown)" % k)
+    need(doc, "kernels", str)
     for section in ("quantize", "dequantize"):
         rows = need(doc, section, list)
         if not rows:

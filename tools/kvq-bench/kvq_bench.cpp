@@ -17,6 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "flags.h"
+#include "json_number.h"
+#include "progress.h"
+#include "run_info.h"
 #include "vocabulary.h"
 #include "graph.h"
 #include "harness.h"
@@ -46,14 +49,15 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#include <vector>
 
 using namespace kvqbench;
 
 namespace {
 
 struct Options {
-  bool json = false, quick = false, smoke = false;
+  bool json = false, quick = false, smoke = false, quiet = false;
+  /// A line on stderr per figure measured (a terminal only, not --quiet).
+  kvq::cli::Progress progress;
   std::string kvqOpt; ///< empty: look next to this executable
   int layers = 32;
   /// Sections to run (--only) and attention caches to time (--caches);
@@ -165,62 +169,9 @@ struct Report {
   bool compiled = false;
   double compileSeconds = 0;
   std::string compileNote;
-  /// One-minute load average before and after the run (-1: unknown): a
-  /// shared machine's other work moves every figure, so the output says
-  /// how busy it was.
-  double loadStart = -1, loadEnd = -1;
+  /// Build, machine, date and load average (run_info.h).
+  kvq::cli::RunInfo run;
 };
-
-/// The CPU's model name (/proc/cpuinfo), or "unknown", with the x86 family
-/// and model numbers where the kernel gives them: a name such as "AMD EPYC"
-/// alone does not tell a Zen 3 (no AVX-512) from a Zen 5.
-std::string cpuModel() {
-  FILE *f = std::fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return "unknown";
-  auto value = [](const char *line) {
-    const char *colon = std::strchr(line, ':');
-    std::string v = colon ? colon + 1 : "";
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t\n") + 1);
-    return v;
-  };
-  char line[512];
-  std::string model = "unknown", family, number;
-  // The first of each (every processor repeats them; arm64 may give its
-  // "Model" after the processors).
-  while (std::fgets(line, sizeof(line), f)) {
-    if (std::strncmp(line, "model name", 10) == 0 ||
-        std::strncmp(line, "Model", 5) == 0) {
-      if (model == "unknown")
-        model = value(line);
-    } else if (std::strncmp(line, "cpu family", 10) == 0) {
-      if (family.empty())
-        family = value(line);
-    } else if (std::strncmp(line, "model", 5) == 0 &&
-               std::isspace(static_cast<unsigned char>(line[5]))) {
-      if (number.empty())
-        number = value(line);
-    }
-  }
-  std::fclose(f);
-  if (!family.empty() && !number.empty())
-    model += " (family " + family + ", model " + number + ")";
-  return model;
-}
-
-/// The current UTC time, ISO 8601.
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
-}
-
-double loadAverage() {
-  double l[1];
-  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
-}
 
 constexpr int kHeads = 8, kDim = 128, kChannels = kHeads * kDim;
 
@@ -273,9 +224,12 @@ Effort effort(const Options &o) {
     e.reps = 1;
     e.minSeconds = 0.0;
   } else if (o.quick) {
+    // Five timed calls, however short: a time floor made a short call
+    // repeat up to maxReps times, each cold one behind an eviction of
+    // twice the last-level cache, which took most of a quick run.
     e.warmup = 1;
     e.reps = 5;
-    e.minSeconds = 0.1;
+    e.minSeconds = 0.0;
   }
   return e;
 }
@@ -318,6 +272,7 @@ void measureBaseline(const Options &o, Report &r) {
     const std::string name =
         std::string(loop.name) + (onHuge ? kHugeSuffix : "");
     r.readLoops.push_back({name, gbps});
+    o.progress("read loop %s: %.1f GB/s", name.c_str(), gbps);
     bestOfPages = std::max(bestOfPages, gbps);
     if (gbps > r.readGbps) {
       r.readGbps = gbps;
@@ -405,6 +360,7 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data());
     });
     r.quant.push_back({"kivi", bits, gb / t, gb / tr, gb / tWarm});
+    o.progress("quantize kivi %d-bit: %.2f GB/s", bits, gb / t);
     quant();
     std::vector<uint16_t> out(n);
     auto dequant = [&] {
@@ -428,6 +384,7 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
                        out.data(), KVQ_DTYPE_F16);
     });
     r.dequant.push_back({"kivi", bits, gb / t, gb / tr, gb / tDequantWarm});
+    o.progress("dequantize kivi %d-bit: %.2f GB/s", bits, gb / t);
   }
 }
 
@@ -478,6 +435,7 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                    lv.data(), KVQ_CODES_PACKED, cv.data());
     });
     r.quant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tWarm});
+    o.progress("quantize kvquant %d-bit: %.2f GB/s", bits, gb / t);
     std::vector<uint16_t> out(n);
     auto dequant = [&] {
       check(kvq_nuq_dequant(ck.data(), KVQ_CODES_PACKED, lk.data(), T,
@@ -500,6 +458,7 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
                      out.data(), KVQ_DTYPE_F16);
     });
     r.dequant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tDequantWarm});
+    o.progress("dequantize kvquant %d-bit: %.2f GB/s", bits, gb / t);
   }
 }
 
@@ -590,10 +549,11 @@ private:
 
 void measureAttention(const Options &o, Report &r,
                       const std::vector<uint16_t> &pool, int64_t poolTokens) {
-  // 128K only in a full run: filling its caches takes minutes.
+  // 128K only in a full run: filling its caches takes minutes; 32K not in
+  // a quick one: filling its sixteen caches took most of a minute.
   std::vector<int64_t> lengths = {1024, 8192, 32768, 131072};
   if (o.quick)
-    lengths = {1024, 8192, 32768};
+    lengths = {1024, 8192};
   if (o.smoke)
     lengths = {256, 1024};
   if (!o.tokens.empty())
@@ -642,6 +602,11 @@ void measureAttention(const Options &o, Report &r,
           const OneStep attend(t.cache, kQPerKv[q]);
           t.cold[q].push_back(medianSecondsAfter(e, evictor(), attend) * 1e3);
           t.warm[q].push_back(medianSeconds(e, attend) * 1e3);
+          o.progress("attention %s%s %lld tokens, %d q/kv, round %d/%d: "
+                     "%.3f ms",
+                     t.kind->name, t.rope == "none" ? "" : " pre-RoPE",
+                     static_cast<long long>(T), kQPerKv[q], round + 1,
+                     o.rounds(), t.cold[q].back());
         }
       }
     }
@@ -695,6 +660,8 @@ void measureThreads(const Options &o, Report &r,
         check(kvq_cache_set_parallel(cache, &host), "cache_set_parallel");
         const double many = medianSecondsAfter(e, evictor(), attend);
         r.threadRows.push_back({kind.name, T, qPerKv, one * 1e3, many * 1e3});
+        o.progress("threads %s %lld tokens, %d q/kv: %.2fx", kind.name,
+                   static_cast<long long>(T), qPerKv, one / many);
       }
       kvq_cache_destroy(cache);
     }
@@ -882,6 +849,7 @@ void measureCompile(const Options &o, Report &r) {
   }
   r.compiled = true;
   r.compileSeconds = s;
+  o.progress("compile %d layers: %.3f s", o.layers, s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -892,8 +860,9 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
   std::fprintf(f, "kvq-bench (%s kernels, one thread%s)\n", kvq::kernels().name,
                o.smoke ? ", smoke sizes" : (o.quick ? ", quick" : ""));
   std::fprintf(f, "load average (1 min): %.2f at start, %.2f at end\n",
-               r.loadStart, r.loadEnd);
-  std::fprintf(f, "machine: %s, %s\n", r.cpu.c_str(), r.date.c_str());
+               r.run.loadStart, r.run.loadEnd);
+  std::fprintf(f, "machine: %s, %ld CPUs, %s; kvq %s\n", r.run.cpu.c_str(),
+               r.run.cores, r.run.date.c_str(), r.run.version.c_str());
   std::fprintf(f, "baseline: memcpy %.1f GB/s, read %.1f GB/s (best loop: %s;",
                r.memcpyGbps, r.readGbps, r.readLoop.c_str());
   for (const auto &[name, gbps] : r.readLoops)
@@ -1015,131 +984,109 @@ void printHuman(FILE *f, const Report &r, const Options &o) {
     std::fprintf(f, "compile: %s\n", r.compileNote.c_str());
 }
 
-/// `s` as a JSON string literal (quotes, backslashes and control bytes
-/// escaped by the JSON library).
-std::string js(const std::string &s) {
-  return nlohmann::json(s).dump(-1, ' ', false,
-                                nlohmann::json::error_handler_t::replace);
-}
-
+/// The report as one JSON object (keys and their order: docs/PERFORMANCE.md).
+/// Each figure keeps the decimals it has always had (json_number.h);
+/// strings are escaped by the JSON library, bytes that are not UTF-8
+/// replaced.
 void printJson(FILE *f, const Report &r, const Options &o) {
-  std::fprintf(f, "{\n  \"kernels\": %s,\n  \"mode\": %s,\n",
-               js(kvq::kernels().name).c_str(),
-               js(o.smoke ? "smoke" : (o.quick ? "quick" : "full")).c_str());
-  std::fprintf(f, "  \"load_average\": {\"start\": %.2f, \"end\": %.2f},\n",
-               r.loadStart, r.loadEnd);
-  std::fprintf(f, "  \"machine\": {\"cpu\": %s, \"date\": %s},\n",
-               js(r.cpu).c_str(), js(r.date).c_str());
-  std::fprintf(f,
-               "  \"baseline\": {\"memcpy_gbps\": %.3f, \"read_gbps\": %.3f, "
-               "\"read_loop\": %s, \"read_loops\": {",
-               r.memcpyGbps, r.readGbps, js(r.readLoop).c_str());
-  for (size_t i = 0; i < r.readLoops.size(); ++i)
-    std::fprintf(f, "%s%s: %.3f", i ? ", " : "",
-                 js(r.readLoops[i].first).c_str(), r.readLoops[i].second);
-  std::fprintf(f,
-               "}, \"read_gbps_small_pages\": %.3f, "
-               "\"read_gbps_huge_pages\": %.3f, \"huge_page_share\": %.3f, "
-               "\"timing\": \"cold\", \"llc_bytes\": %lld, "
-               "\"evict_bytes\": %lld, \"read_rechecks\": [",
-               r.readGbpsSmallPages, r.readGbpsHugePages, r.hugePageShare,
-               static_cast<long long>(r.llcBytes),
-               static_cast<long long>(r.evictBytes));
-  for (size_t i = 0; i < r.readRechecks.size(); ++i)
-    std::fprintf(f, "%s%.3f", i ? ", " : "", r.readRechecks[i]);
-  std::fprintf(f, "]},\n  \"rounds\": %d,\n", o.rounds());
+  using kvq::cli::fixed;
+  using json = nlohmann::ordered_json;
+  json doc;
+  doc["kernels"] = kvq::kernels().name;
+  doc["mode"] = o.smoke ? "smoke" : (o.quick ? "quick" : "full");
+  r.run.addTo(doc);
+  json loops = json::object();
+  for (const auto &[name, gbps] : r.readLoops)
+    loops[name] = fixed(gbps, 3);
+  json rechecks = json::array();
+  for (double g : r.readRechecks)
+    rechecks.push_back(fixed(g, 3));
+  doc["baseline"] = {{"memcpy_gbps", fixed(r.memcpyGbps, 3)},
+                     {"read_gbps", fixed(r.readGbps, 3)},
+                     {"read_loop", r.readLoop},
+                     {"read_loops", loops},
+                     {"read_gbps_small_pages", fixed(r.readGbpsSmallPages, 3)},
+                     {"read_gbps_huge_pages", fixed(r.readGbpsHugePages, 3)},
+                     {"huge_page_share", fixed(r.hugePageShare, 3)},
+                     {"timing", "cold"},
+                     {"llc_bytes", r.llcBytes},
+                     {"evict_bytes", r.evictBytes},
+                     {"read_rechecks", rechecks}};
+  doc["rounds"] = o.rounds();
   for (int pass = 0; pass < 2; ++pass) {
-    const auto &rows = pass ? r.dequant : r.quant;
-    std::fprintf(f, "  \"%s\": [\n", pass ? "dequantize" : "quantize");
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::fprintf(f,
-                   "    {\"method\": %s, \"bits\": %d, \"gbps\": %.3f, "
-                   "\"ref_gbps\": %.3f, \"warm_gbps\": %.3f}%s\n",
-                   js(rows[i].method).c_str(), rows[i].bits, rows[i].gbps,
-                   rows[i].refGbps, rows[i].warmGbps,
-                   i + 1 < rows.size() ? "," : "");
-    std::fprintf(f, "  ],\n");
+    json rows = json::array();
+    for (const QuantRow &q : pass ? r.dequant : r.quant)
+      rows.push_back({{"method", q.method},
+                      {"bits", q.bits},
+                      {"gbps", fixed(q.gbps, 3)},
+                      {"ref_gbps", fixed(q.refGbps, 3)},
+                      {"warm_gbps", fixed(q.warmGbps, 3)}});
+    doc[pass ? "dequantize" : "quantize"] = rows;
   }
-  std::fprintf(f, "  \"attention\": [\n");
-  for (size_t i = 0; i < r.attention.size(); ++i) {
-    const AttnRow &a = r.attention[i];
+  json attention = json::array();
+  for (const AttnRow &a : r.attention) {
+    json row = {{"cache", a.cache},          {"tokens", a.tokens},
+                {"q_per_kv", a.qPerKv},      {"ms", fixed(a.ms, 4)},
+                {"bytes_read", a.bytesRead}, {"bound_ms", fixed(a.boundMs, 4)},
+                {"warm_ms", fixed(a.warmMs, 4)}, {"rope", a.rope}};
     // A pre-RoPE row also carries its time over the post-RoPE row's.
-    std::string vsPost;
     if (const AttnRow *post =
             a.rope == "none" ? nullptr : postRopeRow(r.attention, a)) {
-      char buf[96];
-      std::snprintf(buf, sizeof(buf),
-                    ", \"vs_post_rope\": %.4f, \"warm_vs_post_rope\": %.4f",
-                    a.ms / post->ms, a.warmMs / post->warmMs);
-      vsPost = buf;
+      row["vs_post_rope"] = fixed(a.ms / post->ms, 4);
+      row["warm_vs_post_rope"] = fixed(a.warmMs / post->warmMs, 4);
     }
-    std::string rounds;
-    for (double ms : a.roundMs) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%s%.4f", rounds.empty() ? "" : ", ", ms);
-      rounds += buf;
-    }
-    std::fprintf(f,
-                 "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
-                 "\"ms\": %.4f, \"bytes_read\": %lld, \"bound_ms\": %.4f, "
-                 "\"warm_ms\": %.4f, \"rope\": %s%s, \"round_ms\": [%s]}%s\n",
-                 js(a.cache).c_str(), static_cast<long long>(a.tokens),
-                 a.qPerKv, a.ms, static_cast<long long>(a.bytesRead), a.boundMs,
-                 a.warmMs, js(a.rope).c_str(), vsPost.c_str(), rounds.c_str(),
-                 i + 1 < r.attention.size() ? "," : "");
+    json rounds = json::array();
+    for (double ms : a.roundMs)
+      rounds.push_back(fixed(ms, 4));
+    row["round_ms"] = rounds;
+    attention.push_back(row);
   }
-  std::fprintf(f, "  ],\n");
+  doc["attention"] = attention;
   if (r.threadRows.empty()) {
-    std::fprintf(f, "  \"threads\": null,\n");
+    doc["threads"] = nullptr;
   } else {
-    std::fprintf(f, "  \"threads\": {\"workers\": %d, \"rows\": [\n",
-                 o.threads);
-    for (size_t i = 0; i < r.threadRows.size(); ++i) {
-      const Report::ThreadRow &t = r.threadRows[i];
-      std::fprintf(f,
-                   "    {\"cache\": %s, \"tokens\": %lld, \"q_per_kv\": %d, "
-                   "\"ms_1\": %.4f, \"ms_n\": %.4f, \"speedup\": %.4f}%s\n",
-                   js(t.cache).c_str(), static_cast<long long>(t.tokens),
-                   t.qPerKv, t.ms1, t.msN, t.ms1 / t.msN,
-                   i + 1 < r.threadRows.size() ? "," : "");
-    }
-    std::fprintf(f, "  ]},\n");
+    json rows = json::array();
+    for (const Report::ThreadRow &t : r.threadRows)
+      rows.push_back({{"cache", t.cache},
+                      {"tokens", t.tokens},
+                      {"q_per_kv", t.qPerKv},
+                      {"ms_1", fixed(t.ms1, 4)},
+                      {"ms_n", fixed(t.msN, 4)},
+                      {"speedup", fixed(t.ms1 / t.msN, 4)}});
+    doc["threads"] = {{"workers", o.threads}, {"rows", rows}};
   }
-  std::fprintf(f,
-               "  \"append\": {\"ns_at_1k\": %.1f, \"ns_at_64k\": %.1f, "
-               "\"caches\": [",
-               r.appendNs1k, r.appendNs64k);
-  for (size_t i = 0; i < r.appendRows.size(); ++i)
-    std::fprintf(f,
-                 "%s{\"cache\": %s, \"tokens\": 1024, \"ns\": %.1f, "
-                 "\"max_ns\": %.1f}",
-                 i ? ", " : "", js(r.appendRows[i].cache).c_str(),
-                 r.appendRows[i].ns, r.appendRows[i].maxNs);
-  std::fprintf(f, "], \"rates\": [");
-  for (size_t i = 0; i < r.appendRates.size(); ++i) {
-    const Report::AppendRateRow &a = r.appendRates[i];
-    std::fprintf(f,
-                 "%s{\"cache\": %s, \"dtype\": %s, \"call_tokens\": %lld, "
-                 "\"tokens\": %lld, \"gbps\": %.4f, \"base_gbps\": %.4f, "
-                 "\"vs_base\": %.4f}",
-                 i ? ", " : "", js(a.cache).c_str(), js(a.dtype).c_str(),
-                 static_cast<long long>(a.callTokens),
-                 static_cast<long long>(kRateTokens), a.gbps, a.baseGbps,
-                 a.gbps / a.baseGbps);
+  json caches = json::array(), rates = json::array();
+  for (const Report::AppendRow &a : r.appendRows)
+    caches.push_back({{"cache", a.cache},
+                      {"tokens", 1024},
+                      {"ns", fixed(a.ns, 1)},
+                      {"max_ns", fixed(a.maxNs, 1)}});
+  for (const Report::AppendRateRow &a : r.appendRates)
+    rates.push_back({{"cache", a.cache},
+                     {"dtype", a.dtype},
+                     {"call_tokens", a.callTokens},
+                     {"tokens", kRateTokens},
+                     {"gbps", fixed(a.gbps, 4)},
+                     {"base_gbps", fixed(a.baseGbps, 4)},
+                     {"vs_base", fixed(a.gbps / a.baseGbps, 4)}});
+  doc["append"] = {{"ns_at_1k", fixed(r.appendNs1k, 1)},
+                   {"ns_at_64k", fixed(r.appendNs64k, 1)},
+                   {"caches", caches},
+                   {"rates", rates}};
+  if (r.compiled) {
+    doc["compile"] = {{"layers", o.layers},
+                      {"seconds", fixed(r.compileSeconds, 4)}};
+  } else {
+    doc["compile"] = nullptr;
+    doc["compile_note"] = r.compileNote;
   }
-  std::fprintf(f, "]},\n");
-  if (r.compiled)
-    std::fprintf(f, "  \"compile\": {\"layers\": %d, \"seconds\": %.4f}\n",
-                 o.layers, r.compileSeconds);
-  else
-    std::fprintf(f, "  \"compile\": null,\n  \"compile_note\": %s\n",
-                 js(r.compileNote).c_str());
-  std::fprintf(f, "}\n");
+  std::fprintf(f, "%s\n",
+               doc.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }
 
 void usage() {
   std::fprintf(
-      stderr, "usage: kvq-bench [--json] [--quick] [--kvq-opt PATH] "
+      stderr, "usage: kvq-bench [--json] [--quick] [--quiet] [--kvq-opt PATH] "
               "[--layers N]\n"
               "                 [--only LIST] [--caches LIST] [--rope STYLE]\n"
               "                 [--contexts LIST] [--threads N] [--rounds N] "
@@ -1147,11 +1094,17 @@ void usage() {
               "  (every flag also takes --flag=value)\n"
               "  --json         one JSON object on stdout (the table goes "
               "to stderr)\n"
-              "  --quick        reduced set, under a minute\n"
+              "  --quick        under a minute: every section, attention at "
+              "1K and 8K\n"
+              "                 tokens, one round, 5 timed calls per "
+              "figure\n"
               "  --kvq-opt=PATH kvq-opt to time (default: next to "
               "kvq-bench)\n"
               "  --layers=N     layers of the generated graph (default 32)\n"
               "  --smoke        tiny sizes, seconds (for the test suite)\n"
+              "  --quiet        no progress lines (printed on stderr only "
+              "when it is a\n"
+              "                 terminal)\n"
               "  --only=LIST    sections to run, of quantize,attention,threads,"
               "append,compile\n"
               "                 (default all; the baseline always runs)\n"
@@ -1164,7 +1117,7 @@ void usage() {
               "such rows)\n"
               "  --contexts=LIST context lengths of the attention rows "
               "(default:\n"
-              "                 1024,8192,32768 and, full runs, 131072)\n"
+              "                 1024,8192,32768,131072; --quick 1024,8192)\n"
               "  --threads=N    also time attention through a host pool of N "
               "threads\n"
               "                 (kvq_cache_set_parallel) against one thread, "
@@ -1194,6 +1147,8 @@ int main(int argc, char **argv) {
       o.json = p.flag();
     else if (p.is("--quick"))
       o.quick = p.flag();
+    else if (p.is("--quiet"))
+      o.quiet = p.flag();
     else if (p.is("--smoke"))
       o.smoke = o.quick = p.flag();
     else if (p.is("--kvq-opt"))
@@ -1253,10 +1208,9 @@ int main(int argc, char **argv) {
                 {"quantize", "attention", "threads", "append", "compile"}) ||
       !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
+  o.progress = kvq::cli::Progress("kvq-bench", o.quiet);
   Report r;
-  r.loadStart = loadAverage();
-  r.cpu = cpuModel();
-  r.date = utcNow();
+  r.run = kvq::cli::RunInfo::start();
   r.llcBytes = evictor().llcBytes();
   r.evictBytes = evictor().bufferBytes();
   measureBaseline(o, r);
@@ -1280,6 +1234,7 @@ int main(int argc, char **argv) {
       if (o.times(kind.name)) {
         const AppendTimes t = appendNs(o, kind, k, poolTokens, 1024);
         r.appendRows.push_back({kind.name, t.ns, t.maxNs});
+        o.progress("append %s at 1K: %.0f ns", kind.name, t.ns);
       }
     // kivi2 at 1K is one of the rows unless --caches leaves it out.
     r.appendNs1k = -1;
@@ -1293,14 +1248,20 @@ int main(int argc, char **argv) {
       if (o.times(kind.name))
         for (kvq_dtype dtype : {KVQ_DTYPE_F16, KVQ_DTYPE_F32})
           for (int64_t call : {int64_t{1}, int64_t{128}})
+          {
             r.appendRates.push_back(
                 appendRate(o, kind, k, poolTokens, call, dtype));
+            const Report::AppendRateRow &a = r.appendRates.back();
+            o.progress("append rate %s %s, %lld per call: %.3f GB/s",
+                       a.cache.c_str(), a.dtype.c_str(),
+                       static_cast<long long>(a.callTokens), a.gbps);
+          }
   }
   if (o.runs("compile"))
     measureCompile(o, r);
   else
     r.compileNote = "not run (--only)";
-  r.loadEnd = loadAverage();
+  r.run.finish();
   if (o.json) {
     printHuman(stderr, r, o);
     printJson(stdout, r, o);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "flags.h"
 #include "npy.h"
+#include "table.h"
 
 #include <dlfcn.h>
 
@@ -224,7 +225,7 @@ const char *kUsage =
     "[--check] [--version]\n"
     "  --graphs DIR  where decoder_layer_<method>.so are (default: the "
     "build's)\n"
-    "  --check       exit 1 unless the table shows what the README claims\n"
+    "  --check       exit 1 unless the table shows what docs/ARCHITECTURE.md says\n"
     "  (every flag also takes --flag=value)\n";
 
 } // namespace
@@ -281,10 +282,12 @@ int main(int argc, char **argv) {
   for (Result &r : results)
     r.relError = relativeError(results[0].outputs, r.outputs);
 
-  std::printf("%-10s %10s %12s %10s %20s\n", "method", "eff. bits",
+  const int labelWidth = kvq::cli::labelColumnWidth(
+      "method", results, [](const Result &r) { return r.method; });
+  std::printf("%-*s %10s %12s %10s %20s\n", labelWidth, "method", "eff. bits",
               "cache bytes", "vs fp16", "attn rel. error");
   for (const Result &r : results)
-    std::printf("%-10s %10.2f %12lld %9.2fx %20.3e\n", r.method.c_str(),
+    std::printf("%-*s %10.2f %12lld %9.2fx %20.3e\n", labelWidth, r.method.c_str(),
                 r.effectiveBits, (long long)r.bytes,
                 double(r.fp16Bytes) / double(r.bytes), r.relError);
   std::printf("\nattn rel. error = ||O - O_fp16|| / ||O_fp16|| over the "
@@ -293,7 +296,8 @@ int main(int argc, char **argv) {
 
   if (!check)
     return 0;
-  // What the README says the table shows.
+  // What docs/ARCHITECTURE.md ("What ./kvq.sh demo and ./kvq.sh test run")
+  // says the table shows.
   const Result &fp16 = results[0], &kivi = results[1], &sink = results[2],
                &nuq = results[3];
   bool ok = fp16.relError == 0.0 && fp16.effectiveBits == 16.0;
@@ -302,6 +306,6 @@ int main(int argc, char **argv) {
   ok = ok && sink.relError < kivi.relError && nuq.relError < kivi.relError;
   if (!ok)
     std::fprintf(stderr, "kvq-demo --check: the table does not show what the "
-                         "README claims\n");
+                         "docs/ARCHITECTURE.md claims\n");
   return ok ? 0 : 1;
 }

@@ -24,6 +24,8 @@
 
 #include "kvq/runtime.h"
 #include "read_loops.h"
+#include "run_info.h"
+#include "table.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -123,7 +125,8 @@ int runDecodeBench(
     const std::vector<int64_t> &contexts, int repetitions, bool json,
     const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens,
-    int threads) {
+    int threads, const cli::Progress &progress) {
+  cli::RunInfo runInfo = cli::RunInfo::start();
   const auto &c = ckpt.config();
   std::string error;
   struct Row {
@@ -166,6 +169,7 @@ int runDecodeBench(
       llvm::errs() << "kvq-run: error: " << label << ": " << error << "\n";
       return 2;
     }
+    progress("%s: compiled", label.c_str());
     {
       std::vector<int32_t> tokens(static_cast<size_t>(prefillTokens));
       for (size_t i = 0; i < tokens.size(); ++i)
@@ -185,6 +189,9 @@ int runDecodeBench(
         times.push_back(seconds(start));
       }
       prefills.push_back({label, fastest(times)});
+      progress("%s: prefill of %lld tokens: %.2f ms", label.c_str(),
+               static_cast<long long>(prefillTokens),
+               1e3 * prefills.back().seconds);
     }
     for (int64_t context : contexts) {
       if (context + repetitions > c.seqLen) {
@@ -248,9 +255,8 @@ int runDecodeBench(
       }
       rows.push_back({label, context, fastest(steps), fastest(attention),
                       fastest(denseTimes), cacheStats.total_bytes});
-      if (!json)
-        llvm::errs() << "  " << label << " @" << context << ": step "
-                     << llvm::format("%.2f", 1e3 * rows.back().step) << " ms\n";
+      progress("%s @%lld: step %.2f ms", label.c_str(),
+               static_cast<long long>(context), 1e3 * rows.back().step);
     }
   }
   const double bound = std::max(boundBefore, readBandwidth());
@@ -273,8 +279,16 @@ int runDecodeBench(
         return r.step;
     return 0.0;
   };
+  runInfo.finish();
   if (json) {
-    llvm::outs() << "{\n  \"config\": {\"dim\": " << c.dim
+    // The build, machine, date and load average (tools/common/run_info.h).
+    nlohmann::ordered_json info;
+    runInfo.addTo(info);
+    llvm::outs() << "{\n";
+    for (const auto &item : info.items())
+      llvm::outs() << "  \"" << item.key() << "\": " << item.value().dump()
+                   << ",\n";
+    llvm::outs() << "  \"config\": {\"dim\": " << c.dim
                  << ", \"hidden_dim\": " << c.hiddenDim
                  << ", \"layers\": " << c.layers << ", \"heads\": " << c.heads
                  << ", \"kv_heads\": " << c.kvHeads
@@ -337,15 +351,17 @@ int runDecodeBench(
                << "512 MB, this run), dense weights "
                << llvm::format("%.1f", weightBytes / 1e6) << " MB "
                << import::weightTypeName(spelling.weightType) << "\n\n";
-  llvm::outs() << llvm::format("%-24s %7s %9s %9s %9s %9s %9s %7s %8s %9s %10s\n",
-                               "method", "context", "step ms", "dense ms",
+  const int labelWidth = cli::labelColumnWidth(
+      "method", rows, [](const Row &r) { return r.method; });
+  llvm::outs() << llvm::format("%-*s %7s %9s %9s %9s %9s %9s %7s %8s %9s %10s\n",
+                               labelWidth, "method", "context", "step ms", "dense ms",
                                "attn ms", "rest ms", "MB read", "GB/s",
                                "x bound", "tokens/s", "attn/fp16");
   for (const Row &r : rows) {
     double base = fp16Attention(r.context);
     llvm::outs() << llvm::format(
-        "%-24s %7lld %9.2f %9.2f %9.3f %9.2f %9.1f %7.1f %7.2fx %9.1f %9.2fx\n",
-        r.method.c_str(), (long long)r.context, 1e3 * r.step, 1e3 * r.dense,
+        "%-*s %7lld %9.2f %9.2f %9.3f %9.2f %9.1f %7.1f %7.2fx %9.1f %9.2fx\n",
+        labelWidth, r.method.c_str(), (long long)r.context, 1e3 * r.step, 1e3 * r.dense,
         1e3 * r.attention, 1e3 * (r.step - r.attention - r.dense),
         bytesOf(r) / 1e6, bytesOf(r) / r.step / 1e9,
         r.step / (bytesOf(r) / bound / 1e9), 1.0 / r.step,
@@ -354,13 +370,14 @@ int runDecodeBench(
   llvm::outs() << "\nprefill of " << prefillTokens
                << " tokens on an empty cache, fastest of "
                << std::min(repetitions, 3) << "\n\n";
-  llvm::outs() << llvm::format("%-24s %10s %10s %12s %15s\n", "method",
+  llvm::outs() << llvm::format("%-*s %10s %10s %12s %15s\n", labelWidth,
+                               "method",
                                "ms", "tokens/s", "dense GFLOP/s",
                                "per token vs decode");
   for (const Prefill &p : prefills) {
     double step = decodeStep(p.method);
     llvm::outs() << llvm::format(
-        "%-24s %10.2f %10.1f %12.1f %14.1fx\n", p.method.c_str(),
+        "%-*s %10.2f %10.1f %12.1f %14.1fx\n", labelWidth, p.method.c_str(),
         1e3 * p.seconds, double(prefillTokens) / p.seconds,
         prefillFlops / p.seconds / 1e9,
         step > 0 ? step * double(prefillTokens) / p.seconds : 0.0);

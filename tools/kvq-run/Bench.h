@@ -5,6 +5,8 @@
 
 #include "tools/kvq-run/CompiledModel.h"
 
+#include "progress.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,13 +18,15 @@ namespace kvq::run {
 /// step into dense layers, attention and the rest, against the read
 /// bandwidth measured in the same run; and one prefill of `prefillTokens`.
 /// `threads` is what the host lent the runtime (for the report). Prints a
-/// table or JSON; returns the exit status.
+/// table or JSON (and a progress line per compile, prefill and context);
+/// returns the exit status.
 int runDecodeBench(
     const model::Llama2cCheckpoint &ckpt,
     const std::vector<std::pair<std::string, std::string>> &methods,
     const std::vector<int64_t> &contexts, int repetitions, bool json,
     const import::ImportOptions &spelling,
-    const CompileOptions &compileOptions, int64_t prefillTokens, int threads);
+    const CompileOptions &compileOptions, int64_t prefillTokens, int threads,
+    const cli::Progress &progress);
 
 } // namespace kvq::run
 

@@ -19,6 +19,8 @@
 
 #include "cl_version.h"
 #include "flags.h"
+#include "progress.h"
+#include "table.h"
 #include "thread_pool.h"
 #include "vocabulary.h"
 
@@ -606,6 +608,11 @@ int main(int argc, char **argv) {
                      cl::desc("Generation, perplexity or benchmark results "
                               "as JSON on stdout"),
                      cl::cat(cat));
+  cl::opt<bool> quiet(
+      "quiet",
+      cl::desc("No progress lines (one per compile, prefill, context or "
+               "document on stderr, printed only when it is a terminal)"),
+      cl::cat(cat));
   cl::opt<bool> bench(
       "bench",
       cl::desc("Time decode steps per method at each --contexts length, "
@@ -662,6 +669,7 @@ int main(int argc, char **argv) {
       "  --threads N  host threads the caches' updates and the dense layers "
       "may use (default 1; the same bytes as one)\n");
 
+  const kvq::cli::Progress progress("kvq-run", quiet);
   // One line, as every kvq tool's errors (tools/common/flags.h).
   auto fail = [](const std::string &message) {
     std::string line = message;
@@ -798,7 +806,7 @@ int main(int argc, char **argv) {
                   "]");
     return run::runDecodeBench(*ckpt, benchMethods, points, benchSteps, json,
                                spelling, compileOptions, promptTokens,
-                               int(threads));
+                               int(threads), progress);
   }
   if (!tokensFile.empty() && !perplexity.empty())
     return fail("--tokens and --perplexity both name the documents; give one");
@@ -915,6 +923,7 @@ int main(int argc, char **argv) {
           compileOptions);
       if (!model)
         return fail(m.label + ": " + error);
+      progress("%s: compiled", m.label.c_str());
       uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
       say("[" + m.label + "] " + std::string(prompt));
       std::string text;
@@ -1049,6 +1058,7 @@ int main(int argc, char **argv) {
                                     spelling, compileOptions);
     if (!model)
       return fail(m.label + ": " + error);
+    progress("%s: compiled", m.label.c_str());
     if (first)
       weightBytes = ckpt->heldWeightBytes() + model->ownWeightBytes();
     first = false;
@@ -1057,9 +1067,11 @@ int main(int argc, char **argv) {
     double klSum = 0, klSq = 0, klSeconds = 0;
     int64_t agree = 0;
     int64_t bytes = 0, fp16 = 0;
+    size_t document = 0;
     for (auto &d : docs) {
       if (int64_t(d.size()) <= promptTokens)
         continue;
+      ++document;
       if (!model->reset(&error))
         return fail(error);
       const float *logits = model->prefill(d.data(), 0);
@@ -1100,6 +1112,9 @@ int main(int argc, char **argv) {
           return fail(m.label + ": " + model->error());
       }
       seconds += std::chrono::duration<double>(clock::now() - start).count();
+      progress("%s: document %zu/%zu, %lld tokens decoded", m.label.c_str(),
+               document, usable,
+               static_cast<long long>(int64_t(d.size()) - promptTokens));
       run::CacheStats s = model->stats();
       bytes += s.totalBytes;
       fp16 += s.fp16Bytes;
@@ -1171,7 +1186,10 @@ int main(int argc, char **argv) {
     std::snprintf(buf, sizeof(buf), fmt, x);
     return buf;
   };
-  llvm::outs() << llvm::format("%-34s %9s %12s %11s %9s %9s", "method",
+  const int labelWidth = kvq::cli::labelColumnWidth(
+      "method", results, [](const Result &r) { return r.spec.label; });
+  llvm::outs() << llvm::format("%-*s %9s %12s %11s %9s %9s", labelWidth,
+                               "method",
                                "eff bits", "cache bytes", "perplexity",
                                "± ppl", "delta");
   if (klDivergence)
@@ -1180,7 +1198,7 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::format(" %9s\n", "tok/s");
   for (const Result &r : results) {
     llvm::outs() << llvm::format(
-        "%-34s %9.2f %12lld %11.4f %8s %+9.4f", r.spec.label.c_str(),
+        "%-*s %9.2f %12lld %11.4f %8s %+9.4f", labelWidth, r.spec.label.c_str(),
         r.effectiveBits, (long long)r.cacheBytes, r.perplexity,
         fixed(r.perplexityStderr, "%.4f").c_str(), r.perplexity - base);
     if (klDivergence)

@@ -194,7 +194,9 @@ void mlir::kvq::foldScatterLoops(func::FuncOp f) {
                                                  ->getSExtValue())
                                        : std::nullopt;
     const char *why =
-        !oneSlot ? "writes several slots per row (a chunk of tokens)"
+        !oneSlot ? "writes several slots per row (a chunk of tokens, or the "
+                   "heads flattened into one index, as torch-mlir's "
+                   "index_put lowering writes them)"
         : !wholeRows || trips != values.getDimSize(0) ||
                 !isConstantIntValue(loop.getLowerBound(), 0)
             ? "does not write whole rows of every head"

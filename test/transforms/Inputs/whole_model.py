@@ -582,11 +582,219 @@ def forward(m, form):
         ", ".join(args), ", ".join(results), "\n".join(g.lines)), results)
 
 
+class Tosa:
+    """TOSA ops as torch-mlir's TOSA backend writes them (TOSA 1.0 forms:
+    zero points and shifts as operands, shapes as tosa.const_shape)."""
+
+    def __init__(self, g):
+        self.g = g
+        self.shift = self.const("dense<0> : tensor<1xi8>", "tensor<1xi8>")
+        self.zp = self.const("dense<0.0> : tensor<1xf32>", f32([1]))
+
+    def const(self, value, t):
+        r = self.g.v("tc")
+        self.g.emit('%s = "tosa.const"() {values = %s} : () -> %s' % (
+            r, value if ":" in value else "%s : %s" % (value, t), t))
+        return r
+
+    def shape(self, dims):
+        r = self.g.v("sh")
+        self.g.emit("%s = tosa.const_shape {values = dense<[%s]> : "
+                    "tensor<%dxindex>} : () -> !tosa.shape<%d>" % (
+                        r, ", ".join(map(str, dims)), len(dims), len(dims)))
+        return r, "!tosa.shape<%d>" % len(dims)
+
+    def op(self, name, operands, types, out_t, attrs=""):
+        r = self.g.v(name.split(".")[-1][:4])
+        self.g.emit("%s = %s %s%s : (%s) -> %s" % (
+            r, name, ", ".join(operands), attrs, ", ".join(types), out_t))
+        return r
+
+    def reshape(self, x, xs, shape):
+        s, st = self.shape(shape)
+        return self.op("tosa.reshape", [x, s], [f32(xs), st], f32(shape))
+
+    def transpose(self, x, xs, perms):
+        return self.op("tosa.transpose", [x], [f32(xs)],
+                       f32([xs[p] for p in perms]),
+                       " {perms = array<i32: %s>}" % ", ".join(map(str,
+                                                                  perms)))
+
+    def binary(self, name, a, ash, b, bsh):
+        out = [max(x, y) for x, y in zip(ash, bsh)]
+        if name == "tosa.mul":
+            return self.op(name, [a, b, self.shift],
+                           [f32(ash), f32(bsh), "tensor<1xi8>"], f32(out))
+        return self.op(name, [a, b], [f32(ash), f32(bsh)], f32(out))
+
+    def unary(self, name, x, xs):
+        if name == "tosa.negate":
+            return self.op(name, [x, self.zp, self.zp],
+                           [f32(xs), f32([1]), f32([1])], f32(xs))
+        return self.op(name, [x], [f32(xs)], f32(xs))
+
+    def reduce(self, name, x, xs, axis):
+        out = list(xs)
+        out[axis] = 1
+        return self.op(name, [x], [f32(xs)], f32(out),
+                       " {axis = %d : i32}" % axis)
+
+    def matmul(self, a, ash, b, bsh):
+        return self.op("tosa.matmul", [a, b, self.zp, self.zp],
+                       [f32(ash), f32(bsh), f32([1]), f32([1])],
+                       f32([ash[0], ash[1], bsh[2]]))
+
+
+def forward_tosa(m):
+    """stories260K's decode step in TOSA: caches [1, kv_heads, capacity,
+    head_dim] seen as [kv_heads, capacity, head_dim] for tosa.scatter, the
+    position as a [1, 1] i32 tensor, the additive mask an argument."""
+    g = Graph()
+    T = Tosa(g)
+    H, KV, hd, C, D = m.heads, m.kv, m.hd, m.cap, m.dim
+    grp, half = H // KV, hd // 2
+    ct = f32([1, KV, C, hd])
+    caches = []
+    for i in range(m.layers):
+        caches += ["%%k%d" % i, "%%v%d" % i]
+    args = ["%ids: tensor<1x1xi32>", "%pos: tensor<1x1xi32>",
+            "%attention_mask: " + f32([1, 1, C])]
+    args += ["%s: %s" % (c, ct) for c in caches]
+    results = [f32([1, 1, m.vocab])] + [ct] * len(caches)
+
+    def weight(name, transpose=False):
+        shape, blob = m.w[name]
+        if transpose:  # [out, in] -> [1, in, out] for tosa.matmul
+            rows, cols = shape
+            vals = struct.unpack("<%df" % (rows * cols), blob)
+            blob = struct.pack("<%df" % (rows * cols), *(
+                vals[r * cols + c] for c in range(cols) for r in range(rows)))
+            shape = [1, cols, rows]
+        else:
+            shape = [1] * (3 - len(shape)) + list(shape)
+        return T.const(hexdense(blob) + " : " + f32(shape), f32(shape))
+
+    def rmsnorm(x, name):
+        sq = T.binary("tosa.mul", x, [1, 1, D], x, [1, 1, D])
+        ss = T.reduce("tosa.reduce_sum", sq, [1, 1, D], 2)
+        inv_n = T.const("dense<%.9e>" % (1.0 / D), f32([1, 1, 1]))
+        eps = T.const("dense<%.9e>" % m.eps, f32([1, 1, 1]))
+        mean = T.binary("tosa.mul", ss, [1, 1, 1], inv_n, [1, 1, 1])
+        r = T.unary("tosa.rsqrt", T.binary("tosa.add", mean, [1, 1, 1], eps,
+                                           [1, 1, 1]), [1, 1, 1])
+        xn = T.binary("tosa.mul", x, [1, 1, D], r, [1, 1, 1])
+        return T.binary("tosa.mul", xn, [1, 1, D], weight(name), [1, 1, D])
+
+    def linear(x, name, n_in, n_out):
+        return T.matmul(x, [1, 1, n_in], weight(name, transpose=True),
+                        [1, n_in, n_out])
+
+    def table(values):
+        blob = struct.pack("<%df" % len(values), *values)
+        return T.const(hexdense(blob) + " : " + f32([1, C, hd]),
+                       f32([1, C, hd]))
+
+    cos, sin = [], []
+    for p in range(C):
+        for c in range(hd):
+            f = p * m.theta ** (-2.0 * (c % half) / hd)
+            cos.append(math.cos(f))
+            sin.append(math.sin(f))
+    cos_t, sin_t = table(cos), table(sin)
+    ids_t = "tensor<1x1xi32>"
+    cs = [T.op("tosa.gather", [tab, "%pos"], [f32([1, C, hd]), ids_t],
+               f32([1, 1, hd])) for tab in (cos_t, sin_t)]
+
+    def rope(x, n):
+        """x [n, 1, hd]: x * cos + rotate_half(x) * sin."""
+        xs = [n, 1, hd]
+        lo_s, hi_s = [], []
+        start0, st = T.shape([0, 0, 0])
+        start1, _ = T.shape([0, 0, half])
+        size, _ = T.shape([n, 1, half])
+        lo = T.op("tosa.slice", [x, start0, size], [f32(xs), st, st],
+                  f32([n, 1, half]))
+        hi = T.op("tosa.slice", [x, start1, size], [f32(xs), st, st],
+                  f32([n, 1, half]))
+        rot = T.op("tosa.concat", [T.unary("tosa.negate", hi, [n, 1, half]),
+                                   lo],
+                   [f32([n, 1, half])] * 2, f32(xs), " {axis = 2 : i32}")
+        a = T.binary("tosa.mul", x, xs, cs[0], [1, 1, hd])
+        b = T.binary("tosa.mul", rot, xs, cs[1], [1, 1, hd])
+        return T.binary("tosa.add", a, xs, b, xs)
+
+    def heads(x, n):
+        """[1, 1, n * hd] -> [n, 1, hd]."""
+        return T.reshape(x, [1, 1, n * hd], [n, 1, hd])
+
+    emb = weight("model.embed_tokens.weight")
+    x = T.op("tosa.gather", [emb, "%ids"], [f32([1, m.vocab, D]), ids_t],
+             f32([1, 1, D]))
+    zeros = T.const("dense<0>", "tensor<%dx1xi32>" % KV)
+    idx = T.op("tosa.add", [zeros, "%pos"], ["tensor<%dx1xi32>" % KV, ids_t],
+               "tensor<%dx1xi32>" % KV)
+    scale = T.const("dense<%.9e>" % (1.0 / math.sqrt(hd)), f32([1, 1, 1]))
+    new_caches = []
+    for i in range(m.layers):
+        p = "model.layers.%d." % i
+        h = rmsnorm(x, p + "input_layernorm.weight")
+        q = rope(heads(linear(h, p + "self_attn.q_proj.weight", D, D), H), H)
+        k = rope(heads(linear(h, p + "self_attn.k_proj.weight", D, KV * hd),
+                       KV), KV)
+        v = heads(linear(h, p + "self_attn.v_proj.weight", D, KV * hd), KV)
+        outs = []
+        for new, cache in ((k, "%%k%d" % i), (v, "%%v%d" % i)):
+            c3 = T.reshape(cache, [1, KV, C, hd], [KV, C, hd])
+            w = T.op("tosa.scatter", [c3, idx, new],
+                     [f32([KV, C, hd]), "tensor<%dx1xi32>" % KV,
+                      f32([KV, 1, hd])], f32([KV, C, hd]))
+            new_caches.append(T.reshape(w, [KV, C, hd], [1, KV, C, hd]))
+            # repeat_kv: [KV, C, hd] -> [H, C, hd]
+            r4 = T.reshape(w, [KV, C, hd], [KV, 1, C, hd])
+            mul, mt = T.shape([1, grp, 1, 1])
+            tiled = T.op("tosa.tile", [r4, mul], [f32([KV, 1, C, hd]), mt],
+                         f32([KV, grp, C, hd]))
+            outs.append(T.reshape(tiled, [KV, grp, C, hd], [H, C, hd]))
+        kr, vr = outs
+        kt = T.transpose(kr, [H, C, hd], [0, 2, 1])
+        s = T.matmul(q, [H, 1, hd], kt, [H, hd, C])
+        s = T.binary("tosa.mul", s, [H, 1, C], scale, [1, 1, 1])
+        s = T.binary("tosa.add", s, [H, 1, C], "%attention_mask", [1, 1, C])
+        mx = T.reduce("tosa.reduce_max", s, [H, 1, C], 2)
+        e = T.unary("tosa.exp", T.binary("tosa.sub", s, [H, 1, C], mx,
+                                          [H, 1, 1]), [H, 1, C])
+        z = T.unary("tosa.reciprocal",
+                    T.reduce("tosa.reduce_sum", e, [H, 1, C], 2), [H, 1, 1])
+        pr = T.binary("tosa.mul", e, [H, 1, C], z, [H, 1, 1])
+        o = T.matmul(pr, [H, 1, C], vr, [H, C, hd])
+        a = T.reshape(o, [H, 1, hd], [1, 1, D])
+        x = T.binary("tosa.add", x, [1, 1, D],
+                     linear(a, p + "self_attn.o_proj.weight", D, D),
+                     [1, 1, D])
+        h = rmsnorm(x, p + "post_attention_layernorm.weight")
+        ft = [1, 1, m.hidden]
+        gate = linear(h, p + "mlp.gate_proj.weight", D, m.hidden)
+        up = linear(h, p + "mlp.up_proj.weight", D, m.hidden)
+        act = T.binary("tosa.mul", T.binary(
+            "tosa.mul", gate, ft, T.unary("tosa.sigmoid", gate, ft), ft), ft,
+            up, ft)
+        x = T.binary("tosa.add", x, [1, 1, D],
+                     linear(act, p + "mlp.down_proj.weight", m.hidden, D),
+                     [1, 1, D])
+    x = rmsnorm(x, "model.norm.weight")
+    head = ("model.embed_tokens.weight" if m.tied else "lm_head.weight")
+    logits = linear(x, head, D, m.vocab)
+    rets = [logits] + new_caches
+    g.emit("return %s : %s" % (", ".join(rets), ", ".join(results)))
+    return ("func.func @forward(%s) -> (%s) {\n%s\n}\n" % (
+        ", ".join(args), ", ".join(results), "\n".join(g.lines)), results)
+
+
 def driver(m, form, ids, cache_type=None):
     """@main: the ids one per step; prints each step's logits."""
     g = Graph()
     C, KV, hd = m.cap, m.kv, m.hd
-    ct = f32([1, KV, C, hd] if form == "torch" else [1, C, KV, hd])
+    ct = f32([1, C, KV, hd] if form == "stablehlo" else [1, KV, C, hd])
     n = 2 * m.layers
     if cache_type:
         cache = g.v("cache")
@@ -605,6 +813,13 @@ def driver(m, form, ids, cache_type=None):
             operands.append(g.const("dense<[[[[%s]]]]>" % mask,
                                     f32([1, 1, 1, C])))
             types = ["tensor<1x1xi64>", "tensor<1xi64>", f32([1, 1, 1, C])]
+        elif form == "tosa":
+            mask = ", ".join("0.0" if t <= step else "0xFF7FFFFF"
+                             for t in range(C))
+            operands = [g.const("dense<%d>" % tok, "tensor<1x1xi32>"),
+                        g.const("dense<%d>" % step, "tensor<1x1xi32>"),
+                        g.const("dense<[[[%s]]]>" % mask, f32([1, 1, C]))]
+            types = ["tensor<1x1xi32>", "tensor<1x1xi32>", f32([1, 1, C])]
         else:
             operands = [g.const("dense<%d>" % tok, "tensor<1x1xi32>"),
                         g.const("dense<%d>" % step, "tensor<i32>")]
@@ -655,7 +870,8 @@ def perplexity(logits, ids):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--form", choices=["torch", "stablehlo"], required=True)
+    ap.add_argument("--form", choices=["torch", "stablehlo", "tosa"],
+                    required=True)
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--text", required=True)
     ap.add_argument("--tokens", type=int, default=96)
@@ -675,7 +891,8 @@ def main():
     run([sys.executable, os.path.join(root, "scripts", "llama2c_to_hf.py"),
          opts.checkpoint, folder], "writing the Hugging Face folder")
     m = Model(folder, opts.capacity)
-    graph, _ = forward(m, opts.form)
+    graph, _ = (forward_tosa(m) if opts.form == "tosa" else
+                forward(m, opts.form))
     if opts.print_graph:
         print(graph)
         return

@@ -15,6 +15,11 @@ out=$scratch/kvq_run_bench.json
 import json, math, sys
 d = json.load(sys.stdin)
 c = d["config"]
+# Where and when (tools/common/run_info.h).
+assert isinstance(d["version"], str) and d["machine"]["cores"] >= 1, d
+assert d["commit"] == (d["version"].split("+g", 1)[1] if "+g" in d["version"] else None), d
+assert d["machine"]["cpu"] and d["machine"]["date"].endswith("Z"), d
+assert d["load_average"]["start"] >= 0 and d["load_average"]["end"] >= 0, d
 assert d["threads"] == 1 and d["repetitions"] == 2, d
 assert d["read_gbps"] > 0, d
 # The dense layers of one token: 4 bytes per weight of every projection,

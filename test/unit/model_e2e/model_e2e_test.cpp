@@ -683,7 +683,7 @@ TEST(PreRope, Fp16IsThePostRopeModelUpToFp16Rounding) {
 
 // KVQuant's claim on the real model: per-channel key levels fit to pre-RoPE
 // keys keep fitting decode keys, which rotate away from post-RoPE levels.
-// Measured on all 12 stories (kvq-run --perplexity, README): frozen levels
+// Measured on all 12 stories (kvq-run --perplexity, docs/MODEL.md): frozen levels
 // 24.50 -> 4.55, kvquant 2-bit 4.57 -> 4.37.
 TEST(PreRope, PerplexityWithAndWithoutPreRope) {
   std::map<std::string, PerplexityResult> r;

@@ -1,0 +1,31 @@
+//===- json_number.h - Numbers in the tools' JSON reports -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The JSON reports (kvq-bench --json, kvq-run --bench --json) give each
+// measured figure to a fixed number of decimals: more would only be noise.
+// fixed() rounds a double exactly as printf's "%.Nf" does, so the JSON
+// library prints that decimal (its shortest round-trip form; trailing
+// zeros dropped). A value that is not finite stays so and prints as null.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVQ_TOOLS_COMMON_JSON_NUMBER_H
+#define KVQ_TOOLS_COMMON_JSON_NUMBER_H
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace kvq::cli {
+
+/// x rounded to `decimals` decimals, as "%.*f" prints it.
+inline double fixed(double x, int decimals) {
+  if (!std::isfinite(x))
+    return x;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, x);
+  return std::strtod(buf, nullptr);
+}
+
+} // namespace kvq::cli
+
+#endif // KVQ_TOOLS_COMMON_JSON_NUMBER_H
