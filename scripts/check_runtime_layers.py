@@ -8,7 +8,9 @@ including file, then by bare name in the folders of the layers. It fails
 when
   - a folder includes a file of a layer it does not use (an upward or
     sideways include), or an ISA folder's file (kernels/x86, kernels/neon)
-    from outside that folder;
+    from a source not of that ISA (one outside that folder whose name
+    does not carry the ISA: kernels/attend/attend_avx2.cpp may include
+    kernels/x86/avx2_util.h, kernels/attend/attend_ref.cpp may not);
   - a quoted include names no runtime file (quoted includes are the
     project's own, so a typo or a stale path is caught here too);
   - one bare name exists in two include folders (the lookup would depend on
@@ -53,15 +55,30 @@ INCLUDE_DIRS = {
     "base": ["base"],
     "methods": ["methods"],
     "layout": ["layout"],
-    "kernels": ["kernels", "kernels/ref"],
+    "kernels": ["kernels"] + [f"kernels/{op}" for op in (
+        "attend", "convert", "lloyd", "matmul", "outliers", "quantize",
+        "rope")],
     "checks": ["checks"],
     "cpu": ["cpu"],
     "metal": [],
     "api": ["api"],
 }
 
-# Folders whose files only their own folder may include.
-PRIVATE_FOLDERS = ["kernels/x86", "kernels/neon"]
+# Folders whose files only the sources of their ISA may include: files in
+# the folder itself, and the kernels of that ISA in the operations' folders
+# (kernels/<op>/<op>_<isa>[_<trick>].cpp, the ISA one of the tokens).
+PRIVATE_FOLDERS = {
+    "kernels/x86": {"x86", "avx2", "avx512"},
+    "kernels/neon": {"neon"},
+}
+
+
+def of_isa(rel, private, isas):
+    """Whether runtime/<rel> is a source of the ISA of `private`."""
+    if str(rel).startswith(private + "/"):
+        return True
+    return (len(rel.parts) == 3 and rel.parts[0] == "kernels"
+            and bool(isas & set(rel.stem.split("_")[1:])))
 
 SOURCES = {".h", ".cpp", ".def", ".mm", ".metal"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
@@ -176,12 +193,12 @@ def check_includes(runtime):
                     f"`{src}` does not use `{dst}` (it uses "
                     f"{', '.join(sorted(reach[src] - {src})) or 'nothing'})")
                 continue
-            for private in PRIVATE_FOLDERS:
+            for private, isas in PRIVATE_FOLDERS.items():
                 if (str(trel).startswith(private + "/")
-                        and not str(rel).startswith(private + "/")):
+                        and not of_isa(rel, private, isas)):
                     problems.append(
                         f"runtime/{rel}:{n}: includes runtime/{trel}, "
-                        f"private to runtime/{private}")
+                        f"private to the {'/'.join(sorted(isas))} sources")
     return problems
 
 

@@ -233,9 +233,24 @@ void KvquantStore::fitKeyChannels(const uint16_t *const *rows, int64_t m,
   for (int64_t c = c0; c < c1; ++c) {
     float *column = columns.get() + (c - c0) * m;
     float threshold;
-    kt.topkAbs(column, m, 1, nullptr, 0, k, mask + c, C, &threshold);
-    kt.lloydFit(column, m, 1, mask + c, C, kb_, cfg_.lloyd_iters, scratch.get(),
-                levels, nullptr);
+    TopkAbsArgs top;
+    top.x = column;
+    top.n = m;
+    top.k = k;
+    top.mask = mask + c;
+    top.maskStride = C;
+    top.threshold = &threshold;
+    kt.topkAbs(top);
+    LloydFitArgs fit;
+    fit.x = column;
+    fit.n = m;
+    fit.exclude = mask + c; // the outliers just split off
+    fit.exStride = C;
+    fit.bits = kb_;
+    fit.iters = cfg_.lloyd_iters;
+    fit.scratch = scratch.get();
+    fit.levels = levels;
+    kt.lloydFit(fit);
     for (int l = 0; l < kLevels_; ++l)
       write16(table, table_.levelAt(c, l), floatToHalf(levels[l]));
     if (frozen_) // the k-th largest |x| is an fp16 value (or +inf): exact
@@ -263,9 +278,22 @@ int64_t KvquantStore::planValueRow(const float *x, uint8_t *mask, float *levels,
   const int64_t k = outlierCount(cfg_.outlier_fraction, D);
   int64_t count = 0;
   for (int32_t h = 0; h < cfg_.num_kv_heads; ++h) {
-    kt.topkAbs(x + h * D, D, 1, nullptr, 0, k, mask + h * D, 1, nullptr);
-    kt.lloydFit(x + h * D, D, 1, mask + h * D, 1, vb_, cfg_.lloyd_iters,
-                scratch, levels + h * vLevels_, nullptr);
+    TopkAbsArgs top;
+    top.x = x + h * D;
+    top.n = D;
+    top.k = k;
+    top.mask = mask + h * D;
+    kt.topkAbs(top);
+    LloydFitArgs fit;
+    fit.x = x + h * D;
+    fit.n = D;
+    fit.exclude = mask + h * D; // the outliers just split off
+    fit.exStride = 1;
+    fit.bits = vb_;
+    fit.iters = cfg_.lloyd_iters;
+    fit.scratch = scratch;
+    fit.levels = levels + h * vLevels_;
+    kt.lloydFit(fit);
     for (int l = 0; l < vLevels_; ++l) // store and use fp16 levels
       levels[h * vLevels_ + l] = roundToHalf(levels[h * vLevels_ + l]);
     for (int64_t d = 0; d < D; ++d)

@@ -32,11 +32,25 @@ kvq::AttendOps noAttendKernels(const kvq::AttendShape &) { return {}; }
 
 const kvq::KernelTable &kvq::referenceKernels() {
   static const KernelTable table = {
-      "reference",        packCodesRef,     unpackCodesRef, uniformCalibrateRef,
-      uniformQuantizeRef, lloydFitRef,      topkAbsRef,     groupQuantRef,
-      groupDequantRef,    nuqQuantRef,      nuqDequantRef,  lloydFitGathered,
-      outlierSplitRef,    outlierScreenRef, keyNormRef,     topkIndicesRef,
-      noAttendKernels,    matmulRef,        floatToHalfN};
+      "reference",
+      packCodesRef,
+      unpackCodesRef,
+      uniformCalibrateEntry<uniformCalibrateRef>,
+      uniformQuantizeEntry<uniformQuantizeRef>,
+      lloydFitEntry<lloydFitRef>,
+      topkAbsEntry<topkAbsRef>,
+      groupQuantRef,
+      groupDequantRef,
+      nuqQuantRef,
+      nuqDequantRef,
+      lloydFitGathered,
+      outlierSplitRef,
+      outlierScreenRef,
+      keyNormRef,
+      topkIndicesRef,
+      noAttendKernels,
+      matmulRef,
+      floatToHalfN};
   return table;
 }
 

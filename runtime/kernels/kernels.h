@@ -680,6 +680,71 @@ AttendOps selectAttendOps(const KernelTable &t, const AttendShape &shape);
 // Dispatch table
 //===----------------------------------------------------------------------===//
 
+// The operands of the table's per-vector entries with the longest lists, by
+// name (as AttendOps' entries take theirs; contracts at the *Ref kernels
+// above). The kernels keep positional arguments; the table holds their
+// entries (uniformCalibrateEntry<F>, ...).
+
+/// uniformCalibrate's operands: n elements x[i*stride], exclude[i*exStride]
+/// (exclude may be null).
+struct UniformCalibrateArgs {
+  const float *x = nullptr;
+  int64_t n = 0, stride = 1;
+  const uint8_t *exclude = nullptr;
+  int64_t exStride = 0;
+  int bits = 0;
+  uint16_t *scale = nullptr, *zero = nullptr; ///< fp16 results
+};
+
+/// uniformQuantize's operands.
+struct UniformQuantizeArgs {
+  const float *x = nullptr;
+  int64_t n = 0, stride = 1;
+  uint16_t scale = 0, zero = 0; ///< fp16
+  int bits = 0;
+  uint8_t *codes = nullptr; ///< codes[i*codeStride], unpacked bytes
+  int64_t codeStride = 1;
+};
+
+/// lloydFit's operands.
+struct LloydFitArgs {
+  const float *x = nullptr;
+  int64_t n = 0, stride = 1;
+  const uint8_t *exclude = nullptr;
+  int64_t exStride = 0;
+  int bits = 0, iters = 0;
+  float *scratch = nullptr; ///< lloydScratchFloats(n) floats
+  float *levels = nullptr;  ///< 2^bits levels, ascending
+  double *distortion = nullptr; ///< optional, iters + 1 entries
+};
+
+/// topkAbs' operands.
+struct TopkAbsArgs {
+  const float *x = nullptr;
+  int64_t n = 0, stride = 1;
+  const uint8_t *exclude = nullptr;
+  int64_t exStride = 0;
+  int64_t k = 0;
+  uint8_t *mask = nullptr; ///< mask[i*maskStride]
+  int64_t maskStride = 1;
+  float *threshold = nullptr; ///< optional
+};
+
+template <auto F> void uniformCalibrateEntry(const UniformCalibrateArgs &a) {
+  F(a.x, a.n, a.stride, a.exclude, a.exStride, a.bits, a.scale, a.zero);
+}
+template <auto F> void uniformQuantizeEntry(const UniformQuantizeArgs &a) {
+  F(a.x, a.n, a.stride, a.scale, a.zero, a.bits, a.codes, a.codeStride);
+}
+template <auto F> int64_t lloydFitEntry(const LloydFitArgs &a) {
+  return F(a.x, a.n, a.stride, a.exclude, a.exStride, a.bits, a.iters,
+           a.scratch, a.levels, a.distortion);
+}
+template <auto F> void topkAbsEntry(const TopkAbsArgs &a) {
+  F(a.x, a.n, a.stride, a.exclude, a.exStride, a.k, a.mask, a.maskStride,
+    a.threshold);
+}
+
 /// The hot primitives. kernels() picks a SIMD table (AVX2+F16C on x86_64
 /// when the CPU has it, NEON on arm64) at first use; every SIMD entry gives
 /// the same bytes as the reference (differential tests in test/unit), except
@@ -690,14 +755,14 @@ struct KernelTable {
   void (*packCodes)(const uint8_t *codes, int64_t n, int bits, uint8_t *out);
   void (*unpackCodes)(const uint8_t *packed, int64_t n, int bits,
                       uint8_t *codes);
-  void (*uniformCalibrate)(const float *, int64_t, int64_t, const uint8_t *,
-                           int64_t, int, uint16_t *, uint16_t *);
-  void (*uniformQuantize)(const float *, int64_t, int64_t, uint16_t, uint16_t,
-                          int, uint8_t *, int64_t);
-  int64_t (*lloydFit)(const float *, int64_t, int64_t, const uint8_t *, int64_t,
-                      int, int, float *, float *, double *);
-  void (*topkAbs)(const float *, int64_t, int64_t, const uint8_t *, int64_t,
-                  int64_t, uint8_t *, int64_t, float *);
+  /// uniformCalibrateRef's contract.
+  void (*uniformCalibrate)(const UniformCalibrateArgs &a);
+  /// uniformQuantizeRef's contract.
+  void (*uniformQuantize)(const UniformQuantizeArgs &a);
+  /// lloydFitRef's contract.
+  int64_t (*lloydFit)(const LloydFitArgs &a);
+  /// topkAbsRef's contract.
+  void (*topkAbs)(const TopkAbsArgs &a);
   // Whole-matrix kernels behind the C entry points.
   void (*groupQuant)(const void *, kvq_dtype, const Grid &, int,
                      const uint8_t *, int, uint8_t *, uint16_t *, uint16_t *);

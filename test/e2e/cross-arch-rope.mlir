@@ -11,7 +11,7 @@
 // cross-arch.mlir's module and data with a pre-RoPE key cache:
 // the cache receives the keys before RoPE (half pairing, theta 100 so that
 // every pair turns visibly within 40 positions) and rotates them inside
-// attention with angles of its own (runtime/kernels/ref/rope.cpp, no libm). The
+// attention with angles of its own (runtime/kernels/rope/rope.cpp, no libm). The
 // x86_64 and arm64 builds must print the same bits.
 
 // CHECK: elements: 33

@@ -58,7 +58,7 @@ std::vector<double> attention64(const std::vector<float> &K,
 /// (channels (2i, 2i+1) when interleaved, (i, i + D/2) otherwise) turns by
 /// t * theta^(-2i/D) at token t. Every angle, cos/sin and rotated pair is
 /// computed in double with libm and rounded to float once (the runtime's
-/// rotation, runtime/kernels/ref/rope.cpp, has its own series and float
+/// rotation, runtime/kernels/rope/rope.cpp, has its own series and float
 /// tables).
 std::vector<float> rotateRope(const std::vector<float> &k, int64_t T, int64_t H,
                               int64_t D, double theta, bool interleaved);

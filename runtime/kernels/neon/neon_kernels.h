@@ -13,12 +13,13 @@
 namespace kvq {
 namespace neon {
 
-/// quant_neon.cpp: (un)packing, uniform (de)quantization, NUQ dequant,
-/// outlier screening.
+/// quantize_neon.cpp: (un)packing, uniform (de)quantization.
 void fillQuantNeon(KernelTable &t);
+/// outliers_neon.cpp: outlier screening.
+void fillOutliersNeon(KernelTable &t);
 /// attend_neon.cpp: the fused-attention inner kernels that cover shape s.
 void fillAttendNeon(const AttendShape &s, AttendOps &ops);
-/// attend_nibble_neon.cpp: key dots over nibble-major blocks.
+/// attend_neon_nibble.cpp: key dots over nibble-major blocks.
 void fillNibbleNeon(const AttendShape &s, AttendOps &ops);
 /// matmul_neon.cpp: KernelTable::matmul.
 void matmulNeon(const MatmulArgs &a, int64_t j0, int64_t j1);

@@ -8,7 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "neon_kernels.h"
 
-#include "kernels_fast.h"
+#include "lloyd_fast.h"
+#include "outliers_fast.h"
 
 namespace {
 
@@ -25,10 +26,11 @@ const kvq::KernelTable *kvq::simdKernelTable() {
   static const KernelTable table = [] {
     KernelTable t = referenceKernels();
     t.name = "neon";
-    t.lloydFit = lloydFitFast;
+    t.lloydFit = lloydFitEntry<lloydFitFast>;
     t.lloydFitGathered = lloydFitGatheredFast;
-    t.topkAbs = topkAbsFast;
+    t.topkAbs = topkAbsEntry<topkAbsFast>;
     neon::fillQuantNeon(t);
+    neon::fillOutliersNeon(t);
     t.attendFor = attendNeon;
     t.matmul = neon::matmulNeon;
     return t;

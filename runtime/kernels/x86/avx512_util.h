@@ -5,7 +5,7 @@
 // of a 16-channel block and the accumulator tiles used by the AVX-512
 // kernels. Like avx2_util.h, every function carries the target
 // attribute, so nothing AVX-512 runs before the cpuid check
-// (table_avx2.cpp).
+// (table_x86.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_KERNELS_X86_AVX512_UTIL_H

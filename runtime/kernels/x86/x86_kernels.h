@@ -1,7 +1,7 @@
 //===- x86_kernels.h - Pieces of the AVX2 kernel table ----------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// Each x86 kernel file fills its part of the table; table_avx2.cpp checks
+// Each x86 kernel file fills its part of the table; table_x86.cpp checks
 // the CPU and assembles them. The attention fill* functions take a cache's
 // shape and set only the entries whose kernels cover it (selectAttendOps).
 //
@@ -48,62 +48,62 @@ auto kernelForBits(int bits, Pick pick)
   return kernel;
 }
 
-/// quant_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
+/// quantize_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
 void fillQuantAvx2(KernelTable &t);
-/// quant_avx2.cpp: KernelTable::groupQuant on AVX2 (any grid).
+/// quantize_avx2.cpp: KernelTable::groupQuant on AVX2 (any grid).
 void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
                     const uint8_t *exclude, int layout, uint8_t *codes,
                     uint16_t *scale, uint16_t *zero);
-/// group_quant_avx512.cpp: groupQuant for groups of 32 codes at a time.
+/// quantize_avx512_group.cpp: groupQuant for groups of 32 codes at a time.
 void fillGroupQuantAvx512(KernelTable &t);
-/// quant_avx2.cpp: KernelTable::nuqQuant on AVX2 (any grid).
+/// quantize_avx2.cpp: KernelTable::nuqQuant on AVX2 (any grid).
 void nuqQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
                   const uint16_t *levels, int layout, uint8_t *codes);
-/// nuq_avx512.cpp: nuqQuant for 2-4 bits without gathers.
+/// quantize_avx512_nuq.cpp: nuqQuant for 2-4 bits without gathers.
 void fillNuqAvx512(KernelTable &t);
-/// sort_avx512.cpp: Lloyd fits that sort up to 128 values in registers.
+/// lloyd_avx512_sort.cpp: Lloyd fits that sort up to 128 values in registers.
 void fillSortAvx512(KernelTable &t);
-/// sort_avx512.cpp: that sort (sortFloats' bytes), for the differential
+/// lloyd_avx512_sort.cpp: that sort (sortFloats' bytes), for the differential
 /// test; AVX-512F only.
 void sortFloatsForTests(float *data, int64_t m, float *work);
-/// misc_avx2.cpp: outliers, screening, key norms, sink top-k, NUQ fit.
-void fillMiscAvx2(KernelTable &t);
+/// outliers_avx2.cpp: the rank split, screening, key norms, sink top-k.
+void fillOutliersAndSinksAvx2(KernelTable &t);
 /// f32 -> fp16 input conversion (convert_avx2.cpp).
 void fillConvertAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
 void fillAttendAvx2(const AttendShape &s, AttendOps &ops);
-/// attend_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
+/// attend_x86_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
 void fillNibbleAvx2(const AttendShape &s, AttendOps &ops);
 void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_lut_rows_avx2.cpp: dotLutRows with 8 token rows in the lanes.
+/// attend_avx2_lut_rows.cpp: dotLutRows with 8 token rows in the lanes.
 void fillLutRowsAvx2(const AttendShape &s, AttendOps &ops);
-/// attend_outliers_avx2.cpp: KVQuant's outlier corrections without
+/// attend_avx2_outliers.cpp: KVQuant's outlier corrections without
 /// AVX-512 (any width).
 void fillOutliersAvx2(const AttendShape &s, AttendOps &ops);
-/// attend_lut_avx512.cpp: dotLut without gathers (2-4 bits), and
+/// attend_avx512_lut.cpp: dotLut without gathers (2-4 bits), and
 /// axpyLutRows on 16 channels per register.
 void fillLutAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_pairs.cpp: the 2-bit case of axpyCodesRowsAvx2 (rows in pairs),
+/// attend_x86_pairs.cpp: the 2-bit case of axpyCodesRowsAvx2 (rows in pairs),
 /// and the AVX-512 axpyCodesRows (2-bit pairs, 4-bit rows).
 void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
                        int64_t wsStride, int64_t G, int64_t nq, int64_t d,
                        float *acc);
 void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_codes_avx512.cpp: the 3- and 4-bit cases of the AVX-512
+/// attend_avx512_codes.cpp: the 3- and 4-bit cases of the AVX-512
 /// axpyCodesRows.
 void axpyCodes34Avx512(const uint8_t *const *rows, int64_t n, int bits,
                        const float *ws, int64_t wsStride, int64_t G, int64_t nq,
                        int64_t d, float *acc);
-/// attend_half_avx512.cpp: dotHalf and axpyHalfRows on 16 lanes.
+/// attend_avx512_half.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
-/// group_weights_avx512.cpp: fused KIVI value headers.
+/// attend_avx512_group_weights.cpp: fused KIVI value headers.
 void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
-/// rope_nibble_avx512.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
+/// rope_avx512_nibble.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
 void fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops);
 /// matmul_avx2.cpp, matmul_avx512.cpp: KernelTable::matmul.
 void matmulAvx2(const MatmulArgs &a, int64_t j0, int64_t j1);
 void matmulAvx512(const MatmulArgs &a, int64_t j0, int64_t j1);
-/// rope_rows_avx512.cpp: pre-RoPE key rows (3-bit KIVI codes, fp16)
+/// rope_avx512_rows.cpp: pre-RoPE key rows (3-bit KIVI codes, fp16)
 /// decoded in registers.
 void fillRopeRowsAvx512(const AttendShape &s, AttendOps &ops);
 

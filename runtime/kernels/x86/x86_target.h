@@ -5,7 +5,7 @@
 // attributes instead of its file being compiled with -mavx2 or -mavx512f:
 // inline functions and templates from shared headers then stay baseline
 // code, so nothing vector-extended can leak into a path that runs before
-// the cpuid check (runtime/kernels/x86/table_avx2.cpp).
+// the cpuid check (runtime/kernels/x86/table_x86.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_KERNELS_X86_X86_TARGET_H

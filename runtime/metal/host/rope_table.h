@@ -3,7 +3,7 @@
 //
 // A Metal cache with a RoPE rotates its keys inside the fetch and attention
 // kernels (kernels/kvq_rope.h) with the CPU cache's angles: kvq::Rope
-// (runtime/kernels/ref/rope.h) computes them on the host and the kernels read
+// (runtime/kernels/rope/rope.h) computes them on the host and the kernels read
 // them from two device tables of (cos, sin) float pairs, [rows][d/2][2]:
 //  - RopeLow, one per cache (shared by its layers and forks, immutable):
 //    the 256 rows of positions 0..255, Rope's low table;

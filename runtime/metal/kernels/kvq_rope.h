@@ -4,7 +4,7 @@
 // A cache with a RoPE (kvq_config.rope_style != NONE) stores keys before
 // the rotation; fetch and attention rotate each dequantized key element at
 // its position t (docs/RUNTIME.md "Pre-RoPE keys", docs/METAL.md). The
-// angles are the CPU's (runtime/kernels/ref/rope.cpp), computed on the host and
+// angles are the CPU's (runtime/kernels/rope/rope.cpp), computed on the host and
 // passed as two tables of (cos, sin) float pairs, [rows][head_dim/2][2]:
 //  - low: the 256 rows of positions j = 0..255 (one per cache);
 //  - high: one row per 256-token block m, the angles of position 256 m

@@ -4,7 +4,7 @@
 // The AVX2 and NEON attention inner kernels must give the same bits, so that
 // a model attends identically on x86_64 and arm64 (test/e2e/cross-arch.mlir
 // checks one small case end to end). This test pins both to one scalar
-// model of the canonical order (runtime/kernels/x86/attend_avx2.cpp, file
+// model of the canonical order (runtime/kernels/attend/attend_avx2.cpp, file
 // comment): sixteen fused multiply-add chains over c = l (mod 16) and a fixed
 // tree. It runs natively (every x86 table) and under qemu (NEON table);
 // matching the same model bit for bit on both means matching each other, at

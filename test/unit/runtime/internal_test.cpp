@@ -9,7 +9,7 @@
 #include "bitpack.h"
 #include "fp16.h"
 #include "kernels.h"
-#include "kernels_fast.h"
+#include "lloyd_fast.h"
 #if defined(__x86_64__)
 #include "x86_kernels.h"
 #endif

@@ -1527,7 +1527,7 @@ TEST(KvqEvalPreRope, PreRopeStorageQuantizesTheRealKeysBetter) {
 
 TEST(KvqEvalPreRope, RuntimeRotationAgreesWithTheOracleForBothStyles) {
   // The fp16 pre-RoPE cache's fetched keys are rotated by the runtime
-  // (runtime/kernels/ref/rope.cpp); kvq-eval's reference rotates on its own. They
+  // (runtime/kernels/rope/rope.cpp); kvq-eval's reference rotates on its own. They
   // agree up to fp16 rounding (key_rel_err ~2e-4) for both pairings and
   // another theta; a mismatched pairing would be an O(1) error.
   for (const char *opts : {"", " --rope-style half", " --rope-theta 500000",

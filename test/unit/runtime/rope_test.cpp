@@ -3,7 +3,7 @@
 //
 // A cache with rope_style != NONE receives keys before RoPE and attends to
 // (and fetches) them rotated at their positions. The oracles here are
-// written independently of runtime/kernels/ref/rope.cpp: libm in double, and
+// written independently of runtime/kernels/rope/rope.cpp: libm in double, and
 // each style's pairing spelled out as the model code spells it.
 //
 //===----------------------------------------------------------------------===//

@@ -240,15 +240,31 @@ TEST(SimdUniform, StorePrimitivesAreBitIdentical) {
         for (int64_t stride : {1, 3}) {
           auto x = awkwardData(100 + pattern, n * stride, pattern);
           uint16_t s1, z1, s2, z2;
-          ref.uniformCalibrate(x.data(), n, stride, nullptr, 0, bits, &s1, &z1);
-          simd->uniformCalibrate(x.data(), n, stride, nullptr, 0, bits, &s2,
-                                 &z2);
+          kvq::UniformCalibrateArgs cal;
+          cal.x = x.data();
+          cal.n = n;
+          cal.stride = stride;
+          cal.bits = bits;
+          cal.scale = &s1;
+          cal.zero = &z1;
+          ref.uniformCalibrate(cal);
+          cal.scale = &s2;
+          cal.zero = &z2;
+          simd->uniformCalibrate(cal);
           ASSERT_EQ(s1, s2);
           ASSERT_EQ(z1, z2);
           std::vector<uint8_t> c1(static_cast<size_t>(n)), c2(c1.size());
-          ref.uniformQuantize(x.data(), n, stride, s1, z1, bits, c1.data(), 1);
-          simd->uniformQuantize(x.data(), n, stride, s1, z1, bits, c2.data(),
-                                1);
+          kvq::UniformQuantizeArgs q;
+          q.x = x.data();
+          q.n = n;
+          q.stride = stride;
+          q.scale = s1;
+          q.zero = z1;
+          q.bits = bits;
+          q.codes = c1.data();
+          ref.uniformQuantize(q);
+          q.codes = c2.data();
+          simd->uniformQuantize(q);
           ASSERT_EQ(c1, c2) << "pattern " << pattern << " bits " << bits
                             << " n " << n << " stride " << stride;
         }
@@ -338,10 +354,19 @@ TEST(SimdNuq, LloydFitGivesTheSameLevels) {
           for (int64_t i = 0; i < m; ++i)
             ex[static_cast<size_t>(i)] = i % 5 == 1;
           auto z = awkwardData(600 + m, m, pattern);
-          ASSERT_EQ(ref.lloydFit(z.data(), m, 1, ex.data(), 1, bits, iters,
-                                 s1.data(), l1, nullptr),
-                    simd->lloydFit(z.data(), m, 1, ex.data(), 1, bits, iters,
-                                   s2.data(), l2, nullptr));
+          kvq::LloydFitArgs fit;
+          fit.x = z.data();
+          fit.n = m;
+          fit.exclude = ex.data();
+          fit.exStride = 1;
+          fit.bits = bits;
+          fit.iters = iters;
+          fit.scratch = s1.data();
+          fit.levels = l1;
+          const int64_t eligible = ref.lloydFit(fit);
+          fit.scratch = s2.data();
+          fit.levels = l2;
+          ASSERT_EQ(eligible, simd->lloydFit(fit));
           ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits)));
         }
 }
@@ -416,8 +441,16 @@ TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
         auto x = awkwardData(77 + n + pattern, n, pattern);
         std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
         float th1, th2;
-        ref.topkAbs(x.data(), n, 1, nullptr, 0, k, m1.data(), 1, &th1);
-        simd->topkAbs(x.data(), n, 1, nullptr, 0, k, m2.data(), 1, &th2);
+        kvq::TopkAbsArgs top;
+        top.x = x.data();
+        top.n = n;
+        top.k = k;
+        top.mask = m1.data();
+        top.threshold = &th1;
+        ref.topkAbs(top);
+        top.mask = m2.data();
+        top.threshold = &th2;
+        simd->topkAbs(top);
         const std::string what = "pattern " + std::to_string(pattern) + " n " +
                                  std::to_string(n) + " k " + std::to_string(k);
         ASSERT_EQ(m1, m2) << what;

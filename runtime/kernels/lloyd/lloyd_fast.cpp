@@ -1,0 +1,219 @@
+//===- lloyd_fast.cpp - Lloyd-Max over sorted runs ------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Lloyd-Max over sorted runs, and the radix sort it starts with (see
+// lloyd_fast.h).
+//
+//===----------------------------------------------------------------------===//
+#include "lloyd_fast.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace kvq;
+
+namespace {
+// The work is caller's float storage, so the keys and sums in it are read
+// and written by memcpy (a plain load or store once compiled).
+uint32_t keyAt(const float *work, int64_t i) {
+  uint32_t u;
+  std::memcpy(&u, work + i, 4);
+  return u;
+}
+void setKey(float *work, int64_t i, uint32_t u) {
+  std::memcpy(work + i, &u, 4);
+}
+double sumAt(const float *work, int64_t i) {
+  double d;
+  std::memcpy(&d, work + 2 * i, 8);
+  return d;
+}
+void setSum(float *work, int64_t i, double d) {
+  std::memcpy(work + 2 * i, &d, 8);
+}
+} // namespace
+
+int64_t kvq::lloydWorkFloats(int64_t m) {
+  // The sort keys (2m) and then the prefix sums (m + 1 doubles) share it.
+  if (m < 1)
+    return 0;
+  return m > (INT64_MAX - 2) / 2 ? INT64_MAX : 2 * m + 2;
+}
+
+int64_t kvq::lloydScratchFloats(int64_t n) {
+  if (n < 1)
+    return 0;
+  const int64_t work = lloydWorkFloats(n);
+  return work > INT64_MAX - n ? INT64_MAX : n + work;
+}
+
+void kvq::sortFloats(float *data, int64_t m, float *work) {
+  if (m < 2)
+    return;
+  // Order-preserving keys: flip every bit of a negative float, only the
+  // sign bit of a positive one. keys and other are halves of the work.
+  float *keys = work, *other = work + m;
+  uint32_t offsets[4][256] = {};
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &data[i], 4);
+    u ^= (u >> 31) ? 0xFFFFFFFFu : 0x80000000u;
+    setKey(keys, i, u);
+    for (int d = 0; d < 4; ++d)
+      ++offsets[d][(u >> (8 * d)) & 255];
+  }
+  for (int d = 0; d < 4; ++d) {
+    const int shift = 8 * d;
+    if (offsets[d][(keyAt(keys, 0) >> shift) & 255] == static_cast<uint64_t>(m))
+      continue; // one digit value for all: the pass would copy
+    uint32_t sum = 0;
+    for (uint32_t &o : offsets[d]) {
+      const uint32_t c = o;
+      o = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const uint32_t u = keyAt(keys, i);
+      setKey(other, offsets[d][(u >> shift) & 255]++, u);
+    }
+    std::swap(keys, other);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t u = keyAt(keys, i);
+    u ^= (u >> 31) ? 0x80000000u : 0xFFFFFFFFu;
+    std::memcpy(&data[i], &u, 4);
+  }
+}
+
+namespace {
+/// nearestLevel's rule between neighbouring distinct levels lo < hi: x
+/// belongs to hi (or beyond) when strictly closer to it, ties to lo. For a
+/// fixed pair it is monotone in x (rounded differences are monotone).
+bool movesUp(float lo, float hi, float x) {
+  return x >= hi || (x > lo && hi - x < x - lo);
+}
+
+/// Whether every sum of some of the m finite floats, in any order, is exact
+/// in double: each value is a multiple of 2^low (its lowest set bit) and
+/// below 2^top in magnitude, so every such sum is a multiple of the least
+/// 2^low and below 2^(greatest top + ceil(log2 m)); 53 bits hold that span.
+/// Values converted from fp16 (multiples of 2^-24 below 2^16) always pass
+/// up to m = 8192: then a cell's sum is a difference of prefix sums, with
+/// the bits of the reference's sequential sum.
+bool sumsAreExact(const float *data, int64_t m) {
+  int low = 1 << 20, top = -(1 << 20);
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &data[i], 4);
+    u &= 0x7FFFFFFFu;
+    if (u == 0)
+      continue; // zeros add nothing (and +0 + -0 is +0 either way)
+    const int exponent = static_cast<int>(u >> 23);
+    // The significand as an integer times 2^(scale): subnormals have no
+    // implicit bit and the scale of exponent 1.
+    const uint32_t significand =
+        exponent ? (u & 0x7FFFFFu) | 0x800000u : u & 0x7FFFFFu;
+    const int scale = (exponent ? exponent : 1) - 150;
+    low = std::min(low, scale + __builtin_ctz(significand));
+    top = std::max(top, scale + 32 - __builtin_clz(significand));
+  }
+  int growth = 0; // ceil(log2 m)
+  while ((int64_t{1} << growth) < m)
+    ++growth;
+  return top == -(1 << 20) || top + growth - low <= 53;
+}
+} // namespace
+
+void kvq::lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
+                               int iters, float *levels, double *distortion) {
+  lloydFitGatheredSortedBy(sortFloats, data, m, work, bits, iters, levels,
+                           distortion);
+}
+
+void kvq::lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
+                                   float *work, int bits, int iters,
+                                   float *levels, double *distortion) {
+  // The distortion trace is a debugging aid: keep the reference for it.
+  if (distortion || m == 0) {
+    lloydFitGathered(data, m, work, bits, iters, levels, distortion);
+    return;
+  }
+  const int count = 1 << bits;
+  sort(data, m, work);
+  lloydInitSorted(data, m, count, levels);
+  // Prefix sums where they are exact (sumsAreExact), in the work the sort
+  // is done with: a cell's sum is then one subtraction instead of a pass
+  // over the cell in every sweep.
+  const bool prefix = sumsAreExact(data, m);
+  if (prefix) {
+    double running = 0.0;
+    setSum(work, 0, running);
+    for (int64_t i = 0; i < m; ++i) {
+      running += data[i];
+      setSum(work, i + 1, running);
+    }
+  }
+  float updated[kMaxLevels];
+  for (int it = 0; it < iters; ++it) {
+    std::copy(levels, levels + count, updated); // an empty cell stays put
+    // Each distinct level (the first index of its value, as nearestLevel
+    // returns) owns a run of the sorted data, [pos, end).
+    int cur = nearestLevel(levels, count, data[0]);
+    for (int64_t pos = 0; pos < m;) {
+      int up = cur + 1;
+      while (up < count && levels[up] == levels[cur])
+        ++up;
+      int64_t end = m;
+      if (up < count) { // the first index >= pos that moves up
+        const float lo = levels[cur], hi = levels[up];
+        int64_t a = pos;
+        while (a < end) {
+          const int64_t mid = a + (end - a) / 2;
+          if (movesUp(lo, hi, data[mid]))
+            end = mid;
+          else
+            a = mid + 1;
+        }
+      }
+      if (end > pos) { // the reference's sum, bit for bit
+        double sum = 0;
+        if (prefix)
+          sum = sumAt(work, end) - sumAt(work, pos); // both exact: the sum
+        else
+          for (int64_t i = pos; i < end; ++i) // the reference's order
+            sum += data[i];
+        updated[cur] = static_cast<float>(sum / static_cast<double>(end - pos));
+      }
+      pos = end;
+      cur = up;
+    }
+    std::sort(updated, updated + count);
+    // Unchanged levels give the same cells again: every later sweep would
+    // repeat this one.
+    if (std::equal(updated, updated + count, levels))
+      break;
+    std::copy(updated, updated + count, levels);
+  }
+}
+
+int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,
+                          const uint8_t *exclude, int64_t exStride, int bits,
+                          int iters, float *scratch, float *levels,
+                          double *distortion) {
+  return lloydFitSortedBy(sortFloats, x, n, stride, exclude, exStride, bits,
+                          iters, scratch, levels, distortion);
+}
+
+int64_t kvq::lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
+                              int64_t stride, const uint8_t *exclude,
+                              int64_t exStride, int bits, int iters,
+                              float *scratch, float *levels,
+                              double *distortion) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (!exclude || !exclude[i * exStride])
+      scratch[m++] = x[i * stride];
+  lloydFitGatheredSortedBy(sort, scratch, m, scratch + m, bits, iters, levels,
+                           distortion);
+  return m;
+}
