@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // --version and command-line errors of the kvq tools built on llvm::cl.
 //
-// kvq-opt, kvq-import and kvq-run print the kvq version (KVQ_VERSION_STRING,
-// set once in the top-level CMakeLists.txt) and the MLIR/LLVM release they
+// kvq-opt, kvq-import and kvq-run print the kvq version (version.h) and
+// the MLIR/LLVM release they
 // are built against. Call before the command line is parsed.
 // kvq-import and kvq-run parse with parseCommandLine, which keeps the rules
 // of flags.h for a bad command line (one line, exit status 2).
@@ -13,6 +13,7 @@
 #define KVQ_TOOLS_COMMON_CL_VERSION_H
 
 #include "flags.h"
+#include "version.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
@@ -27,7 +28,7 @@ namespace kvq::cli {
 
 inline void setVersionPrinter(std::string tool) {
   llvm::cl::SetVersionPrinter([tool](llvm::raw_ostream &os) {
-    os << tool << " (kvq) " << KVQ_VERSION_STRING << "\n"
+    os << tool << " (kvq) " << versionString() << "\n"
        << "  MLIR/LLVM " << LLVM_VERSION_STRING << "\n";
   });
 }

@@ -3,8 +3,8 @@
 //
 // The context every timing report carries (kvq-bench --json, kvq-run
 // --bench --json), so a figure can be traced to its build and machine:
-//   "version"       KVQ_VERSION_STRING, what --version prints (the release
-//                   plus +g<commit>, fixed when the build was configured);
+//   "version"       what --version prints (version.h: the release plus
+//                   +g<commit> of the checkout built);
 //   "commit"        the commit part of it (null outside a git checkout);
 //   "load_average"  the one-minute load average at the start and the end
 //                   of the run (-1: unknown): a shared machine's other work
@@ -19,6 +19,7 @@
 #define KVQ_TOOLS_COMMON_RUN_INFO_H
 
 #include "json_number.h"
+#include "version.h"
 
 #include <nlohmann/json.hpp>
 
@@ -93,7 +94,7 @@ inline std::string commitOf(const std::string &version) {
 /// Taken at the start of a run (start()) and completed at its end
 /// (finish()).
 struct RunInfo {
-  std::string version = KVQ_VERSION_STRING;
+  std::string version = cli::versionString();
   std::string cpu, date;
   long cores = -1; ///< CPUs online (-1: unknown)
   double loadStart = -1, loadEnd = -1;

@@ -20,6 +20,7 @@
 #include "json_number.h"
 #include "progress.h"
 #include "run_info.h"
+#include "version.h"
 #include "vocabulary.h"
 #include "graph.h"
 #include "harness.h"
@@ -1180,7 +1181,7 @@ int main(int argc, char **argv) {
       usage();
       return 0;
     } else if (p.is("--version")) {
-      std::printf("kvq-bench %s\n", KVQ_VERSION_STRING);
+      std::printf("kvq-bench %s\n", kvq::cli::versionString());
       return 0;
     } else
       p.unknown();

@@ -11,6 +11,7 @@
 #include "flags.h"
 #include "npy.h"
 #include "table.h"
+#include "version.h"
 
 #include <dlfcn.h>
 
@@ -248,7 +249,7 @@ int main(int argc, char **argv) {
     else if (p.is("--check"))
       check = p.flag();
     else if (p.is("--version")) {
-      std::printf("kvq-demo %s\n", KVQ_VERSION_STRING);
+      std::printf("kvq-demo %s\n", kvq::cli::versionString());
       return 0;
     } else if (p.is("--help")) {
       std::fputs(kUsage, stdout);

@@ -10,6 +10,7 @@
 
 #include "eval_common.h"
 #include "flags.h"
+#include "version.h"
 #include "vocabulary.h"
 
 #include <algorithm>
@@ -246,7 +247,7 @@ Options parseOptions(int argc, char **argv) {
     else if (p.is("--save"))
       o.save = p.value();
     else if (p.is("--version")) {
-      std::printf("kvq-eval %s\n", KVQ_VERSION_STRING);
+      std::printf("kvq-eval %s\n", kvq::cli::versionString());
       std::exit(0);
     } else if (p.is("--help")) {
       std::fputs(kUsage, stdout);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "eval_report.h"
+#include "version.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <tuple>
-
 
 namespace kvq::eval {
 
@@ -318,7 +318,7 @@ void printJson(const Options &opt, const Inputs &in,
   };
   json out;
   out["tool"] = "kvq-eval";
-  out["kvq_version"] = KVQ_VERSION_STRING;
+  out["kvq_version"] = kvq::cli::versionString();
   auto inputJson = [&](const Input &in) {
     return json{{"file", in.t.file},
                 {"tensor", in.t.name},
