@@ -28,9 +28,13 @@ set(kvq_export_targets kvq_runtime_cpu)
 set_target_properties(kvq_runtime_cpu PROPERTIES EXPORT_NAME runtime)
 target_include_directories(kvq_runtime_cpu
   INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/kvq
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kvq-headers
-  FILES_MATCHING PATTERN "*.h")
+# Only what an embedder includes: the C ABI and the config fields it
+# names. The rules, limits and entry-point list beside them are shared by
+# kvq's own runtime, dialect and lowering, not an interface.
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/kvq/runtime.h
+              ${PROJECT_SOURCE_DIR}/runtime/include/kvq/runtime_metal.h
+              ${PROJECT_SOURCE_DIR}/runtime/include/kvq/config_fields.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq COMPONENT kvq-headers)
 if(TARGET kvq_runtime_metal)
   set_target_properties(kvq_runtime_metal PROPERTIES EXPORT_NAME runtime_metal)
   target_include_directories(kvq_runtime_metal

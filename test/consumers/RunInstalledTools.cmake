@@ -5,7 +5,8 @@
 # Runs what `cmake --install` put in PREFIX/bin the way a user would, with
 # no LD_LIBRARY_PATH: each tool must load its libraries (its RUNPATH), print
 # the version the build was made with and do one small real job; the
-# generated reference docs must be installed.
+# generated reference docs and only the public runtime headers must be
+# installed.
 cmake_minimum_required(VERSION 3.20)
 set(bin ${PREFIX}/bin)
 set(model ${SOURCE_DIR}/models/stories260K/stories260K.bin)
@@ -114,3 +115,17 @@ foreach(pair "KvqDialect.md|kvq" "KvqOps.md|kvq.cache_attend"
   endif()
   message(STATUS "ok: ${path}")
 endforeach()
+
+# The runtime's public headers are the C ABI and the config fields it names;
+# the rules, limits and entry-point list stay kvq's own.
+foreach(header runtime.h runtime_metal.h config_fields.h)
+  if(NOT EXISTS ${PREFIX}/include/kvq/${header})
+    message(FATAL_ERROR "kvq/${header} is not installed")
+  endif()
+endforeach()
+foreach(header config_rules.h config_limits.h entry_points.def)
+  if(EXISTS ${PREFIX}/include/kvq/${header})
+    message(FATAL_ERROR "kvq/${header} is installed: it is internal")
+  endif()
+endforeach()
+message(STATUS "ok: public runtime headers only")
