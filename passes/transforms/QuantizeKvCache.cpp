@@ -52,7 +52,7 @@ constexpr StringLiteral kPass = "kvq-quantize-kv-cache";
 
 bool containsTosa(func::FuncOp f) {
   return f.walk([](Operation *op) {
-            return isa<tosa::TosaDialect>(op->getDialect())
+            return isa_and_present<tosa::TosaDialect>(op->getDialect())
                        ? WalkResult::interrupt()
                        : WalkResult::advance();
           }).wasInterrupted();

@@ -1019,8 +1019,8 @@ bool mlir::kvq::stripCacheReshapes(func::FuncOp f) {
       }
       SmallVector<Type> results(f.getResultTypes());
       results[result.getOperandNumber()] = innerType;
-      f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
-                                  results));
+      f.setType(FunctionType::get(f.getContext(),
+                                  f.getBody().getArgumentTypes(), results));
       changed = true;
       break;
     }
