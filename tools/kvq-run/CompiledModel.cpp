@@ -14,7 +14,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +108,7 @@ constexpr size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
 struct CompiledModel::Impl {
   mlir::MLIRContext context;
+  std::unique_ptr<llvm::TargetMachine> hostMachine; // outlives the engine
   std::unique_ptr<mlir::ExecutionEngine> engine;
   model::Llama2cConfig config;
   int64_t contextLength = 0;
@@ -240,7 +243,22 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     module->print(llvm::errs());
   }
   mlir::ExecutionEngineOptions engineOptions;
-  auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
+  // The host's target machine gives the optimizer the host's vector
+  // widths and costs; without one, LLVM's loop and SLP vectorizers see no
+  // vector registers and the JIT's elementwise loops (norms, RoPE, the
+  // plain model's attention) stay scalar. Vectorizing them reorders no
+  // floating-point operation (no fast-math flags), so the bits are those
+  // of the scalar loops.
+  if (auto builder = llvm::orc::JITTargetMachineBuilder::detectHost()) {
+    if (auto tm = builder->createTargetMachine())
+      impl.hostMachine = std::move(*tm);
+    else
+      llvm::consumeError(tm.takeError());
+  } else {
+    llvm::consumeError(builder.takeError());
+  }
+  auto transformer =
+      mlir::makeOptimizingTransformer(3, 0, impl.hostMachine.get());
   engineOptions.transformer = transformer;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine) {
