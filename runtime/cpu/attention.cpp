@@ -273,9 +273,13 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
                       const float *queries, int64_t nQueries, int32_t qHeads,
                       float *out) {
   // Kept per thread, as attendRange's buffers: every field is set below
-  // (ropeQueries only read with RoPE, which splits it anew).
-  thread_local AttendQueries aq;
-  thread_local std::vector<PartialSoftmax> part;
+  // (ropeQueries only read with RoPE, which splits it anew). Named through
+  // references: a lambda run on a worker thread would otherwise see that
+  // thread's own (empty) instances.
+  thread_local AttendQueries callerQueries;
+  thread_local std::vector<PartialSoftmax> callerParts;
+  AttendQueries &aq = callerQueries;
+  std::vector<PartialSoftmax> &part = callerParts;
   const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
   aq.d = d;
   aq.heads = H;
