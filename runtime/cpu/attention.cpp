@@ -196,7 +196,11 @@ struct PartialSoftmax {
 void attendRange(const LayerStore &store, const Rope &rope,
                  const AttendQueries &aq, int64_t s0, int64_t s1,
                  PartialSoftmax &r) {
+  // This thread's buffers of its last range (their capacity), as new.
+  thread_local AttendBuffers spare;
+  thread_local std::vector<float> chunkMax, weightMax;
   AttendJob job(store.attendOps());
+  job.reuse(std::move(spare));
   job.d = aq.d;
   job.heads = aq.heads;
   job.qPerKv = aq.qPerKv;
@@ -210,7 +214,7 @@ void attendRange(const LayerStore &store, const Rope &rope,
   runMax.assign(static_cast<size_t>(K),
                 -std::numeric_limits<float>::infinity());
   runSum.assign(static_cast<size_t>(K), 0.0f);
-  std::vector<float> chunkMax(static_cast<size_t>(K)), weightMax;
+  chunkMax.resize(static_cast<size_t>(K));
   for (int64_t t0 = s0; t0 < s1; t0 += kChunk) {
     const int64_t t1 = std::min(s1, t0 + kChunk), n = t1 - t0;
     job.t0 = t0;
@@ -259,6 +263,7 @@ void attendRange(const LayerStore &store, const Rope &rope,
     store.attendValues(job);
   }
   r.acc.swap(job.acc);
+  spare = std::move(static_cast<AttendBuffers &>(job));
 }
 
 } // namespace
@@ -267,7 +272,14 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
                       const Rope &rope, const kvq_parallel &parallel,
                       const float *queries, int64_t nQueries, int32_t qHeads,
                       float *out) {
-  AttendQueries aq;
+  // Kept per thread, as attendRange's buffers: every field is set below
+  // (ropeQueries only read with RoPE, which splits it anew). Named through
+  // references: a lambda run on a worker thread would otherwise see that
+  // thread's own (empty) instances.
+  thread_local AttendQueries callerQueries;
+  thread_local std::vector<PartialSoftmax> callerParts;
+  AttendQueries &aq = callerQueries;
+  std::vector<PartialSoftmax> &part = callerParts;
   const int64_t H = cfg.num_kv_heads, d = cfg.head_dim;
   aq.d = d;
   aq.heads = H;
@@ -298,7 +310,7 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
   // Ranges of kAttendRange tokens (flash-decoding): a fixed partition, so
   // the bits do not depend on the threads that run it.
   const int64_t ranges = (length + kAttendRange - 1) / kAttendRange;
-  std::vector<PartialSoftmax> part(static_cast<size_t>(ranges));
+  part.resize(static_cast<size_t>(ranges));
   runTasks(parallel, ranges, [&](int64_t i) {
     attendRange(store, rope, aq, i * kAttendRange,
                 std::min(length, (i + 1) * kAttendRange),

@@ -17,6 +17,7 @@
 #include "rope_keys.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace kvq {
@@ -24,17 +25,12 @@ namespace kvq {
 class LayerStore;
 class Rope;
 
-/// State of one fused attention call, shared by the driver and a store.
-/// Query vector j of KV head h (j < nq) is query step j / qPerKv of query
-/// head h * qPerKv + j % qPerKv; vectors are prescaled by 1/sqrt(d).
-struct AttendJob {
-  const AttendOps &ops;
-  int64_t d = 0;          ///< head_dim
-  int64_t heads = 0;      ///< KV heads
-  int64_t qPerKv = 0;     ///< query heads per KV head (GQA group)
-  int64_t nq = 0;         ///< query vectors per KV head: n_queries * qPerKv
-  std::vector<float> q;   ///< [heads][nq][d]
-  int64_t t0 = 0, t1 = 0; ///< the chunk of token positions being processed
+/// The buffers of an attention call, apart so that the driver can keep
+/// them (their capacity) from one call to the next on each thread: a
+/// small model's decode step is a few microseconds of attention per layer,
+/// which a dozen allocations per call showed up in.
+struct AttendBuffers {
+  std::vector<float> q; ///< [heads][nq][d]
   /// [t - t0][heads][nq]: scores after attendKeys, softmax weights (masked
   /// ones exactly 0) when attendValues runs.
   std::vector<float> scores;
@@ -49,8 +45,34 @@ struct AttendJob {
   /// list continues for the next head (heads are scored in order).
   std::vector<int64_t> outlierNext;
   /// Scratch a store's loadKeys keeps across chunks (the value pass leaves
-  /// it alone), and which block it was derived from (null: none yet).
+  /// it alone).
   std::vector<float> keyScratch;
+
+  /// Takes `from`'s storage, every vector empty as if new.
+  void reuse(AttendBuffers &&from) {
+    *this = std::move(from);
+    for (auto *v : {&q, &scores, &acc, &scratch, &scratch2, &scratch3,
+                    &keyScratch})
+      v->clear();
+    codeRows.clear();
+    codeBytes.clear();
+    halfRows.clear();
+    positions.clear();
+    outlierNext.clear();
+  }
+};
+
+/// State of one fused attention call, shared by the driver and a store.
+/// Query vector j of KV head h (j < nq) is query step j / qPerKv of query
+/// head h * qPerKv + j % qPerKv; vectors are prescaled by 1/sqrt(d).
+struct AttendJob : AttendBuffers {
+  const AttendOps &ops;
+  int64_t d = 0;          ///< head_dim
+  int64_t heads = 0;      ///< KV heads
+  int64_t qPerKv = 0;     ///< query heads per KV head (GQA group)
+  int64_t nq = 0;         ///< query vectors per KV head: n_queries * qPerKv
+  int64_t t0 = 0, t1 = 0; ///< the chunk of token positions being processed
+  /// Which block keyScratch was derived from (null: none yet).
   const void *keyScratchOf = nullptr;
   /// Pre-RoPE caches: the queries split by pair (set before the first
   /// attendKeysRotated) and the angle cursor kept across chunks.

@@ -129,8 +129,10 @@ public:
   /// L2 (measured at 32K, 8 x 128, one query vector per head: the value
   /// pass's share of perf samples 12.6 % -> 5.1 %, attention 11.4-13.7 ->
   /// 9.2-11.6 ms cold; prefetching the keys further ahead as well gained
-  /// nothing measurable). The tail: per token, one dotHalf per head, as before;
-  /// each (token, head) score is one call whatever the order.
+  /// nothing measurable). Where the table has dotHalfRows (heads too narrow
+  /// to fill a vector), the page's run of rows is one call instead, its
+  /// value rows asked for first. The tail: per token, one dotHalf per head,
+  /// as before; each (token, head) score is one call whatever the order.
   void attendKeys(AttendJob &job) const override {
     const int64_t d = d_;
     for (int64_t a = job.t0, b; a < job.t1; a = b) {
@@ -140,6 +142,21 @@ public:
         for (int64_t h = 0; h < job.heads; ++h) {
           const uint16_t *k = pageKey(a, h);
           const uint8_t *v = reinterpret_cast<const uint8_t *>(pageValue(a, h));
+          if (job.ops.dotHalfRows) { // narrow rows: the run in one call
+            for (int64_t off = 0; off < (b - a) * rowBytes; off += 64)
+              __builtin_prefetch(v + off);
+            HalfRowsDot dot;
+            dot.rows = k;
+            dot.rowStride = d;
+            dot.n = b - a;
+            dot.q = job.query(h);
+            dot.nq = job.nq;
+            dot.d = d;
+            dot.out = job.scoreRow(a, h);
+            dot.outStride = job.heads * job.nq;
+            job.ops.dotHalfRows(dot);
+            continue;
+          }
           for (int64_t t = a; t < b; ++t, k += d, v += rowBytes) {
             job.ops.dotHalf(k, job.query(h), job.nq, d, job.scoreRow(t, h));
             for (int64_t off = 0; off < rowBytes; off += 64)

@@ -251,6 +251,16 @@ struct HalfRowsAxpy {
   float *acc = nullptr; ///< [nq][d]
 };
 
+/// dotHalfRows' operands.
+struct HalfRowsDot {
+  const uint16_t *rows = nullptr; ///< n fp16 head rows, rowStride apart
+  int64_t rowStride = 0, n = 0;
+  const float *q = nullptr; ///< [nq][d]
+  int64_t nq = 0, d = 0;
+  float *out = nullptr; ///< out[r*outStride + j]
+  int64_t outStride = 0;
+};
+
 /// dotLut's operands.
 struct LutDot {
   const uint8_t *packed = nullptr;
@@ -492,6 +502,11 @@ struct AttendOps {
   void (*axpyCodesRows)(const CodeRowsAxpy &a);
   /// acc[j*d + c] += w[r*wStride + j] * half(rows[r][c]).
   void (*axpyHalfRows)(const HalfRowsAxpy &a);
+  /// dotHalf over n rows a fixed stride apart, out[r*outStride + j], with
+  /// dotHalf's bits: rows sit in vector lanes where one row is too narrow
+  /// to fill them. Null where no version covers the shape (always in the
+  /// reference): the stores then call dotHalf row by row.
+  void (*dotHalfRows)(const HalfRowsDot &a);
   /// out[j] = sum_c lut[(j*d + c) * 2^bits + code_c] (per-channel tables).
   void (*dotLut)(const LutDot &a);
   /// dotLut over n rows: out[r*outStride + j] = dotLut(rows[r], first, bits,
@@ -629,6 +644,7 @@ template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
   X(dotCodesRows)                                                              \
   X(axpyCodesRows)                                                             \
   X(axpyHalfRows)                                                              \
+  X(dotHalfRows)                                                               \
   X(dotLut)                                                                    \
   X(dotLutRows)                                                                \
   X(outlierScores)                                                             \

@@ -14,7 +14,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +108,7 @@ constexpr size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 
 struct CompiledModel::Impl {
   mlir::MLIRContext context;
+  std::unique_ptr<llvm::TargetMachine> hostMachine; // outlives the engine
   std::unique_ptr<mlir::ExecutionEngine> engine;
   model::Llama2cConfig config;
   int64_t contextLength = 0;
@@ -119,6 +122,12 @@ struct CompiledModel::Impl {
   // kvq model: the runtime cache handle.
   void *cache = nullptr;
   std::vector<float> logits;
+  // The packed entry points, looked up once: an ORC lookup per call cost
+  // more than a small model's whole decode step spends outside the graph.
+  using Packed = void (*)(void **);
+  llvm::StringMap<Packed> entries;
+  // Descriptors rebuilt per call only where a pointer or size changes.
+  Descriptor kDesc, vDesc;
 
   Impl() : context(mlir::MLIRContext::Threading::DISABLED) {}
   ~Impl() {
@@ -240,7 +249,22 @@ CompiledModel::compile(const model::Llama2cCheckpoint &ckpt,
     module->print(llvm::errs());
   }
   mlir::ExecutionEngineOptions engineOptions;
-  auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
+  // The host's target machine gives the optimizer the host's vector
+  // widths and costs; without one, LLVM's loop and SLP vectorizers see no
+  // vector registers and the JIT's elementwise loops (norms, RoPE, the
+  // plain model's attention) stay scalar. Vectorizing them reorders no
+  // floating-point operation (no fast-math flags), so the bits are those
+  // of the scalar loops.
+  if (auto builder = llvm::orc::JITTargetMachineBuilder::detectHost()) {
+    if (auto tm = builder->createTargetMachine())
+      impl.hostMachine = std::move(*tm);
+    else
+      llvm::consumeError(tm.takeError());
+  } else {
+    llvm::consumeError(builder.takeError());
+  }
+  auto transformer =
+      mlir::makeOptimizingTransformer(3, 0, impl.hostMachine.get());
   engineOptions.transformer = transformer;
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine) {
@@ -312,43 +336,54 @@ const float *CompiledModel::call(const char *entry, const int32_t *tokens,
                                  int64_t n, int64_t pos) {
   Impl &impl = *impl_;
   const auto &c = impl.config;
-  Descriptor tokenDesc(tokens, {n});
-  std::vector<int64_t> cacheShape = {c.layers, impl.contextLength, c.kvHeads,
-                                     c.headDim()};
-  Descriptor kDesc, vDesc;
+  auto found = impl.entries.find(entry);
+  if (found == impl.entries.end()) {
+    impl.engine->initialize(); // as invokePacked does; runs once
+    auto fn = impl.engine->lookupPacked(std::string("_mlir_ciface_") + entry);
+    if (!fn) {
+      error_ = "@" + std::string(entry) + ": " + llvm::toString(fn.takeError());
+      return nullptr;
+    }
+    found = impl.entries.try_emplace(entry, *fn).first;
+  }
+  // A strided memref of rank 1 over the tokens.
+  int64_t tokenDesc[descriptorWords(1)] = {
+      reinterpret_cast<int64_t>(tokens), reinterpret_cast<int64_t>(tokens), 0,
+      n, 1};
   // The result: the logits (the caches are updated in place: the pipeline
   // drops results equal to an argument).
-  std::vector<int64_t> result(descriptorWords(1));
-  void *resultPtr = result.data();
+  int64_t result[descriptorWords(1)] = {};
+  void *resultPtr = result;
   void *wPtr = impl.weights.ptr();
-  void *tPtr = tokenDesc.ptr();
+  void *tPtr = tokenDesc;
   void *kPtr = nullptr, *vPtr = nullptr;
-  llvm::SmallVector<void *> args = {&resultPtr, &wPtr};
+  llvm::SmallVector<void *, 8> args = {&resultPtr, &wPtr};
   if (quantized_) {
     args.push_back(&impl.cache);
   } else {
-    kDesc = Descriptor(impl.kcache.data(), cacheShape);
-    vDesc = Descriptor(impl.vcache.data(), cacheShape);
-    kPtr = kDesc.ptr();
-    vPtr = vDesc.ptr();
+    if (impl.kDesc.words.empty() ||
+        impl.kDesc.words[0] != reinterpret_cast<int64_t>(impl.kcache.data()) ||
+        impl.vDesc.words[0] != reinterpret_cast<int64_t>(impl.vcache.data())) {
+      const std::vector<int64_t> cacheShape = {c.layers, impl.contextLength,
+                                               c.kvHeads, c.headDim()};
+      impl.kDesc = Descriptor(impl.kcache.data(), cacheShape);
+      impl.vDesc = Descriptor(impl.vcache.data(), cacheShape);
+    }
+    kPtr = impl.kDesc.ptr();
+    vPtr = impl.vDesc.ptr();
     args.push_back(&kPtr);
     args.push_back(&vPtr);
   }
   args.push_back(&tPtr);
   args.push_back(&pos);
-  std::string name = std::string("_mlir_ciface_") + entry;
   // The graph's runtime failures are recorded on this thread, not printed:
   // the first one becomes this call's error.
   kvq_take_pending_status();
   kvq_set_status_echo(0);
-  llvm::Error err = impl.engine->invokePacked(name, args);
-  std::string runtimeError = kvq_pending_error();
+  found->second(args.data());
+  std::string runtimeError = kvq_pending_error(); // "" (no allocation) if none
   kvq_status status = kvq_take_pending_status();
   kvq_set_status_echo(1);
-  if (err) {
-    error_ = "@" + std::string(entry) + ": " + llvm::toString(std::move(err));
-    return nullptr;
-  }
   auto *alloc = reinterpret_cast<float *>(result[0]);
   auto *aligned = reinterpret_cast<float *>(result[1]);
   if (status == KVQ_OK)

@@ -51,6 +51,7 @@ bool cpuHasAvx512f() {
 kvq::AttendOps attendAvx2(const kvq::AttendShape &s) {
   kvq::AttendOps ops{};
   kvq::x86::fillAttendAvx2(s, ops);
+  kvq::x86::fillHalfNarrowAvx2(s, ops);
   kvq::x86::fillNibbleAvx2(s, ops);
   kvq::x86::fillLutRowsAvx2(s, ops);
   kvq::x86::fillOutliersAvx2(s, ops);

@@ -72,6 +72,9 @@ void fillOutliersAndSinksAvx2(KernelTable &t);
 void fillConvertAvx2(KernelTable &t);
 /// attend_avx2.cpp: the fused-attention inner kernels.
 void fillAttendAvx2(const AttendShape &s, AttendOps &ops);
+/// attend_avx2_half_narrow.cpp: fp16 rows of heads of d % 16 == 8
+/// channels, with the reference's bits.
+void fillHalfNarrowAvx2(const AttendShape &s, AttendOps &ops);
 /// attend_x86_nibble.cpp: key dots over nibble-major blocks, AVX2 and AVX-512F.
 void fillNibbleAvx2(const AttendShape &s, AttendOps &ops);
 void fillNibbleAvx512(const AttendShape &s, AttendOps &ops);

@@ -34,7 +34,7 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// Which entries table `name` ("avx2", "avx512", "neon") covers for s:
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
-  bool mulHalf, dequant, half, keyCodes, axpyCodes, axpyCodesRows, nibble,
+  bool mulHalf, dequant, half, narrowHalf, keyCodes, axpyCodes, axpyCodesRows, nibble,
       levelRows, lutRows, groupWeights, ropeNibble, ropeCodes, ropeHalf,
       outliers, levelColumns;
 };
@@ -46,6 +46,7 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   c.mulHalf = s.d % 8 == 0;
   c.dequant = x86 && supported(s.keyBits);
   c.half = w16;
+  c.narrowHalf = x86 && s.d % 16 == 8; // the reference's bits, in lanes
   c.keyCodes = w16 && supported(s.keyBits);
   c.axpyCodes =
       w16 && supported(s.valueBits) && divides(s.G, s.d) && s.G % 8 == 0;
@@ -96,6 +97,7 @@ TEST(SelectAttendOps, TheReferenceTableGivesTheReferenceForEveryShape) {
   EXPECT_EQ(ref.ropeNibbleTiles, nullptr);  // the portable tile loops
   EXPECT_EQ(ref.ropeCodeRows, nullptr);     // loadKeys, ropeScoresRows
   EXPECT_EQ(ref.ropeHalfRows, nullptr);     // ropeScoresHalfRows
+  EXPECT_EQ(ref.dotHalfRows, nullptr);      // dotHalf row by row
   for (const AttendShape &s : shapesAroundEveryCondition()) {
     const AttendOps ops = selectAttendOps(referenceKernels(), s);
 #define KVQ_EXPECT_REFERENCE(op) EXPECT_EQ(ops.op, ref.op) << #op;
@@ -131,9 +133,11 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
             true);
       check("dequantCodes", ops.dequantCodes != ref.dequantCodes, want.dequant);
       check("mulHalf", ops.mulHalf != ref.mulHalf, want.mulHalf);
-      check("dotHalf", ops.dotHalf != ref.dotHalf, want.half);
-      check("axpyHalf", ops.axpyHalf != ref.axpyHalf, want.half);
-      check("axpyHalfRows", ops.axpyHalfRows != ref.axpyHalfRows, want.half);
+      const bool anyHalf = want.half || want.narrowHalf;
+      check("dotHalf", ops.dotHalf != ref.dotHalf, anyHalf);
+      check("axpyHalf", ops.axpyHalf != ref.axpyHalf, anyHalf);
+      check("axpyHalfRows", ops.axpyHalfRows != ref.axpyHalfRows, anyHalf);
+      check("dotHalfRows", ops.dotHalfRows != nullptr, want.narrowHalf);
       check("dotCodes", ops.dotCodes != ref.dotCodes, want.keyCodes);
       check("dotCodesRows", ops.dotCodesRows != ref.dotCodesRows,
             want.keyCodes);

@@ -527,6 +527,77 @@ TEST(SimdAttendOps, DequantCodesIsTheProductThenSumOfEachCode) {
 #endif
 }
 
+/// Heads of d % 16 == 8 channels run the reference on every ISA without
+/// these kernels, so the SIMD ones must give its bits exactly: dotHalf,
+/// dotHalfRows (rows in lanes, any count, strided input and output),
+/// axpyHalf and axpyHalfRows, on data with signed zeros, subnormals and
+/// wide ranges.
+TEST(SimdAttendOps, NarrowHalfRowsGiveTheReferenceBits) {
+  const AttendOps &r = referenceAttendOps();
+  int covered = 0;
+  for (const KernelTable *t : simdKernelVariants())
+    for (int64_t d : {8, 24, 40})
+      for (int64_t nq : {1, 2, 3, 4, 5, 9})
+        for (int64_t n : {1, 7, 8, 9, 17, 64}) {
+          const AttendOps s = selectAttendOps(*t, AttendShape{d, 2, 0, 16, 16});
+          if (!s.dotHalfRows)
+            continue;
+          ++covered;
+          const int pattern = static_cast<int>((d + nq + n) % 5);
+          const int64_t rowStride = d + 8, outStride = nq + 3;
+          auto rows =
+              toHalfs(awkwardData(uint64_t(d * 100 + n), n * rowStride, pattern));
+          auto q = awkwardData(uint64_t(nq * 7 + n), nq * d, (pattern + 1) % 5);
+          auto w = awkwardData(uint64_t(nq * 11 + n), n * nq, 0);
+          const std::string what = std::string(t->name) + " d " +
+                                   std::to_string(d) + " nq " +
+                                   std::to_string(nq) + " n " +
+                                   std::to_string(n);
+          std::vector<float> want(size_t(n * outStride), 7.0f), got = want;
+          for (int64_t i = 0; i < n; ++i)
+            r.dotHalf(rows.data() + i * rowStride, q.data(), nq, d,
+                      want.data() + i * outStride);
+          HalfRowsDot dot;
+          dot.rows = rows.data();
+          dot.rowStride = rowStride;
+          dot.n = n;
+          dot.q = q.data();
+          dot.nq = nq;
+          dot.d = d;
+          dot.out = got.data();
+          dot.outStride = outStride;
+          s.dotHalfRows(dot);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4 * want.size()))
+              << "dotHalfRows " << what;
+          std::vector<float> one(static_cast<size_t>(nq));
+          s.dotHalf(rows.data(), q.data(), nq, d, one.data());
+          ASSERT_EQ(0, std::memcmp(want.data(), one.data(), 4 * one.size()))
+              << "dotHalf " << what;
+          std::vector<const uint16_t *> ptrs(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i)
+            ptrs[size_t(i)] = rows.data() + i * rowStride;
+          std::vector<float> accWant = awkwardData(5, nq * d, 0),
+                             accGot = accWant;
+          HalfRowsAxpy axpy{ptrs.data(), n, w.data(), nq, nq, d,
+                            accWant.data()};
+          r.axpyHalfRows(axpy);
+          axpy.acc = accGot.data();
+          s.axpyHalfRows(axpy);
+          ASSERT_EQ(0,
+                    std::memcmp(accWant.data(), accGot.data(), 4 * nq * d))
+              << "axpyHalfRows " << what;
+          r.axpyHalf(rows.data(), w.data(), nq, d, accWant.data());
+          s.axpyHalf(rows.data(), w.data(), nq, d, accGot.data());
+          ASSERT_EQ(0,
+                    std::memcmp(accWant.data(), accGot.data(), 4 * nq * d))
+              << "axpyHalf " << what;
+        }
+#if defined(__x86_64__)
+  if (!simdKernelVariants().empty())
+    EXPECT_GT(covered, 0);
+#endif
+}
+
 TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
   REQUIRE_SIMD();
   (void)ref;
