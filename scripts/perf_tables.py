@@ -346,4 +346,4 @@ if __name__ == "__main__":
         main(sections)
     else:
         sys.exit("usage: perf_tables.py RESULTS.json [--summary] "
-                 "[--check PAGE.md]")
+                 "[--check MARKDOWN_FILE]")
