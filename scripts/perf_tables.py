@@ -326,6 +326,10 @@ def main(sections=SECTIONS):
 
 
 if __name__ == "__main__":
+    usage = ("usage: perf_tables.py RESULTS.json [--summary] "
+             "[--check MARKDOWN_FILE]")
+    if len(sys.argv) < 2 or sys.argv[1].startswith("--"):
+        sys.exit(usage)
     args = sys.argv[2:]
     # --summary: README.md's one table instead of the page's.
     sections = SECTIONS
@@ -345,5 +349,4 @@ if __name__ == "__main__":
     elif not args:
         main(sections)
     else:
-        sys.exit("usage: perf_tables.py RESULTS.json [--summary] "
-                 "[--check MARKDOWN_FILE]")
+        sys.exit(usage)
