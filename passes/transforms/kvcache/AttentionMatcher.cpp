@@ -546,10 +546,7 @@ LogicalResult FunctionMatcher::findChains() {
       // not take back (not returned as a reshape of the written value).
       Value inner = arg;
       Operation *first = nullptr;
-      while (inner.hasOneUse() &&
-             isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                 tensor::ReshapeOp, tensor::CastOp>(
-                 *inner.getUsers().begin())) {
+      while (inner.hasOneUse() && isRelabel(*inner.getUsers().begin())) {
         Operation *r = *inner.getUsers().begin();
         first = first ? first : r;
         inner = r->getResult(0);

@@ -955,10 +955,7 @@ bool mlir::kvq::unflattenHeads(func::FuncOp f) {
   return changed;
 }
 
-namespace {
-/// Whether `op` only relabels a row-major tensor (same elements, same
-/// order): reshapes and casts with static types.
-bool isRelabel(Operation *op) {
+bool mlir::kvq::isRelabel(Operation *op) {
   if (!isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
                        tensor::ReshapeOp, tensor::CastOp>(op))
     return false;
@@ -966,7 +963,6 @@ bool isRelabel(Operation *op) {
   auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   return in && out && in.hasStaticShape() && out.hasStaticShape();
 }
-} // namespace
 
 bool mlir::kvq::stripCacheReshapes(func::FuncOp f) {
   func::ReturnOp ret = singleReturn(f);

@@ -51,6 +51,10 @@ bool splitStackedPairs(func::FuncOp f);
 /// result), their writes expanded the same way. Returns whether any was.
 bool unflattenHeads(func::FuncOp f);
 
+/// Whether `op` only relabels a row-major tensor (same elements, same
+/// order): reshapes and casts with static types.
+bool isRelabel(Operation *op);
+
 /// A cache argument reshaped before it is used ([1, H, S, D] seen as
 /// [H, S, D], TOSA's 3-D scatter) and reshaped back where it is returned
 /// becomes an argument and result of the inner shape: reshapes of static
