@@ -180,8 +180,11 @@ struct QuantizeKvCachePass
       auto canonicalCopy = [&](bool reshapeCaches) {
         auto copy = cast<func::FuncOp>(source->clone());
         inlineCalls(copy, symbols);
-        stripCacheReshapes(copy);
+        // Before the reshapes are taken back: a scatter into the heads
+        // flattened with the positions ([1, H * S, D]) folds into a write
+        // of the cache as passed in ([1, H, S, D]).
         foldScatterLoops(copy);
+        stripCacheReshapes(copy);
         unrollLayerLoops(copy);
         generalizeForMatching(copy);
         expandGroupedHeadMaps(copy);

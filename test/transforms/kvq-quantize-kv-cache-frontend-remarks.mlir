@@ -209,9 +209,22 @@ func.func @tosa_scatter_rows(%k: tensor<2x1x4xf32>, %kc: tensor<2x16x4xf32>, %id
 // CHECK-LABEL: func.func @tosa_scatter_chunk(
 // CHECK: tosa.scatter
 func.func @tosa_scatter_chunk(%k: tensor<2x2x4xf32>, %kc: tensor<2x16x4xf32>, %idx: tensor<2x2xi32>) -> tensor<2x16x4xf32> {
-  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row (a chunk of tokens, or the heads flattened into one index}}
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row (a chunk of tokens)}}
   %w = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x2xi32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
   return %w : tensor<2x16x4xf32>
+}
+
+// -----
+
+// The heads flattened into the index, as torch-mlir's index_put writes them
+// ([1, H * S, D], one slot per head), but at indices passed in: nothing
+// shows they are head * 16 + one position, so the scatter stays.
+// CHECK-LABEL: func.func @tosa_scatter_flat_free(
+// CHECK: tosa.scatter
+func.func @tosa_scatter_flat_free(%k: tensor<1x2x4xf32>, %kc: tensor<1x32x4xf32>, %idx: tensor<1x2xi32>) -> tensor<1x32x4xf32> {
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row, at indices not shown to be head * capacity + position (a chunk of tokens, or heads flattened into one index at other indices)}}
+  %w = tosa.scatter %kc, %idx, %k : (tensor<1x32x4xf32>, tensor<1x2xi32>, tensor<1x2x4xf32>) -> tensor<1x32x4xf32>
+  return %w : tensor<1x32x4xf32>
 }
 
 // -----
@@ -472,4 +485,40 @@ func.func @reshaped_not_back(%k: tensor<2x1x4xf32>, %kc: tensor<1x2x16x4xf32>, %
   %c = tensor.collapse_shape %kc [[0, 1], [2], [3]] : tensor<1x2x16x4xf32> into tensor<2x16x4xf32>
   %w = tensor.insert_slice %k into %c[0, %pos, 0] [2, 1, 4] [1, 1, 1] : tensor<2x1x4xf32> into tensor<2x16x4xf32>
   return %w : tensor<2x16x4xf32>
+}
+
+// -----
+
+// torch-mlir's index_put indices (as in -tosa.mlir's @torch_index_put) with
+// a head stride of 15 in a cache of 16 positions: the indices evaluate to
+// head * 15 + position, which is not each head's slot, so the scatter stays.
+// CHECK-LABEL: func.func @tosa_index_put_wrong_stride(
+// CHECK: tosa.scatter
+func.func @tosa_index_put_wrong_stride(%k: tensor<1x2x4xf32>, %kc: tensor<1x32x4xf32>, %pos: tensor<1xi64>) -> tensor<1x32x4xf32> {
+  %s111 = tosa.const_shape {values = dense<[1, 1, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %m121 = tosa.const_shape {values = dense<[1, 2, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %p64 = tosa.reshape %pos, %s111 : (tensor<1xi64>, !tosa.shape<3>) -> tensor<1x1x1xi64>
+  %pt = tosa.tile %p64, %m121 : (tensor<1x1x1xi64>, !tosa.shape<3>) -> tensor<1x2x1xi64>
+  %i0 = "tosa.const"() {values = dense<0> : tensor<1x2x1xi64>} : () -> tensor<1x2x1xi64>
+  %i1 = "tosa.const"() {values = dense<[[[0], [1]]]> : tensor<1x2x1xi64>} : () -> tensor<1x2x1xi64>
+  %c0 = tosa.cast %i0 : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %c1 = tosa.cast %i1 : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %c2 = tosa.cast %pt : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %s1211 = tosa.const_shape {values = dense<[1, 2, 1, 1]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %r0 = tosa.reshape %c0, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %r1 = tosa.reshape %c1, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %r2 = tosa.reshape %c2, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %ind = tosa.concat %r0, %r1, %r2 {axis = 3 : i32} : (tensor<1x2x1x1xi32>, tensor<1x2x1x1xi32>, tensor<1x2x1x1xi32>) -> tensor<1x2x1x3xi32>
+  %s23 = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s12 = tosa.const_shape {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s13 = tosa.const_shape {values = dense<[1, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %im = tosa.reshape %ind, %s23 : (tensor<1x2x1x3xi32>, !tosa.shape<2>) -> tensor<2x3xi32>
+  %coef = "tosa.const"() {values = dense<[[30, 15, 1]]> : tensor<1x3xi32>} : () -> tensor<1x3xi32>
+  %sh = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %mm = tosa.mul %im, %coef, %sh : (tensor<2x3xi32>, tensor<1x3xi32>, tensor<1xi8>) -> tensor<2x3xi32>
+  %rs = tosa.reduce_sum %mm {axis = 1 : i32} : (tensor<2x3xi32>) -> tensor<2x1xi32>
+  %idx = tosa.reshape %rs, %s12 : (tensor<2x1xi32>, !tosa.shape<2>) -> tensor<1x2xi32>
+  // expected-remark@below {{writes several slots per row, at indices not shown to be head * capacity + position}}
+  %w = tosa.scatter %kc, %idx, %k : (tensor<1x32x4xf32>, tensor<1x2xi32>, tensor<1x2x4xf32>) -> tensor<1x32x4xf32>
+  return %w : tensor<1x32x4xf32>
 }

@@ -16,7 +16,7 @@
 // ([kv_heads, seq, head_dim] values, one index per head, each the step's
 // position broadcast by tosa.add); the position is a tensor, as a TOSA
 // graph holds it. (torch-mlir's own index_put lowering flattens the heads
-// into the index instead: a remark in -frontend-remarks.mlir.)
+// into the index instead: @torch_index_put below.)
 // EQUIV: func=tosa_scatter_decode caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
 
 // CHECK-LABEL: func.func @tosa_scatter_decode(
@@ -129,5 +129,77 @@ func.func @tosa_scatter_4d(%q: tensor<2x1x4xf32>, %k: tensor<2x1x4xf32>, %v: ten
   %o = tosa.matmul %p, %vc1, %zp, %zp : (tensor<2x1x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x4xf32>
   %kr = tosa.reshape %kc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
   %vr = tosa.reshape %vc1, %s4 : (tensor<2x16x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
+  return %o, %kr, %vr : tensor<2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
+}
+
+// -----
+
+// torch-mlir's TOSA lowering of a static cache's index_put
+// (`k_cache[:, :, cache_position] = k` on [batch, kv_heads, seq, head_dim],
+// TorchToTosa's AtenIndexPutHackedTwinOp and convertScatterNdOp): one
+// coordinate tensor per dimension (batch zeros, the head arange, the
+// position tiled over heads) cast to i32 and concatenated, multiplied by the
+// strides [H * S, S, 1] and summed (reduce_sum) into one index per head of
+// the cache seen as [1, H * S, D]; the scatter's result reshaped back. The
+// pass evaluates the indices to head * 16 + position and folds the scatter
+// into a write of the cache as passed in.
+// EQUIV: func=torch_index_put caches=3,4 cache_results=1,2 pos=5 mask=6 steps=4
+
+// CHECK-LABEL: func.func @torch_index_put(
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+// SAME: @torch_index_put: 32 values over 4 steps agree
+func.func @torch_index_put(%q: tensor<2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %kc4: tensor<1x2x16x4xf32>, %vc4: tensor<1x2x16x4xf32>, %pos: tensor<1xi64>, %mask: tensor<1x1x16xf32>) -> (tensor<2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>) {
+  %s111 = tosa.const_shape {values = dense<[1, 1, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %m121 = tosa.const_shape {values = dense<[1, 2, 1]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %p64 = tosa.reshape %pos, %s111 : (tensor<1xi64>, !tosa.shape<3>) -> tensor<1x1x1xi64>
+  %pt = tosa.tile %p64, %m121 : (tensor<1x1x1xi64>, !tosa.shape<3>) -> tensor<1x2x1xi64>
+  %i0 = "tosa.const"() {values = dense<0> : tensor<1x2x1xi64>} : () -> tensor<1x2x1xi64>
+  %i1 = "tosa.const"() {values = dense<[[[0], [1]]]> : tensor<1x2x1xi64>} : () -> tensor<1x2x1xi64>
+  %c0 = tosa.cast %i0 : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %c1 = tosa.cast %i1 : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %c2 = tosa.cast %pt : (tensor<1x2x1xi64>) -> tensor<1x2x1xi32>
+  %s1211 = tosa.const_shape {values = dense<[1, 2, 1, 1]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %r0 = tosa.reshape %c0, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %r1 = tosa.reshape %c1, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %r2 = tosa.reshape %c2, %s1211 : (tensor<1x2x1xi32>, !tosa.shape<4>) -> tensor<1x2x1x1xi32>
+  %ind = tosa.concat %r0, %r1, %r2 {axis = 3 : i32} : (tensor<1x2x1x1xi32>, tensor<1x2x1x1xi32>, tensor<1x2x1x1xi32>) -> tensor<1x2x1x3xi32>
+  %s124 = tosa.const_shape {values = dense<[1, 2, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s1324 = tosa.const_shape {values = dense<[1, 32, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s23 = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s12 = tosa.const_shape {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s4 = tosa.const_shape {values = dense<[1, 2, 16, 4]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %kf = tosa.reshape %k, %s124 : (tensor<1x2x1x4xf32>, !tosa.shape<3>) -> tensor<1x2x4xf32>
+  %vf = tosa.reshape %v, %s124 : (tensor<1x2x1x4xf32>, !tosa.shape<3>) -> tensor<1x2x4xf32>
+  %kc = tosa.reshape %kc4, %s1324 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<1x32x4xf32>
+  %vc = tosa.reshape %vc4, %s1324 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<1x32x4xf32>
+  %im = tosa.reshape %ind, %s23 : (tensor<1x2x1x3xi32>, !tosa.shape<2>) -> tensor<2x3xi32>
+  %coef = "tosa.const"() {values = dense<[32, 16, 1]> : tensor<3xi32>} : () -> tensor<3xi32>
+  %s13 = tosa.const_shape {values = dense<[1, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %coef2 = tosa.reshape %coef, %s13 : (tensor<3xi32>, !tosa.shape<2>) -> tensor<1x3xi32>
+  %sh = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %mm = tosa.mul %im, %coef2, %sh : (tensor<2x3xi32>, tensor<1x3xi32>, tensor<1xi8>) -> tensor<2x3xi32>
+  %rs = tosa.reduce_sum %mm {axis = 1 : i32} : (tensor<2x3xi32>) -> tensor<2x1xi32>
+  %idx = tosa.reshape %rs, %s12 : (tensor<2x1xi32>, !tosa.shape<2>) -> tensor<1x2xi32>
+  %kc1 = tosa.scatter %kc, %idx, %kf : (tensor<1x32x4xf32>, tensor<1x2xi32>, tensor<1x2x4xf32>) -> tensor<1x32x4xf32>
+  %vc1 = tosa.scatter %vc, %idx, %vf : (tensor<1x32x4xf32>, tensor<1x2xi32>, tensor<1x2x4xf32>) -> tensor<1x32x4xf32>
+  %kr = tosa.reshape %kc1, %s4 : (tensor<1x32x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
+  %vr = tosa.reshape %vc1, %s4 : (tensor<1x32x4xf32>, !tosa.shape<4>) -> tensor<1x2x16x4xf32>
+  %s3 = tosa.const_shape {values = dense<[2, 16, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %ka = tosa.reshape %kr, %s3 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<2x16x4xf32>
+  %va = tosa.reshape %vr, %s3 : (tensor<1x2x16x4xf32>, !tosa.shape<3>) -> tensor<2x16x4xf32>
+  %kt = tosa.transpose %ka {perms = array<i32: 0, 2, 1>} : (tensor<2x16x4xf32>) -> tensor<2x4x16xf32>
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x1x4xf32>, tensor<2x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x16xf32>
+  %scale = "tosa.const"() {values = dense<0.5> : tensor<1x1x1xf32>} : () -> tensor<1x1x1xf32>
+  %ss = tosa.mul %s, %scale, %sh : (tensor<2x1x16xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %sm = tosa.add %ss, %mask : (tensor<2x1x16xf32>, tensor<1x1x16xf32>) -> tensor<2x1x16xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x1x16xf32>, tensor<2x1x1xf32>) -> tensor<2x1x16xf32>
+  %e = tosa.exp %d : (tensor<2x1x16xf32>) -> tensor<2x1x16xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x1x16xf32>) -> tensor<2x1x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x1x1xf32>) -> tensor<2x1x1xf32>
+  %p = tosa.mul %e, %r, %sh : (tensor<2x1x16xf32>, tensor<2x1x1xf32>, tensor<1xi8>) -> tensor<2x1x16xf32>
+  %o = tosa.matmul %p, %va, %zp, %zp : (tensor<2x1x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x1x4xf32>
   return %o, %kr, %vr : tensor<2x1x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
 }

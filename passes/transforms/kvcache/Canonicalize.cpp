@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/transforms/kvcache/Canonicalize.h"
-
+#include "passes/transforms/kvcache/IndexEvaluator.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
@@ -116,6 +117,130 @@ bool uniformAlong(Value t, unsigned dim, int depth = 0) {
 }
 } // namespace
 
+namespace {
+/// torch-mlir's index_put (convertScatterNdOp) on a cache [1, H, S, D]:
+/// the cache seen as [1, H * S, D], one row of N = 1 and W = H slots, slot
+/// w written at the index sum(coordinate * stride) that it computes from
+/// the head and the step's position. When every index is shown
+/// (evaluateIndices) to be `w * S + P` for one unknown element P (the
+/// position), the nest writes input[0, w, :] at position P of head w: one
+/// insert_slice into the cache seen as [1, H, S, D], at [0, 0, P, 0]. The
+/// forms are exact modulo 2^32 (i32 indices), and P is used as read: the
+/// two agree for every position below 2^31, beyond any capacity the
+/// runtime accepts.
+bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
+                          tensor::InsertSliceOp write,
+                          tensor::ExtractSliceOp piece, tensor::ExtractOp ex,
+                          Positions &positions) {
+  auto values = cast<RankedTensorType>(write.getDestType());
+  auto input = dyn_cast<RankedTensorType>(piece.getSourceType());
+  auto idxType = cast<RankedTensorType>(ex.getTensor().getType());
+  if (!slots || !input || !input.hasStaticShape() ||
+      !values.hasStaticShape() || !idxType.hasStaticShape() ||
+      values.getDimSize(0) != 1 || input.getRank() != 3 ||
+      input.getDimSize(0) != 1 || input.getDimSize(2) != values.getDimSize(2))
+    return false;
+  int64_t w = input.getDimSize(1);
+  int64_t k = values.getDimSize(1);
+  auto constant = [](Value v, int64_t c) { return isConstantIntValue(v, c); };
+  if (w < 1 || k % w != 0 || idxType.getDimSize(0) != 1 ||
+      idxType.getDimSize(1) != w || !constant(rows.getLowerBound(), 0) ||
+      !constant(rows.getUpperBound(), 1) || !constant(slots.getLowerBound(), 0) ||
+      !constant(slots.getUpperBound(), w) || !constant(slots.getStep(), 1) ||
+      ex.getIndices()[1] != slots.getInductionVar())
+    return false;
+  SmallVector<OpFoldResult> in = piece.getMixedOffsets();
+  if (dyn_cast<Value>(in[1]) != slots.getInductionVar() ||
+      !isConstantIntValue(in[2], 0) ||
+      llvm::any_of(ArrayRef(piece.getMixedSizes()).drop_back(),
+                   [](OpFoldResult s) { return !isConstantIntValue(s, 1); }) ||
+      getConstantIntValue(piece.getMixedSizes()[2]) != values.getDimSize(2) ||
+      !llvm::all_of(piece.getMixedStrides(),
+                    [](OpFoldResult s) { return isConstantIntValue(s, 1); }) ||
+      !llvm::all_of(write.getMixedStrides(),
+                    [](OpFoldResult s) { return isConstantIntValue(s, 1); }) ||
+      !isConstantIntValue(write.getMixedOffsets()[2], 0) ||
+      getConstantIntValue(write.getMixedSizes()[2]) != values.getDimSize(2))
+    return false;
+  int64_t s = k / w;
+  auto forms = evaluateIndices(ex.getTensor(), 1 << 12);
+  if (!forms)
+    return false;
+  std::optional<IndexLeaf> leaf = (*forms)[0].unitLeaf();
+  if (!leaf || leaf->flat != 0)
+    return false;
+  for (int64_t i = 0; i < w; ++i)
+    if ((*forms)[i].unitLeaf() != *leaf || (*forms)[i].constant != i * s)
+      return false;
+  auto leafType = dyn_cast<RankedTensorType>(leaf->tensor.getType());
+  if (!leafType || !leafType.getElementType().isIntOrIndex())
+    return false;
+  Value pos = positions.readFrom(leaf->tensor, leafType.getRank());
+
+  OpBuilder b(rows);
+  Location loc = rows.getLoc();
+  SmallVector<ReassociationIndices> heads{{0}, {1, 2}, {3}};
+  auto four = RankedTensorType::get({1, w, s, values.getDimSize(2)},
+                                    values.getElementType());
+  Value cache = rows.getInitArgs()[0];
+  auto flat = cache.getDefiningOp<tensor::CollapseShapeOp>();
+  if (flat && flat.getSrcType() == four &&
+      flat.getReassociationIndices() == heads)
+    cache = flat.getSrc();
+  else
+    cache = tensor::ExpandShapeOp::create(b, loc, four, cache, heads);
+  Value token = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({1, w, 1, values.getDimSize(2)},
+                            values.getElementType()),
+      piece.getSource(), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0), pos,
+                                    b.getIndexAttr(0)},
+      sizes{b.getIndexAttr(1), b.getIndexAttr(w), b.getIndexAttr(1),
+            b.getIndexAttr(values.getDimSize(2))},
+      ones(4, b.getIndexAttr(1));
+  Value written = tensor::InsertSliceOp::create(b, loc, token, cache, offsets,
+                                                sizes, ones);
+  // The graph reshapes the result back to [1, H, S, D] where it returns it,
+  // and to the shape it reads ([H, S, D]) through [1, H * S, D]: each chain
+  // of reshapes becomes one reshape of the 4-D result, or none.
+  for (Operation *u :
+       llvm::make_early_inc_range(rows->getResult(0).getUsers())) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(u))
+      continue;
+    SmallVector<Operation *> chain{u};
+    while (chain.back()->getResult(0).hasOneUse() &&
+           isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+               *chain.back()->getResult(0).getUsers().begin()))
+      chain.push_back(*chain.back()->getResult(0).getUsers().begin());
+    Operation *last = chain.back();
+    auto to = cast<RankedTensorType>(last->getResult(0).getType());
+    Value direct;
+    if (to == four) {
+      direct = written;
+    } else if (auto groups = getReassociationIndicesForCollapse(
+                   four.getShape(), to.getShape())) {
+      OpBuilder at(last);
+      direct = tensor::CollapseShapeOp::create(at, last->getLoc(), to, written,
+                                               *groups);
+    }
+    if (!direct)
+      continue;
+    last->getResult(0).replaceAllUsesWith(direct);
+    for (Operation *op : llvm::reverse(chain))
+      op->erase();
+  }
+  if (!rows->getResult(0).use_empty())
+    rows->getResult(0).replaceAllUsesWith(
+        tensor::CollapseShapeOp::create(b, loc, written, heads).getResult());
+  rows->erase();
+  if (flat && flat->use_empty())
+    flat->erase();
+  return true;
+}
+} // namespace
+
+
 /// tosa.scatter as upstream's tosa-to-scf writes it: loops over rows n and
 /// slots w (the inner one gone when folded) writing `input[n, w, :]` at
 /// `values[n, idx[n, w], :]`. With one slot (a decode step) and the same
@@ -193,10 +318,15 @@ void mlir::kvq::foldScatterLoops(func::FuncOp f) {
                                              loop.getStaticTripCount()
                                                  ->getSExtValue())
                                        : std::nullopt;
+    if (!oneSlot && foldFlattenedScatter(loop, inner, write, piece, ex,
+                                         positions))
+      continue;
     const char *why =
-        !oneSlot ? "writes several slots per row (a chunk of tokens, or the "
-                   "heads flattened into one index, as torch-mlir's "
-                   "index_put lowering writes them)"
+        !oneSlot && values.getDimSize(0) == 1
+            ? "writes several slots per row, at indices not shown to be "
+              "head * capacity + position (a chunk of tokens, or heads "
+              "flattened into one index at other indices)"
+        : !oneSlot ? "writes several slots per row (a chunk of tokens)"
         : !wholeRows || trips != values.getDimSize(0) ||
                 !isConstantIntValue(loop.getLowerBound(), 0)
             ? "does not write whole rows of every head"
