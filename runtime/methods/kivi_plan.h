@@ -5,13 +5,13 @@
 // pure function of the layer's progress, its running top-k of key norms and
 // the incoming tokens' key norms: which keys fold into groups, which values
 // are quantized, which tokens become fp16 sinks. The CPU store
-// (store_kivi.cpp) and the Metal host (metal/host/cache.cpp) both execute
-// this plan and differ only in where they put the bytes, so a change to a
-// window or sink rule is made here once.
+// (store_kivi.cpp) and the Metal host (metal/host/cache_uniform.cpp) both
+// execute this plan and differ only in where they put the bytes, so a change to
+// a window or sink rule is made here once.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_KIVI_PLAN_H
-#define KVQ_RUNTIME_COMMON_KIVI_PLAN_H
+#ifndef KVQ_RUNTIME_METHODS_KIVI_PLAN_H
+#define KVQ_RUNTIME_METHODS_KIVI_PLAN_H
 
 #include "kvq/runtime.h"
 
@@ -101,4 +101,4 @@ KiviPlan planKiviUpdate(const kvq_config &c, const KiviProgress &now,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_KIVI_PLAN_H
+#endif // KVQ_RUNTIME_METHODS_KIVI_PLAN_H

@@ -9,8 +9,8 @@
 // both execute this plan, so a refit or sink rule is written here once.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_COMMON_KVQUANT_PLAN_H
-#define KVQ_RUNTIME_COMMON_KVQUANT_PLAN_H
+#ifndef KVQ_RUNTIME_METHODS_KVQUANT_PLAN_H
+#define KVQ_RUNTIME_METHODS_KVQUANT_PLAN_H
 
 #include "kvq/runtime.h"
 
@@ -53,4 +53,4 @@ KvquantPlan planKvquantUpdate(const kvq_config &c, int64_t length,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_COMMON_KVQUANT_PLAN_H
+#endif // KVQ_RUNTIME_METHODS_KVQUANT_PLAN_H

@@ -57,7 +57,7 @@ public:
   virtual std::unique_ptr<CacheLayer> clone() const = 0;
 
   // Save and load (kvq_metal_cache_save / _load): the CPU cache's layer
-  // sections (common/layer_section.h), so the files of both backends are
+  // sections (layout/layer_section.h), so the files of both backends are
   // interchangeable.
 
   /// Append this layer's section: the bytes a CPU cache that received the
@@ -81,6 +81,12 @@ inline void flaggedPositions(const std::vector<uint8_t> &flags,
 }
 
 class RopeLow;
+
+/// A layer of an fp16, KIVI or KIVI-Sink cache (cfg validated) whose keys
+/// are rotated with `rope` (null: no RoPE).
+std::unique_ptr<CacheLayer>
+makeUniformLayer(const kvq_config &cfg, Device &dev,
+                 std::shared_ptr<const RopeLow> rope);
 
 /// A layer of a KVQuant cache (cfg.method == KVQ_METHOD_KVQUANT, validated)
 /// whose keys are rotated with `rope` (null: no RoPE).

@@ -1,7 +1,7 @@
 //===- validate.cpp - Argument checks of the Metal entry points -----------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The Metal-only checks; the shared ones live in common/kernel_args.cpp.
+// The Metal-only checks; the shared ones live in checks/kernel_args.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "validate.h"

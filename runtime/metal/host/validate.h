@@ -1,7 +1,7 @@
 //===- validate.h - Argument checks of the Metal entry points ---*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The argument checks themselves are the CPU kernels' (common/kernel_args.h),
+// The argument checks themselves are the CPU kernels' (checks/kernel_args.h),
 // so a graph lowered for Metal fails exactly where its CPU twin fails. This
 // header adds what only Metal needs: the device behind a context and the
 // size limit of one dispatch. Everything is checked before any device work,
