@@ -110,9 +110,10 @@ public:
   virtual kvq_status load(ByteReader &r) = 0;
 
   // Attention fast paths (attention.h): optional. The defaults
-  // (attention.cpp) decode rows with loadRow, so a method without them is
-  // exact and slow; an override reads the packed blocks and gives the same
-  // bits.
+  // (attention.cpp) decode whole rows with loadRow and sum in plain scalar
+  // loops, correct for every store and slow; an override reads the packed
+  // blocks through the cache's AttendOps, using exactly the keys and values
+  // loadRow decodes.
 
   /// Fused attention (attention.h), pass 1 over [job.t0, job.t1): the
   /// scores of every query vector, read from the packed storage. The

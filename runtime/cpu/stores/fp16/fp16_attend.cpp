@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Attention over the pages' contiguous head runs and the tail's rows
-// (store.h, "Attention fast paths"): exact, as fp16 rows are.
+// (store.h, "Attention fast paths").
 //
 //===----------------------------------------------------------------------===//
 #include "attention.h"

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Fused attention straight from the coded rows, their outliers and the
-// level tables (store.h, "Attention fast paths"): every score and
-// weighted sum is the one loadRow's rows would give.
+// level tables (store.h, "Attention fast paths"), over exactly the keys
+// and values loadRow decodes.
 //
 //===----------------------------------------------------------------------===//
 #include "attention.h"
