@@ -59,7 +59,7 @@ INCLUDE_DIRS = {
         "attend", "convert", "lloyd", "matmul", "outliers", "quantize",
         "rope")],
     "checks": ["checks"],
-    "cpu": ["cpu"],
+    "cpu": ["cpu", "cpu/stores"],
     "metal": [],
     "api": ["api"],
 }
@@ -221,7 +221,8 @@ def self_test(root):
         bad.write_text(bad.read_text() + '#include "store.h"\n')
         problems = check(copy)
         if not any("layout/fp16.cpp" in p and "`cpu`" in p for p in problems):
-            print("self-test: an include of cpu/store.h from layout/ passed")
+            print("self-test: an include of cpu/stores/store.h from layout/ "
+                  "passed")
             return 1
         print("\n".join(problems))
         print("self-test: the upward include was caught")

@@ -5,9 +5,10 @@
 // pure function of the layer's progress, its running top-k of key norms and
 // the incoming tokens' key norms: which keys fold into groups, which values
 // are quantized, which tokens become fp16 sinks. The CPU store
-// (store_kivi.cpp) and the Metal host (metal/host/cache_uniform.cpp) both
-// execute this plan and differ only in where they put the bytes, so a change to
-// a window or sink rule is made here once.
+// (cpu/stores/kivi/kivi_update.cpp) and the Metal host
+// (metal/host/cache_uniform.cpp) both execute this plan and differ only in
+// where they put the bytes, so a change to a window or sink rule is made here
+// once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_METHODS_KIVI_PLAN_H

@@ -5,8 +5,9 @@
 // layer's progress alone: which leading tokens stay fp16 sinks, which
 // tokens are quantized now, in which batches, and whether a batch fits
 // fresh key levels or uses the ones frozen at prefill. The CPU store
-// (store_kvquant.cpp) and the Metal host (metal/host/cache_kvquant.cpp)
-// both execute this plan, so a refit or sink rule is written here once.
+// (cpu/stores/kvquant/kvquant_update.cpp) and the Metal host
+// (metal/host/cache_kvquant.cpp) both execute this plan, so a refit or
+// sink rule is written here once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_RUNTIME_METHODS_KVQUANT_PLAN_H

@@ -429,7 +429,7 @@ void Layer::addStats(kvq_stats &s) const {
   s.code_bytes += keyCodeBytes_;
 }
 
-/// fp16: every cut. kivi(_sink): the store_kivi.cpp rule without its
+/// fp16: every cut. kivi(_sink): the kivi_lifecycle.cpp rule without its
 /// rollback history: keys and values quantized exactly as far as a layer
 /// of n tokens quantizes them, and a full top-k free of dropped positions.
 kvq_status Layer::checkTruncate(int64_t n) const {

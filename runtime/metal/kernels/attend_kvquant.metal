@@ -10,7 +10,7 @@
 //    (C x 2^key_bits fp16, channel-major) of the table array;
 //  - a value row is [kv_heads x 2^value_bits fp16 levels][packed codes]
 //    [vout x (fp16 value, uint16 channel)] in the value arena at vblock.
-// These are the CPU store's blocks byte for byte (store_kvquant.cpp).
+// These are the CPU store's blocks byte for byte (cpu/stores/kvquant).
 // Outlier lists are sorted by channel and may start at an odd offset, so
 // they are read byte by byte and searched by bisection. An element is its
 // code's level, or its outlier's fp16 value: exactly the CPU's loadRow.

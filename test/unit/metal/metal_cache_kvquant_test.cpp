@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The KVQuant method of the Metal cache against the CPU store
-// (runtime/cpu/store_kvquant.cpp), the oracle: the same configuration
+// (runtime/cpu/stores/kvquant/), the oracle: the same configuration
 // and the same prefill + decode steps go into a CPU cache and a Metal
 // cache, and after every step fetch must be bit-identical (f16 and f32),
 // every field of kvq_stats equal, the sink positions equal, and fused

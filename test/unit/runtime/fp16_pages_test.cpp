@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The fp16 store keeps full pages of kFp16PageTokens tokens head-major and
-// the tail per token (store_fp16.cpp). Nothing observable may depend on
+// the tail per token (fp16_store.h). Nothing observable may depend on
 // that: attention is compared bit for bit with the same driver run over a
 // store in the per-token layout the fp16 store used before (RowsStore
 // below, the oracle), post- and pre-RoPE; fetch, stats and saved bytes with

@@ -3,11 +3,14 @@
 //
 // A LayerStore holds one layer's tokens in a method's packed format. The
 // cache core (cache.cpp) validates arguments and converts input to fp16;
-// stores only plan and commit storage changes.
+// stores only plan and commit storage changes. Each method's store is a
+// folder beside this header (fp16/, kivi/, kvquant/): its class in a
+// private header, its update, attention fast paths and lifecycle in one
+// source each (docs/ADDING_A_METHOD.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_CPU_STORE_H
-#define KVQ_RUNTIME_CPU_STORE_H
+#ifndef KVQ_RUNTIME_CPU_STORES_STORE_H
+#define KVQ_RUNTIME_CPU_STORES_STORE_H
 
 #include "kernels.h"
 #include "kvq/runtime.h"
@@ -23,7 +26,7 @@ struct AttendJob;
 class ByteReader;
 class ByteWriter;
 
-/// Tokens per page of the fp16 store (store_fp16.cpp), which holds each
+/// Tokens per page of the fp16 store (fp16/fp16_store.h), which holds each
 /// full page's keys head by head ([head][token][head_dim]), then its values
 /// so. 64: a head's run of keys or values is then 16 KB at head_dim 128,
 /// long enough for the hardware prefetcher to stream and for the jump to
@@ -54,6 +57,8 @@ public:
   /// created (or loaded, which creates it first) on the active table.
   const AttendOps &attendOps() const { return attendOps_; }
 
+  // The core: what every method implements (the lifecycle after it).
+
   /// Append n tokens; k and v are [n, channels] fp16 bits, already checked
   /// finite. All-or-nothing: returns KVQ_ERR_OUT_OF_MEMORY (and changes
   /// nothing) when the allocator fails; may throw std::bad_alloc before
@@ -75,6 +80,40 @@ public:
 
   /// Absolute positions of fp16 sink tokens, ascending.
   virtual void sinkPositions(std::vector<int64_t> &out) const { out.clear(); }
+
+  /// Release every payload block (called once, by the cache destructor).
+  virtual void releaseAll() = 0;
+
+  // Lifecycle (lifecycle.cpp; the rules are in docs/RUNTIME.md, "Cache
+  // lifecycle").
+
+  /// KVQ_OK when keeping the first n tokens (0 <= n < length()) gives
+  /// exactly the store that the update calls restricted to those tokens
+  /// would have built; else KVQ_ERR_NOT_EXACT with a message saying why.
+  virtual kvq_status checkTruncate(int64_t n) const = 0;
+  /// Allocate what truncate(n) will need (fp16 rows restored from the
+  /// rollback history), after checkTruncate(n) returned KVQ_OK:
+  /// KVQ_ERR_OUT_OF_MEMORY leaves the store unchanged. Then exactly one of
+  /// truncate(n) or cancelTruncate() follows.
+  virtual kvq_status prepareTruncate(int64_t) { return KVQ_OK; }
+  virtual void cancelTruncate() {}
+  /// Keep the first n tokens (after prepareTruncate): cannot fail.
+  virtual void truncate(int64_t n) = 0;
+  /// Take a copy of `from`'s rollback history (a fork; `from` is a store of
+  /// the same method holding the same tokens). May throw std::bad_alloc.
+  virtual void copyHistory(const LayerStore &) {}
+  /// Append the layer's state to w (the format of docs/RUNTIME.md).
+  virtual void save(ByteWriter &w) const = 0;
+  /// Rebuild this (empty) store from what save wrote: KVQ_ERR_CORRUPT_DATA
+  /// when a check fails, KVQ_ERR_OUT_OF_MEMORY; on failure the cache is
+  /// discarded and releaseAll frees what was loaded so far.
+  virtual kvq_status load(ByteReader &r) = 0;
+
+  // Attention fast paths (attention.h): optional. The defaults
+  // (attention.cpp) decode whole rows with loadRow and sum in plain scalar
+  // loops, correct for every store and slow; an override reads the packed
+  // blocks through the cache's AttendOps, using exactly the keys and values
+  // loadRow decodes.
 
   /// Fused attention (attention.h), pass 1 over [job.t0, job.t1): the
   /// scores of every query vector, read from the packed storage. The
@@ -132,34 +171,6 @@ public:
                             const float *cos, const float *sin,
                             bool interleaved) const;
 
-  /// Release every payload block (called once, by the cache destructor).
-  virtual void releaseAll() = 0;
-
-  // Lifecycle (lifecycle.cpp; the rules are in docs/RUNTIME.md, "Cache
-  // lifecycle").
-
-  /// KVQ_OK when keeping the first n tokens (0 <= n < length()) gives
-  /// exactly the store that the update calls restricted to those tokens
-  /// would have built; else KVQ_ERR_NOT_EXACT with a message saying why.
-  virtual kvq_status checkTruncate(int64_t n) const = 0;
-  /// Allocate what truncate(n) will need (fp16 rows restored from the
-  /// rollback history), after checkTruncate(n) returned KVQ_OK:
-  /// KVQ_ERR_OUT_OF_MEMORY leaves the store unchanged. Then exactly one of
-  /// truncate(n) or cancelTruncate() follows.
-  virtual kvq_status prepareTruncate(int64_t) { return KVQ_OK; }
-  virtual void cancelTruncate() {}
-  /// Keep the first n tokens (after prepareTruncate): cannot fail.
-  virtual void truncate(int64_t n) = 0;
-  /// Take a copy of `from`'s rollback history (a fork; `from` is a store of
-  /// the same method holding the same tokens). May throw std::bad_alloc.
-  virtual void copyHistory(const LayerStore &) {}
-  /// Append the layer's state to w (the format of docs/RUNTIME.md).
-  virtual void save(ByteWriter &w) const = 0;
-  /// Rebuild this (empty) store from what save wrote: KVQ_ERR_CORRUPT_DATA
-  /// when a check fails, KVQ_ERR_OUT_OF_MEMORY; on failure the cache is
-  /// discarded and releaseAll frees what was loaded so far.
-  virtual kvq_status load(ByteReader &r) = 0;
-
 protected:
   kvq_config cfg_;
   Payload &payload_;
@@ -182,4 +193,4 @@ std::unique_ptr<LayerStore> makeKvquantStore(const kvq_config &, Payload &);
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_CPU_STORE_H
+#endif // KVQ_RUNTIME_CPU_STORES_STORE_H

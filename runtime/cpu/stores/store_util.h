@@ -6,8 +6,8 @@
 // payload blocks, read16/write16, are fp16.h's).
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVQ_RUNTIME_CPU_STORE_UTIL_H
-#define KVQ_RUNTIME_CPU_STORE_UTIL_H
+#ifndef KVQ_RUNTIME_CPU_STORES_STORE_UTIL_H
+#define KVQ_RUNTIME_CPU_STORES_STORE_UTIL_H
 
 #include "attention.h"
 #include "fp16.h"
@@ -149,4 +149,4 @@ int64_t walkValueRows(AttendJob &job, const Slots &slots, int64_t codeOffset,
 
 } // namespace kvq
 
-#endif // KVQ_RUNTIME_CPU_STORE_UTIL_H
+#endif // KVQ_RUNTIME_CPU_STORES_STORE_UTIL_H
