@@ -27,7 +27,7 @@
 // Perplexity: the same objects per row, and the list under the table.
 // RUN: printf '1 403 407 261 378 430 261 505 343 378 263 49\n' > %t.ids
 // RUN: kvq-run %models/stories260K/stories260K.bin --tokens %t.ids --prefill 4 --method "kivi_sink{bits=2 group-size=4}" --json | FileCheck %s --check-prefix=PPLJSON
-// PPLJSON: {"method": "none", "pass_options": "", "cache": {"method": "none", "element_type": "f32"}, "effective_bits": 32.0000,
+// PPLJSON: {"method": "none", "pass_options": "", "cache": {"method": "none", "element_type": "f32"}, "effective_bits": 32.0,
 // PPLJSON: {"method": "kivi_sink{bits=2 group-size=4}", {{.*}}"cache": {"method": "kivi_sink", "element_type": "f32", "key_bits": 2, "value_bits": 2, "group_size": 4, "residual_length": 32, "residual_mode": "sliding", "sinks": 5, "pre_rope": false},
 // RUN: kvq-run %models/stories260K/stories260K.bin --tokens %t.ids --prefill 4 --method "kivi_sink{bits=2 group-size=4}" 2>/dev/null | FileCheck %s --check-prefix=PPL
 // PPL: caches:

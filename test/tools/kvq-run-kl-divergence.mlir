@@ -9,7 +9,7 @@
 // RUN: FileCheck %s --check-prefix=KLJSON --input-file=%t.kl.json
 // KLJSON: "kl_baseline": "fp16",
 // KLJSON: {"method": "none",
-// KLJSON-NEXT: {"method": "fp16", {{.*}}"kl_divergence": 0, "kl_divergence_stderr": 0, "top1_agreement": 1,
+// KLJSON-NEXT: {"method": "fp16", {{.*}}"kl_divergence": 0.0, "kl_divergence_stderr": 0.0, "top1_agreement": 1.0,
 // KLJSON-NEXT: {"method": "kivi{bits=2}",
 //
 // The human table: ± after the perplexity, KL and top-1 columns.

@@ -22,7 +22,7 @@
 // RUN: kvq-run %models/stories260K/stories260K.bin --steps 40 --temperature 1 --top-k 5 --seed 7 --json | grep -o '"text": .*"' > %t.k5
 // RUN: not diff %t.k5 %t.greedy
 // RUN: FileCheck %s --check-prefix=JSON --input-file=%t.s1
-// JSON: "temperature": 1,
+// JSON: "temperature": 1.0,
 // JSON-NEXT: "top_k": 5,
 // JSON-NEXT: "top_p": 0.9,
 //

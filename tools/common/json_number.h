@@ -5,7 +5,8 @@
 // measured figure to a fixed number of decimals: more would only be noise.
 // fixed() rounds a double exactly as printf's "%.Nf" does, so the JSON
 // library prints that decimal (its shortest round-trip form; trailing
-// zeros dropped). A value that is not finite stays so and prints as null.
+// zeros dropped); significant() does the same for "%.Ng". A value that is
+// not finite stays so and prints as null.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_TOOLS_COMMON_JSON_NUMBER_H
@@ -23,6 +24,15 @@ inline double fixed(double x, int decimals) {
     return x;
   char buf[512];
   std::snprintf(buf, sizeof(buf), "%.*f", decimals, x);
+  return std::strtod(buf, nullptr);
+}
+
+/// x rounded to `digits` significant digits, as "%.*g" prints it.
+inline double significant(double x, int digits) {
+  if (!std::isfinite(x))
+    return x;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, x);
   return std::strtod(buf, nullptr);
 }
 

@@ -23,6 +23,8 @@
 #include "tools/kvq-run/Bench.h"
 
 #include "kvq/runtime.h"
+#include "json_number.h"
+#include "json_report.h"
 #include "read_loops.h"
 #include "run_info.h"
 #include "table.h"
@@ -282,63 +284,49 @@ int runDecodeBench(
   runInfo.finish();
   if (json) {
     // The build, machine, date and load average (tools/common/run_info.h).
-    nlohmann::ordered_json info;
-    runInfo.addTo(info);
-    llvm::outs() << "{\n";
-    for (const auto &item : info.items())
-      llvm::outs() << "  \"" << item.key() << "\": " << item.value().dump()
-                   << ",\n";
-    llvm::outs() << "  \"config\": {\"dim\": " << c.dim
-                 << ", \"hidden_dim\": " << c.hiddenDim
-                 << ", \"layers\": " << c.layers << ", \"heads\": " << c.heads
-                 << ", \"kv_heads\": " << c.kvHeads
-                 << ", \"vocab\": " << c.vocab << ", \"seq_len\": " << c.seqLen
-                 << "},\n  \"threads\": " << threads
-                 << ",\n  \"repetitions\": " << repetitions
-                 << ",\n  \"read_gbps\": " << llvm::format("%.2f", bound)
-                 << ",\n  \"weight_type\": \""
-                 << import::weightTypeName(spelling.weightType) << "\""
-                 << ",\n  \"weight_bytes\": " << weightBytes
-                 << ",\n  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row &r = rows[i];
-      llvm::outs() << "    {\"method\": \"" << r.method
-                   << "\", \"context\": " << r.context
-                   << ", \"step_ms\": " << llvm::format("%.4f", 1e3 * r.step)
-                   << ", \"dense_ms\": " << llvm::format("%.4f", 1e3 * r.dense)
-                   << ", \"attention_ms\": "
-                   << llvm::format("%.4f", 1e3 * r.attention)
-                   << ", \"rest_ms\": "
-                   << llvm::format("%.4f",
-                                   1e3 * (r.step - r.attention - r.dense))
-                   << ", \"cache_bytes\": " << r.cacheBytes
-                   << ", \"bytes_read\": " << int64_t(bytesOf(r))
-                   << ", \"gbps\": "
-                   << llvm::format("%.2f", bytesOf(r) / r.step / 1e9)
-                   << ", \"vs_bound\": "
-                   << llvm::format("%.3f", r.step / (bytesOf(r) / bound / 1e9))
-                   << ", \"tokens_per_second\": "
-                   << llvm::format("%.2f", 1.0 / r.step) << "}"
-                   << (i + 1 < rows.size() ? "," : "") << "\n";
+    using cli::Json;
+    using cli::fixed;
+    Json doc;
+    runInfo.addTo(doc);
+    doc["config"] = {{"dim", c.dim},         {"hidden_dim", c.hiddenDim},
+                     {"layers", c.layers},   {"heads", c.heads},
+                     {"kv_heads", c.kvHeads}, {"vocab", c.vocab},
+                     {"seq_len", c.seqLen}};
+    doc["threads"] = threads;
+    doc["repetitions"] = repetitions;
+    doc["read_gbps"] = fixed(bound, 2);
+    doc["weight_type"] = import::weightTypeName(spelling.weightType);
+    doc["weight_bytes"] = weightBytes;
+    Json decode = Json::array();
+    for (const Row &r : rows)
+      decode.push_back(
+          {{"method", r.method},
+           {"context", r.context},
+           {"step_ms", fixed(1e3 * r.step, 4)},
+           {"dense_ms", fixed(1e3 * r.dense, 4)},
+           {"attention_ms", fixed(1e3 * r.attention, 4)},
+           {"rest_ms", fixed(1e3 * (r.step - r.attention - r.dense), 4)},
+           {"cache_bytes", r.cacheBytes},
+           {"bytes_read", int64_t(bytesOf(r))},
+           {"gbps", fixed(bytesOf(r) / r.step / 1e9, 2)},
+           {"vs_bound", fixed(r.step / (bytesOf(r) / bound / 1e9), 3)},
+           {"tokens_per_second", fixed(1.0 / r.step, 2)}});
+    doc["rows"] = std::move(decode);
+    Json prefill = Json::array();
+    for (const Prefill &p : prefills) {
+      const double step = decodeStep(p.method);
+      prefill.push_back(
+          {{"method", p.method},
+           {"tokens", prefillTokens},
+           {"ms", fixed(1e3 * p.seconds, 4)},
+           {"tokens_per_second", fixed(double(prefillTokens) / p.seconds, 2)},
+           {"dense_gflops", fixed(prefillFlops / p.seconds / 1e9, 2)},
+           {"vs_decode",
+            fixed(step > 0 ? step * double(prefillTokens) / p.seconds : 0.0,
+                  2)}});
     }
-    llvm::outs() << "  ],\n  \"prefill\": [\n";
-    for (size_t i = 0; i < prefills.size(); ++i) {
-      const Prefill &p = prefills[i];
-      double step = decodeStep(p.method);
-      llvm::outs() << "    {\"method\": \"" << p.method
-                   << "\", \"tokens\": " << prefillTokens
-                   << ", \"ms\": " << llvm::format("%.4f", 1e3 * p.seconds)
-                   << ", \"tokens_per_second\": "
-                   << llvm::format("%.2f", double(prefillTokens) / p.seconds)
-                   << ", \"dense_gflops\": "
-                   << llvm::format("%.2f", prefillFlops / p.seconds / 1e9)
-                   << ", \"vs_decode\": "
-                   << llvm::format("%.2f", step > 0 ? step * double(prefillTokens) /
-                                                          p.seconds
-                                                    : 0.0)
-                   << "}" << (i + 1 < prefills.size() ? "," : "") << "\n";
-    }
-    llvm::outs() << "  ]\n}\n";
+    doc["prefill"] = std::move(prefill);
+    llvm::outs() << cli::jsonReport(doc);
     return 0;
   }
   llvm::outs() << "decode step of a " << c.layers << "-layer model (dim "

@@ -19,6 +19,8 @@
 
 #include "cl_version.h"
 #include "flags.h"
+#include "json_number.h"
+#include "json_report.h"
 #include "progress.h"
 #include "table.h"
 #include "thread_pool.h"
@@ -54,6 +56,7 @@ namespace {
 constexpr double kMaxTemperature = 100;
 
 using kvq::cli::MethodSpec;
+using kvq::cli::Json;
 
 /// The --method specs (tools/common/vocabulary.h): `none` (the graph's own
 /// f32 tensors) and the cache methods, each optionally with pass options.
@@ -341,21 +344,6 @@ std::pair<double, double> meanAndStderr(double sum, double sumSq, int64_t n) {
   return {mean, std::sqrt(var / double(n - 1))};
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\')
-      out += '\\', out += char(ch);
-    else if (ch < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-      out += buf;
-    } else
-      out += char(ch);
-  }
-  return out + "\"";
-}
-
 /// Documents of a perplexity file: each non-empty line. A file of integers
 /// only is read as token ids (one document per line, BOS not added); with
 /// `idsOnly` (--tokens) it must be one, and no tokenizer is needed.
@@ -413,10 +401,8 @@ std::vector<std::vector<int32_t>> readDocuments(const std::string &path,
   return docs;
 }
 
-/// A number in JSON: %.*g of `x`, or null when it is not finite.
-std::string jsonNumber(double x, int digits = 6) {
-  if (!std::isfinite(x))
-    return "null";
+/// `x` as "%.*g" prints it (the spelling of pass options).
+std::string gNumber(double x, int digits = 6) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*g", digits, x);
   return buf;
@@ -443,7 +429,7 @@ std::string describeCache(const run::CacheSummary &c) {
   if (c.method == "kivi_sink")
     add("sinks", std::to_string(c.sinks));
   if (c.method == "kvquant") {
-    add("outlier-fraction", jsonNumber(c.outlierFraction));
+    add("outlier-fraction", gNumber(c.outlierFraction));
     add("lloyd-iters", std::to_string(c.lloydIters));
     add("refit-interval", std::to_string(c.refitInterval));
     add("kvquant-sinks", std::to_string(c.kvquantSinks));
@@ -455,35 +441,33 @@ std::string describeCache(const run::CacheSummary &c) {
 }
 
 /// The same as a JSON object (keys in docs/CLI.md, "kvq-run output").
-std::string cacheJson(const run::CacheSummary &c) {
-  std::string s = "{\"method\": " + jsonString(c.method);
-  auto add = [&](const char *key, const std::string &value) {
-    s += std::string(", \"") + key + "\": " + value;
-  };
-  add("element_type", jsonString(c.elementType));
+Json cacheJson(const run::CacheSummary &c) {
+  Json j;
+  j["method"] = c.method;
+  j["element_type"] = c.elementType;
   if (c.method != "none") {
-    add("key_bits", std::to_string(c.keyBits));
-    add("value_bits", std::to_string(c.valueBits));
+    j["key_bits"] = c.keyBits;
+    j["value_bits"] = c.valueBits;
     if (c.method == "kivi" || c.method == "kivi_sink") {
-      add("group_size", std::to_string(c.groupSize));
-      add("residual_length", std::to_string(c.residualLength));
-      add("residual_mode", jsonString(c.residualMode));
+      j["group_size"] = c.groupSize;
+      j["residual_length"] = c.residualLength;
+      j["residual_mode"] = c.residualMode;
     }
     if (c.method == "kivi_sink")
-      add("sinks", std::to_string(c.sinks));
+      j["sinks"] = c.sinks;
     if (c.method == "kvquant") {
-      add("outlier_fraction", jsonNumber(c.outlierFraction));
-      add("lloyd_iters", std::to_string(c.lloydIters));
-      add("refit_interval", std::to_string(c.refitInterval));
-      add("kvquant_sinks", std::to_string(c.kvquantSinks));
+      j["outlier_fraction"] = cli::significant(c.outlierFraction, 6);
+      j["lloyd_iters"] = c.lloydIters;
+      j["refit_interval"] = c.refitInterval;
+      j["kvquant_sinks"] = c.kvquantSinks;
     }
-    add("pre_rope", c.preRope ? "true" : "false");
+    j["pre_rope"] = c.preRope;
     if (c.preRope) {
-      add("rope_style", jsonString(c.ropeStyle));
-      add("rope_theta", jsonNumber(c.ropeTheta));
+      j["rope_style"] = c.ropeStyle;
+      j["rope_theta"] = cli::significant(c.ropeTheta, 6);
     }
   }
-  return s + "}";
+  return j;
 }
 
 /// Effective bits per cached K/V element and the cache's bytes: the kvq
@@ -915,7 +899,7 @@ int main(int argc, char **argv) {
         llvm::outs().flush();
       }
     };
-    std::vector<std::string> rows;
+    Json rows = Json::array();
     for (const MethodSpec &m : specs) {
       const std::string options = passOptionsFor(m);
       auto model = run::CompiledModel::compile(
@@ -969,33 +953,30 @@ int main(int argc, char **argv) {
                      << " effective bits, " << cacheBytes << " bytes\n";
         continue;
       }
-      std::string row;
-      llvm::raw_string_ostream os(row);
-      os << "    {\"method\": " << jsonString(m.label)
-         << ", \"pass_options\": " << jsonString(options)
-         << ", \"cache\": " << cacheJson(cache)
-         << ", \"effective_bits\": " << llvm::format("%.4f", effectiveBits)
-         << ", \"cache_bytes\": " << cacheBytes
-         << ", \"generated_tokens\": " << made
-         << ", \"text\": " << jsonString(text)
-         << ", \"tokens_per_second\": " << llvm::format("%.1f", rate) << "}";
-      rows.push_back(os.str());
+      Json row;
+      row["method"] = m.label;
+      row["pass_options"] = options;
+      row["cache"] = cacheJson(cache);
+      row["effective_bits"] = cli::fixed(effectiveBits, 4);
+      row["cache_bytes"] = cacheBytes;
+      row["generated_tokens"] = made;
+      row["text"] = text;
+      row["tokens_per_second"] = cli::fixed(rate, 1);
+      rows.push_back(std::move(row));
     }
     if (json) {
-      llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
-                   << ",\n  \"prompt\": " << jsonString(prompt)
-                   << ",\n  \"prompt_tokens\": " << ids.size()
-                   << ",\n  \"steps\": " << steps
-                   << ",\n  \"temperature\": " << jsonNumber(temperature)
-                   << ",\n  \"top_k\": " << sampling.topK
-                   << ",\n  \"top_p\": " << jsonNumber(sampling.topP)
-                   << ",\n  \"seed\": " << seed
-                   << ",\n  \"weight_type\": \""
-                   << import::weightTypeName(spelling.weightType)
-                   << "\",\n  \"results\": [\n";
-      for (size_t i = 0; i < rows.size(); ++i)
-        llvm::outs() << rows[i] << (i + 1 < rows.size() ? "," : "") << "\n";
-      llvm::outs() << "  ]\n}\n";
+      Json doc;
+      doc["model"] = modelPath;
+      doc["prompt"] = prompt;
+      doc["prompt_tokens"] = ids.size();
+      doc["steps"] = int64_t(steps);
+      doc["temperature"] = cli::significant(temperature, 6);
+      doc["top_k"] = sampling.topK;
+      doc["top_p"] = cli::significant(sampling.topP, 6);
+      doc["seed"] = uint64_t(seed);
+      doc["weight_type"] = import::weightTypeName(spelling.weightType);
+      doc["results"] = std::move(rows);
+      llvm::outs() << cli::jsonReport(doc);
     }
     return 0;
   }
@@ -1137,40 +1118,37 @@ int main(int argc, char **argv) {
   }
   double base = results.front().perplexity;
   if (json) {
-    llvm::outs() << "{\n  \"model\": " << jsonString(modelPath)
-                 << ",\n  \"eval_file\": " << jsonString(evalFile)
-                 << ",\n  \"documents\": " << usable
-                 << ",\n  \"prompt_tokens\": " << promptTokens
-                 << ",\n  \"decoded_tokens\": " << results.front().decoded
-                 << ",\n  \"weight_type\": \""
-                 << import::weightTypeName(spelling.weightType)
-                 << "\",\n  \"weight_bytes\": " << weightBytes;
+    Json doc;
+    doc["model"] = modelPath;
+    doc["eval_file"] = evalFile;
+    doc["documents"] = usable;
+    doc["prompt_tokens"] = int64_t(promptTokens);
+    doc["decoded_tokens"] = results.front().decoded;
+    doc["weight_type"] = import::weightTypeName(spelling.weightType);
+    doc["weight_bytes"] = weightBytes;
     if (klDivergence)
-      llvm::outs() << ",\n  \"kl_baseline\": "
-                   << jsonString(specs[baseline].label);
-    llvm::outs() << ",\n  \"results\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result &r = results[i];
-      llvm::outs() << "    {\"method\": " << jsonString(r.spec.label)
-                   << ", \"pass_options\": " << jsonString(r.options)
-                   << ", \"cache\": " << cacheJson(r.cache)
-                   << ", \"effective_bits\": "
-                   << llvm::format("%.4f", r.effectiveBits)
-                   << ", \"cache_bytes\": " << r.cacheBytes
-                   << ", \"perplexity\": " << llvm::format("%.6f", r.perplexity)
-                   << ", \"ppl_stderr\": " << jsonNumber(r.perplexityStderr)
-                   << ", \"delta_perplexity\": "
-                   << llvm::format("%.6f", r.perplexity - base);
-      if (klDivergence)
-        llvm::outs() << ", \"kl_divergence\": " << jsonNumber(r.kl)
-                     << ", \"kl_divergence_stderr\": "
-                     << jsonNumber(r.klStderr)
-                     << ", \"top1_agreement\": " << jsonNumber(r.top1);
-      llvm::outs() << ", \"tokens_per_second\": "
-                   << llvm::format("%.1f", r.tokensPerSecond) << "}"
-                   << (i + 1 < results.size() ? "," : "") << "\n";
+      doc["kl_baseline"] = specs[baseline].label;
+    Json rows = Json::array();
+    for (const Result &r : results) {
+      Json row;
+      row["method"] = r.spec.label;
+      row["pass_options"] = r.options;
+      row["cache"] = cacheJson(r.cache);
+      row["effective_bits"] = cli::fixed(r.effectiveBits, 4);
+      row["cache_bytes"] = r.cacheBytes;
+      row["perplexity"] = cli::fixed(r.perplexity, 6);
+      row["ppl_stderr"] = cli::significant(r.perplexityStderr, 6);
+      row["delta_perplexity"] = cli::fixed(r.perplexity - base, 6);
+      if (klDivergence) {
+        row["kl_divergence"] = cli::significant(r.kl, 6);
+        row["kl_divergence_stderr"] = cli::significant(r.klStderr, 6);
+        row["top1_agreement"] = cli::significant(r.top1, 6);
+      }
+      row["tokens_per_second"] = cli::fixed(r.tokensPerSecond, 1);
+      rows.push_back(std::move(row));
     }
-    llvm::outs() << "  ]\n}\n";
+    doc["results"] = std::move(rows);
+    llvm::outs() << cli::jsonReport(doc);
     return 0;
   }
   llvm::outs() << "perplexity of " << modelPath << " on " << evalFile << ": "
