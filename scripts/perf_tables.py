@@ -5,6 +5,8 @@
 #   scripts/perf_tables.py docs/perf-results.json > /tmp/tables.md
 #   scripts/perf_tables.py docs/perf-results.json --check docs/PERFORMANCE.md
 #   scripts/perf_tables.py docs/perf-results.json --summary --check README.md
+#   scripts/perf_tables.py docs/perf-longctx.json --long-context --check \
+#       docs/PERFORMANCE.md   (a `kvq-run --bench --json` run)
 #
 # A partial run (the file cut off, sections missing: a killed run, --only)
 # renders the tables it can and names the rest, on the page and on stderr
@@ -236,6 +238,55 @@ def summary(doc):
                "%.2fx" % pre[0]["vs_post_rope"] if pre else "-"))
 
 
+# The end-to-end targets at long context: a decode step with the
+# quantized cache over the step with the fp16 cache, same model and context
+# (keys: the method specs of the run's command line).
+LONG_CONTEXT_TARGETS = {"kivi{bits=2}": 0.7, "kvquant{bits=3}": 0.8}
+
+
+def long_context(doc):
+    """PERFORMANCE.md's opening table, from one `kvq-run --bench --json`
+    run: the whole decode step at long context per cache, against fp16's."""
+    rows_ = doc["rows"]
+    if not rows_:
+        raise Missing("no decode rows")
+    c, machine, load = doc["config"], doc["machine"], doc["load_average"]
+    weights = doc["weight_bytes"] / 1e6
+    print("**Run:** %s, %d cores, %s, commit `%s`; load average %.2f at the "
+          "start, %.2f at the end; %d thread%s, fastest of %d steps; the "
+          "model: %d layers, dim %d, %d query / %d KV heads (head_dim %d), "
+          "hidden %d, vocab %d, %.0f MB of %s weights; read bound %.1f GB/s "
+          "(the best read loop of the run).\n" %
+          (machine["cpu"], machine["cores"], machine["date"], doc["commit"],
+           load["start"], load["end"], doc["threads"],
+           "" if doc["threads"] == 1 else "s", doc["repetitions"],
+           c["layers"], c["dim"], c["heads"], c["kv_heads"],
+           c["dim"] // c["heads"], c["hidden_dim"], c["vocab"], weights,
+           doc["weight_type"], doc["read_gbps"]))
+    print("| cache | context | cache MB | step ms | step over fp16's | "
+          "target | attention ms | attention x bound | dense ms | tokens/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    fp16 = {r["context"]: r for r in rows_ if r["method"] == "fp16"}
+    for r in rows_:
+        base = fp16.get(r["context"])
+        ratio = r["step_ms"] / base["step_ms"] if base else None
+        limit = LONG_CONTEXT_TARGETS.get(r["method"])
+        if limit is None or ratio is None:
+            verdict = "-"
+        else:
+            verdict = "<= %.1f: %s" % (limit, "met" if ratio <= limit else
+                                        "missed by %.2fx" % (ratio / limit))
+        # Attention reads the whole cache once: its bound is those bytes
+        # at the run's best read bandwidth.
+        bound_ms = r["cache_bytes"] / (doc["read_gbps"] * 1e9) * 1e3
+        print("| %s | %d | %.0f | %.1f | %s | %s | %.1f | %.1fx | %.1f | "
+              "%.2f |" %
+              (r["method"], r["context"], r["cache_bytes"] / 1e6,
+               r["step_ms"], "%.2f" % ratio if ratio is not None else "-",
+               verdict, r["attention_ms"], r["attention_ms"] / bound_ms,
+               r["dense_ms"], r["tokens_per_second"]))
+
+
 class Missing(Exception):
     """A section the run holds no figures for."""
 
@@ -326,8 +377,8 @@ def main(sections=SECTIONS):
 
 
 if __name__ == "__main__":
-    usage = ("usage: perf_tables.py RESULTS.json [--summary] "
-             "[--check MARKDOWN_FILE]")
+    usage = ("usage: perf_tables.py RESULTS.json [--summary | "
+             "--long-context] [--check MARKDOWN_FILE]")
     if len(sys.argv) < 2 or sys.argv[1].startswith("--"):
         sys.exit(usage)
     args = sys.argv[2:]
@@ -336,6 +387,11 @@ if __name__ == "__main__":
     if "--summary" in args:
         args.remove("--summary")
         sections = [("summary", summary)]
+    # --long-context: a `kvq-run --bench --json` run, PERFORMANCE.md's
+    # opening table.
+    if "--long-context" in args:
+        args.remove("--long-context")
+        sections = [("long context", long_context)]
     if len(args) == 2 and args[0] == "--check":
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

@@ -18,22 +18,23 @@
 
 namespace kvq::cli {
 
-/// x rounded to `decimals` decimals, as "%.*f" prints it.
-inline double fixed(double x, int decimals) {
+/// x as printf prints it with `format` (one "%.*" conversion), read back.
+inline double asPrinted(double x, const char *format, int precision) {
   if (!std::isfinite(x))
     return x;
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, x);
+  std::snprintf(buf, sizeof(buf), format, precision, x);
   return std::strtod(buf, nullptr);
+}
+
+/// x rounded to `decimals` decimals, as "%.*f" prints it.
+inline double fixed(double x, int decimals) {
+  return asPrinted(x, "%.*f", decimals);
 }
 
 /// x rounded to `digits` significant digits, as "%.*g" prints it.
 inline double significant(double x, int digits) {
-  if (!std::isfinite(x))
-    return x;
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), "%.*g", digits, x);
-  return std::strtod(buf, nullptr);
+  return asPrinted(x, "%.*g", digits);
 }
 
 } // namespace kvq::cli
