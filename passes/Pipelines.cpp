@@ -15,12 +15,14 @@
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -43,6 +45,37 @@ struct DecomposeAggregatedOpsPass
         [&](linalg::AggregatedOpInterface op) { ops.push_back(op); });
     for (linalg::AggregatedOpInterface op : ops) {
       OpBuilder b(op);
+      // A softmax on buffers (a bufferized graph) is decomposed on tensors
+      // read from its input and written into its output; it never reads its
+      // output, so the tensors' init is empty.
+      if (auto sm = dyn_cast<linalg::SoftmaxOp>(op.getOperation());
+          sm && sm.hasPureBufferSemantics()) {
+        Location loc = sm.getLoc();
+        auto tensorOf = [](Value m) {
+          auto t = cast<MemRefType>(m.getType());
+          return RankedTensorType::get(t.getShape(), t.getElementType());
+        };
+        Value in = bufferization::ToTensorOp::create(
+            b, loc, tensorOf(sm.getInput()), sm.getInput(), /*restrict=*/true);
+        Value init = tensor::EmptyOp::create(
+            b, loc, tensor::getMixedSizes(b, loc, in),
+            tensorOf(sm.getOutput()).getElementType());
+        auto onTensors = linalg::SoftmaxOp::create(
+            b, loc, init.getType(), in, init, sm.getDimension());
+        FailureOr<SmallVector<Value>> parts =
+            cast<linalg::AggregatedOpInterface>(onTensors.getOperation())
+                .decomposeOperation(b);
+        if (failed(parts)) {
+          sm->emitError("cannot decompose ") << sm->getName();
+          return signalPassFailure();
+        }
+        bufferization::MaterializeInDestinationOp::create(
+            b, loc, TypeRange{}, (*parts)[0], sm.getOutput(),
+            /*restrict=*/true, /*writable=*/true);
+        onTensors->erase();
+        sm->erase();
+        continue;
+      }
       FailureOr<SmallVector<Value>> parts = op.decomposeOperation(b);
       if (failed(parts)) {
         op->emitError("cannot decompose ") << op->getName();

@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq-quantize-kv-cache. Per function, on a copy of it:
+//  0. kvcache/MemrefState: state kept in memref arguments updated in place
+//     read as tensors (threaded through the body, returned), or refused;
 //  1. kvcache/Canonicalize: the frontends' spellings of one thing brought
 //     to one (named ops generalized, repeat_kv, scatter and concat writes,
 //     K/V stacked in one tensor split);
@@ -12,7 +14,8 @@
 //  3. kvcache/AttentionRewriter: the chains become one !kvq.cache argument,
 //     writes kvq.cache_update, attentions kvq.cache_attend.
 // Only an adopted copy replaces the function; every other function stays
-// as it was, with one remark (emitted here) saying why.
+// as it was, with one remark (emitted here) saying why. An adopted function
+// on buffers takes its other buffers again (restoreBufferBoundary).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +25,11 @@
 #include "passes/transforms/kvcache/AttentionMatcher.h"
 #include "passes/transforms/kvcache/AttentionRewriter.h"
 #include "passes/transforms/kvcache/Canonicalize.h"
+#include "passes/transforms/kvcache/MemrefState.h"
 #include "passes/transforms/kvcache/RopeMatcher.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -65,6 +70,8 @@ struct QuantizeKvCachePass
 
   void getDependentDialects(DialectRegistry &registry) const override {
     KvqQuantizeKvCacheBase::getDependentDialects(registry);
+    // An adopted function on buffers reads and writes them back through it.
+    registry.insert<bufferization::BufferizationDialect>();
     OpPassManager tosa(func::FuncOp::getOperationName());
     addTosaToLinalg(tosa);
     tosa.getDependentDialects(registry);
@@ -170,7 +177,21 @@ struct QuantizeKvCachePass
         if (converted)
           converted->erase();
       });
-      if (containsTosa(original)) {
+      // State kept in memref arguments is matched in its tensor form
+      // (MemrefState.h); the adopted function takes buffers again.
+      SmallVector<BufferResult> bufferResults;
+      bool onBuffers = holdsBufferState(original);
+      if (onBuffers) {
+        std::optional<Refusal> why;
+        FailureOr<func::FuncOp> tensors =
+            tensorizeBufferState(original, bufferResults, why);
+        if (failed(tensors)) {
+          emitRemark(why->loc)
+              << kPass << ": @" << f.getSymName() << ": " << why->reason;
+          continue;
+        }
+        source = converted = *tensors;
+      } else if (containsTosa(original)) {
         FailureOr<func::FuncOp> linalg = convertTosa(original);
         if (failed(linalg))
           continue;
@@ -297,7 +318,13 @@ struct QuantizeKvCachePass
         continue;
       }
       cacheType = type;
+      llvm::BitVector cacheResults(f.getNumResults());
+      for (auto &chain : m.chains)
+        cacheResults.set(chain->resultIndex);
       rewriteFunction(m, type, preRopeKeys);
+      if (onBuffers)
+        restoreBufferBoundary(f, bufferResults, cacheResults,
+                              original.getFunctionType());
       for (const Refusal &assumed : m.assumptions)
         emitRemark(assumed.loc)
             << kPass << ": @" << f.getSymName() << ": " << assumed.reason;

@@ -166,23 +166,134 @@ func.func @dynamic_layer_loop(%q: tensor<1x2x4xf32>, %k: tensor<1x2x4xf32>, %v: 
 
 // A cache held as a memref and updated in place (a bufferized model, or a
 // hand-written one on buffers): the new key copied into a subview at pos,
-// the prefix read back. The output buffer (only written) is not taken for
-// state.
+// the prefix read back. The pass reads the buffers as tensors (adopted
+// forms: kvq-quantize-kv-cache-memref-state.mlir); here the prefix is only
+// summed, which is no attention, and the function keeps its buffers.
 // CHECK-LABEL: func.func @memref_state(
 // CHECK: memref.copy
-
-// expected-remark@below {{not adopted: argument #1 is a buffer (memref) written and read back in place}}
 func.func @memref_state(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<2x4xf32>, %pos: index) {
   %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
   memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
   %c1 = arith.constant 1 : index
   %len = arith.addi %pos, %c1 : index
   %read = memref.subview %kc[0, 0, 0] [%len, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<?x2x4xf32, strided<[8, 4, 1]>>
+  // expected-remark@below {{not adopted: this cache read does not feed a recognised attention}}
   linalg.generic {indexing_maps = [affine_map<(t, h, c) -> (t, h, c)>, affine_map<(t, h, c) -> (h, c)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%read : memref<?x2x4xf32, strided<[8, 4, 1]>>) outs(%out : memref<2x4xf32>) {
   ^bb0(%a: f32, %o: f32):
     %s = arith.addf %a, %o : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+// The cache buffer handed to another function (a logging or a kernel
+// call): what the callee does with it is not in the graph.
+// CHECK-LABEL: func.func @memref_state_call(
+// CHECK: call @inspect
+func.func private @inspect(memref<16x2x4xf32>)
+func.func @memref_state_call(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<1x2x4xf32>, %pos: index) {
+  %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  // expected-remark@below {{not adopted: argument #1 is a buffer (memref) written and read back in place, and it is passed to a call, where kvq cannot follow it (the buffer escapes the function)}}
+  call @inspect(%kc) : (memref<16x2x4xf32>) -> ()
+  memref.copy %slot, %out : memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>> to memref<1x2x4xf32>
+  return
+}
+
+// -----
+
+// llama2.c's forward() walks the layers in a loop, the layer's cache found
+// at an offset (loff = l * seq_len * kv_dim); on buffers, the loop body
+// writes and reads subviews of the cache at the loop's index.
+// CHECK-LABEL: func.func @memref_state_layer_loop(
+// CHECK: scf.for
+func.func @memref_state_layer_loop(%k: memref<1x2x4xf32>, %kc: memref<2x16x2x4xf32>, %out: memref<1x2x4xf32>, %pos: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  // expected-remark@below {{not adopted: argument #1 is a buffer (memref) written and read back in place, and it is used inside 'scf.for'; kvq follows buffer state in the function's block only}}
+  scf.for %l = %c0 to %c2 step %c1 {
+    %slot = memref.subview %kc[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : memref<2x16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    memref.copy %slot, %out : memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>> to memref<1x2x4xf32>
+  }
+  return
+}
+
+// -----
+
+// The cache addressed through memref.reinterpret_cast (pointer arithmetic
+// in a C-like model, as llama2.c's key_cache + loff + pos * kv_dim): the
+// view is not one kvq can compose into a slice.
+// CHECK-LABEL: func.func @memref_state_reinterpret(
+// CHECK: memref.reinterpret_cast
+func.func @memref_state_reinterpret(%k: memref<8xf32>, %kc: memref<16x2x4xf32>, %out: memref<8xf32>, %pos: index) {
+  %c8 = arith.constant 8 : index
+  %off = arith.muli %pos, %c8 : index
+  // expected-remark@below {{not adopted: argument #1 is a buffer (memref) written and read back in place, and it is used by 'memref.reinterpret_cast', which kvq does not read as a tensor}}
+  %row = memref.reinterpret_cast %kc to offset: [%off], sizes: [8], strides: [1] : memref<16x2x4xf32> to memref<8xf32, strided<[1], offset: ?>>
+  memref.copy %k, %row : memref<8xf32> to memref<8xf32, strided<[1], offset: ?>>
+  memref.copy %row, %out : memref<8xf32, strided<[1], offset: ?>> to memref<8xf32>
+  return
+}
+
+// -----
+
+// Buffer state across blocks (a branch on the position, as a model that
+// resets its cache at position 0 writes it): reads and writes are not in
+// one program order.
+// CHECK-LABEL: func.func @memref_state_blocks(
+// CHECK: cf.cond_br
+// expected-remark@below {{not adopted: the function keeps state in memref arguments across several blocks; kvq follows buffer state in one block}}
+func.func @memref_state_blocks(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<1x2x4xf32>, %pos: index) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %first = arith.cmpi eq, %pos, %c0 : index
+  cf.cond_br %first, ^reset, ^step
+^reset:
+  linalg.fill ins(%zero : f32) outs(%kc : memref<16x2x4xf32>)
+  cf.br ^step
+^step:
+  %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %slot, %out : memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>> to memref<1x2x4xf32>
+  return
+}
+
+// -----
+
+// A scratch buffer the step allocates handed to a kernel call next to its
+// cache state: the call may keep or write it.
+// CHECK-LABEL: func.func @memref_state_scratch_call(
+// CHECK: call @kernel
+func.func private @kernel(memref<2x4xf32>)
+func.func @memref_state_scratch_call(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<1x2x4xf32>, %pos: index) {
+  %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  %tmp = memref.alloc() : memref<2x4xf32>
+  // expected-remark@below {{not adopted: the function keeps state in memref arguments, and a buffer it allocates is passed to a call, where kvq cannot follow it}}
+  call @kernel(%tmp) : (memref<2x4xf32>) -> ()
+  memref.copy %slot, %out : memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>> to memref<1x2x4xf32>
+  return
+}
+
+// -----
+
+// Next to its cache arguments, the step writes a memref.global (a second
+// cache kept in module state, as a C model's static arrays lower).
+// CHECK-LABEL: func.func @memref_state_global(
+// CHECK: memref.get_global
+memref.global "private" @vcache : memref<16x2x4xf32> = uninitialized
+func.func @memref_state_global(%k: memref<1x2x4xf32>, %kc: memref<16x2x4xf32>, %out: memref<1x2x4xf32>, %pos: index) {
+  %slot = memref.subview %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %k, %slot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  %vc = memref.get_global @vcache : memref<16x2x4xf32>
+  %vslot = memref.subview %vc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : memref<16x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  // expected-remark@below {{not adopted: the function writes a memref.get_global buffer (module state); kvq adopts caches passed in as arguments}}
+  memref.copy %k, %vslot : memref<1x2x4xf32> to memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>>
+  memref.copy %slot, %out : memref<1x2x4xf32, strided<[8, 4, 1], offset: ?>> to memref<1x2x4xf32>
   return
 }
 

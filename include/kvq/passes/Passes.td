@@ -99,7 +99,10 @@ def KvqQuantizeKvCache : Pass<"kvq-quantize-kv-cache", "mlir::ModuleOp"> {
     values; query heads grouped onto KV heads by reshape or by broadcast).
     Each layer's write and attention become `kvq.cache_update` and
     `kvq.cache_attend` on one `!kvq.cache` argument that replaces the cache
-    tensors in the signature (the cache results disappear). Every adopted
+    tensors in the signature (the cache results disappear). A cache held
+    in memref arguments updated in place (a bufferized graph) is read in
+    its tensor form; the adopted function takes the `!kvq.cache` for those
+    buffers and keeps its other buffer arguments. Every adopted
     function first checks at run time that each layer holds exactly `pos`
     tokens (`cf.assert`): the runtime cache appends, so the host must write
     positions in order, as prefill-then-decode does. Three helper functions

@@ -3,8 +3,8 @@
 
 Each `// -----` chunk of the input holding a line
 
-    // EQUIV: func=NAME caches=I,J cache_results=R,S [pos=P] steps=N
-    //        [tokens=T] [mask=M] [options=OPT,OPT]
+    // EQUIV: func=NAME caches=I,J [cache_results=R,S] [pos=P] steps=N
+    //        [tokens=T] [mask=M] [outs=K,L] [options=OPT,OPT]
 
 is compiled twice: as written, with zero-filled caches threaded from one call
 to the next, and rewritten by `kvq-opt --kvq-quantize-kv-cache=method=fp16`,
@@ -13,7 +13,11 @@ position i*T) on the same inputs, made from a sine of the element index,
 the argument number and the step, and every non-cache result of every step
 must agree within fp16 rounding of the cached K and V. Without `pos` the
 graph has no position argument (a cache grown by concatenation starts
-empty); `options` are added to the pass's. Argument M, when
+empty); `options` are added to the pass's. A graph on buffers (memref
+arguments) gets its caches allocated once and updated in
+place (no `cache_results` unless it returns them), its inputs as buffers,
+and `outs=K,L` names the output buffers it writes, printed after each step
+with its memref results. Argument M, when
 given, is the causal attention mask a caller passes (Hugging Face's
 `attention_mask` as SDPA takes it): [.., queries, positions], 0 where
 position t <= pos + n and the float type's lowest value elsewhere. A chunk the pass does
@@ -68,8 +72,34 @@ def signature(module, name):
     return args, results
 
 
+def is_memref(t):
+    return t.startswith("memref<")
+
+
+def identity(t):
+    """A memref type without its layout (strided<...>)."""
+    return split_top(t[len("memref<"):-1])[0].join(["memref<", ">"])
+
+
+def tensor_of(t):
+    """The tensor type of a memref type."""
+    if not is_memref(t):
+        return t
+    return "tensor<" + identity(t)[len("memref<"):]
+
+
+def with_layout(e, v, t):
+    """A dense buffer `v` passed as type `t` (one-shot-bufferize's default
+    boundary type has a fully dynamic layout)."""
+    if identity(t) == t:
+        return v
+    u = e.fresh()
+    e.emit("%s = memref.cast %s : %s to %s" % (u, v, identity(t), t))
+    return u
+
+
 def tensor_shape(t):
-    m = re.fullmatch(r"tensor<((?:(?:\d+|\?)x)*)(f32|f16|bf16)>", t)
+    m = re.fullmatch(r"tensor<((?:(?:\d+|\?)x)*)(f32|f16|bf16)>", tensor_of(t))
     if not m:
         sys.exit("equivalence: cannot make inputs of type %s" % t)
     dims = [-1 if d == "?" else int(d) for d in m.group(1).split("x") if d]
@@ -157,7 +187,28 @@ def make_mask(e, t, pos):
     return out
 
 
+def as_tensor(e, v, t):
+    """A buffer read as a tensor (a memref the graph wrote or returned)."""
+    if not is_memref(t):
+        return v, t
+    u = e.fresh()
+    e.emit("%s = bufferization.to_tensor %s restrict : %s to %s" % (
+        u, v, t, tensor_of(t)))
+    return u, tensor_of(t)
+
+
+def as_buffer(e, v, t):
+    """A tensor input passed to a graph that takes a buffer."""
+    if not is_memref(t):
+        return v
+    u = e.fresh()
+    e.emit("%s = bufferization.to_buffer %s : %s to %s" % (
+        u, v, tensor_of(t), identity(t)))
+    return with_layout(e, u, t)
+
+
 def print_result(e, v, t):
+    v, t = as_tensor(e, v, t)
     dims, el = tensor_shape(t)
     if el != "f32":
         rank = len(dims)
@@ -183,7 +234,7 @@ def print_result(e, v, t):
 def driver(name, args, results, spec, rewritten_args=None):
     e = Emitter()
     caches = spec["caches"]
-    cache_results = spec["cache_results"]
+    cache_results = spec.get("cache_results", [])
     pos_arg = spec.get("pos", -1)
     tokens = spec.get("tokens", 1)
     state = {}
@@ -194,9 +245,17 @@ def driver(name, args, results, spec, rewritten_args=None):
             e.emit("%s = arith.constant 0.0 : %s" % (z, el))
             # A cache grown by concatenation starts empty.
             sizes = ""
-            if "?" in args[c]:
+            if "?" in tensor_of(args[c]):
                 sizes = e.fresh()
                 e.emit("%s = arith.constant 0 : index" % sizes)
+            if is_memref(args[c]):
+                # A buffer the graph updates in place: one for all steps.
+                e.emit("%s = memref.alloc(%s) : %s" % (
+                    empty, sizes, identity(args[c])))
+                e.emit("linalg.fill ins(%s : %s) outs(%s : %s)" % (
+                    z, el, empty, identity(args[c])))
+                state[c] = with_layout(e, empty, args[c])
+                continue
             e.emit("%s = tensor.empty(%s) : %s" % (empty, sizes, args[c]))
             e.emit("%s = linalg.fill ins(%s : %s) outs(%s : %s) -> %s" % (
                 fill, z, el, empty, args[c], args[c]))
@@ -219,9 +278,16 @@ def driver(name, args, results, spec, rewritten_args=None):
         for k, t in enumerate(args):
             if k in caches or k == pos_arg:
                 continue
-            inputs[k] = (make_mask(e, t, step * tokens)
-                         if k == spec.get("mask") else
-                         make_input(e, t, k, step))
+            if k in spec.get("outs", []):
+                # An output buffer the graph writes.
+                buf = e.fresh()
+                e.emit("%s = memref.alloc() : %s" % (buf, identity(t)))
+                inputs[k] = with_layout(e, buf, t)
+                continue
+            tt = tensor_of(t)
+            inputs[k] = as_buffer(e, make_mask(e, tt, step * tokens)
+                                  if k == spec.get("mask") else
+                                  make_input(e, tt, k, step), t)
         if rewritten_args is None:
             operands = [state[k] if k in caches else
                         pos if k == pos_arg else inputs[k]
@@ -245,11 +311,14 @@ def driver(name, args, results, spec, rewritten_args=None):
             lhs, name, ", ".join(operands), ", ".join(types), ", ".join(rtypes)))
         if rewritten_args is None:
             for c, r in zip(caches, cache_results):
-                state[c] = outs[r]
+                if not is_memref(args[c]):
+                    state[c] = outs[r]
             shown = [(outs[r], t) for r, t in enumerate(results)
                      if r not in cache_results]
         else:
             shown = list(zip(outs, rtypes))
+        for k in spec.get("outs", []):
+            shown.append((inputs[k], args[k]))
         for v, t in shown:
             print_result(e, v, t)
     if rewritten_args is not None:
@@ -335,8 +404,8 @@ def main():
                 spec[k] = v
             elif k == "options":
                 spec[k] = v.split(",")
-            elif k in ("caches", "cache_results"):
-                spec[k] = [int(x) for x in v.split(",")]
+            elif k in ("caches", "cache_results", "outs"):
+                spec[k] = [int(x) for x in v.split(",") if x]
             else:
                 spec[k] = int(v)
         check_chunk(chunk, spec, opts)
