@@ -80,10 +80,23 @@ int64_t lloydWorkFloats(int64_t m);
 /// their work (kvq_nuq_fit_scratch_size). Saturates at INT64_MAX.
 int64_t lloydScratchFloats(int64_t n);
 
-/// Lloyd-Max on m gathered eligible values (sorted in place), as below.
-/// work holds lloydWorkFloats(m) floats; no kernel table allocates.
-void lloydFitGathered(float *data, int64_t m, float *work, int bits, int iters,
-                      float *levels, double *distortion);
+/// lloydFitGathered's operands: one group's eligible values, already
+/// gathered (kvq_nuq_fit, lloydFit).
+struct LloydFitGatheredArgs {
+  float *data = nullptr; ///< m values, sorted in place (their order is lost)
+  int64_t m = 0;         ///< values in data (0: all-zero levels)
+  /// lloydWorkFloats(m) floats of work (the reference uses none); no
+  /// kernel table allocates.
+  float *work = nullptr;
+  int bits = 0;  ///< 2^bits levels
+  int iters = 0; ///< assign/update sweeps after the quantile initialisation
+  float *levels = nullptr;      ///< out: 2^bits levels, ascending
+  double *distortion = nullptr; ///< optional, iters + 1 entries (lloydFitRef)
+};
+
+/// Lloyd-Max on m gathered eligible values (sorted in place), as lloydFitRef
+/// below.
+void lloydFitGathered(const LloydFitGatheredArgs &a);
 
 /// Fit 2^bits levels (ascending, float) to the eligible elements: quantile
 /// initialisation at (i + 0.5) / L with linear interpolation, then `iters`
@@ -120,10 +133,17 @@ void topkAbsRef(const float *x, int64_t n, int64_t stride,
                 const uint8_t *exclude, int64_t exStride, int64_t k,
                 uint8_t *mask, int64_t maskStride, float *threshold);
 
-/// The k largest of n non-negative values, ties to the earlier index;
-/// writes their indices ascending. k <= n.
-void topkIndicesRef(const float *values, int64_t n, int64_t k,
-                    int64_t *indices);
+/// topkIndices' operands (kvq_sink_select after validation).
+struct TopkIndicesArgs {
+  const float *values = nullptr; ///< n non-negative values (key norms)
+  int64_t n = 0;
+  int64_t k = 0;              ///< how many to select, k <= n
+  int64_t *indices = nullptr; ///< out: k indices, ascending
+};
+
+/// The k largest of the n values, ties to the earlier index; writes their
+/// indices ascending.
+void topkIndicesRef(const TopkIndicesArgs &a);
 
 /// Mean over heads of the per-head L2 norm of one token's key row
 /// (accumulated in double, so it is the same on every ISA).
@@ -160,31 +180,114 @@ inline int64_t dtypeBytes(kvq_dtype dtype) {
   return dtype == KVQ_DTYPE_F16 ? 2 : 4;
 }
 
-/// kvq_group_quant on a validated grid (layout is a kvq_code_layout).
-void groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                   const uint8_t *exclude, int layout, uint8_t *codes,
-                   uint16_t *scale, uint16_t *zero);
+// The operands of the whole-matrix kernels, by name. Matrices are
+// row-major [rows, cols] (the grid's), element e at flat index e of every
+// buffer with one entry per element (x, exclude, codes, mask, out); a
+// vector's entries (scale, zero, levels, threshold) go by its index v.
+
+/// groupQuant's operands (kvq_group_quant after validation).
+struct GroupQuantArgs {
+  const void *x = nullptr;         ///< the input, elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of x
+  Grid grid;                       ///< the validated grid
+  int bits = 0;                    ///< code width (supportedBits)
+  /// Optional (null: none): exclude[e] != 0 leaves element e out of its
+  /// vector's min/max; it is still coded.
+  const uint8_t *exclude = nullptr;
+  int layout = KVQ_CODES_PACKED; ///< a kvq_code_layout, of codes
+  uint8_t *codes = nullptr;      ///< out: rows * cols codes
+  /// Out: the fp16 scale and zero of vector v (uniformParams).
+  uint16_t *scale = nullptr, *zero = nullptr;
+};
+
+/// groupDequant's operands (kvq_group_dequant after validation).
+struct GroupDequantArgs {
+  const uint8_t *codes = nullptr; ///< rows * cols codes
+  int layout = KVQ_CODES_PACKED;  ///< a kvq_code_layout, of codes
+  /// The fp16 scale and zero of vector v.
+  const uint16_t *scale = nullptr, *zero = nullptr;
+  Grid grid;                       ///< the validated grid
+  int bits = 0;                    ///< code width (supportedBits)
+  void *out = nullptr;             ///< out: rows * cols elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of out
+};
+
+/// nuqQuant's operands (kvq_nuq_quant after validation).
+struct NuqQuantArgs {
+  const void *x = nullptr;         ///< the input, elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of x
+  Grid grid;                       ///< the validated grid
+  int bits = 0;                    ///< code width (supportedBits)
+  /// Vector v's 2^bits fp16 levels at levels[v * 2^bits], ascending
+  /// (checked by the caller).
+  const uint16_t *levels = nullptr;
+  int layout = KVQ_CODES_PACKED; ///< a kvq_code_layout, of codes
+  uint8_t *codes = nullptr;      ///< out: rows * cols codes (nearestLevel)
+};
+
+/// nuqDequant's operands (kvq_nuq_dequant after validation).
+struct NuqDequantArgs {
+  const uint8_t *codes = nullptr; ///< rows * cols codes
+  int layout = KVQ_CODES_PACKED;  ///< a kvq_code_layout, of codes
+  /// Vector v's 2^bits fp16 levels at levels[v * 2^bits].
+  const uint16_t *levels = nullptr;
+  Grid grid;                       ///< the validated grid
+  int bits = 0;                    ///< code width (supportedBits)
+  void *out = nullptr;             ///< out: rows * cols elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of out
+};
+
+/// outlierSplit's operands (kvq_outlier_split after validation).
+struct OutlierSplitArgs {
+  const void *x = nullptr;         ///< the input, elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of x
+  Grid grid;                       ///< the validated grid
+  /// Each vector marks outlierCount(fraction, its eligible elements).
+  float fraction = 0.0f;
+  /// Optional (null: none): exclude[e] != 0 keeps element e out of the
+  /// ranking (its mask byte is 0).
+  const uint8_t *exclude = nullptr;
+  uint8_t *mask = nullptr; ///< out: rows * cols bytes, 1 for an outlier
+  /// Optional out: vector v's k-th largest |x| (+inf when k == 0).
+  float *threshold = nullptr;
+};
+
+/// outlierScreen's operands (kvq_outlier_screen after validation): no grid,
+/// one threshold per column.
+struct OutlierScreenArgs {
+  const void *x = nullptr;         ///< [rows, cols] elements of dtype
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of x
+  int64_t rows = 0, cols = 0;
+  const float *threshold = nullptr; ///< [cols]
+  uint8_t *mask = nullptr; ///< out: [rows, cols], |x[r][c]| >= threshold[c]
+};
+
+/// keyNorm's operands (kvq_key_norm after validation).
+struct KeyNormArgs {
+  /// [tokens, heads * headDim] elements of dtype: one key row per token.
+  const void *keys = nullptr;
+  kvq_dtype dtype = KVQ_DTYPE_F32; ///< of keys
+  int64_t tokens = 0;
+  int heads = 0;          ///< KV heads (> 0)
+  int64_t headDim = 0;    ///< channels per head
+  float *norms = nullptr; ///< out: [tokens]
+};
+
+/// kvq_group_quant on a validated grid.
+void groupQuantRef(const GroupQuantArgs &a);
 /// kvq_group_dequant on a validated grid.
-void groupDequantRef(const uint8_t *codes, int layout, const uint16_t *scale,
-                     const uint16_t *zero, const Grid &g, int bits, void *out,
-                     kvq_dtype dtype);
+void groupDequantRef(const GroupDequantArgs &a);
 /// kvq_nuq_quant on a validated grid (levels checked ascending).
-void nuqQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                 const uint16_t *levels, int layout, uint8_t *codes);
+void nuqQuantRef(const NuqQuantArgs &a);
 /// kvq_nuq_dequant on a validated grid.
-void nuqDequantRef(const uint8_t *codes, int layout, const uint16_t *levels,
-                   const Grid &g, int bits, void *out, kvq_dtype dtype);
+void nuqDequantRef(const NuqDequantArgs &a);
 /// kvq_outlier_split on a validated grid.
-void outlierSplitRef(const void *x, kvq_dtype dtype, const Grid &g,
-                     float fraction, const uint8_t *exclude, uint8_t *mask,
-                     float *threshold);
+void outlierSplitRef(const OutlierSplitArgs &a);
 /// kvq_outlier_screen: mask[r][c] = |x[r][c]| >= threshold[c].
-void outlierScreenRef(const void *x, kvq_dtype dtype, int64_t rows,
-                      int64_t cols, const float *threshold, uint8_t *mask);
+void outlierScreenRef(const OutlierScreenArgs &a);
 /// kvq_key_norm: mean over heads of the per-head L2 norm (sums in double,
 /// d ascending, so every implementation must keep that order per token).
-void keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens, int heads,
-                int64_t headDim, float *norms);
+void keyNormRef(const KeyNormArgs &a);
 
 //===----------------------------------------------------------------------===//
 // Fused attention inner kernels (attention.h drives them)
@@ -698,8 +801,10 @@ AttendOps selectAttendOps(const KernelTable &t, const AttendShape &shape);
 
 // The operands of the table's per-vector entries with the longest lists, by
 // name (as AttendOps' entries take theirs; contracts at the *Ref kernels
-// above). The kernels keep positional arguments; the table holds their
-// entries (uniformCalibrateEntry<F>, ...).
+// above). These kernels keep positional arguments; the table holds their
+// entries (uniformCalibrateEntry<F>, ...). The whole-matrix kernels, the
+// gathered Lloyd fit and topkIndices take their operand structs (above)
+// themselves.
 
 /// uniformCalibrate's operands: n elements x[i*stride], exclude[i*exStride]
 /// (exclude may be null).
@@ -779,25 +884,19 @@ struct KernelTable {
   int64_t (*lloydFit)(const LloydFitArgs &a);
   /// topkAbsRef's contract.
   void (*topkAbs)(const TopkAbsArgs &a);
-  // Whole-matrix kernels behind the C entry points.
-  void (*groupQuant)(const void *, kvq_dtype, const Grid &, int,
-                     const uint8_t *, int, uint8_t *, uint16_t *, uint16_t *);
-  void (*groupDequant)(const uint8_t *, int, const uint16_t *, const uint16_t *,
-                       const Grid &, int, void *, kvq_dtype);
-  void (*nuqQuant)(const void *, kvq_dtype, const Grid &, int, const uint16_t *,
-                   int, uint8_t *);
-  void (*nuqDequant)(const uint8_t *, int, const uint16_t *, const Grid &, int,
-                     void *, kvq_dtype);
+  // Whole-matrix kernels behind the C entry points (the contracts of the
+  // *Ref kernels of the same name).
+  void (*groupQuant)(const GroupQuantArgs &a);
+  void (*groupDequant)(const GroupDequantArgs &a);
+  void (*nuqQuant)(const NuqQuantArgs &a);
+  void (*nuqDequant)(const NuqDequantArgs &a);
   /// Lloyd-Max on m gathered values (lloydFitGathered's contract).
-  void (*lloydFitGathered)(float *, int64_t, float *, int, int, float *,
-                           double *);
-  void (*outlierSplit)(const void *, kvq_dtype, const Grid &, float,
-                       const uint8_t *, uint8_t *, float *);
-  void (*outlierScreen)(const void *, kvq_dtype, int64_t, int64_t,
-                        const float *, uint8_t *);
-  void (*keyNorm)(const void *, kvq_dtype, int64_t, int, int64_t, float *);
+  void (*lloydFitGathered)(const LloydFitGatheredArgs &a);
+  void (*outlierSplit)(const OutlierSplitArgs &a);
+  void (*outlierScreen)(const OutlierScreenArgs &a);
+  void (*keyNorm)(const KeyNormArgs &a);
   /// kvq_sink_select after validation (topkIndicesRef's contract).
-  void (*topkIndices)(const float *, int64_t, int64_t, int64_t *);
+  void (*topkIndices)(const TopkIndicesArgs &a);
   /// The table's attention kernels that cover `shape`, null for the others
   /// (selectAttendOps fills those from the reference).
   AttendOps (*attendFor)(const AttendShape &shape);
