@@ -35,8 +35,17 @@ KVQ_RT_EXPORT kvq_status kvq_group_quant(const void *x, kvq_dtype dtype,
                                               cols, axis, group, bits, layout,
                                               codes, scale, zero, &g))
       return s;
-    kernels().groupQuant(x, dtype, g, bits, exclude, layout, codes, scale,
-                         zero);
+    GroupQuantArgs a;
+    a.x = x;
+    a.dtype = dtype;
+    a.grid = g;
+    a.bits = bits;
+    a.exclude = exclude;
+    a.layout = layout;
+    a.codes = codes;
+    a.scale = scale;
+    a.zero = zero;
+    kernels().groupQuant(a);
     return KVQ_OK;
   });
 }
@@ -51,7 +60,16 @@ KVQ_RT_EXPORT kvq_status kvq_group_dequant(
             "kvq_group_dequant", codes, layout, scale, zero, rows, cols, axis,
             group, bits, out, dtype, &g))
       return s;
-    kernels().groupDequant(codes, layout, scale, zero, g, bits, out, dtype);
+    GroupDequantArgs a;
+    a.codes = codes;
+    a.layout = layout;
+    a.scale = scale;
+    a.zero = zero;
+    a.grid = g;
+    a.bits = bits;
+    a.out = out;
+    a.dtype = dtype;
+    kernels().groupDequant(a);
     return KVQ_OK;
   });
 }
@@ -81,8 +99,14 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_fit(const void *x, kvq_dtype dtype,
         if (!exclude || !exclude[e])
           scratch[m++] = loadElement(x, dtype, e);
       }
-      kernels().lloydFitGathered(scratch, m, scratch + m, bits, iters, fitted,
-                                 nullptr);
+      LloydFitGatheredArgs fit;
+      fit.data = scratch;
+      fit.m = m;
+      fit.work = scratch + m;
+      fit.bits = bits;
+      fit.iters = iters;
+      fit.levels = fitted;
+      kernels().lloydFitGathered(fit);
       for (int l = 0; l < count; ++l)
         levels[v * count + l] = floatToHalf(fitted[l]);
     }
@@ -101,7 +125,15 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_quant(const void *x, kvq_dtype dtype,
             validateNuqQuantArgs("kvq_nuq_quant", x, dtype, rows, cols, axis,
                                  group, bits, levels, layout, codes, &g))
       return s;
-    kernels().nuqQuant(x, dtype, g, bits, levels, layout, codes);
+    NuqQuantArgs a;
+    a.x = x;
+    a.dtype = dtype;
+    a.grid = g;
+    a.bits = bits;
+    a.levels = levels;
+    a.layout = layout;
+    a.codes = codes;
+    kernels().nuqQuant(a);
     return KVQ_OK;
   });
 }
@@ -118,7 +150,15 @@ KVQ_RT_EXPORT kvq_status kvq_nuq_dequant(const uint8_t *codes,
                                               levels, rows, cols, axis, group,
                                               bits, out, dtype, &g))
       return s;
-    kernels().nuqDequant(codes, layout, levels, g, bits, out, dtype);
+    NuqDequantArgs a;
+    a.codes = codes;
+    a.layout = layout;
+    a.levels = levels;
+    a.grid = g;
+    a.bits = bits;
+    a.out = out;
+    a.dtype = dtype;
+    kernels().nuqDequant(a);
     return KVQ_OK;
   });
 }
@@ -133,8 +173,15 @@ KVQ_RT_EXPORT kvq_status kvq_outlier_split(
             validateOutlierSplitArgs("kvq_outlier_split", x, dtype, rows, cols,
                                      axis, group, fraction, outlier_mask, &g))
       return s;
-    kernels().outlierSplit(x, dtype, g, fraction, exclude, outlier_mask,
-                           threshold);
+    OutlierSplitArgs a;
+    a.x = x;
+    a.dtype = dtype;
+    a.grid = g;
+    a.fraction = fraction;
+    a.exclude = exclude;
+    a.mask = outlier_mask;
+    a.threshold = threshold;
+    kernels().outlierSplit(a);
     return KVQ_OK;
   });
 }
@@ -148,7 +195,14 @@ KVQ_RT_EXPORT kvq_status kvq_outlier_screen(const void *x, kvq_dtype dtype,
             validateOutlierScreenArgs("kvq_outlier_screen", x, dtype, rows,
                                       cols, threshold, outlier_mask))
       return s;
-    kernels().outlierScreen(x, dtype, rows, cols, threshold, outlier_mask);
+    OutlierScreenArgs a;
+    a.x = x;
+    a.dtype = dtype;
+    a.rows = rows;
+    a.cols = cols;
+    a.threshold = threshold;
+    a.mask = outlier_mask;
+    kernels().outlierScreen(a);
     return KVQ_OK;
   });
 }
@@ -160,7 +214,14 @@ KVQ_RT_EXPORT kvq_status kvq_key_norm(const void *keys, kvq_dtype dtype,
     if (kvq_status s = validateKeyNormArgs("kvq_key_norm", keys, dtype, tokens,
                                            kv_heads, head_dim, norms))
       return s;
-    kernels().keyNorm(keys, dtype, tokens, kv_heads, head_dim, norms);
+    KeyNormArgs a;
+    a.keys = keys;
+    a.dtype = dtype;
+    a.tokens = tokens;
+    a.heads = kv_heads;
+    a.headDim = head_dim;
+    a.norms = norms;
+    kernels().keyNorm(a);
     return KVQ_OK;
   });
 }
@@ -171,7 +232,12 @@ KVQ_RT_EXPORT kvq_status kvq_sink_select(const float *norms, int64_t tokens,
     if (kvq_status s = validateSinkSelectArgs("kvq_sink_select", norms, tokens,
                                               k, positions))
       return s;
-    kernels().topkIndices(norms, tokens, k, positions);
+    TopkIndicesArgs a;
+    a.values = norms;
+    a.n = tokens;
+    a.k = k;
+    a.indices = positions;
+    kernels().topkIndices(a);
     return KVQ_OK;
   });
 }

@@ -353,12 +353,22 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
     re.reps = 3;
     re.minSeconds = 0;
     double tr = medianSecondsAfter(re, evictor(), [&] {
-      ref.groupQuant(
-          k.data(), KVQ_DTYPE_F16, grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL),
-          bits, nullptr, KVQ_CODES_PACKED, ck.data(), sk.data(), zk.data());
-      ref.groupQuant(v.data(), KVQ_DTYPE_F16,
-                     grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN), bits, nullptr,
-                     KVQ_CODES_PACKED, cv.data(), sv.data(), zv.data());
+      kvq::GroupQuantArgs q;
+      q.dtype = KVQ_DTYPE_F16;
+      q.bits = bits;
+      q.layout = KVQ_CODES_PACKED;
+      q.x = k.data();
+      q.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL);
+      q.codes = ck.data();
+      q.scale = sk.data();
+      q.zero = zk.data();
+      ref.groupQuant(q);
+      q.x = v.data();
+      q.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN);
+      q.codes = cv.data();
+      q.scale = sv.data();
+      q.zero = zv.data();
+      ref.groupQuant(q);
     });
     r.quant.push_back({"kivi", bits, gb / t, gb / tr, gb / tWarm});
     o.progress("quantize kivi %d-bit: %.2f GB/s", bits, gb / t);
@@ -377,12 +387,21 @@ void measureKivi(const Options &o, Report &r, const std::vector<uint16_t> &k,
     t = medianSecondsAfter(e, evictor(), dequant);
     const double tDequantWarm = medianSeconds(e, dequant);
     tr = medianSecondsAfter(re, evictor(), [&] {
-      ref.groupDequant(ck.data(), KVQ_CODES_PACKED, sk.data(), zk.data(),
-                       grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
-                       out.data(), KVQ_DTYPE_F16);
-      ref.groupDequant(cv.data(), KVQ_CODES_PACKED, sv.data(), zv.data(),
-                       grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN), bits,
-                       out.data(), KVQ_DTYPE_F16);
+      kvq::GroupDequantArgs dq;
+      dq.layout = KVQ_CODES_PACKED;
+      dq.bits = bits;
+      dq.out = out.data();
+      dq.dtype = KVQ_DTYPE_F16;
+      dq.codes = ck.data();
+      dq.scale = sk.data();
+      dq.zero = zk.data();
+      dq.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL);
+      ref.groupDequant(dq);
+      dq.codes = cv.data();
+      dq.scale = sv.data();
+      dq.zero = zv.data();
+      dq.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_TOKEN);
+      ref.groupDequant(dq);
     });
     r.dequant.push_back({"kivi", bits, gb / t, gb / tr, gb / tDequantWarm});
     o.progress("dequantize kivi %d-bit: %.2f GB/s", bits, gb / t);
@@ -428,12 +447,20 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
     re.reps = 3;
     re.minSeconds = 0;
     double tr = medianSecondsAfter(re, evictor(), [&] {
-      ref.nuqQuant(k.data(), KVQ_DTYPE_F16,
-                   grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
-                   lk.data(), KVQ_CODES_PACKED, ck.data());
-      ref.nuqQuant(v.data(), KVQ_DTYPE_F16,
-                   grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN), bits,
-                   lv.data(), KVQ_CODES_PACKED, cv.data());
+      kvq::NuqQuantArgs q;
+      q.dtype = KVQ_DTYPE_F16;
+      q.bits = bits;
+      q.layout = KVQ_CODES_PACKED;
+      q.x = k.data();
+      q.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL);
+      q.levels = lk.data();
+      q.codes = ck.data();
+      ref.nuqQuant(q);
+      q.x = v.data();
+      q.grid = grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN);
+      q.levels = lv.data();
+      q.codes = cv.data();
+      ref.nuqQuant(q);
     });
     r.quant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tWarm});
     o.progress("quantize kvquant %d-bit: %.2f GB/s", bits, gb / t);
@@ -451,12 +478,19 @@ void measureNuq(const Options &o, Report &r, const std::vector<uint16_t> &k,
     t = medianSecondsAfter(e, evictor(), dequant);
     const double tDequantWarm = medianSeconds(e, dequant);
     tr = medianSecondsAfter(re, evictor(), [&] {
-      ref.nuqDequant(ck.data(), KVQ_CODES_PACKED, lk.data(),
-                     grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL), bits,
-                     out.data(), KVQ_DTYPE_F16);
-      ref.nuqDequant(cv.data(), KVQ_CODES_PACKED, lv.data(),
-                     grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN), bits,
-                     out.data(), KVQ_DTYPE_F16);
+      kvq::NuqDequantArgs dq;
+      dq.layout = KVQ_CODES_PACKED;
+      dq.bits = bits;
+      dq.out = out.data();
+      dq.dtype = KVQ_DTYPE_F16;
+      dq.codes = ck.data();
+      dq.levels = lk.data();
+      dq.grid = grid(T, kChannels, 32, KVQ_AXIS_PER_CHANNEL);
+      ref.nuqDequant(dq);
+      dq.codes = cv.data();
+      dq.levels = lv.data();
+      dq.grid = grid(T, kChannels, kDim, KVQ_AXIS_PER_TOKEN);
+      ref.nuqDequant(dq);
     });
     r.dequant.push_back({"kvquant", bits, gb / t, gb / tr, gb / tDequantWarm});
     o.progress("dequantize kvquant %d-bit: %.2f GB/s", bits, gb / t);

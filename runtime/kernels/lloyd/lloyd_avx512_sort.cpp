@@ -130,10 +130,8 @@ KVQ_AVX512 void sortFloatsAvx512(float *data, int64_t m, float *work) {
   sortSmall<8>(data, m);
 }
 
-void lloydFitGatheredAvx512(float *data, int64_t m, float *work, int bits,
-                            int iters, float *levels, double *distortion) {
-  lloydFitGatheredSortedBy(sortFloatsAvx512, data, m, work, bits, iters, levels,
-                           distortion);
+void lloydFitGatheredAvx512(const LloydFitGatheredArgs &a) {
+  lloydFitGatheredSortedBy(sortFloatsAvx512, a);
 }
 
 int64_t lloydFitAvx512(const float *x, int64_t n, int64_t stride,

@@ -124,20 +124,20 @@ bool sumsAreExact(const float *data, int64_t m) {
 }
 } // namespace
 
-void kvq::lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
-                               int iters, float *levels, double *distortion) {
-  lloydFitGatheredSortedBy(sortFloats, data, m, work, bits, iters, levels,
-                           distortion);
+void kvq::lloydFitGatheredFast(const LloydFitGatheredArgs &a) {
+  lloydFitGatheredSortedBy(sortFloats, a);
 }
 
-void kvq::lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
-                                   float *work, int bits, int iters,
-                                   float *levels, double *distortion) {
+void kvq::lloydFitGatheredSortedBy(FloatSort sort,
+                                   const LloydFitGatheredArgs &a) {
   // The distortion trace is a debugging aid: keep the reference for it.
-  if (distortion || m == 0) {
-    lloydFitGathered(data, m, work, bits, iters, levels, distortion);
+  if (a.distortion || a.m == 0) {
+    lloydFitGathered(a);
     return;
   }
+  float *data = a.data, *work = a.work, *levels = a.levels;
+  const int64_t m = a.m;
+  const int bits = a.bits, iters = a.iters;
   const int count = 1 << bits;
   sort(data, m, work);
   lloydInitSorted(data, m, count, levels);
@@ -213,7 +213,14 @@ int64_t kvq::lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])
       scratch[m++] = x[i * stride];
-  lloydFitGatheredSortedBy(sort, scratch, m, scratch + m, bits, iters, levels,
-                           distortion);
+  LloydFitGatheredArgs fit;
+  fit.data = scratch;
+  fit.m = m;
+  fit.work = scratch + m;
+  fit.bits = bits;
+  fit.iters = iters;
+  fit.levels = levels;
+  fit.distortion = distortion;
+  lloydFitGatheredSortedBy(sort, fit);
   return m;
 }

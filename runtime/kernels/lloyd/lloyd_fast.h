@@ -31,8 +31,7 @@ void sortFloats(float *data, int64_t m, float *work);
 /// where every partial sum is exact in double, as for fp16 data, else in
 /// the reference's order); a sweep that leaves the levels unchanged ends
 /// the fit (every later sweep would repeat it).
-void lloydFitGatheredFast(float *data, int64_t m, float *work, int bits,
-                          int iters, float *levels, double *distortion);
+void lloydFitGatheredFast(const LloydFitGatheredArgs &a);
 
 /// lloydFitRef's contract on top of lloydFitGatheredFast.
 int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,
@@ -44,9 +43,7 @@ int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,
 using FloatSort = void (*)(float *data, int64_t m, float *work);
 
 /// The two fits above, starting with `sort` instead of sortFloats.
-void lloydFitGatheredSortedBy(FloatSort sort, float *data, int64_t m,
-                              float *work, int bits, int iters, float *levels,
-                              double *distortion);
+void lloydFitGatheredSortedBy(FloatSort sort, const LloydFitGatheredArgs &a);
 int64_t lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
                          int64_t stride, const uint8_t *exclude,
                          int64_t exStride, int bits, int iters, float *scratch,

@@ -49,13 +49,25 @@ int64_t kvq::lloydFitRef(const float *x, int64_t n, int64_t stride,
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])
       scratch[m++] = x[i * stride];
-  lloydFitGathered(scratch, m, scratch + m, bits, iters, levels, distortion);
+  LloydFitGatheredArgs fit;
+  fit.data = scratch;
+  fit.m = m;
+  fit.work = scratch + m;
+  fit.bits = bits;
+  fit.iters = iters;
+  fit.levels = levels;
+  fit.distortion = distortion;
+  lloydFitGathered(fit);
   return m;
 }
 
-void kvq::lloydFitGathered(float *scratch, int64_t m, float * /*work*/,
-                           int bits, int iters, float *levels,
-                           double *distortion) {
+void kvq::lloydFitGathered(const LloydFitGatheredArgs &a) {
+  // a.work is not needed here: the reference allocates nothing either.
+  float *scratch = a.data;
+  const int64_t m = a.m;
+  const int bits = a.bits, iters = a.iters;
+  float *levels = a.levels;
+  double *distortion = a.distortion;
   const int count = 1 << bits;
   if (m == 0) {
     std::fill(levels, levels + count, 0.0f);

@@ -133,11 +133,15 @@ struct IndexWriter {
   }
 };
 
-KVQ_AVX2 void outlierSplitAvx2(const void *x, kvq_dtype dtype, const Grid &g,
-                               float fraction, const uint8_t *exclude,
-                               uint8_t *mask, float *threshold) {
-  if (exclude || g.axis != KVQ_AXIS_PER_TOKEN)
-    return outlierSplitRef(x, dtype, g, fraction, exclude, mask, threshold);
+KVQ_AVX2 void outlierSplitAvx2(const OutlierSplitArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const float fraction = a.fraction;
+  uint8_t *mask = a.mask;
+  float *threshold = a.threshold;
+  if (a.exclude || g.axis != KVQ_AXIS_PER_TOKEN)
+    return outlierSplitRef(a);
   for (int64_t v = 0; v < g.vectors(); ++v) {
     const int64_t base = g.base(v);
     const int64_t k = outlierCount(fraction, g.group);
@@ -162,16 +166,18 @@ KVQ_AVX2 void topkAbsAvx2(const float *x, int64_t n, int64_t stride,
         w.taken ? bitsToFloat(t) : std::numeric_limits<float>::infinity();
 }
 
-KVQ_AVX2 void topkIndicesAvx2(const float *values, int64_t n, int64_t k,
-                              int64_t *indices) {
-  topkContiguous(values, KVQ_DTYPE_F32, 0, n, k, IndexWriter{indices});
+KVQ_AVX2 void topkIndicesAvx2(const TopkIndicesArgs &a) {
+  topkContiguous(a.values, KVQ_DTYPE_F32, 0, a.n, a.k, IndexWriter{a.indices});
 }
 
-KVQ_AVX2 void outlierScreenAvx2(const void *x, kvq_dtype dtype, int64_t rows,
-                                int64_t cols, const float *threshold,
-                                uint8_t *mask) {
+KVQ_AVX2 void outlierScreenAvx2(const OutlierScreenArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const int64_t rows = a.rows, cols = a.cols;
+  const float *threshold = a.threshold;
+  uint8_t *mask = a.mask;
   if (cols % 8 != 0)
-    return outlierScreenRef(x, dtype, rows, cols, threshold, mask);
+    return outlierScreenRef(a);
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i one = _mm256_set1_epi32(1);
   for (int64_t r = 0; r < rows; ++r)
@@ -191,10 +197,14 @@ KVQ_AVX2 inline __m128 load4(const void *x, kvq_dtype dtype, int64_t i) {
   return _mm_loadu_ps(static_cast<const float *>(x) + i);
 }
 
-KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
-                          int heads, int64_t headDim, float *norms) {
+KVQ_AVX2 void keyNormAvx2(const KeyNormArgs &a) {
+  const void *keys = a.keys;
+  const kvq_dtype dtype = a.dtype;
+  const int64_t tokens = a.tokens, headDim = a.headDim;
+  const int heads = a.heads;
+  float *norms = a.norms;
   if (headDim % 4 != 0)
-    return keyNormRef(keys, dtype, tokens, heads, headDim, norms);
+    return keyNormRef(a);
   const int64_t C = heads * headDim;
   const int64_t t4 = tokens & ~int64_t{3};
   for (int64_t t = 0; t < t4; t += 4) {
@@ -222,8 +232,11 @@ KVQ_AVX2 void keyNormAvx2(const void *keys, kvq_dtype dtype, int64_t tokens,
   }
   if (t4 < tokens) {
     const int64_t elem = dtypeBytes(dtype);
-    keyNormRef(static_cast<const uint8_t *>(keys) + t4 * C * elem, dtype,
-               tokens - t4, heads, headDim, norms + t4);
+    KeyNormArgs rest = a; // the last tokens % 4 rows
+    rest.keys = static_cast<const uint8_t *>(keys) + t4 * C * elem;
+    rest.tokens = tokens - t4;
+    rest.norms = norms + t4;
+    keyNormRef(rest);
   }
 }
 

@@ -15,10 +15,14 @@ using namespace kvq::neon;
 
 namespace {
 
-void outlierScreenNeon(const void *x, kvq_dtype dtype, int64_t rows,
-                       int64_t cols, const float *threshold, uint8_t *mask) {
+void outlierScreenNeon(const OutlierScreenArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const int64_t rows = a.rows, cols = a.cols;
+  const float *threshold = a.threshold;
+  uint8_t *mask = a.mask;
   if (cols % 8 != 0)
-    return outlierScreenRef(x, dtype, rows, cols, threshold, mask);
+    return outlierScreenRef(a);
   const uint32x4_t one = vdupq_n_u32(1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; c += 8) {

@@ -15,9 +15,14 @@
 
 using namespace kvq;
 
-void kvq::outlierSplitRef(const void *x, kvq_dtype dtype, const Grid &g,
-                          float fraction, const uint8_t *exclude, uint8_t *mask,
-                          float *threshold) {
+void kvq::outlierSplitRef(const OutlierSplitArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const float fraction = a.fraction;
+  const uint8_t *exclude = a.exclude;
+  uint8_t *mask = a.mask;
+  float *threshold = a.threshold;
   const int64_t stride = g.stride();
   for (int64_t v = 0; v < g.vectors(); ++v) {
     int64_t base = g.base(v);
@@ -36,9 +41,12 @@ void kvq::outlierSplitRef(const void *x, kvq_dtype dtype, const Grid &g,
   }
 }
 
-void kvq::outlierScreenRef(const void *x, kvq_dtype dtype, int64_t rows,
-                           int64_t cols, const float *threshold,
-                           uint8_t *mask) {
+void kvq::outlierScreenRef(const OutlierScreenArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const int64_t rows = a.rows, cols = a.cols;
+  const float *threshold = a.threshold;
+  uint8_t *mask = a.mask;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       float v = std::fabs(loadElement(x, dtype, r * cols + c));
@@ -46,8 +54,12 @@ void kvq::outlierScreenRef(const void *x, kvq_dtype dtype, int64_t rows,
     }
 }
 
-void kvq::keyNormRef(const void *keys, kvq_dtype dtype, int64_t tokens,
-                     int heads, int64_t headDim, float *norms) {
+void kvq::keyNormRef(const KeyNormArgs &a) {
+  const void *keys = a.keys;
+  const kvq_dtype dtype = a.dtype;
+  const int64_t tokens = a.tokens, headDim = a.headDim;
+  const int heads = a.heads;
+  float *norms = a.norms;
   const int64_t channels = int64_t{heads} * headDim;
   for (int64_t t = 0; t < tokens; ++t) {
     double total = 0.0;

@@ -22,8 +22,9 @@ float kvq::keyNormRow(const float *row, int heads, int headDim) {
   return static_cast<float>(total / heads);
 }
 
-void kvq::topkIndicesRef(const float *values, int64_t n, int64_t k,
-                         int64_t *indices) {
+void kvq::topkIndicesRef(const TopkIndicesArgs &a) {
+  const float *values = a.values;
+  int64_t *indices = a.indices;
   // Values are non-negative, so ranking |v| ranks v; the mark callback sees
   // positions in ascending order, which is the output order.
   int64_t out = 0;
@@ -33,5 +34,5 @@ void kvq::topkIndicesRef(const float *values, int64_t n, int64_t k,
                    if (m)
                      indices[out++] = i;
                  },
-                 n, k);
+                 a.n, a.k);
 }

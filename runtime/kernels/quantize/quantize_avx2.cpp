@@ -337,10 +337,13 @@ KVQ_AVX2 void groupQuantColumns(const void *x, kvq_dtype dtype, const Grid &g,
     }
 }
 
-KVQ_AVX2 void groupDequantAvx2(const uint8_t *codes, int layout,
-                               const uint16_t *scale, const uint16_t *zero,
-                               const Grid &g, int bits, void *out,
-                               kvq_dtype dtype) {
+KVQ_AVX2 void groupDequantAvx2(const GroupDequantArgs &a) {
+  const uint8_t *codes = a.codes;
+  const int layout = a.layout, bits = a.bits;
+  const uint16_t *scale = a.scale, *zero = a.zero;
+  const Grid &g = a.grid;
+  void *out = a.out;
+  const kvq_dtype dtype = a.dtype;
   if (g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
     for (int64_t v = 0; v < g.vectors(); ++v) {
       const int64_t base = g.base(v);
@@ -370,7 +373,7 @@ KVQ_AVX2 void groupDequantAvx2(const uint8_t *codes, int layout,
       }
     return;
   }
-  groupDequantRef(codes, layout, scale, zero, g, bits, out, dtype);
+  groupDequantRef(a);
 }
 
 //===----------------------------------------------------------------------===//
@@ -424,9 +427,13 @@ KVQ_AVX2 inline __m256i nearest8(const LaneLevels &t, __m256 x) {
   return _mm256_blendv_epi8(first, hi, takeHi);
 }
 
-KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
-                             const uint16_t *levels, const Grid &g, int bits,
-                             void *out, kvq_dtype dtype) {
+KVQ_AVX2 void nuqDequantAvx2(const NuqDequantArgs &a) {
+  const uint8_t *codes = a.codes;
+  const int layout = a.layout, bits = a.bits;
+  const uint16_t *levels = a.levels;
+  const Grid &g = a.grid;
+  void *out = a.out;
+  const kvq_dtype dtype = a.dtype;
   const int count = 1 << bits;
   alignas(32) float table[kMaxLevels * 8];
   if (g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
@@ -459,7 +466,7 @@ KVQ_AVX2 void nuqDequantAvx2(const uint8_t *codes, int layout,
       }
     return;
   }
-  nuqDequantRef(codes, layout, levels, g, bits, out, dtype);
+  nuqDequantRef(a);
 }
 
 //===----------------------------------------------------------------------===//
@@ -540,11 +547,14 @@ KVQ_AVX2 void unpackCodesAvx2(const uint8_t *packed, int64_t n, int bits,
 
 } // namespace
 
-KVQ_AVX2 void kvq::x86::groupQuantAvx2(const void *x, kvq_dtype dtype,
-                                       const Grid &g, int bits,
-                                       const uint8_t *exclude, int layout,
-                                       uint8_t *codes, uint16_t *scale,
-                                       uint16_t *zero) {
+KVQ_AVX2 void kvq::x86::groupQuantAvx2(const GroupQuantArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
+  const uint8_t *exclude = a.exclude;
+  uint8_t *codes = a.codes;
+  uint16_t *scale = a.scale, *zero = a.zero;
   if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0)
     return groupQuantRows32(x, dtype, g, bits, layout, codes, scale, zero);
   if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0)
@@ -553,13 +563,16 @@ KVQ_AVX2 void kvq::x86::groupQuantAvx2(const void *x, kvq_dtype dtype,
     return groupQuantRows(x, dtype, g, bits, layout, codes, scale, zero);
   if (!exclude && g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 8 == 0)
     return groupQuantColumns(x, dtype, g, bits, layout, codes, scale, zero);
-  groupQuantRef(x, dtype, g, bits, exclude, layout, codes, scale, zero);
+  groupQuantRef(a);
 }
 
-KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const void *x, kvq_dtype dtype,
-                                     const Grid &g, int bits,
-                                     const uint16_t *levels, int layout,
-                                     uint8_t *codes) {
+KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const NuqQuantArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
+  const uint16_t *levels = a.levels;
+  uint8_t *codes = a.codes;
   const int count = 1 << bits;
   LaneLevels t;
   t.count = count;
@@ -587,7 +600,7 @@ KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const void *x, kvq_dtype dtype,
       }
     return;
   }
-  nuqQuantRef(x, dtype, g, bits, levels, layout, codes);
+  nuqQuantRef(a);
 }
 
 void kvq::x86::fillQuantAvx2(KernelTable &t) {

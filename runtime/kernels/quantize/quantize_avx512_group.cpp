@@ -231,21 +231,20 @@ template <int Bits> KVQ_AVX512 Kernel pick(bool rows, int layout) {
               : groupQuantColumns<Bits, KVQ_CODES_UNPACKED>;
 }
 
-KVQ_AVX512 void groupQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
-                                 int bits, const uint8_t *exclude, int layout,
-                                 uint8_t *codes, uint16_t *scale,
-                                 uint16_t *zero) {
+KVQ_AVX512 void groupQuantAvx512(const GroupQuantArgs &a) {
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
   const bool rows = g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0;
   const bool cols = g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0;
   const Kernel k =
-      !exclude && (rows || cols)
+      !a.exclude && (rows || cols)
           ? kernelForBits<2, 3, 4, 8>(
                 bits,
                 [&](auto b) { return pick<decltype(b)::value>(rows, layout); })
           : nullptr;
   if (k)
-    return k(x, dtype, g, codes, scale, zero);
-  x86::groupQuantAvx2(x, dtype, g, bits, exclude, layout, codes, scale, zero);
+    return k(a.x, a.dtype, g, a.codes, a.scale, a.zero);
+  x86::groupQuantAvx2(a);
 }
 
 } // namespace

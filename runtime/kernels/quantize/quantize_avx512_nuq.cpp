@@ -225,9 +225,9 @@ template <int Bits> KVQ_AVX512 Kernel pick(bool rows, int layout) {
               : nuqColumns<Bits, KVQ_CODES_UNPACKED>;
 }
 
-KVQ_AVX512 void nuqQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
-                               int bits, const uint16_t *levels, int layout,
-                               uint8_t *codes) {
+KVQ_AVX512 void nuqQuantAvx512(const NuqQuantArgs &a) {
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
   const bool rows = g.axis == KVQ_AXIS_PER_TOKEN && g.group % 32 == 0;
   const bool cols = g.axis == KVQ_AXIS_PER_CHANNEL && g.cols % 32 == 0;
   const Kernel k =
@@ -237,8 +237,8 @@ KVQ_AVX512 void nuqQuantAvx512(const void *x, kvq_dtype dtype, const Grid &g,
                 [&](auto b) { return pick<decltype(b)::value>(rows, layout); })
           : nullptr;
   if (k)
-    return k(x, dtype, g, levels, codes);
-  x86::nuqQuantAvx2(x, dtype, g, bits, levels, layout, codes);
+    return k(a.x, a.dtype, g, a.levels, a.codes);
+  x86::nuqQuantAvx2(a);
 }
 
 } // namespace

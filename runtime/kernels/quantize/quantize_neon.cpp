@@ -31,9 +31,14 @@ inline uint32x4_t quantize4(float32x4_t x, float32x4_t z, float32x4_t s,
   return vcvtq_u32_f32(q);
 }
 
-void groupQuantNeon(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                    const uint8_t *exclude, int layout, uint8_t *codes,
-                    uint16_t *scale, uint16_t *zero) {
+void groupQuantNeon(const GroupQuantArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
+  const uint8_t *exclude = a.exclude;
+  uint8_t *codes = a.codes;
+  uint16_t *scale = a.scale, *zero = a.zero;
   const float levels = static_cast<float>((1 << bits) - 1);
   const float32x4_t maxc = vdupq_n_f32(levels);
   if (!exclude && g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
@@ -105,7 +110,7 @@ void groupQuantNeon(const void *x, kvq_dtype dtype, const Grid &g, int bits,
       }
     return;
   }
-  groupQuantRef(x, dtype, g, bits, exclude, layout, codes, scale, zero);
+  groupQuantRef(a);
 }
 
 /// x' = code * s + z with two roundings (vmulq then vaddq; the runtime is
@@ -114,9 +119,13 @@ inline float32x4_t dequant4(uint32x4_t c, float32x4_t s, float32x4_t z) {
   return vaddq_f32(vmulq_f32(vcvtq_f32_u32(c), s), z);
 }
 
-void groupDequantNeon(const uint8_t *codes, int layout, const uint16_t *scale,
-                      const uint16_t *zero, const Grid &g, int bits, void *out,
-                      kvq_dtype dtype) {
+void groupDequantNeon(const GroupDequantArgs &a) {
+  const uint8_t *codes = a.codes;
+  const int layout = a.layout, bits = a.bits;
+  const uint16_t *scale = a.scale, *zero = a.zero;
+  const Grid &g = a.grid;
+  void *out = a.out;
+  const kvq_dtype dtype = a.dtype;
   uint32x4_t c0, c1;
   if (g.axis == KVQ_AXIS_PER_TOKEN && g.group % 8 == 0) {
     for (int64_t v = 0; v < g.vectors(); ++v) {
@@ -145,7 +154,7 @@ void groupDequantNeon(const uint8_t *codes, int layout, const uint16_t *scale,
       }
     return;
   }
-  groupDequantRef(codes, layout, scale, zero, g, bits, out, dtype);
+  groupDequantRef(a);
 }
 
 } // namespace

@@ -42,9 +42,14 @@ void clearCodes(uint8_t *codes, int layout, int64_t n, int bits) {
 
 } // namespace
 
-void kvq::groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                        const uint8_t *exclude, int layout, uint8_t *codes,
-                        uint16_t *scale, uint16_t *zero) {
+void kvq::groupQuantRef(const GroupQuantArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
+  const uint8_t *exclude = a.exclude;
+  uint8_t *codes = a.codes;
+  uint16_t *scale = a.scale, *zero = a.zero;
   const float maxCode = static_cast<float>((1 << bits) - 1);
   const int64_t stride = g.stride();
   clearCodes(codes, layout, g.rows * g.cols, bits);
@@ -71,9 +76,13 @@ void kvq::groupQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
   }
 }
 
-void kvq::groupDequantRef(const uint8_t *codes, int layout,
-                          const uint16_t *scale, const uint16_t *zero,
-                          const Grid &g, int bits, void *out, kvq_dtype dtype) {
+void kvq::groupDequantRef(const GroupDequantArgs &a) {
+  const uint8_t *codes = a.codes;
+  const int layout = a.layout, bits = a.bits;
+  const uint16_t *scale = a.scale, *zero = a.zero;
+  const Grid &g = a.grid;
+  void *out = a.out;
+  const kvq_dtype dtype = a.dtype;
   const int64_t stride = g.stride();
   for (int64_t v = 0; v < g.vectors(); ++v) {
     float s = halfToFloat(scale[v]), z = halfToFloat(zero[v]);
@@ -86,8 +95,13 @@ void kvq::groupDequantRef(const uint8_t *codes, int layout,
   }
 }
 
-void kvq::nuqQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                      const uint16_t *levels, int layout, uint8_t *codes) {
+void kvq::nuqQuantRef(const NuqQuantArgs &a) {
+  const void *x = a.x;
+  const kvq_dtype dtype = a.dtype;
+  const Grid &g = a.grid;
+  const int bits = a.bits, layout = a.layout;
+  const uint16_t *levels = a.levels;
+  uint8_t *codes = a.codes;
   const int count = 1 << bits;
   const int64_t stride = g.stride();
   clearCodes(codes, layout, g.rows * g.cols, bits);
@@ -105,9 +119,13 @@ void kvq::nuqQuantRef(const void *x, kvq_dtype dtype, const Grid &g, int bits,
   }
 }
 
-void kvq::nuqDequantRef(const uint8_t *codes, int layout,
-                        const uint16_t *levels, const Grid &g, int bits,
-                        void *out, kvq_dtype dtype) {
+void kvq::nuqDequantRef(const NuqDequantArgs &a) {
+  const uint8_t *codes = a.codes;
+  const int layout = a.layout, bits = a.bits;
+  const uint16_t *levels = a.levels;
+  const Grid &g = a.grid;
+  void *out = a.out;
+  const kvq_dtype dtype = a.dtype;
   const int count = 1 << bits;
   const int64_t stride = g.stride();
   for (int64_t v = 0; v < g.vectors(); ++v) {

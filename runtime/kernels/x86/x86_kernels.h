@@ -51,14 +51,11 @@ auto kernelForBits(int bits, Pick pick)
 /// quantize_avx2.cpp: (un)packing, uniform and NUQ (de)quantization.
 void fillQuantAvx2(KernelTable &t);
 /// quantize_avx2.cpp: KernelTable::groupQuant on AVX2 (any grid).
-void groupQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                    const uint8_t *exclude, int layout, uint8_t *codes,
-                    uint16_t *scale, uint16_t *zero);
+void groupQuantAvx2(const GroupQuantArgs &a);
 /// quantize_avx512_group.cpp: groupQuant for groups of 32 codes at a time.
 void fillGroupQuantAvx512(KernelTable &t);
 /// quantize_avx2.cpp: KernelTable::nuqQuant on AVX2 (any grid).
-void nuqQuantAvx2(const void *x, kvq_dtype dtype, const Grid &g, int bits,
-                  const uint16_t *levels, int layout, uint8_t *codes);
+void nuqQuantAvx2(const NuqQuantArgs &a);
 /// quantize_avx512_nuq.cpp: nuqQuant for 2-4 bits without gathers.
 void fillNuqAvx512(KernelTable &t);
 /// lloyd_avx512_sort.cpp: Lloyd fits that sort up to 128 values in registers.

@@ -160,12 +160,19 @@ TEST(QuantAdversarial, NuqNearestLevelAtEveryBoundary) {
           const int64_t bytes =
               layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
           std::vector<uint8_t> want(static_cast<size_t>(bytes));
-          ref.nuqQuant(asInput(dt, f, h), dt, g, bits, levels.data(), layout,
-                       want.data());
+          NuqQuantArgs q;
+          q.x = asInput(dt, f, h);
+          q.dtype = dt;
+          q.grid = g;
+          q.bits = bits;
+          q.levels = levels.data();
+          q.layout = layout;
+          q.codes = want.data();
+          ref.nuqQuant(q);
           for (const KernelTable *t : tables) {
             std::vector<uint8_t> got(static_cast<size_t>(bytes), 0x5a);
-            t->nuqQuant(asInput(dt, f, h), dt, g, bits, levels.data(), layout,
-                        got.data());
+            q.codes = got.data();
+            t->nuqQuant(q);
             ASSERT_EQ(want, got) << what(t, s, bits, dt, layout);
           }
         }
@@ -221,13 +228,23 @@ TEST(QuantAdversarial, GroupQuantOnHalvesZerosAndConstants) {
               layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
           std::vector<uint8_t> want(static_cast<size_t>(bytes));
           std::vector<uint16_t> ws(g.vectors()), wz(g.vectors());
-          ref.groupQuant(asInput(dt, f, h), dt, g, bits, nullptr, layout,
-                         want.data(), ws.data(), wz.data());
+          GroupQuantArgs q;
+          q.x = asInput(dt, f, h);
+          q.dtype = dt;
+          q.grid = g;
+          q.bits = bits;
+          q.layout = layout;
+          q.codes = want.data();
+          q.scale = ws.data();
+          q.zero = wz.data();
+          ref.groupQuant(q);
           for (const KernelTable *t : tables) {
             std::vector<uint8_t> got(static_cast<size_t>(bytes), 0x5a);
             std::vector<uint16_t> gs(g.vectors()), gz(g.vectors());
-            t->groupQuant(asInput(dt, f, h), dt, g, bits, nullptr, layout,
-                          got.data(), gs.data(), gz.data());
+            q.codes = got.data();
+            q.scale = gs.data();
+            q.zero = gz.data();
+            t->groupQuant(q);
             ASSERT_EQ(ws, gs) << what(t, s, bits, dt, layout);
             ASSERT_EQ(wz, gz) << what(t, s, bits, dt, layout);
             ASSERT_EQ(want, got) << what(t, s, bits, dt, layout);

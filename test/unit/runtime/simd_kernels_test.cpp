@@ -178,10 +178,20 @@ TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {
               std::vector<uint8_t> c1(codeBytes, 0xAA), c2(codeBytes, 0x55);
               std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()),
                   z1(g.vectors()), z2(g.vectors());
-              ref.groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
-                             c1.data(), s1.data(), z1.data());
-              table->groupQuant(data(dt, f, h), dt, g, bits, nullptr, layout,
-                                c2.data(), s2.data(), z2.data());
+              kvq::GroupQuantArgs q;
+              q.x = data(dt, f, h);
+              q.dtype = dt;
+              q.grid = g;
+              q.bits = bits;
+              q.layout = layout;
+              q.codes = c1.data();
+              q.scale = s1.data();
+              q.zero = z1.data();
+              ref.groupQuant(q);
+              q.codes = c2.data();
+              q.scale = s2.data();
+              q.zero = z2.data();
+              table->groupQuant(q);
               const std::string what =
                   table->name + (" " + label(c, bits, dt, layout, pattern));
               ASSERT_EQ(s1, s2) << what;
@@ -190,10 +200,18 @@ TEST(SimdUniform, GroupQuantAndDequantAreBitIdentical) {
               const size_t outBytes =
                   static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
               std::vector<uint8_t> o1(outBytes), o2(outBytes);
-              ref.groupDequant(c1.data(), layout, s1.data(), z1.data(), g, bits,
-                               o1.data(), dt);
-              table->groupDequant(c1.data(), layout, s1.data(), z1.data(), g,
-                                  bits, o2.data(), dt);
+              kvq::GroupDequantArgs dq;
+              dq.codes = c1.data();
+              dq.layout = layout;
+              dq.scale = s1.data();
+              dq.zero = z1.data();
+              dq.grid = g;
+              dq.bits = bits;
+              dq.out = o1.data();
+              dq.dtype = dt;
+              ref.groupDequant(dq);
+              dq.out = o2.data();
+              table->groupDequant(dq);
               ASSERT_EQ(o1, o2) << what;
             }
 }
@@ -209,10 +227,21 @@ TEST(SimdUniform, ExcludedElementsFallBackIdentically) {
   std::vector<uint8_t> c1(64 * 64), c2(64 * 64);
   std::vector<uint16_t> s1(g.vectors()), s2(g.vectors()), z1(g.vectors()),
       z2(g.vectors());
-  ref.groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(), KVQ_CODES_UNPACKED,
-                 c1.data(), s1.data(), z1.data());
-  simd->groupQuant(f.data(), KVQ_DTYPE_F32, g, 2, ex.data(), KVQ_CODES_UNPACKED,
-                   c2.data(), s2.data(), z2.data());
+  kvq::GroupQuantArgs q;
+  q.x = f.data();
+  q.dtype = KVQ_DTYPE_F32;
+  q.grid = g;
+  q.bits = 2;
+  q.exclude = ex.data();
+  q.layout = KVQ_CODES_UNPACKED;
+  q.codes = c1.data();
+  q.scale = s1.data();
+  q.zero = z1.data();
+  ref.groupQuant(q);
+  q.codes = c2.data();
+  q.scale = s2.data();
+  q.zero = z2.data();
+  simd->groupQuant(q);
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(s1, s2);
   EXPECT_EQ(z1, z2);
@@ -300,20 +329,34 @@ TEST(SimdNuq, QuantAndDequantAreBitIdentical) {
               const int64_t codeBytes =
                   layout == KVQ_CODES_PACKED ? packedBytes(n, bits) : n;
               std::vector<uint8_t> c1(codeBytes), c2(codeBytes);
-              ref.nuqQuant(data(dt, f, h), dt, g, bits, levels.data(), layout,
-                           c1.data());
-              table->nuqQuant(data(dt, f, h), dt, g, bits, levels.data(),
-                              layout, c2.data());
+              kvq::NuqQuantArgs q;
+              q.x = data(dt, f, h);
+              q.dtype = dt;
+              q.grid = g;
+              q.bits = bits;
+              q.levels = levels.data();
+              q.layout = layout;
+              q.codes = c1.data();
+              ref.nuqQuant(q);
+              q.codes = c2.data();
+              table->nuqQuant(q);
               const std::string what =
                   table->name + (" " + label(c, bits, dt, layout, pattern));
               ASSERT_EQ(c1, c2) << what;
               const size_t outBytes =
                   static_cast<size_t>(n) * (dt == KVQ_DTYPE_F16 ? 2 : 4);
               std::vector<uint8_t> o1(outBytes), o2(outBytes);
-              ref.nuqDequant(c1.data(), layout, levels.data(), g, bits,
-                             o1.data(), dt);
-              table->nuqDequant(c1.data(), layout, levels.data(), g, bits,
-                                o2.data(), dt);
+              kvq::NuqDequantArgs dq;
+              dq.codes = c1.data();
+              dq.layout = layout;
+              dq.levels = levels.data();
+              dq.grid = g;
+              dq.bits = bits;
+              dq.out = o1.data();
+              dq.dtype = dt;
+              ref.nuqDequant(dq);
+              dq.out = o2.data();
+              table->nuqDequant(dq);
               ASSERT_EQ(o1, o2) << what;
             }
 }
@@ -327,8 +370,18 @@ void expectSameFit(const KernelTable &ref, const KernelTable &simd,
   auto a = x, b = x;
   std::vector<float> w1(static_cast<size_t>(lloydWorkFloats(m))), w2 = w1;
   float l1[kMaxLevels], l2[kMaxLevels];
-  ref.lloydFitGathered(a.data(), m, w1.data(), bits, iters, l1, nullptr);
-  simd.lloydFitGathered(b.data(), m, w2.data(), bits, iters, l2, nullptr);
+  kvq::LloydFitGatheredArgs fit;
+  fit.m = m;
+  fit.bits = bits;
+  fit.iters = iters;
+  fit.data = a.data();
+  fit.work = w1.data();
+  fit.levels = l1;
+  ref.lloydFitGathered(fit);
+  fit.data = b.data();
+  fit.work = w2.data();
+  fit.levels = l2;
+  simd.lloydFitGathered(fit);
   ASSERT_EQ(0, std::memcmp(l1, l2, sizeof(float) * (1u << bits))) << what;
 }
 
@@ -412,10 +465,17 @@ TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
           auto h = toHalfs(f);
           std::vector<uint8_t> m1(static_cast<size_t>(n)), m2(m1.size());
           std::vector<float> t1(g.vectors()), t2(g.vectors());
-          ref.outlierSplit(data(dt, f, h), dt, g, fraction, nullptr, m1.data(),
-                           t1.data());
-          simd->outlierSplit(data(dt, f, h), dt, g, fraction, nullptr,
-                             m2.data(), t2.data());
+          kvq::OutlierSplitArgs split;
+          split.x = data(dt, f, h);
+          split.dtype = dt;
+          split.grid = g;
+          split.fraction = fraction;
+          split.mask = m1.data();
+          split.threshold = t1.data();
+          ref.outlierSplit(split);
+          split.mask = m2.data();
+          split.threshold = t2.data();
+          simd->outlierSplit(split);
           const std::string what = label(c, 0, dt, 0, pattern);
           ASSERT_EQ(m1, m2) << what;
           ASSERT_EQ(0, std::memcmp(t1.data(), t2.data(), 4 * t1.size()))
@@ -424,10 +484,16 @@ TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
           for (int64_t i = 0; i < c.cols; ++i)
             thr[static_cast<size_t>(i)] =
                 i % 9 == 0 ? INFINITY : std::fabs(f[static_cast<size_t>(i)]);
-          ref.outlierScreen(data(dt, f, h), dt, c.rows, c.cols, thr.data(),
-                            m1.data());
-          simd->outlierScreen(data(dt, f, h), dt, c.rows, c.cols, thr.data(),
-                              m2.data());
+          kvq::OutlierScreenArgs screen;
+          screen.x = data(dt, f, h);
+          screen.dtype = dt;
+          screen.rows = c.rows;
+          screen.cols = c.cols;
+          screen.threshold = thr.data();
+          screen.mask = m1.data();
+          ref.outlierScreen(screen);
+          screen.mask = m2.data();
+          simd->outlierScreen(screen);
           ASSERT_EQ(m1, m2) << what;
         }
   // k up to 16 takes the one-pass selection, above it the bisection;
@@ -458,8 +524,14 @@ TEST(SimdOutliers, SplitScreenAndTopkAreBitIdentical) {
         for (float &v : x)
           v = std::fabs(v);
         std::vector<int64_t> p1(static_cast<size_t>(k)), p2(p1.size());
-        ref.topkIndices(x.data(), n, k, p1.data());
-        simd->topkIndices(x.data(), n, k, p2.data());
+        kvq::TopkIndicesArgs sel;
+        sel.values = x.data();
+        sel.n = n;
+        sel.k = k;
+        sel.indices = p1.data();
+        ref.topkIndices(sel);
+        sel.indices = p2.data();
+        simd->topkIndices(sel);
         ASSERT_EQ(p1, p2) << what;
       }
 }
@@ -474,8 +546,16 @@ TEST(SimdSinks, KeyNormsAreBitIdentical) {
               awkwardData(heads * 1000 + dim + tokens, tokens * heads * dim, 3);
           auto h = toHalfs(f);
           std::vector<float> n1(static_cast<size_t>(tokens)), n2(n1.size());
-          ref.keyNorm(data(dt, f, h), dt, tokens, heads, dim, n1.data());
-          simd->keyNorm(data(dt, f, h), dt, tokens, heads, dim, n2.data());
+          kvq::KeyNormArgs norm;
+          norm.keys = data(dt, f, h);
+          norm.dtype = dt;
+          norm.tokens = tokens;
+          norm.heads = heads;
+          norm.headDim = dim;
+          norm.norms = n1.data();
+          ref.keyNorm(norm);
+          norm.norms = n2.data();
+          simd->keyNorm(norm);
           ASSERT_EQ(0, std::memcmp(n1.data(), n2.data(), 4 * n1.size()))
               << "heads " << heads << " dim " << dim << " tokens " << tokens;
         }

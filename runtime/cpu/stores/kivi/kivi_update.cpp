@@ -25,14 +25,20 @@ void KiviStore::quantizeValue(const uint16_t *row, uint8_t *out) const {
   uint16_t *zeros = scales.data() + groups;
   // One kvq_group_quant call of the kernel table on the fp16 row (per-token
   // groups of G), the codes packed straight into the block.
-  Grid g;
-  g.rows = 1;
-  g.cols = channels_;
-  g.group = G_;
-  g.axis = KVQ_AXIS_PER_TOKEN;
   const UniformBlock<uint8_t> blk{out, groups};
-  kernels().groupQuant(row, KVQ_DTYPE_F16, g, vb_, nullptr, KVQ_CODES_PACKED,
-                       blk.codes(), scales.data(), zeros);
+  GroupQuantArgs q;
+  q.x = row;
+  q.dtype = KVQ_DTYPE_F16;
+  q.grid.rows = 1;
+  q.grid.cols = channels_;
+  q.grid.group = G_;
+  q.grid.axis = KVQ_AXIS_PER_TOKEN;
+  q.bits = vb_;
+  q.layout = KVQ_CODES_PACKED;
+  q.codes = blk.codes();
+  q.scale = scales.data();
+  q.zero = zeros;
+  kernels().groupQuant(q);
   for (int64_t j = 0; j < groups; ++j) {
     blk.setScale(j, scales[static_cast<size_t>(j)]);
     blk.setZero(j, zeros[j]);
@@ -61,9 +67,17 @@ void KiviStore::quantizeKeyGroup(const uint16_t *const *rows,
   }
   // One kvq_group_quant call of the kernel table: per channel one group of
   // the G rows.
-  kernels().groupQuant(x, KVQ_DTYPE_F16, Grid::columns(G_, C), kb_,
-                       exclude.empty() ? nullptr : exclude.data(),
-                       KVQ_CODES_UNPACKED, codes, scales.data(), zeros);
+  GroupQuantArgs q;
+  q.x = x;
+  q.dtype = KVQ_DTYPE_F16;
+  q.grid = Grid::columns(G_, C);
+  q.bits = kb_;
+  q.exclude = exclude.empty() ? nullptr : exclude.data();
+  q.layout = KVQ_CODES_UNPACKED;
+  q.codes = codes;
+  q.scale = scales.data();
+  q.zero = zeros;
+  kernels().groupQuant(q);
   const UniformBlock<uint8_t> blk{out, C};
   for (int64_t c = 0; c < C; ++c) {
     blk.setScale(c, scales[static_cast<size_t>(c)]);

@@ -160,13 +160,18 @@ void KvquantStore::writeValueRow(const float *x, const uint8_t *mask,
   }
   // The nearest levels by the kernel table's kvq_nuq_quant: one group of
   // head_dim per head (the levels are fp16 already, so the same codes).
-  Grid g;
-  g.rows = 1;
-  g.cols = C;
-  g.group = cfg_.head_dim;
-  g.axis = KVQ_AXIS_PER_TOKEN;
-  kernels().nuqQuant(x, KVQ_DTYPE_F32, g, vb_, table.data(), KVQ_CODES_PACKED,
-                     out + valueRow_.codesOffset());
+  NuqQuantArgs q;
+  q.x = x;
+  q.dtype = KVQ_DTYPE_F32;
+  q.grid.rows = 1;
+  q.grid.cols = C;
+  q.grid.group = cfg_.head_dim;
+  q.grid.axis = KVQ_AXIS_PER_TOKEN;
+  q.bits = vb_;
+  q.levels = table.data();
+  q.layout = KVQ_CODES_PACKED;
+  q.codes = out + valueRow_.codesOffset();
+  kernels().nuqQuant(q);
   uint8_t *outliers = out + valueRow_.outliersOffset();
   int64_t o = 0;
   for (int64_t c = 0; c < C; ++c)
@@ -242,9 +247,15 @@ kvq_status KvquantStore::update(const uint16_t *k, const uint16_t *v, int64_t n,
                       halfToFloat(read16(table, table_.thresholdAt(i % C)))
                   ? 1
                   : 0;
-      kernels().nuqQuant(x.data(), KVQ_DTYPE_F32, Grid::columns(rows, C), kb_,
-                         reinterpret_cast<const uint16_t *>(table),
-                         KVQ_CODES_UNPACKED, codes.data());
+      NuqQuantArgs q;
+      q.x = x.data();
+      q.dtype = KVQ_DTYPE_F32;
+      q.grid = Grid::columns(rows, C);
+      q.bits = kb_;
+      q.levels = reinterpret_cast<const uint16_t *>(table);
+      q.layout = KVQ_CODES_UNPACKED;
+      q.codes = codes.data();
+      kernels().nuqQuant(q);
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t p = a + r0 + i;
         const uint8_t *rowMask = chunkMask + i * C;
