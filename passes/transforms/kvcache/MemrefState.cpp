@@ -331,12 +331,10 @@ LogicalResult Tensorizer::visit(Operation &op) {
       auto moved = linalg::GenericOp::create(
           b, loc, TypeRange{old.getType()}, ValueRange{old}, ValueRange{init},
           ArrayRef<AffineMap>{id, id}, g.getIteratorTypesArray());
-      Block &body = g.getRegion().front();
       moved.getRegion().takeBody(g.getRegion());
       Block &nb = moved.getRegion().front();
       // The new init's block argument is never read.
       nb.addArgument(nb.getArgument(0).getType(), loc);
-      (void)body;
       g->erase();
       onTensors = moved;
     }
