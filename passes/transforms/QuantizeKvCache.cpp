@@ -318,9 +318,32 @@ struct QuantizeKvCachePass
         continue;
       }
       cacheType = type;
-      llvm::BitVector cacheResults(f.getNumResults());
+      // On buffers, the results are counted as the tensor form has them
+      // (before the caches' reshapes), as restoreBufferBoundary reads them.
+      llvm::BitVector cacheResults(onBuffers ? bufferResults.size()
+                                             : f.getNumResults());
+      llvm::BitVector chainResults(f.getNumResults());
       for (auto &chain : m.chains)
-        cacheResults.set(chain->resultIndex);
+        chainResults.set(chain->resultIndex);
+      bool untagged = false;
+      for (unsigned i = 0; i < f.getNumResults(); ++i) {
+        int at = onBuffers ? tensorFormResult(f, i) : static_cast<int>(i);
+        if (at >= 0 && chainResults.test(i))
+          cacheResults.set(at);
+        untagged |= at < 0 && !chainResults.test(i);
+      }
+      if (onBuffers)
+        dropTensorFormResultTags(f);
+      // A split result is a K|V pair whose halves are both caches (the
+      // matcher refuses a cache-like value it does not adopt).
+      assert(!untagged && "a split result that is not a cache");
+      if (untagged) {
+        emitError(f.getLoc())
+            << kPass << ": @" << f.getSymName()
+            << ": internal error: a split buffer result is not a cache";
+        anyFailed = true;
+        continue;
+      }
       rewriteFunction(m, type, preRopeKeys);
       if (onBuffers)
         restoreBufferBoundary(f, bufferResults, cacheResults,

@@ -190,9 +190,8 @@ func.func @tensors_between_buffers(%qb: memref<1x2x1x4xf32>, %kb: memref<1x2x1x4
 
 // A llama2.c-style step written on buffers (run.c, forward(): s->key_cache
 // and s->value_cache [n_layers, seq_len, kv_dim], here as [.., kv_heads,
-// head_size], the same row-major memory). The layers are written out (the
-// layer loop of run.c is refused: kvq-quantize-kv-cache-frontend-remarks
-// @memref_state_layer_loop). As run.c does, the key and value projections
+// head_size], the same row-major memory). The layers are written out (run.c's
+// loop over the layers is @llama2c_layer_loop below). As run.c does, the key and value projections
 // write straight into the cache row at pos (s->k = s->key_cache + loff +
 // pos * kv_dim, zeroed and accumulated by the matmul), the scores are
 // divided by sqrt(head_size) in place, the softmax is linalg.softmax, the
@@ -363,5 +362,339 @@ func.func @llama2c_step(%x: memref<8xf32>, %wq: memref<2x2x4x8xf32>, %wk: memref
 
   // memcpy(out, x): the step's output
   memref.copy %x2, %out : memref<8xf32> to memref<8xf32>
+  return
+}
+
+// -----
+
+// The same step with run.c's loop over the layers kept (for (l = 0; l <
+// n_layers; l++)): the weights and the cache rows are subviews at the
+// loop's index, the residual stream x lives in a scratch buffer (s->x) that
+// the body reads and updates in place. On tensors each buffer the body
+// writes (the two caches and x) is carried by the loop, which the pass then
+// unrolls as it does a tensor loop over layers.
+// EQUIV: func=llama2c_layer_loop caches=4,5 pos=7 outs=6 steps=4
+
+// LLVM-LABEL: llvm.func @llama2c_layer_loop(
+// CHECK-LABEL: func.func @llama2c_layer_loop(
+// CHECK-SAME: %[[X:arg[0-9]+]]: memref<8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %[[C:arg[0-9]+]]: !cache, %[[OUT:arg[0-9]+]]: memref<8xf32>, %{{.*}}: index) {
+// CHECK-NOT: scf.for
+// CHECK: kvq.cache_update %[[C]][0]
+// CHECK: kvq.cache_attend %[[C]][0]
+// CHECK: kvq.cache_update %[[C]][1]
+// CHECK: kvq.cache_attend %[[C]][1]
+// CHECK-NOT: memref.copy
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT]] : (tensor<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT: return
+// SAME: @llama2c_layer_loop: 32 values over 4 steps agree
+
+#w = affine_map<(h, c, i) -> (h, c, i)>
+#xi = affine_map<(h, c, i) -> (i)>
+#hc = affine_map<(h, c, i) -> (h, c)>
+#q = affine_map<(h, t, c) -> (h, c)>
+#k = affine_map<(h, t, c) -> (t, h, c)>
+#s = affine_map<(h, t, c) -> (h, t)>
+#p = affine_map<(h, c, t) -> (h, t)>
+#v = affine_map<(h, c, t) -> (t, h, c)>
+#o = affine_map<(h, c, t) -> (h, c)>
+#id1 = affine_map<(d) -> (d)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @llama2c_layer_loop(%x: memref<8xf32>, %wq: memref<2x2x4x8xf32>, %wk: memref<2x2x4x8xf32>, %wv: memref<2x2x4x8xf32>, %kc: memref<2x16x2x4xf32>, %vc: memref<2x16x2x4xf32>, %out: memref<8xf32>, %pos: index) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %len = arith.addi %pos, %c1 : index
+  // memcpy(s->x, content_row): the residual stream
+  %xs = memref.alloc() : memref<8xf32>
+  memref.copy %x, %xs : memref<8xf32> to memref<8xf32>
+  scf.for %l = %c0 to %c2 step %c1 {
+    %wql = memref.subview %wq[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wkl = memref.subview %wk[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wvl = memref.subview %wv[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %q = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%q : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wql, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%q : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // s->k = s->key_cache + loff + pos * kv_dim
+    %krow = memref.subview %kc[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : memref<2x16x2x4xf32> to memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wkl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %vrow = memref.subview %vc[%l, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : memref<2x16x2x4xf32> to memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wvl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %ks = memref.subview %kc[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : memref<2x16x2x4xf32> to memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %vs = memref.subview %vc[%l, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : memref<2x16x2x4xf32> to memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %att = memref.alloc(%len) : memref<2x?xf32>
+    linalg.fill ins(%zero : f32) outs(%att : memref<2x?xf32>)
+    linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %ks : memref<2x4xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%att : memref<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%att : memref<2x?xf32>) {
+    ^bb0(%o: f32):
+      %d = arith.divf %o, %two : f32
+      linalg.yield %d : f32
+    }
+    %p = memref.alloc(%len) : memref<2x?xf32>
+    linalg.softmax dimension(1) ins(%att : memref<2x?xf32>) outs(%p : memref<2x?xf32>)
+    %xb = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%xb : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %vs : memref<2x?xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%xb : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // x += xb, in place (the residual)
+    %xbf = memref.collapse_shape %xb [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+    linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]} ins(%xs, %xbf : memref<8xf32>, memref<8xf32>) outs(%xs : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }
+  }
+  memref.copy %xs, %out : memref<8xf32> to memref<8xf32>
+  return
+}
+
+// -----
+
+// run.c's own cache layout, [n_layers, seq_len, kv_dim] with the heads
+// flattened into kv_dim: the row at pos and the prefix are subviews of the
+// flat cache, split into [kv_heads, head_size] by memref.expand_shape (the
+// pointer arithmetic key_cache + loff + t * kv_dim + h * head_size). With
+// two layers the pass reads the cache as a K|V pair split in two halves;
+// the halves are still the layers' caches, and the function's other buffers
+// are written back in place as they were.
+// EQUIV: func=llama2c_flat_cache caches=4,5 pos=7 outs=6 steps=4
+
+// LLVM-LABEL: llvm.func @llama2c_flat_cache(
+// CHECK-LABEL: func.func @llama2c_flat_cache(
+// CHECK-SAME: %[[X:arg[0-9]+]]: memref<8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %{{.*}}: memref<2x2x4x8xf32>, %[[C:arg[0-9]+]]: !cache, %[[OUT:arg[0-9]+]]: memref<8xf32>, %{{.*}}: index) {
+// CHECK-NOT: scf.for
+// CHECK: kvq.cache_update %[[C]][0]
+// CHECK: kvq.cache_attend %[[C]][0]
+// CHECK: kvq.cache_update %[[C]][1]
+// CHECK: kvq.cache_attend %[[C]][1]
+// CHECK-NOT: memref.copy
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT]] : (tensor<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT: return
+// SAME: @llama2c_flat_cache: 32 values over 4 steps agree
+
+#w = affine_map<(h, c, i) -> (h, c, i)>
+#xi = affine_map<(h, c, i) -> (i)>
+#hc = affine_map<(h, c, i) -> (h, c)>
+#q = affine_map<(h, t, c) -> (h, c)>
+#k = affine_map<(h, t, c) -> (t, h, c)>
+#s = affine_map<(h, t, c) -> (h, t)>
+#p = affine_map<(h, c, t) -> (h, t)>
+#v = affine_map<(h, c, t) -> (t, h, c)>
+#o = affine_map<(h, c, t) -> (h, c)>
+#id1 = affine_map<(d) -> (d)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @llama2c_flat_cache(%x: memref<8xf32>, %wq: memref<2x2x4x8xf32>, %wk: memref<2x2x4x8xf32>, %wv: memref<2x2x4x8xf32>, %kc: memref<2x16x8xf32>, %vc: memref<2x16x8xf32>, %out: memref<8xf32>, %pos: index) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %len = arith.addi %pos, %c1 : index
+  // memcpy(s->x, content_row): the residual stream
+  %xs = memref.alloc() : memref<8xf32>
+  memref.copy %x, %xs : memref<8xf32> to memref<8xf32>
+  scf.for %l = %c0 to %c2 step %c1 {
+    %wql = memref.subview %wq[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wkl = memref.subview %wk[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wvl = memref.subview %wv[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %q = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%q : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wql, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%q : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // s->k = s->key_cache + loff + pos * kv_dim
+    %krowf = memref.subview %kc[%l, %pos, 0] [1, 1, 8] [1, 1, 1] : memref<2x16x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    %krow = memref.expand_shape %krowf [[0, 1]] output_shape [2, 4] : memref<8xf32, strided<[1], offset: ?>> into memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wkl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %vrowf = memref.subview %vc[%l, %pos, 0] [1, 1, 8] [1, 1, 1] : memref<2x16x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    %vrow = memref.expand_shape %vrowf [[0, 1]] output_shape [2, 4] : memref<8xf32, strided<[1], offset: ?>> into memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wvl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %ksf = memref.subview %kc[%l, 0, 0] [1, %len, 8] [1, 1, 1] : memref<2x16x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+    %ks = memref.expand_shape %ksf [[0], [1, 2]] output_shape [%len, 2, 4] : memref<?x8xf32, strided<[8, 1], offset: ?>> into memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %vsf = memref.subview %vc[%l, 0, 0] [1, %len, 8] [1, 1, 1] : memref<2x16x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+    %vs = memref.expand_shape %vsf [[0], [1, 2]] output_shape [%len, 2, 4] : memref<?x8xf32, strided<[8, 1], offset: ?>> into memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %att = memref.alloc(%len) : memref<2x?xf32>
+    linalg.fill ins(%zero : f32) outs(%att : memref<2x?xf32>)
+    linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %ks : memref<2x4xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%att : memref<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%att : memref<2x?xf32>) {
+    ^bb0(%o: f32):
+      %d = arith.divf %o, %two : f32
+      linalg.yield %d : f32
+    }
+    %p = memref.alloc(%len) : memref<2x?xf32>
+    linalg.softmax dimension(1) ins(%att : memref<2x?xf32>) outs(%p : memref<2x?xf32>)
+    %xb = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%xb : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %vs : memref<2x?xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%xb : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // x += xb, in place (the residual)
+    %xbf = memref.collapse_shape %xb [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+    linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]} ins(%xs, %xbf : memref<8xf32>, memref<8xf32>) outs(%xs : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }
+  }
+  memref.copy %xs, %out : memref<8xf32> to memref<8xf32>
+  return
+}
+
+// -----
+
+// The flat cache of three layers: a first dimension of 2 could also be read
+// as a K|V pair (the form above is adopted either way); here only the heads
+// are split out of kv_dim.
+// EQUIV: func=llama2c_flat_cache_3 caches=4,5 pos=7 outs=6 steps=4
+
+// CHECK-LABEL: func.func @llama2c_flat_cache_3(
+// CHECK-SAME: %[[C:arg[0-9]+]]: !cache, %[[OUT:arg[0-9]+]]: memref<8xf32>, %{{.*}}: index) {
+// CHECK-NOT: scf.for
+// CHECK: kvq.cache_attend %[[C]][0]
+// CHECK: kvq.cache_attend %[[C]][1]
+// CHECK: kvq.cache_attend %[[C]][2]
+// CHECK-NOT: memref.copy
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT]] : (tensor<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT: return
+// SAME: @llama2c_flat_cache_3: 32 values over 4 steps agree
+
+#w = affine_map<(h, c, i) -> (h, c, i)>
+#xi = affine_map<(h, c, i) -> (i)>
+#hc = affine_map<(h, c, i) -> (h, c)>
+#q = affine_map<(h, t, c) -> (h, c)>
+#k = affine_map<(h, t, c) -> (t, h, c)>
+#s = affine_map<(h, t, c) -> (h, t)>
+#p = affine_map<(h, c, t) -> (h, t)>
+#v = affine_map<(h, c, t) -> (t, h, c)>
+#o = affine_map<(h, c, t) -> (h, c)>
+#id1 = affine_map<(d) -> (d)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @llama2c_flat_cache_3(%x: memref<8xf32>, %wq: memref<3x2x4x8xf32>, %wk: memref<3x2x4x8xf32>, %wv: memref<3x2x4x8xf32>, %kc: memref<3x16x8xf32>, %vc: memref<3x16x8xf32>, %out: memref<8xf32>, %pos: index) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %len = arith.addi %pos, %c1 : index
+  // memcpy(s->x, content_row): the residual stream
+  %xs = memref.alloc() : memref<8xf32>
+  memref.copy %x, %xs : memref<8xf32> to memref<8xf32>
+  scf.for %l = %c0 to %c3 step %c1 {
+    %wql = memref.subview %wq[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<3x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wkl = memref.subview %wk[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<3x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %wvl = memref.subview %wv[%l, 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<3x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+    %q = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%q : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wql, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%q : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // s->k = s->key_cache + loff + pos * kv_dim
+    %krowf = memref.subview %kc[%l, %pos, 0] [1, 1, 8] [1, 1, 1] : memref<3x16x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    %krow = memref.expand_shape %krowf [[0, 1]] output_shape [2, 4] : memref<8xf32, strided<[1], offset: ?>> into memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wkl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%krow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %vrowf = memref.subview %vc[%l, %pos, 0] [1, 1, 8] [1, 1, 1] : memref<3x16x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    %vrow = memref.expand_shape %vrowf [[0, 1]] output_shape [2, 4] : memref<8xf32, strided<[1], offset: ?>> into memref<2x4xf32, strided<[4, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>)
+    linalg.generic {indexing_maps = [#w, #xi, #hc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%wvl, %xs : memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>, memref<8xf32>) outs(%vrow : memref<2x4xf32, strided<[4, 1], offset: ?>>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    %ksf = memref.subview %kc[%l, 0, 0] [1, %len, 8] [1, 1, 1] : memref<3x16x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+    %ks = memref.expand_shape %ksf [[0], [1, 2]] output_shape [%len, 2, 4] : memref<?x8xf32, strided<[8, 1], offset: ?>> into memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %vsf = memref.subview %vc[%l, 0, 0] [1, %len, 8] [1, 1, 1] : memref<3x16x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+    %vs = memref.expand_shape %vsf [[0], [1, 2]] output_shape [%len, 2, 4] : memref<?x8xf32, strided<[8, 1], offset: ?>> into memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>
+    %att = memref.alloc(%len) : memref<2x?xf32>
+    linalg.fill ins(%zero : f32) outs(%att : memref<2x?xf32>)
+    linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %ks : memref<2x4xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%att : memref<2x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%att : memref<2x?xf32>) {
+    ^bb0(%o: f32):
+      %d = arith.divf %o, %two : f32
+      linalg.yield %d : f32
+    }
+    %p = memref.alloc(%len) : memref<2x?xf32>
+    linalg.softmax dimension(1) ins(%att : memref<2x?xf32>) outs(%p : memref<2x?xf32>)
+    %xb = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%zero : f32) outs(%xb : memref<2x4xf32>)
+    linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %vs : memref<2x?xf32>, memref<?x2x4xf32, strided<[8, 4, 1], offset: ?>>) outs(%xb : memref<2x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    // x += xb, in place (the residual)
+    %xbf = memref.collapse_shape %xb [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+    linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]} ins(%xs, %xbf : memref<8xf32>, memref<8xf32>) outs(%xs : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }
+  }
+  memref.copy %xs, %out : memref<8xf32> to memref<8xf32>
   return
 }

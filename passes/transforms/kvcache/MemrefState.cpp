@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
@@ -23,6 +24,9 @@ namespace {
 // number and type.
 constexpr StringLiteral kArgAttr = "kvq.buffer_arg";
 constexpr StringLiteral kTypeAttr = "kvq.buffer_type";
+// On the tensor form's results: the result's index there, which the
+// canonical copies' reshapes of the caches may move.
+constexpr StringLiteral kResultAttr = "kvq.buffer_result";
 
 bool isView(Operation *op) {
   return isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
@@ -87,10 +91,20 @@ private:
     return {};
   }
   llvm::SmallPtrSet<Value, 16> views;
+  /// The root of `v` through view ops not visited yet (those inside a loop
+  /// body about to be read).
+  Value syntacticRoot(Value v) const {
+    while (v && !current.count(v)) {
+      Operation *def = v.getDefiningOp();
+      v = def && isView(def) ? def->getOperand(0) : Value();
+    }
+    return v;
+  }
 
   Value read(Location loc, Value v);
   LogicalResult write(Operation *at, Value v, Value t);
   LogicalResult visit(Operation &op);
+  LogicalResult visitLoop(scf::ForOp loop);
 };
 
 /// Whether `w` inserts at exactly the slice `sv` views.
@@ -216,8 +230,10 @@ LogicalResult Tensorizer::visit(Operation &op) {
     return success();
   }
   // Any other op that takes a followed buffer must be one of the reads and
-  // writes below, at the top of the block.
+  // writes below, at the top of the block, or in the body of an scf.for.
   Value used = firstTracked(op.getOperands());
+  if (auto loop = dyn_cast<scf::ForOp>(&op); loop && !used)
+    return visitLoop(loop);
   if (!used && op.getNumRegions() &&
       !isa<linalg::LinalgOp, DestinationStyleOpInterface>(op)) {
     Operation *inner = nullptr;
@@ -231,7 +247,7 @@ LogicalResult Tensorizer::visit(Operation &op) {
       return refuse(&op, used,
                     "is used inside '" + op.getName().getStringRef() +
                         "'; kvq follows buffer state in the function's block "
-                        "only");
+                        "and in scf.for bodies only");
   }
   if (!used)
     return success();
@@ -355,6 +371,64 @@ LogicalResult Tensorizer::visit(Operation &op) {
                     "linalg ops, to_tensor and materialize_in_destination)");
 }
 
+/// A loop whose body reads and writes followed buffers (llama2.c's loop over
+/// layers): on tensors, each buffer the body writes is carried by the loop
+/// (an iter_arg from its value before the loop, yielded at its value after
+/// the body), and the body is read in program order as the function's block
+/// is. A loop the body writes nothing of is read the same way, with no
+/// carried values.
+LogicalResult Tensorizer::visitLoop(scf::ForOp loop) {
+  SmallVector<Value> carried;
+  loop.getBody()->walk([&](Operation *n) {
+    SmallVector<Value> targets;
+    if (auto c = dyn_cast<memref::CopyOp>(n))
+      targets.push_back(c.getTarget());
+    else if (auto st = dyn_cast<memref::StoreOp>(n))
+      targets.push_back(st.getMemRef());
+    else if (auto m = dyn_cast<bufferization::MaterializeInDestinationOp>(n))
+      targets.push_back(m.getDest());
+    else if (auto d = dyn_cast<DestinationStyleOpInterface>(n))
+      llvm::append_range(targets, d.getDpsInits());
+    for (Value t : targets)
+      if (Value r = isa<BaseMemRefType>(t.getType()) ? syntacticRoot(t)
+                                                     : Value();
+          r && !llvm::is_contained(carried, r))
+        carried.push_back(r);
+  });
+  Location loc = loop.getLoc();
+  b.setInsertionPoint(loop);
+  SmallVector<Value> inits(loop.getInitArgs());
+  for (Value r : carried)
+    inits.push_back(current[r]);
+  auto next = scf::ForOp::create(b, loc, loop.getLowerBound(),
+                                 loop.getUpperBound(), loop.getStep(), inits);
+  Block *body = next.getBody(), *old = loop.getBody();
+  if (!body->empty())
+    body->back().erase(); // the terminator built for a loop without results
+  const unsigned kept = old->getNumArguments();
+  for (unsigned i = 0; i < kept; ++i)
+    old->getArgument(i).replaceAllUsesWith(body->getArgument(i));
+  body->getOperations().splice(body->end(), old->getOperations());
+  for (auto [i, r] : llvm::enumerate(carried))
+    current[r] = body->getArgument(kept + i);
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  for (Operation &op : llvm::make_early_inc_range(body->without_terminator()))
+    if (failed(visit(op)))
+      return failure();
+  b.setInsertionPoint(yield);
+  SmallVector<Value> yielded(yield.getOperands());
+  for (Value r : carried)
+    yielded.push_back(current[r]);
+  scf::YieldOp::create(b, yield.getLoc(), yielded);
+  yield.erase();
+  for (auto [i, r] : llvm::enumerate(carried))
+    current[r] = next.getResult(loop.getNumResults() + i);
+  loop.replaceAllUsesWith(
+      next.getResults().take_front(loop.getNumResults()));
+  dead.push_back(loop);
+  return success();
+}
+
 LogicalResult Tensorizer::run(SmallVector<BufferResult> &results) {
   // In one block, program order is the order of the reads and writes.
   auto ret = f.getBody().hasOneBlock()
@@ -426,6 +500,10 @@ LogicalResult Tensorizer::run(SmallVector<BufferResult> &results) {
     }
   func::ReturnOp::create(b, ret.getLoc(), operands);
   ret.erase();
+  f.setType(FunctionType::get(f.getContext(), entry.getArgumentTypes(),
+                              ValueRange(operands).getTypes()));
+  for (unsigned i = 0; i < operands.size(); ++i)
+    f.setResultAttr(i, kResultAttr, b.getI64IntegerAttr(i));
   for (Operation *op : llvm::reverse(dead))
     op->erase();
   for (BlockArgument a : old)
@@ -441,8 +519,6 @@ LogicalResult Tensorizer::run(SmallVector<BufferResult> &results) {
     drop.set(a.getArgNumber());
   if (failed(f.eraseArguments(drop)))
     llvm_unreachable("erasing unused arguments cannot fail");
-  f.setType(FunctionType::get(f.getContext(), entry.getArgumentTypes(),
-                              ValueRange(operands).getTypes()));
   IRRewriter rewriter(f.getContext());
   (void)runRegionDCE(rewriter, f->getRegions());
   return success();
@@ -501,6 +577,16 @@ mlir::kvq::tensorizeBufferState(func::FuncOp f,
   copy->dropAllReferences();
   copy->erase();
   return failure();
+}
+
+int mlir::kvq::tensorFormResult(func::FuncOp f, unsigned i) {
+  auto n = f.getResultAttrOfType<IntegerAttr>(i, kResultAttr);
+  return n ? static_cast<int>(n.getInt()) : -1;
+}
+
+void mlir::kvq::dropTensorFormResultTags(func::FuncOp f) {
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    f.removeResultAttr(i, StringAttr::get(f.getContext(), kResultAttr));
 }
 
 void mlir::kvq::restoreBufferBoundary(func::FuncOp f,

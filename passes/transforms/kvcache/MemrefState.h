@@ -44,6 +44,14 @@ FailureOr<func::FuncOp> tensorizeBufferState(func::FuncOp f,
                                              SmallVector<BufferResult> &results,
                                              std::optional<Refusal> &refusal);
 
+/// The result of the tensor form that result `i` of `f`, a canonical copy
+/// of it, holds: the caches' reshapes may split one result in two (a K|V
+/// pair), and only the first half keeps the tag (-1 for the second).
+int tensorFormResult(func::FuncOp f, unsigned i);
+
+/// Removes the tags tensorFormResult reads, before the rewrite drops results.
+void dropTensorFormResultTags(func::FuncOp f);
+
 /// Makes the tensor arguments that were memrefs memrefs again in the
 /// rewritten `f`: read through bufferization.to_tensor, their final value
 /// written back with materialize_in_destination. `results` describes the
