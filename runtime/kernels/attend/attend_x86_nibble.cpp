@@ -152,6 +152,44 @@ KVQ_AVX2 void oneTileTwoQueriesAvx2(TileWords t, const float *q0, int64_t d,
   r1 = _mm256_add_ps(_mm256_add_ps(B[0], B[1]), _mm256_add_ps(B[2], B[3]));
 }
 
+/// oneTileTwoQueriesAvx2 for four query vectors q0 + j * d (four or more
+/// query heads per KV head): each nibble's word is decoded once for all
+/// four. Their 16 chains would not fit in the 16 registers, so chains 0 and
+/// 1 of each vector run first (nibbles 0 and 1 mod 4), then chains 2 and 3:
+/// the same chains summed the same way, (A0 + A1) + (A2 + A3).
+template <int BITS>
+KVQ_AVX2 void oneTileFourQueriesAvx2(TileWords t, const float *q0, int64_t d,
+                                     int64_t P, __m256 (&r)[4]) {
+  __m256 first[4];
+  for (int phase = 0; phase < 2; ++phase) {
+    __m256 A[4][2];
+    for (int j = 0; j < 4; ++j)
+      A[j][0] = A[j][1] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < P; i += 4)
+      for (int u = 0; u < 2; ++u) {
+        const int64_t k = i + 2 * phase + u;
+        __m256 lo, hi;
+        decodeAvx2<BITS>(t.base + k * t.stride, lo, hi);
+        for (int j = 0; j < 4; ++j) {
+          const float *q = q0 + j * d;
+          if constexpr (BITS == 2)
+            A[j][u] = _mm256_add_ps(
+                A[j][u],
+                _mm256_fmadd_ps(_mm256_set1_ps(q[2 * k + 1]), hi,
+                                _mm256_mul_ps(_mm256_set1_ps(q[2 * k]), lo)));
+          else
+            A[j][u] =
+                _mm256_add_ps(A[j][u], _mm256_mul_ps(_mm256_set1_ps(q[k]), lo));
+        }
+      }
+    for (int j = 0; j < 4; ++j) {
+      const __m256 s = _mm256_add_ps(A[j][0], A[j][1]);
+      r[j] = phase == 0 ? s : _mm256_add_ps(first[j], s);
+      first[j] = s;
+    }
+  }
+}
+
 KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
                                 int64_t m, int64_t nib0, int bits,
                                 const float *q, int64_t nq, int64_t d,
@@ -161,7 +199,22 @@ KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
   uint64_t buf[kMaxTileNibbles];
   alignas(32) float va[8], vb[8];
   int64_t j = 0;
-  // Query vectors in pairs (GQA): one tile at a time, decode shared.
+  // Query vectors in fours, then in pairs (GQA): one tile at a time, the
+  // decode shared.
+  for (; j + 4 <= nq; j += 4)
+    for (int64_t r = 0; r < m; r += 8) {
+      const int64_t rows = std::min<int64_t>(8, m - r);
+      const TileWords t = tileWords(codes, n, nib0, P, r0 + r, rows, 8, buf);
+      __m256 s[4];
+      if (bits == 2)
+        oneTileFourQueriesAvx2<2>(t, q + j * d, d, P, s);
+      else
+        oneTileFourQueriesAvx2<4>(t, q + j * d, d, P, s);
+      for (int jj = 0; jj < 4; ++jj) {
+        _mm256_store_ps(va, s[jj]);
+        storeTileRows(va, rows, out + r * outStride + j + jj, outStride);
+      }
+    }
   for (; j + 2 <= nq; j += 2)
     for (int64_t r = 0; r < m; r += 8) {
       const int64_t rows = std::min<int64_t>(8, m - r);

@@ -161,7 +161,7 @@ TEST(NibbleMajor, RowDotsFollowTheCanonicalOrderOnEveryTable) {
         std::vector<uint8_t> packed(
             static_cast<size_t>(packedBytes(n * cols, bits)));
         packNibbleMajor(codes.data(), n, cols, bits, packed.data());
-        for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}}) {
+        for (int64_t nq : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{6}, int64_t{9}}) {
           std::vector<float> q(static_cast<size_t>(nq * d));
           for (float &x : q)
             x = static_cast<float>(rng.normal());
