@@ -55,6 +55,7 @@ kvq::AttendOps attendAvx2(const kvq::AttendShape &s) {
   kvq::x86::fillNibbleAvx2(s, ops);
   kvq::x86::fillLutRowsAvx2(s, ops);
   kvq::x86::fillOutliersAvx2(s, ops);
+  kvq::x86::fillGroupWeightsAvx2(s, ops);
   return ops;
 }
 

@@ -96,7 +96,8 @@ void axpyCodes34Avx512(const uint8_t *const *rows, int64_t n, int bits,
                        int64_t d, float *acc);
 /// attend_avx512_half.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
-/// attend_avx512_group_weights.cpp: fused KIVI value headers.
+/// attend_x86_group_weights.cpp: fused KIVI value headers, AVX2 and AVX-512F.
+void fillGroupWeightsAvx2(const AttendShape &s, AttendOps &ops);
 void fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops);
 /// rope_avx512_nibble.cpp: pre-RoPE 2-bit KIVI key tiles by tables.
 void fillRopeNibbleAvx512(const AttendShape &s, AttendOps &ops);

@@ -61,8 +61,13 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   c.levelColumns = x86 && s.d % 32 == 0 && s.keyBits >= 2 && s.keyBits <= 4 &&
                    s.d * s.keyBits <= 1024;
   const int64_t perHead = divides(s.G, s.d) ? s.d / s.G : 0;
-  c.groupWeights = name == "avx512" && perHead > 0 && 16 % perHead == 0 &&
-                   (s.heads * perHead) % 16 == 0;
+  // Whole heads in a register's lanes: 16 on AVX-512F, else AVX2's 8.
+  auto wholeHeadsIn = [&](int64_t lanes) {
+    return perHead > 0 && lanes % perHead == 0 &&
+           (s.heads * perHead) % lanes == 0;
+  };
+  c.groupWeights = (name == "avx512" && wholeHeadsIn(16)) ||
+                   (x86 && wholeHeadsIn(8));
   c.ropeNibble =
       name == "avx512" && (s.keyBits == 2 || s.keyBits == 4) && s.d % 4 == 0;
   c.ropeCodes = name == "avx512" && s.keyBits == 3 && s.d % 32 == 0;
@@ -211,7 +216,14 @@ TEST(SelectAttendOps, Avx512KernelsReplaceAvx2OnesOnlyWhereTheyCover) {
     EXPECT_EQ(a512.axpyLevelRows != a2.axpyLevelRows,
               s.d % 64 == 0 && lutValueBits)
         << what;
-    EXPECT_EQ(a2.groupWeightsHalf, nullptr) << what;
+    const int64_t perHead = divides(s.G, s.d) ? s.d / s.G : 0;
+    auto wholeHeadsIn = [&](int64_t lanes) {
+      return perHead > 0 && lanes % perHead == 0 &&
+             (s.heads * perHead) % lanes == 0;
+    };
+    EXPECT_EQ(a2.groupWeightsHalf != nullptr, wholeHeadsIn(8)) << what;
+    EXPECT_EQ(a512.groupWeightsHalf != a2.groupWeightsHalf, wholeHeadsIn(16))
+        << what;
   }
 }
 #endif
