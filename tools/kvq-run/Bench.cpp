@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/kvq-run/Bench.h"
+#include "tools/kvq-run/Common.h"
+#include "tools/kvq-run/Methods.h"
 
 #include "kvq/runtime.h"
 #include "json_number.h"
@@ -381,6 +383,35 @@ int runDecodeBench(
                   "layers' multiply-adds (x2); per token vs decode: decode "
                   "step (first context) x tokens / prefill time.\n";
   return 0;
+}
+
+int runBench(const Options &opt, const LoadedModel &model,
+             const cli::Progress &progress) {
+  const model::Llama2cConfig &config = model.config();
+  std::optional<std::vector<MethodSpec>> specs = planMethods(opt);
+  if (!specs)
+    return kFailed;
+  std::vector<std::pair<std::string, std::string>> methods;
+  for (const MethodSpec &m : *specs) {
+    if (m.method == "none")
+      return fail("--bench times kvq caches; 'none' has no runtime cache");
+    methods.push_back({m.label, passOptionsFor(m)});
+  }
+  std::vector<int64_t> points = opt.contexts;
+  if (points.empty())
+    for (int64_t p : {1024, 4096, 8192})
+      if (p + opt.benchSteps <= config.seqLen)
+        points.push_back(p);
+  if (points.empty())
+    points.push_back(config.seqLen / 2);
+  if (opt.benchSteps < 1 || opt.benchSteps > 1000)
+    return fail("--bench-steps must be in [1, 1000]");
+  if (opt.prefill < 1 || opt.prefill > config.seqLen)
+    return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
+                "]");
+  return runDecodeBench(*model.ckpt, methods, points, opt.benchSteps, opt.json,
+                        model.spelling, model.compileOptions, opt.prefill,
+                        int(opt.threads), progress);
 }
 
 } // namespace kvq::run

@@ -4,6 +4,8 @@
 #define KVQ_TOOLS_KVQ_RUN_BENCH_H
 
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/kvq-run/Load.h"
+#include "tools/kvq-run/Options.h"
 
 #include "progress.h"
 
@@ -27,6 +29,13 @@ int runDecodeBench(
     const import::ImportOptions &spelling,
     const CompileOptions &compileOptions, int64_t prefillTokens, int threads,
     const cli::Progress &progress);
+
+/// --bench: the methods (kvq caches only), context lengths (default: those
+/// of 1024, 4096 and 8192 that fit the model, else half its context) and
+/// repetitions of the command line, checked, then runDecodeBench; returns
+/// the exit status.
+int runBench(const Options &opt, const LoadedModel &model,
+             const cli::Progress &progress);
 
 } // namespace kvq::run
 
