@@ -26,11 +26,13 @@ void sortFloats(float *data, int64_t m, float *work);
 
 /// lloydFitGathered with the same levels, bit for bit, faster: the data are
 /// sorted by sortFloats; the nearest level is non-decreasing in x, so each
-/// level's cell is a run of the sorted data, found by binary search on
-/// nearestLevel's rule and summed as the reference sums it (by prefix sums
-/// where every partial sum is exact in double, as for fp16 data, else in
-/// the reference's order); a sweep that leaves the levels unchanged ends
-/// the fit (every later sweep would repeat it).
+/// level's cell is a run of the sorted data, found by a search on
+/// nearestLevel's rule that starts where the cell ended in the last sweep,
+/// and summed as the reference sums it (by prefix sums where every partial
+/// sum is exact in double, as for fp16 data, else in the reference's
+/// order), a cell unchanged since the last sweep keeping its mean; a sweep
+/// that leaves the levels unchanged ends the fit (every later sweep would
+/// repeat it).
 void lloydFitGatheredFast(const LloydFitGatheredArgs &a);
 
 /// lloydFitRef's contract on top of lloydFitGatheredFast.
