@@ -51,6 +51,16 @@ std::string describeCache(const CacheSummary &c) {
   return s;
 }
 
+cli::Json methodCacheJson(const MethodCache &m) {
+  cli::Json row;
+  row["method"] = m.spec.label;
+  row["pass_options"] = m.options;
+  row["cache"] = cacheJson(m.cache);
+  row["effective_bits"] = cli::fixed(m.effectiveBits, 4);
+  row["cache_bytes"] = m.cacheBytes;
+  return row;
+}
+
 cli::Json cacheJson(const CacheSummary &c) {
   cli::Json j;
   j["method"] = c.method;

@@ -10,6 +10,7 @@
 #define KVQ_TOOLS_KVQ_RUN_CACHEREPORT_H
 
 #include "tools/kvq-run/CompiledModel.h"
+#include "tools/kvq-run/Methods.h"
 
 #include "json_report.h"
 
@@ -17,6 +18,20 @@
 #include <string>
 
 namespace kvq::run {
+
+/// What every per-method result row says first: which method, its pass
+/// options, its resolved cache and that cache's size (generation and
+/// perplexity rows extend it).
+struct MethodCache {
+  MethodSpec spec;
+  std::string options; ///< its --kvq-quantize-kv-cache options
+  CacheSummary cache;
+  double effectiveBits = 16;
+  int64_t cacheBytes = 0;
+};
+
+/// The JSON fields of a MethodCache (keys in docs/CLI.md, "kvq-run output").
+cli::Json methodCacheJson(const MethodCache &m);
 
 /// The resolved cache configuration in the spelling of the pass options
 /// (docs/CLI.md), only the parameters the method reads.

@@ -10,6 +10,7 @@
 #ifndef KVQ_TOOLS_KVQ_RUN_GENERATE_H
 #define KVQ_TOOLS_KVQ_RUN_GENERATE_H
 
+#include "tools/kvq-run/CacheReport.h"
 #include "tools/kvq-run/Load.h"
 #include "tools/kvq-run/Options.h"
 
@@ -21,12 +22,8 @@
 namespace kvq::run {
 
 /// One method's generation.
-struct Generated {
-  MethodSpec spec;
-  std::string options; ///< its --kvq-quantize-kv-cache options
-  CacheSummary cache;
-  double effectiveBits = 0, tokensPerSecond = 0;
-  int64_t cacheBytes = 0;
+struct Generated : MethodCache {
+  double tokensPerSecond = 0;
   int64_t tokens = 0; ///< generated (fewer than --steps at BOS or EOS)
   std::string text;
 };

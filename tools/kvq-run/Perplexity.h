@@ -10,6 +10,7 @@
 #ifndef KVQ_TOOLS_KVQ_RUN_PERPLEXITY_H
 #define KVQ_TOOLS_KVQ_RUN_PERPLEXITY_H
 
+#include "tools/kvq-run/CacheReport.h"
 #include "tools/kvq-run/Load.h"
 #include "tools/kvq-run/Options.h"
 
@@ -24,17 +25,14 @@
 namespace kvq::run {
 
 /// One method's measurements.
-struct PerplexityResult {
-  MethodSpec spec;
-  std::string options; ///< its --kvq-quantize-kv-cache options
-  CacheSummary cache;
-  double perplexity = 0, effectiveBits = 16, tokensPerSecond = 0;
+struct PerplexityResult : MethodCache {
+  double perplexity = 0, tokensPerSecond = 0;
   /// ppl * standard error of the mean per-token NLL (NaN: one token).
   double perplexityStderr = NAN;
   /// --kl-divergence: mean KL(fp16 || this) per token, its standard error,
   /// and the fraction of tokens whose most likely next token is fp16's.
   double kl = NAN, klStderr = NAN, top1 = NAN;
-  int64_t cacheBytes = 0, decoded = 0;
+  int64_t decoded = 0;
 };
 
 /// The whole run: the methods measured (none first, fp16 added for

@@ -45,12 +45,7 @@ void GenerationReport::method(const Generated &g) {
                  << g.cacheBytes << " bytes\n";
     return;
   }
-  Json row;
-  row["method"] = g.spec.label;
-  row["pass_options"] = g.options;
-  row["cache"] = cacheJson(g.cache);
-  row["effective_bits"] = cli::fixed(g.effectiveBits, 4);
-  row["cache_bytes"] = g.cacheBytes;
+  Json row = methodCacheJson(g);
   row["generated_tokens"] = g.tokens;
   row["text"] = g.text;
   row["tokens_per_second"] = cli::fixed(g.tokensPerSecond, 1);
@@ -97,12 +92,7 @@ void perplexityJson(const Options &opt, const LoadedModel &model,
     doc["kl_baseline"] = run.specs[run.baseline].label;
   Json rows = Json::array();
   for (const PerplexityResult &r : run.results) {
-    Json row;
-    row["method"] = r.spec.label;
-    row["pass_options"] = r.options;
-    row["cache"] = cacheJson(r.cache);
-    row["effective_bits"] = cli::fixed(r.effectiveBits, 4);
-    row["cache_bytes"] = r.cacheBytes;
+    Json row = methodCacheJson(r);
     row["perplexity"] = cli::fixed(r.perplexity, 6);
     row["ppl_stderr"] = cli::significant(r.perplexityStderr, 6);
     row["delta_perplexity"] = cli::fixed(r.perplexity - base, 6);
