@@ -8,7 +8,7 @@
 // kvq-quantize-kv-cache-concat-growth.mlir.
 // EQUIV: func=dynamic_cache_decode caches=3,4 cache_results=1,2 steps=3 options=max-context=2
 
-// CHECK: equivalence: running failed (-6)
+// CHECK: equivalence: running the rewritten graph failed (-6)
 
 #hq = affine_map<(b, h, n, t, d) -> (b, h, n, d)>
 #hk = affine_map<(b, h, n, t, d) -> (b, h, t, d)>

@@ -356,7 +356,7 @@ func.func @tosa_scatter_chunk(%k: tensor<2x2x4xf32>, %kc: tensor<2x16x4xf32>, %i
 // CHECK-LABEL: func.func @tosa_scatter_flat_free(
 // CHECK: tosa.scatter
 func.func @tosa_scatter_flat_free(%k: tensor<1x2x4xf32>, %kc: tensor<1x32x4xf32>, %idx: tensor<1x2xi32>) -> tensor<1x32x4xf32> {
-  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row, at indices not shown to be head * capacity + position (a chunk of tokens, or heads flattened into one index at other indices)}}
+  // expected-remark@below {{not adopted: the cache is written by a scatter (rows written at indices read from a tensor) that writes several slots per row, at indices not shown to be head * capacity + position (for token j of a chunk, position j of the step's positions)}}
   %w = tosa.scatter %kc, %idx, %k : (tensor<1x32x4xf32>, tensor<1x2xi32>, tensor<1x2x4xf32>) -> tensor<1x32x4xf32>
   return %w : tensor<1x32x4xf32>
 }

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -47,6 +48,9 @@ Value asIndex(OpBuilder &b, Location loc, Value v) {
 /// become the same value, so the matcher sees one position.
 struct Positions {
   DenseMap<Value, Value> known;
+  /// Per position tensor, how many of its leading elements the program
+  /// already checks to be consecutive (a chunk's K and V share one check).
+  DenseMap<Value, int64_t> consecutive;
 
   Value readFrom(Value t, int64_t rank) {
     if (Value v = known.lookup(t))
@@ -143,7 +147,7 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
   int64_t w = input.getDimSize(1);
   int64_t k = values.getDimSize(1);
   auto constant = [](Value v, int64_t c) { return isConstantIntValue(v, c); };
-  if (w < 1 || k % w != 0 || idxType.getDimSize(0) != 1 ||
+  if (w < 1 || idxType.getDimSize(0) != 1 ||
       idxType.getDimSize(1) != w || !constant(rows.getLowerBound(), 0) ||
       !constant(rows.getUpperBound(), 1) || !constant(slots.getLowerBound(), 0) ||
       !constant(slots.getUpperBound(), w) || !constant(slots.getStep(), 1) ||
@@ -162,41 +166,81 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
       !isConstantIntValue(write.getMixedOffsets()[2], 0) ||
       getConstantIntValue(write.getMixedSizes()[2]) != values.getDimSize(2))
     return false;
-  int64_t s = k / w;
+  // Slot i writes token i % n of head i / n at head * s + position[i % n]
+  // (torch's index_put over coordinates [1, H, n], row-major): n new
+  // tokens per head, read off the slots that share head 0.
   auto forms = evaluateIndices(ex.getTensor(), 1 << 12);
   if (!forms)
     return false;
+  // The positions are read by the index arithmetic: indices passed in as
+  // they are (the leaves would be the indices themselves) say nothing of
+  // heads or positions.
   std::optional<IndexLeaf> leaf = (*forms)[0].unitLeaf();
-  if (!leaf || leaf->flat != 0)
+  if (!leaf || leaf->flat != 0 || leaf->tensor == ex.getTensor())
+    return false;
+  auto tokenOf = [&](int64_t i, int64_t j) {
+    std::optional<IndexLeaf> l = (*forms)[i].unitLeaf();
+    return l && l->tensor == leaf->tensor && l->flat == j;
+  };
+  int64_t n = 1;
+  while (n < w && tokenOf(n, n) && (*forms)[n].constant == 0)
+    ++n;
+  if (w % n != 0 || k % (w / n) != 0)
+    return false;
+  const int64_t heads = w / n, s = k / heads;
+  if (n > s)
     return false;
   for (int64_t i = 0; i < w; ++i)
-    if ((*forms)[i].unitLeaf() != *leaf || (*forms)[i].constant != i * s)
+    if (!tokenOf(i, i % n) || (*forms)[i].constant != (i / n) * s)
       return false;
   auto leafType = dyn_cast<RankedTensorType>(leaf->tensor.getType());
-  if (!leafType || !leafType.getElementType().isIntOrIndex())
+  if (!leafType || !leafType.hasStaticShape() ||
+      !leafType.getElementType().isIntOrIndex())
     return false;
   Value pos = positions.readFrom(leaf->tensor, leafType.getRank());
 
   OpBuilder b(rows);
   Location loc = rows.getLoc();
-  SmallVector<ReassociationIndices> heads{{0}, {1, 2}, {3}};
-  auto four = RankedTensorType::get({1, w, s, values.getDimSize(2)},
+  // A chunk is written from its first position on: the graph's positions
+  // must be consecutive (they are: cache_position is an arange), which the
+  // program checks when it runs.
+  for (int64_t j = positions.consecutive.lookup(leaf->tensor) + 1; j < n;
+       ++j) {
+    SmallVector<Value> at;
+    for (int64_t i : delinearize(j, computeStrides(leafType.getShape())))
+      at.push_back(arith::ConstantIndexOp::create(b, loc, i));
+    Value got = asIndex(
+        b, loc, tensor::ExtractOp::create(b, loc, leaf->tensor, at));
+    Value want = arith::AddIOp::create(
+        b, loc, pos, arith::ConstantIndexOp::create(b, loc, j));
+    std::string what = "kvq: the chunk's positions";
+    if (auto arg = dyn_cast<BlockArgument>(leaf->tensor))
+      what += " (argument #" + std::to_string(arg.getArgNumber()) + ")";
+    cf::AssertOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, got, want),
+        what + " are not consecutive; kvq writes a chunk from its first "
+               "position on");
+    positions.consecutive[leaf->tensor] = j;
+  }
+  SmallVector<ReassociationIndices> headsOfSlots{{0}, {1, 2}, {3}};
+  auto four = RankedTensorType::get({1, heads, s, values.getDimSize(2)},
                                     values.getElementType());
   Value cache = rows.getInitArgs()[0];
   auto flat = cache.getDefiningOp<tensor::CollapseShapeOp>();
   if (flat && flat.getSrcType() == four &&
-      flat.getReassociationIndices() == heads)
+      flat.getReassociationIndices() == headsOfSlots)
     cache = flat.getSrc();
   else
-    cache = tensor::ExpandShapeOp::create(b, loc, four, cache, heads);
+    cache = tensor::ExpandShapeOp::create(b, loc, four, cache, headsOfSlots);
   Value token = tensor::ExpandShapeOp::create(
       b, loc,
-      RankedTensorType::get({1, w, 1, values.getDimSize(2)},
+      RankedTensorType::get({1, heads, n, values.getDimSize(2)},
                             values.getElementType()),
-      piece.getSource(), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+      piece.getSource(), headsOfSlots);
   SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0), pos,
                                     b.getIndexAttr(0)},
-      sizes{b.getIndexAttr(1), b.getIndexAttr(w), b.getIndexAttr(1),
+      sizes{b.getIndexAttr(1), b.getIndexAttr(heads), b.getIndexAttr(n),
             b.getIndexAttr(values.getDimSize(2))},
       ones(4, b.getIndexAttr(1));
   Value written = tensor::InsertSliceOp::create(b, loc, token, cache, offsets,
@@ -232,7 +276,8 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
   }
   if (!rows->getResult(0).use_empty())
     rows->getResult(0).replaceAllUsesWith(
-        tensor::CollapseShapeOp::create(b, loc, written, heads).getResult());
+        tensor::CollapseShapeOp::create(b, loc, written, headsOfSlots)
+            .getResult());
   rows->erase();
   if (flat && flat->use_empty())
     flat->erase();
@@ -324,8 +369,8 @@ void mlir::kvq::foldScatterLoops(func::FuncOp f) {
     const char *why =
         !oneSlot && values.getDimSize(0) == 1
             ? "writes several slots per row, at indices not shown to be "
-              "head * capacity + position (a chunk of tokens, or heads "
-              "flattened into one index at other indices)"
+              "head * capacity + position (for token j of a chunk, "
+              "position j of the step's positions)"
         : !oneSlot ? "writes several slots per row (a chunk of tokens)"
         : !wholeRows || trips != values.getDimSize(0) ||
                 !isConstantIntValue(loop.getLowerBound(), 0)

@@ -4,12 +4,14 @@
 Each `// -----` chunk of the input holding a line
 
     // EQUIV: func=NAME caches=I,J [cache_results=R,S] [pos=P] steps=N
-    //        [tokens=T] [mask=M] [outs=K,L] [options=OPT,OPT]
+    //        [tokens=T] [gap=G] [mask=M] [outs=K,L] [options=OPT,OPT]
 
 is compiled twice: as written, with zero-filled caches threaded from one call
 to the next, and rewritten by `kvq-opt --kvq-quantize-kv-cache=method=fp16`,
 with a `!kvq.cache` made by @kv_cache_create. Both run N steps (step i at
-position i*T) on the same inputs, made from a sine of the element index,
+position i*T; a position tensor of T elements holds i*T .. i*T + T - 1,
+torch's cache_position for a chunk, or with `gap` i*T + j*G) on the same
+inputs, made from a sine of the element index,
 the argument number and the step, and every non-cache result of every step
 must agree within fp16 rounding of the cached K and V. Without `pos` the
 graph has no position argument (a cache grown by concatenation starts
@@ -96,6 +98,14 @@ def with_layout(e, v, t):
     u = e.fresh()
     e.emit("%s = memref.cast %s : %s to %s" % (u, v, identity(t), t))
     return u
+
+
+def nested(dims, values):
+    """A dense literal of `dims` taking its elements from `values`."""
+    if not dims:
+        return str(next(values))
+    return "[" + ", ".join(nested(dims[1:], values)
+                           for _ in range(dims[0])) + "]"
 
 
 def tensor_shape(t):
@@ -268,10 +278,20 @@ def driver(name, args, results, spec, rewritten_args=None):
     for step in range(spec["steps"]):
         pos = e.fresh()
         if pos_arg >= 0:
-            # A position tensor (torch's cache_position) holds it densely.
+            # A position tensor (torch's cache_position) holds it densely,
+            # or, with one element per new token, the chunk's positions.
             value = step * tokens
             if args[pos_arg].startswith("tensor<"):
-                value = "dense<%d>" % value
+                dims = [int(d) for d in re.findall(r"(\d+)x", args[pos_arg])]
+                count = 1
+                for d in dims:
+                    count *= d
+                if count == tokens and tokens > 1:
+                    gap = spec.get("gap", 1)
+                    value = "dense<%s>" % nested(
+                        dims, iter(range(value, value + tokens * gap, gap)))
+                else:
+                    value = "dense<%d>" % value
             e.emit("%s = arith.constant %s : %s" % (pos, value,
                                                     args[pos_arg]))
         inputs = {}
@@ -363,10 +383,13 @@ def check_chunk(chunk, spec, opts):
     rargs, _ = signature(rewritten, name)
     runner = shlex.split(opts.run)
     out = []
-    for module, ra in ((plain, None), (rewritten, rargs)):
+    for module, ra, which in ((plain, None, "original"),
+                              (rewritten, rargs, "rewritten")):
         full = with_driver(module, driver(name, args, results, spec, ra))
-        lowered = run([opts.kvq_opt, "-", "--kvq-to-llvm"], full, "lowering")
-        out.append(numbers(run(runner, lowered, "running")))
+        lowered = run([opts.kvq_opt, "-", "--kvq-to-llvm"], full,
+                      "lowering the %s graph" % which)
+        out.append(numbers(run(runner, lowered,
+                               "running the %s graph" % which)))
     ref, got = out
     if not ref or len(ref) != len(got):
         sys.exit("equivalence: @%s printed %d values before and %d after" % (
