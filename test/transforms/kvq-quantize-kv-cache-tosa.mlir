@@ -274,3 +274,39 @@ func.func @torch_index_put_chunk(%q: tensor<2x2x4xf32>, %k: tensor<1x2x2x4xf32>,
   %o = tosa.matmul %p, %va, %zp, %zp : (tensor<2x2x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x2x4xf32>
   return %o, %kr, %vr : tensor<2x2x4xf32>, tensor<1x2x16x4xf32>, tensor<1x2x16x4xf32>
 }
+
+// -----
+
+// A chunk of two tokens written by tosa.scatter with the KV heads as its
+// batch (input [H, 2, D], indices [H, 2]: the step's positions broadcast
+// over the heads): one insert_slice at the first position, under the
+// check that the positions are consecutive.
+// EQUIV: func=tosa_scatter_chunk_rows caches=3,4 cache_results=1,2 pos=5 steps=4 tokens=2 mask=6
+
+// CHECK-LABEL: func.func @tosa_scatter_chunk_rows(
+// CHECK: cf.assert %{{.*}}, "kvq: the chunk's positions are not consecutive
+// CHECK-NOT: cf.assert %{{.*}}, "kvq: the chunk's positions
+// CHECK: kvq.cache_update %{{.*}}[0], %{{.*}}, %{{.*}} : !cache, tensor<2x2x4xf32>, tensor<2x2x4xf32>
+// CHECK: kvq.cache_attend %{{.*}}[0], %{{.*}} : !cache, tensor<2x2x4xf32> -> tensor<2x2x4xf32>
+// SAME: @tosa_scatter_chunk_rows: 64 values over 4 steps agree
+func.func @tosa_scatter_chunk_rows(%q: tensor<2x2x4xf32>, %k: tensor<2x2x4xf32>, %v: tensor<2x2x4xf32>, %kc: tensor<2x16x4xf32>, %vc: tensor<2x16x4xf32>, %pos: tensor<1x2xi32>, %mask: tensor<1x2x16xf32>) -> (tensor<2x2x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) {
+  %z = "tosa.const"() {values = dense<0> : tensor<2x2xi32>} : () -> tensor<2x2xi32>
+  %idx = tosa.add %z, %pos : (tensor<2x2xi32>, tensor<1x2xi32>) -> tensor<2x2xi32>
+  %kc1 = tosa.scatter %kc, %idx, %k : (tensor<2x16x4xf32>, tensor<2x2xi32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
+  %vc1 = tosa.scatter %vc, %idx, %v : (tensor<2x16x4xf32>, tensor<2x2xi32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
+  %kt = tosa.transpose %kc1 {perms = array<i32: 0, 2, 1>} : (tensor<2x16x4xf32>) -> tensor<2x4x16xf32>
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x2x4xf32>, tensor<2x4x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x2x16xf32>
+  %scale = "tosa.const"() {values = dense<0.5> : tensor<1x1x1xf32>} : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %ss = tosa.mul %s, %scale, %shift : (tensor<2x2x16xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x2x16xf32>
+  %sm = tosa.add %ss, %mask : (tensor<2x2x16xf32>, tensor<1x2x16xf32>) -> tensor<2x2x16xf32>
+  %mx = tosa.reduce_max %sm {axis = 2 : i32} : (tensor<2x2x16xf32>) -> tensor<2x2x1xf32>
+  %d = tosa.sub %sm, %mx : (tensor<2x2x16xf32>, tensor<2x2x1xf32>) -> tensor<2x2x16xf32>
+  %e = tosa.exp %d : (tensor<2x2x16xf32>) -> tensor<2x2x16xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x2x16xf32>) -> tensor<2x2x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x2x1xf32>) -> tensor<2x2x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x2x16xf32>, tensor<2x2x1xf32>, tensor<1xi8>) -> tensor<2x2x16xf32>
+  %o = tosa.matmul %p, %vc1, %zp, %zp : (tensor<2x2x16xf32>, tensor<2x16x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x2x4xf32>
+  return %o, %kc1, %vc1 : tensor<2x2x4xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
+}

@@ -52,6 +52,33 @@ struct Positions {
   /// already checks to be consecutive (a chunk's K and V share one check).
   DenseMap<Value, int64_t> consecutive;
 
+  /// A chunk of n tokens is written from its first position on, `first`
+  /// (element 0 of t): the graph's positions, elements 0 .. n - 1 of t
+  /// (row-major), must be consecutive. They are where frontends make them
+  /// (Hugging Face's cache_position is an arange); the program checks it
+  /// when it runs, at b's insertion point.
+  void requireConsecutive(OpBuilder &b, Location loc, Value t, Value first,
+                          int64_t n) {
+    auto type = cast<RankedTensorType>(t.getType());
+    std::string what = "kvq: the chunk's positions";
+    if (auto arg = dyn_cast<BlockArgument>(t))
+      what += " (argument #" + std::to_string(arg.getArgNumber()) + ")";
+    for (int64_t j = consecutive.lookup(t) + 1; j < n; ++j) {
+      SmallVector<Value> at;
+      for (int64_t i : delinearize(j, computeStrides(type.getShape())))
+        at.push_back(arith::ConstantIndexOp::create(b, loc, i));
+      Value got = asIndex(b, loc, tensor::ExtractOp::create(b, loc, t, at));
+      Value want = arith::AddIOp::create(
+          b, loc, first, arith::ConstantIndexOp::create(b, loc, j));
+      cf::AssertOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, got, want),
+          what + " are not consecutive; kvq writes a chunk from its first "
+                 "position on");
+      consecutive[t] = j;
+    }
+  }
+
   Value readFrom(Value t, int64_t rank) {
     if (Value v = known.lookup(t))
       return v;
@@ -201,28 +228,7 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
 
   OpBuilder b(rows);
   Location loc = rows.getLoc();
-  // A chunk is written from its first position on: the graph's positions
-  // must be consecutive (they are: cache_position is an arange), which the
-  // program checks when it runs.
-  for (int64_t j = positions.consecutive.lookup(leaf->tensor) + 1; j < n;
-       ++j) {
-    SmallVector<Value> at;
-    for (int64_t i : delinearize(j, computeStrides(leafType.getShape())))
-      at.push_back(arith::ConstantIndexOp::create(b, loc, i));
-    Value got = asIndex(
-        b, loc, tensor::ExtractOp::create(b, loc, leaf->tensor, at));
-    Value want = arith::AddIOp::create(
-        b, loc, pos, arith::ConstantIndexOp::create(b, loc, j));
-    std::string what = "kvq: the chunk's positions";
-    if (auto arg = dyn_cast<BlockArgument>(leaf->tensor))
-      what += " (argument #" + std::to_string(arg.getArgNumber()) + ")";
-    cf::AssertOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, got, want),
-        what + " are not consecutive; kvq writes a chunk from its first "
-               "position on");
-    positions.consecutive[leaf->tensor] = j;
-  }
+  positions.requireConsecutive(b, loc, leaf->tensor, pos, n);
   SmallVector<ReassociationIndices> headsOfSlots{{0}, {1, 2}, {3}};
   auto four = RankedTensorType::get({1, heads, s, values.getDimSize(2)},
                                     values.getElementType());
@@ -281,6 +287,72 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
   rows->erase();
   if (flat && flat->use_empty())
     flat->erase();
+  return true;
+}
+/// The scatter loops of a chunk of n tokens per row (tosa.scatter with the
+/// KV heads as rows, input [H, n, D], indices [H, n]): rows and slots
+/// loops writing input[h, j, :] at values[h, idx[h, j], :]. With the same
+/// indices in every row (the step's positions broadcast over the heads)
+/// the nest is one insert_slice of the input at [0, idx[0, 0], 0], under
+/// the check that idx[0, j] = idx[0, 0] + j. False (nothing changed) for
+/// any other nest.
+bool foldRowsScatterChunk(scf::ForOp rows, scf::ForOp slots,
+                          tensor::InsertSliceOp write,
+                          tensor::ExtractSliceOp piece, tensor::ExtractOp ex,
+                          Positions &positions) {
+  auto values = cast<RankedTensorType>(write.getDestType());
+  auto input = dyn_cast<RankedTensorType>(piece.getSourceType());
+  auto idxType = cast<RankedTensorType>(ex.getTensor().getType());
+  if (!slots || !input || !input.hasStaticShape() ||
+      !values.hasStaticShape() || !idxType.hasStaticShape() ||
+      input.getRank() != 3)
+    return false;
+  const int64_t heads = values.getDimSize(0), n = input.getDimSize(1),
+                d = values.getDimSize(2);
+  auto constant = [](OpFoldResult v, int64_t c) {
+    return isConstantIntValue(v, c);
+  };
+  auto ones = [&](ArrayRef<OpFoldResult> strides) {
+    return llvm::all_of(strides, [&](OpFoldResult s) { return constant(s, 1); });
+  };
+  SmallVector<OpFoldResult> in = piece.getMixedOffsets(),
+                            out = write.getMixedOffsets();
+  std::optional<int64_t> trips = rows.getStaticTripCount()
+                                     ? std::optional<int64_t>(
+                                           rows.getStaticTripCount()
+                                               ->getSExtValue())
+                                     : std::nullopt;
+  if (input.getDimSize(0) != heads || input.getDimSize(2) != d ||
+      idxType.getDimSize(0) != heads || idxType.getDimSize(1) != n ||
+      n > values.getDimSize(1) || trips != heads ||
+      !constant(rows.getLowerBound(), 0) || !constant(rows.getStep(), 1) ||
+      !constant(slots.getLowerBound(), 0) ||
+      !constant(slots.getUpperBound(), n) || !constant(slots.getStep(), 1) ||
+      ex.getIndices()[1] != slots.getInductionVar() ||
+      dyn_cast<Value>(in[0]) != rows.getInductionVar() ||
+      dyn_cast<Value>(in[1]) != slots.getInductionVar() || !constant(in[2], 0) ||
+      !constant(out[2], 0) || !ones(piece.getMixedStrides()) ||
+      !ones(write.getMixedStrides()) ||
+      !constant(piece.getMixedSizes()[0], 1) ||
+      !constant(piece.getMixedSizes()[1], 1) ||
+      !constant(piece.getMixedSizes()[2], d) ||
+      !constant(write.getMixedSizes()[0], 1) ||
+      !constant(write.getMixedSizes()[1], 1) ||
+      !constant(write.getMixedSizes()[2], d) ||
+      !uniformAlong(ex.getTensor(), 0))
+    return false;
+  Value pos = positions.readFrom(ex.getTensor(), 2);
+  OpBuilder b(rows);
+  Location loc = rows.getLoc();
+  positions.requireConsecutive(b, loc, ex.getTensor(), pos, n);
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), pos, b.getIndexAttr(0)},
+      sizes{b.getIndexAttr(heads), b.getIndexAttr(n), b.getIndexAttr(d)},
+      unit(3, b.getIndexAttr(1));
+  Value w = tensor::InsertSliceOp::create(b, loc, piece.getSource(),
+                                          rows.getInitArgs()[0], offsets,
+                                          sizes, unit);
+  rows->getResult(0).replaceAllUsesWith(w);
+  rows->erase();
   return true;
 }
 } // namespace
@@ -363,15 +435,20 @@ void mlir::kvq::foldScatterLoops(func::FuncOp f) {
                                              loop.getStaticTripCount()
                                                  ->getSExtValue())
                                        : std::nullopt;
-    if (!oneSlot && foldFlattenedScatter(loop, inner, write, piece, ex,
-                                         positions))
+    if (!oneSlot && (values.getDimSize(0) == 1
+                         ? foldFlattenedScatter(loop, inner, write, piece, ex,
+                                                positions)
+                         : foldRowsScatterChunk(loop, inner, write, piece, ex,
+                                                positions)))
       continue;
     const char *why =
         !oneSlot && values.getDimSize(0) == 1
             ? "writes several slots per row, at indices not shown to be "
               "head * capacity + position (for token j of a chunk, "
               "position j of the step's positions)"
-        : !oneSlot ? "writes several slots per row (a chunk of tokens)"
+        : !oneSlot ? "writes several slots per row (a chunk of tokens) "
+                     "at indices not shown to be the same positions in "
+                     "every row"
         : !wholeRows || trips != values.getDimSize(0) ||
                 !isConstantIntValue(loop.getLowerBound(), 0)
             ? "does not write whole rows of every head"
