@@ -149,6 +149,25 @@ bool uniformAlong(Value t, unsigned dim, int depth = 0) {
 } // namespace
 
 namespace {
+/// A scatter loop nest as tosa-to-scf writes it (foldScatterLoops): the
+/// rows loop, the slots loop (absent when folded), the slot's write of the
+/// input slice `piece`, the index read `ex`, and their types.
+struct ScatterNest {
+  scf::ForOp rows, slots;
+  tensor::InsertSliceOp write;
+  tensor::ExtractSliceOp piece;
+  tensor::ExtractOp ex;
+  RankedTensorType values, input, idx;
+
+  /// A slots loop, every shape static, the input 3-D: what the chunk
+  /// folds below start from.
+  bool staticWithSlots() const {
+    return slots && input && input.hasStaticShape() &&
+           values.hasStaticShape() && idx.hasStaticShape() &&
+           input.getRank() == 3;
+  }
+};
+
 /// torch-mlir's index_put (convertScatterNdOp) on a cache [1, H, S, D]:
 /// the cache seen as [1, H * S, D], one row of N = 1 and W = H slots, slot
 /// w written at the index sum(coordinate * stride) that it computes from
@@ -159,16 +178,9 @@ namespace {
 /// forms are exact modulo 2^32 (i32 indices), and P is used as read: the
 /// two agree for every position below 2^31, beyond any capacity the
 /// runtime accepts.
-bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
-                          tensor::InsertSliceOp write,
-                          tensor::ExtractSliceOp piece, tensor::ExtractOp ex,
-                          Positions &positions) {
-  auto values = cast<RankedTensorType>(write.getDestType());
-  auto input = dyn_cast<RankedTensorType>(piece.getSourceType());
-  auto idxType = cast<RankedTensorType>(ex.getTensor().getType());
-  if (!slots || !input || !input.hasStaticShape() ||
-      !values.hasStaticShape() || !idxType.hasStaticShape() ||
-      values.getDimSize(0) != 1 || input.getRank() != 3 ||
+bool foldFlattenedScatter(const ScatterNest &nest, Positions &positions) {
+  auto [rows, slots, write, piece, ex, values, input, idxType] = nest;
+  if (!nest.staticWithSlots() || values.getDimSize(0) != 1 ||
       input.getDimSize(0) != 1 || input.getDimSize(2) != values.getDimSize(2))
     return false;
   int64_t w = input.getDimSize(1);
@@ -296,16 +308,9 @@ bool foldFlattenedScatter(scf::ForOp rows, scf::ForOp slots,
 /// the nest is one insert_slice of the input at [0, idx[0, 0], 0], under
 /// the check that idx[0, j] = idx[0, 0] + j. False (nothing changed) for
 /// any other nest.
-bool foldRowsScatterChunk(scf::ForOp rows, scf::ForOp slots,
-                          tensor::InsertSliceOp write,
-                          tensor::ExtractSliceOp piece, tensor::ExtractOp ex,
-                          Positions &positions) {
-  auto values = cast<RankedTensorType>(write.getDestType());
-  auto input = dyn_cast<RankedTensorType>(piece.getSourceType());
-  auto idxType = cast<RankedTensorType>(ex.getTensor().getType());
-  if (!slots || !input || !input.hasStaticShape() ||
-      !values.hasStaticShape() || !idxType.hasStaticShape() ||
-      input.getRank() != 3)
+bool foldRowsScatterChunk(const ScatterNest &nest, Positions &positions) {
+  auto [rows, slots, write, piece, ex, values, input, idxType] = nest;
+  if (!nest.staticWithSlots())
     return false;
   const int64_t heads = values.getDimSize(0), n = input.getDimSize(1),
                 d = values.getDimSize(2);
@@ -435,11 +440,11 @@ void mlir::kvq::foldScatterLoops(func::FuncOp f) {
                                              loop.getStaticTripCount()
                                                  ->getSExtValue())
                                        : std::nullopt;
+    const ScatterNest nest{loop,    inner,     write,   piece,
+                           ex,      values,    inputType, idxType};
     if (!oneSlot && (values.getDimSize(0) == 1
-                         ? foldFlattenedScatter(loop, inner, write, piece, ex,
-                                                positions)
-                         : foldRowsScatterChunk(loop, inner, write, piece, ex,
-                                                positions)))
+                         ? foldFlattenedScatter(nest, positions)
+                         : foldRowsScatterChunk(nest, positions)))
       continue;
     const char *why =
         !oneSlot && values.getDimSize(0) == 1
