@@ -1,9 +1,8 @@
 //===- attend_args.h - Attention op operands --------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The fused attention inner kernels' shape and operands, the entries
-// that give a positional kernel its struct, and the terms every ISA
-// must compute alike. kernels.h holds AttendOps, the table of these
+// The fused attention inner kernels' shape and operands, and the terms
+// every ISA must compute alike. kernels.h holds AttendOps, the table of these
 // ops; the kernels are in this folder (the pre-RoPE ones in rope/).
 //
 //===----------------------------------------------------------------------===//
@@ -228,48 +227,12 @@ struct GroupWeightsArgs {
   float *ws = nullptr, *zsum = nullptr;
 };
 
-/// The entry of a kernel written with positional arguments (in the order
-/// of the struct's fields): kernels keep plain locals, callers name them.
-template <auto F> void dotCodesEntry(const CodesDot &a) {
-  F(a.packed, a.first, a.bits, a.q, a.nq, a.d, a.out);
-}
-template <auto F> void axpyCodesEntry(const CodesAxpy &a) {
-  F(a.packed, a.first, a.bits, a.ws, a.G, a.nq, a.d, a.acc);
-}
-template <auto F> void dotCodesRowsEntry(const CodeRowsDot &a) {
-  F(a.rows, a.n, a.bits, a.q, a.nq, a.d, a.out, a.outStride);
-}
-template <auto F> void axpyHalfRowsEntry(const HalfRowsAxpy &a) {
-  F(a.rows, a.n, a.w, a.wStride, a.nq, a.d, a.acc);
-}
-template <auto F> void dotLutEntry(const LutDot &a) {
-  F(a.packed, a.first, a.bits, a.lut, a.nq, a.d, a.out);
-}
-/// dotLutRows as one dotLut call per row (F: dotLut's positional kernel),
-/// for the tables without a many-row version: the same bits by definition.
-template <auto F> void dotLutRowsByRow(const LutRowsDot &a) {
-  for (int64_t r = 0; r < a.n; ++r)
-    F(a.rows[r], a.first, a.bits, a.lut, a.nq, a.d, a.out + r * a.outStride);
-}
-template <auto F> void dotLutRowsEntry(const LutRowsDot &a) {
-  F(a.rows, a.n, a.first, a.bits, a.lut, a.nq, a.d, a.out, a.outStride);
-}
-template <auto F> void axpyLutRowsEntry(const LutRowsAxpy &a) {
-  F(a.rows, a.n, a.bits, a.luts, a.lutStride, a.nq, a.d, a.acc);
-}
-template <auto F> void axpyCodesRowsEntry(const CodeRowsAxpy &a) {
-  F(a.rows, a.n, a.bits, a.ws, a.wsStride, a.G, a.nq, a.d, a.acc);
-}
-template <auto F> void axpyLevelRowsEntry(const LevelRowsAxpy &a) {
-  F(a.rows, a.n, a.bits, a.levels, a.levelStride, a.w, a.wStride, a.nq, a.d,
-    a.acc);
-}
-template <auto F> void dotNibbleRowsEntry(const NibbleRowsDot &a) {
-  F(a.codes, a.n, a.r0, a.m, a.nib0, a.bits, a.q, a.nq, a.d, a.out,
-    a.outStride);
-}
-template <auto F> void groupWeightsHalfEntry(const GroupWeightsArgs &a) {
-  F(a.headers, a.rowOf, a.n, a.scores, a.heads, a.nq, a.perHead, a.ws, a.zsum);
+/// Row r of a dotLutRows call as a dotLut call: a table without a
+/// many-row version loops its dotLut over the rows, the same bits by
+/// definition.
+inline LutDot lutRowDot(const LutRowsDot &a, int64_t r) {
+  return {
+      a.rows[r], a.first, a.bits, a.lut, a.nq, a.d, a.out + r * a.outStride};
 }
 
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b

@@ -395,8 +395,13 @@ KVQ_AVX2 void axpyHalfAvx2(const uint16_t *row, const float *w, int64_t nq,
   axpyRows(HalfRow{row}, TokenWeight{w}, nq, d, acc);
 }
 
-KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
-                           const float *q, int64_t nq, int64_t d, float *out) {
+KVQ_AVX2 void dotCodesAvx2(const CodesDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   assert(aligned(first, bits, d));
   const uint8_t *p = packed + first * bits / 8;
 #define KVQ_DOT(B) dotRows(CodeRowB<B>{p}, q, nq, d, out)
@@ -404,9 +409,13 @@ KVQ_AVX2 void dotCodesAvx2(const uint8_t *packed, int64_t first, int bits,
 #undef KVQ_DOT
 }
 
-KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
-                            const float *ws, int64_t G, int64_t nq, int64_t d,
-                            float *acc) {
+KVQ_AVX2 void axpyCodesAvx2(const CodesAxpy &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(aligned(first, bits, d) && groupsOf8(G, d));
   const uint8_t *p = packed + first * bits / 8;
 #define KVQ_AXPY(B)                                                            \
@@ -415,9 +424,14 @@ KVQ_AVX2 void axpyCodesAvx2(const uint8_t *packed, int64_t first, int bits,
 #undef KVQ_AXPY
 }
 
-KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                               const float *q, int64_t nq, int64_t d,
-                               float *out, int64_t outStride) {
+KVQ_AVX2 void dotCodesRowsAvx2(const CodeRowsDot &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   assert(whole16(d) && supportedBits(bits));
   int64_t r = 0;
 #define KVQ_DOT_ROWS(B)                                                        \
@@ -430,12 +444,16 @@ KVQ_AVX2 void dotCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 #undef KVQ_DOT_ROWS
 }
 
-KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                                const float *ws, int64_t wsStride, int64_t G,
-                                int64_t nq, int64_t d, float *acc) {
+KVQ_AVX2 void axpyCodesRowsAvx2(const CodeRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d) && groups8(G) && supportedBits(bits));
   if (bits == 2) // rows in pairs (attend_x86_pairs.cpp)
-    return x86::axpyCodePairsAvx2(rows, n, ws, wsStride, G, nq, d, acc);
+    return x86::axpyCodePairsAvx2(a);
   const RowGroupWeight weight{ws, __builtin_ctzll(static_cast<uint64_t>(G)),
                               d / G, wsStride};
 #define KVQ_AXPY_ROWS(B)                                                       \
@@ -447,9 +465,12 @@ KVQ_AVX2 void axpyCodesRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
 #undef KVQ_AXPY_ROWS
 }
 
-KVQ_AVX2 void axpyHalfRowsAvx2(const uint16_t *const *rows, int64_t n,
-                               const float *w, int64_t wStride, int64_t nq,
-                               int64_t d, float *acc) {
+KVQ_AVX2 void axpyHalfRowsAvx2(const HalfRowsAxpy &a) {
+  const uint16_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d));
   axpyTiles<true>(HalfRows{rows}, n, RowTokenWeight{w, wStride}, nq, d, acc);
 }
@@ -526,10 +547,15 @@ template <int BITS> struct LevelTableRows {
   }
 };
 
-KVQ_AVX2 void axpyLevelRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                                const float *levels, int64_t levelStride,
-                                const float *w, int64_t wStride, int64_t nq,
-                                int64_t d, float *acc) {
+KVQ_AVX2 void axpyLevelRowsAvx2(const LevelRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *levels = a.levels;
+  const int64_t levelStride = a.levelStride;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d) && lutBits(bits));
   const RowTokenWeight weight{w, wStride};
   switch (bits) {
@@ -572,8 +598,13 @@ KVQ_AVX2 void dotLutRow(const uint8_t *row, const float *lut, int64_t nq,
   }
 }
 
-KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
-                         const float *lut, int64_t nq, int64_t d, float *out) {
+KVQ_AVX2 void dotLutAvx2(const LutDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *lut = a.lut;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   assert(aligned(first, bits, d));
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
@@ -586,6 +617,13 @@ KVQ_AVX2 void dotLutAvx2(const uint8_t *packed, int64_t first, int bits,
   default:
     return dotLutRow<8>(row, lut, nq, d, out);
   }
+}
+
+/// dotLutRows as one dotLut per row, for the shapes the rows-in-lanes
+/// version (attend_avx2_lut_rows.cpp) leaves.
+void dotLutRowsByRowAvx2(const LutRowsDot &a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    dotLutAvx2(lutRowDot(a, r));
 }
 
 /// acc[j0+jj][c0 .. c0+W) += the rows' table entries, with NJ*W/8
@@ -624,9 +662,13 @@ KVQ_AVX2 void lutTiles(const uint8_t *const *rows, int64_t n, const float *luts,
                          LutTile<BITS>{rows, n, luts, lutStride, d, acc});
 }
 
-KVQ_AVX2 void axpyLutRowsAvx2(const uint8_t *const *rows, int64_t n, int bits,
-                              const float *luts, int64_t lutStride, int64_t nq,
-                              int64_t d, float *acc) {
+KVQ_AVX2 void axpyLutRowsAvx2(const LutRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *luts = a.luts;
+  const int64_t lutStride = a.lutStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d) && lutBits(bits));
   switch (bits) {
   case 2:
@@ -649,6 +691,7 @@ struct Avx2Kernels {
   static constexpr auto dotCodes = dotCodesAvx2;
   static constexpr auto dotCodesRows = dotCodesRowsAvx2;
   static constexpr auto dotLut = dotLutAvx2;
+  static constexpr auto dotLutRows = dotLutRowsByRowAvx2;
   static constexpr auto axpyCodes = axpyCodesAvx2;
   static constexpr auto axpyCodesRows = axpyCodesRowsAvx2;
   static constexpr auto axpyLevelRows = axpyLevelRowsAvx2;

@@ -69,11 +69,13 @@ KVQ_AVX512 void axpyTiles(const uint8_t *const *rows, int64_t n,
 } // namespace
 
 /// The caller, attend_x86_pairs.cpp's AVX-512 entry, checked the shape.
-KVQ_AVX512 void kvq::x86::axpyCodes34Avx512(const uint8_t *const *rows,
-                                            int64_t n, int bits,
-                                            const float *ws, int64_t wsStride,
-                                            int64_t G, int64_t nq, int64_t d,
-                                            float *acc) {
+KVQ_AVX512 void kvq::x86::axpyCodes34Avx512(const CodeRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert((bits == 3 || bits == 4) && d % 64 == 0 && G % 16 == 0 &&
          (G & (G - 1)) == 0 && d % G == 0);
   if (bits == 4)

@@ -126,9 +126,12 @@ bool halfTilesCover(int64_t d) { return d > 0 && d % 64 == 0; }
 
 /// Tiles: four queries x 64 channels (16 accumulators), two x 64, one
 /// query x 128 (8 accumulators: a whole head at head_dim 128).
-KVQ_AVX512 void axpyHalfRowsAvx512(const uint16_t *const *rows, int64_t n,
-                                   const float *w, int64_t wStride, int64_t nq,
-                                   int64_t d, float *acc) {
+KVQ_AVX512 void axpyHalfRowsAvx512(const HalfRowsAxpy &a) {
+  const uint16_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(halfTilesCover(d));
   forEachAccTile<64, 128>(nq, d, HalfTile512{rows, n, w, wStride, d, acc});
 }
@@ -142,5 +145,5 @@ void kvq::x86::fillHalfAvx512(const AttendShape &s, AttendOps &ops) {
   if (block16::whole16(s.d))
     ops.dotHalf = dotHalfAvx512;
   if (halfTilesCover(s.d))
-    ops.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsAvx512>;
+    ops.axpyHalfRows = axpyHalfRowsAvx512;
 }

@@ -254,10 +254,14 @@ KVQ_AVX512 void levelColumnsAvx512(const LevelColumns &a) {
   }
 }
 
-KVQ_AVX512 void dotLutRowsAvx512(const uint8_t *const *rows, int64_t n,
-                                 int64_t first, int bits, const float *lut,
-                                 int64_t nq, int64_t d, float *out,
-                                 int64_t outStride) {
+KVQ_AVX512 void dotLutRowsAvx512(const LutRowsDot &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n, first = a.first;
+  const int bits = a.bits;
+  const float *lut = a.lut;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   assert(lutRowTilesCover(bits, d) && (first * bits) % 32 == 0);
   switch (bits) {
   case 2:
@@ -392,9 +396,13 @@ KVQ_AVX512 void outlierAxpyAvx512(const OutlierAxpy &a) {
   }
 }
 
-KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
-                             const float *lut, int64_t nq, int64_t d,
-                             float *out) {
+KVQ_AVX512 void dotLutAvx512(const LutDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *lut = a.lut;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   assert(lutDots(bits, d) && (first * bits) % 8 == 0);
   const uint8_t *row = packed + first * bits / 8;
   switch (bits) {
@@ -405,6 +413,13 @@ KVQ_AVX512 void dotLutAvx512(const uint8_t *packed, int64_t first, int bits,
   default:
     return lutQueries512<4>(row, lut, nq, d, out);
   }
+}
+
+/// dotLutRows as one dotLut per row, where the code words rule out rows in
+/// lanes: dotLut's bits.
+void dotLutRowsByRowAvx512(const LutRowsDot &a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    dotLutAvx512(lutRowDot(a, r));
 }
 
 /// acc[j0 + jj][c0 .. c0 + 64) over all rows, NJ x 4 accumulators in
@@ -446,10 +461,13 @@ KVQ_AVX512 void lutTiles512(const uint8_t *const *rows, int64_t n,
                          LutTile512<BITS>{rows, n, luts, lutStride, d, acc});
 }
 
-KVQ_AVX512 void axpyLutRowsAvx512(const uint8_t *const *rows, int64_t n,
-                                  int bits, const float *luts,
-                                  int64_t lutStride, int64_t nq, int64_t d,
-                                  float *acc) {
+KVQ_AVX512 void axpyLutRowsAvx512(const LutRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *luts = a.luts;
+  const int64_t lutStride = a.lutStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(lutRows(bits, d));
   switch (bits) {
   case 2:
@@ -521,18 +539,17 @@ KVQ_AVX512 void axpyLevelRowsAvx512(const LevelRowsAxpy &a) {
 void kvq::x86::fillLutAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entries (8-bit keys: its gathers).
   if (lutDots(s.keyBits, s.d)) {
-    ops.dotLut = dotLutEntry<dotLutAvx512>;
+    ops.dotLut = dotLutAvx512;
     // Rows in lanes where the code words allow, else a dotLut per row:
     // dotLut's bits either way.
-    ops.dotLutRows = lutRowTilesCover(s.keyBits, s.d)
-                         ? dotLutRowsEntry<dotLutRowsAvx512>
-                         : dotLutRowsByRow<dotLutAvx512>;
+    ops.dotLutRows = lutRowTilesCover(s.keyBits, s.d) ? dotLutRowsAvx512
+                                                      : dotLutRowsByRowAvx512;
     ops.outlierScores = outlierScoresAvx512;
     if (lutRowTilesCover(s.keyBits, s.d))
       ops.levelColumns = levelColumnsAvx512;
   }
   if (lutRows(s.valueBits, s.d)) {
-    ops.axpyLutRows = axpyLutRowsEntry<axpyLutRowsAvx512>;
+    ops.axpyLutRows = axpyLutRowsAvx512;
     ops.axpyLevelRows = axpyLevelRowsAvx512;
   }
   if (s.valueBits >= 2 && s.valueBits <= 4)

@@ -175,32 +175,49 @@ void axpyHalfNeon(const uint16_t *row, const float *w, int64_t nq, int64_t d,
   axpyRow(HalfRow{row}, TokenWeight{w}, nq, d, acc);
 }
 
-void dotCodesNeon(const uint8_t *packed, int64_t first, int bits,
-                  const float *q, int64_t nq, int64_t d, float *out) {
+void dotCodesNeon(const CodesDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   assert(aligned(first, bits, d));
   dotRow(CodeRow{packed + first * bits / 8, bits}, q, nq, d, out);
 }
 
-void axpyCodesNeon(const uint8_t *packed, int64_t first, int bits,
-                   const float *ws, int64_t G, int64_t nq, int64_t d,
-                   float *acc) {
+void axpyCodesNeon(const CodesAxpy &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(aligned(first, bits, d) && groupsOf8(G, d));
   axpyRow(CodeRow{packed + first * bits / 8, bits}, GroupWeight{ws, G, d / G},
           nq, d, acc);
 }
 
-void dotCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
-                      const float *q, int64_t nq, int64_t d, float *out,
-                      int64_t outStride) {
+void dotCodesRowsNeon(const CodeRowsDot &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   for (int64_t r = 0; r < n; ++r)
-    dotCodesNeon(rows[r], 0, bits, q, nq, d, out + r * outStride);
+    dotCodesNeon({rows[r], 0, bits, q, nq, d, out + r * outStride});
 }
 
 /// 2-bit rows in pairs (kernels.h): each lane computes pairTerm's
 /// operations, fma(wb, b, wa * a), then one addition.
-void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
-                       int64_t wsStride, int64_t G, int64_t nq, int64_t d,
-                       float *acc) {
+void axpyCodePairsNeon(const CodeRowsAxpy &args) {
+  const uint8_t *const *rows = args.rows;
+  const int64_t n = args.n;
+  const float *ws = args.ws;
+  const int64_t wsStride = args.wsStride, G = args.G, nq = args.nq, d = args.d;
+  float *acc = args.acc;
   const int64_t groups = d / G;
   const int32_t shifts[4][4] = {{0, -2, -4, -6},
                                 {-8, -10, -12, -14},
@@ -232,29 +249,42 @@ void axpyCodePairsNeon(const uint8_t *const *rows, int64_t n, const float *ws,
     }
   }
   if (r < n) // the lone last row: one FMA per element
-    axpyCodesNeon(rows[r], 0, 2, ws + r * wsStride, G, nq, d, acc);
+    axpyCodesNeon({rows[r], 0, 2, ws + r * wsStride, G, nq, d, acc});
 }
 
-void axpyCodesRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
-                       int64_t d, float *acc) {
+void axpyCodesRowsNeon(const CodeRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d) && groups8(G));
   if (bits == 2)
-    return axpyCodePairsNeon(rows, n, ws, wsStride, G, nq, d, acc);
+    return axpyCodePairsNeon(a);
   for (int64_t r = 0; r < n; ++r)
-    axpyCodesNeon(rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc);
+    axpyCodesNeon({rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc});
 }
 
-void axpyHalfRowsNeon(const uint16_t *const *rows, int64_t n, const float *w,
-                      int64_t wStride, int64_t nq, int64_t d, float *acc) {
+void axpyHalfRowsNeon(const HalfRowsAxpy &a) {
+  const uint16_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   for (int64_t r = 0; r < n; ++r)
     axpyHalfNeon(rows[r], w + r * wStride, nq, d, acc);
 }
 
 /// Per-channel lookup tables (KVQuant keys): the canonical order with
 /// additions instead of fused multiply-adds, as the AVX2 gather version.
-void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
-                const float *lut, int64_t nq, int64_t d, float *out) {
+void dotLutNeon(const LutDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *lut = a.lut;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   assert(aligned(first, bits, d));
   const uint8_t *p = packed + first * bits / 8;
   const int64_t L = int64_t{1} << bits;
@@ -280,9 +310,21 @@ void dotLutNeon(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
-void axpyLevelRowsNeon(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *levels, int64_t levelStride, const float *w,
-                       int64_t wStride, int64_t nq, int64_t d, float *acc) {
+/// dotLutRows as one dotLut per row.
+void dotLutRowsByRowNeon(const LutRowsDot &a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    dotLutNeon(lutRowDot(a, r));
+}
+
+void axpyLevelRowsNeon(const LevelRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *levels = a.levels;
+  const int64_t levelStride = a.levelStride;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(whole16(d));
   for (int64_t r = 0; r < n; ++r)
     axpyRow(LevelRow{rows[r], levels + r * levelStride, bits, 0},
@@ -300,6 +342,7 @@ struct NeonKernels {
   static constexpr auto dotCodes = dotCodesNeon;
   static constexpr auto dotCodesRows = dotCodesRowsNeon;
   static constexpr auto dotLut = dotLutNeon;
+  static constexpr auto dotLutRows = dotLutRowsByRowNeon;
   static constexpr auto axpyCodes = axpyCodesNeon;
   static constexpr auto axpyCodesRows = axpyCodesRowsNeon;
   static constexpr auto axpyLevelRows = axpyLevelRowsNeon;

@@ -78,9 +78,14 @@ void tileSums(TileWords w, const float *q, int64_t d, int64_t P, float *out8) {
                           vaddq_f32(S[j][2][h], S[j][3][h])));
 }
 
-void dotNibbleRowsNeon(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
-                       int64_t nib0, int bits, const float *q, int64_t nq,
-                       int64_t d, float *out, int64_t outStride) {
+void dotNibbleRowsNeon(const NibbleRowsDot &a) {
+  const uint8_t *codes = a.codes;
+  const int64_t n = a.n, r0 = a.r0, m = a.m, nib0 = a.nib0;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
   uint64_t buf[kMaxTileNibbles];
@@ -110,5 +115,5 @@ void dotNibbleRowsNeon(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
 
 void kvq::neon::fillNibbleNeon(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsNeon>;
+    ops.dotNibbleRows = dotNibbleRowsNeon;
 }

@@ -57,8 +57,13 @@ void axpyHalfRef(const uint16_t *row, const float *w, int64_t nq, int64_t d,
   }
 }
 
-void dotCodesRef(const uint8_t *packed, int64_t first, int bits, const float *q,
-                 int64_t nq, int64_t d, float *out) {
+void dotCodesRef(const CodesDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   for (int64_t j = 0; j < nq; ++j)
     out[j] = 0.0f;
   for (int64_t c = 0; c < d; ++c) {
@@ -68,9 +73,13 @@ void dotCodesRef(const uint8_t *packed, int64_t first, int bits, const float *q,
   }
 }
 
-void axpyCodesRef(const uint8_t *packed, int64_t first, int bits,
-                  const float *ws, int64_t G, int64_t nq, int64_t d,
-                  float *acc) {
+void axpyCodesRef(const CodesAxpy &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   const int64_t groups = d / G;
   for (int64_t c = 0; c < d; ++c) {
     float v = packedCodeAt(packed, first + c, bits);
@@ -79,8 +88,13 @@ void axpyCodesRef(const uint8_t *packed, int64_t first, int bits,
   }
 }
 
-void dotLutRef(const uint8_t *packed, int64_t first, int bits, const float *lut,
-               int64_t nq, int64_t d, float *out) {
+void dotLutRef(const LutDot &a) {
+  const uint8_t *packed = a.packed;
+  const int64_t first = a.first;
+  const int bits = a.bits;
+  const float *lut = a.lut;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
   const int64_t L = int64_t{1} << bits;
   for (int64_t j = 0; j < nq; ++j)
     out[j] = 0.0f;
@@ -142,9 +156,18 @@ void levelColumnsRef(const LevelColumns &a) {
           a.levels[c * L + packedCodeAt(a.rows[r], a.first + c, a.bits)];
 }
 
-void axpyLutRowsRef(const uint8_t *const *rows, int64_t n, int bits,
-                    const float *luts, int64_t lutStride, int64_t nq, int64_t d,
-                    float *acc) {
+void dotLutRowsRef(const LutRowsDot &a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    dotLutRef(lutRowDot(a, r));
+}
+
+void axpyLutRowsRef(const LutRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *luts = a.luts;
+  const int64_t lutStride = a.lutStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   const int64_t E = lutEntries(bits);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < d; ++c) {
@@ -154,16 +177,25 @@ void axpyLutRowsRef(const uint8_t *const *rows, int64_t n, int bits,
     }
 }
 
-void dotCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
-                     const float *q, int64_t nq, int64_t d, float *out,
-                     int64_t outStride) {
+void dotCodesRowsRef(const CodeRowsDot &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   for (int64_t r = 0; r < n; ++r)
-    dotCodesRef(rows[r], 0, bits, q, nq, d, out + r * outStride);
+    dotCodesRef({rows[r], 0, bits, q, nq, d, out + r * outStride});
 }
 
-void axpyCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
-                      const float *ws, int64_t wsStride, int64_t G, int64_t nq,
-                      int64_t d, float *acc) {
+void axpyCodesRowsRef(const CodeRowsAxpy &args) {
+  const uint8_t *const *rows = args.rows;
+  const int64_t n = args.n;
+  const int bits = args.bits;
+  const float *ws = args.ws;
+  const int64_t wsStride = args.wsStride, G = args.G, nq = args.nq, d = args.d;
+  float *acc = args.acc;
   int64_t r = 0;
   if (bits == 2) { // rows in pairs, one addition of pairTerm per element
     const int64_t groups = d / G;
@@ -189,15 +221,24 @@ void axpyCodesRowsRef(const uint8_t *const *rows, int64_t n, int bits,
     }
 }
 
-void axpyHalfRowsRef(const uint16_t *const *rows, int64_t n, const float *w,
-                     int64_t wStride, int64_t nq, int64_t d, float *acc) {
+void axpyHalfRowsRef(const HalfRowsAxpy &a) {
+  const uint16_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const float *w = a.w;
+  const int64_t wStride = a.wStride, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   for (int64_t r = 0; r < n; ++r)
     axpyHalfRef(rows[r], w + r * wStride, nq, d, acc);
 }
 
-void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
-                      int64_t nib0, int bits, const float *q, int64_t nq,
-                      int64_t d, float *out, int64_t outStride) {
+void dotNibbleRowsRef(const NibbleRowsDot &a) {
+  const uint8_t *codes = a.codes;
+  const int64_t n = a.n, r0 = a.r0, m = a.m, nib0 = a.nib0;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   const int64_t P = d * bits / 4;
   for (int64_t r = 0; r < m; ++r)
     for (int64_t j = 0; j < nq; ++j) {
@@ -209,9 +250,15 @@ void dotNibbleRowsRef(const uint8_t *codes, int64_t n, int64_t r0, int64_t m,
     }
 }
 
-void axpyLevelRowsRef(const uint8_t *const *rows, int64_t n, int bits,
-                      const float *levels, int64_t levelStride, const float *w,
-                      int64_t wStride, int64_t nq, int64_t d, float *acc) {
+void axpyLevelRowsRef(const LevelRowsAxpy &args) {
+  const uint8_t *const *rows = args.rows;
+  const int64_t n = args.n;
+  const int bits = args.bits;
+  const float *levels = args.levels;
+  const int64_t levelStride = args.levelStride;
+  const float *w = args.w;
+  const int64_t wStride = args.wStride, nq = args.nq, d = args.d;
+  float *acc = args.acc;
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < d; ++c) {
       const float v = levels[r * levelStride + packedCodeAt(rows[r], c, bits)];
@@ -233,19 +280,19 @@ const AttendOps &kvq::referenceAttendOps() {
     o.mulHalf = mulHalfRef;
     o.dotHalf = dotHalfRef;
     o.axpyHalf = axpyHalfRef;
-    o.dotCodes = dotCodesEntry<dotCodesRef>;
-    o.axpyCodes = axpyCodesEntry<axpyCodesRef>;
-    o.dotCodesRows = dotCodesRowsEntry<dotCodesRowsRef>;
-    o.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsRef>;
-    o.axpyHalfRows = axpyHalfRowsEntry<axpyHalfRowsRef>;
-    o.dotLut = dotLutEntry<dotLutRef>;
-    o.dotLutRows = dotLutRowsByRow<dotLutRef>;
+    o.dotCodes = dotCodesRef;
+    o.axpyCodes = axpyCodesRef;
+    o.dotCodesRows = dotCodesRowsRef;
+    o.axpyCodesRows = axpyCodesRowsRef;
+    o.axpyHalfRows = axpyHalfRowsRef;
+    o.dotLut = dotLutRef;
+    o.dotLutRows = dotLutRowsRef;
     o.outlierScores = outlierScoresRef;
     o.outlierAxpy = outlierAxpyRef;
     o.levelColumns = levelColumnsRef;
-    o.axpyLutRows = axpyLutRowsEntry<axpyLutRowsRef>;
-    o.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsRef>;
-    o.axpyLevelRows = axpyLevelRowsEntry<axpyLevelRowsRef>;
+    o.axpyLutRows = axpyLutRowsRef;
+    o.dotNibbleRows = dotNibbleRowsRef;
+    o.axpyLevelRows = axpyLevelRowsRef;
     // groupWeightsHalf null: halfRowsToFloat, then groupWeightsPortable.
     // ropeNibbleTiles null: the portable tile loops (rope_keys.h).
     // ropeCodeRows null: loadKeys, then ropeScoresRows.

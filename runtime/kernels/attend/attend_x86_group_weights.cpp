@@ -84,11 +84,13 @@ groupWeightsLanesAvx2(const uint16_t *const *headers, const int64_t *rowOf,
   _mm256_storeu_ps(zsum + l0, z);
 }
 
-KVQ_AVX2 void groupWeightsHalfAvx2(const uint16_t *const *headers,
-                                   const int64_t *rowOf, int64_t n,
-                                   const float *scores, int64_t heads,
-                                   int64_t nq, int64_t perHead, float *ws,
-                                   float *zsum) {
+KVQ_AVX2 void groupWeightsHalfAvx2(const GroupWeightsArgs &a) {
+  const uint16_t *const *headers = a.headers;
+  const int64_t *rowOf = a.rowOf;
+  const int64_t n = a.n;
+  const float *scores = a.scores;
+  const int64_t heads = a.heads, nq = a.nq, perHead = a.perHead;
+  float *ws = a.ws, *zsum = a.zsum;
   assert(nq >= 1 && wholeHeads<8>(heads, perHead));
   const int64_t perRow = heads * perHead, K = heads * nq;
   const int shift = __builtin_ctzll(static_cast<uint64_t>(perHead));
@@ -147,11 +149,13 @@ groupWeightsLanes(const uint16_t *const *headers, const int64_t *rowOf,
   _mm512_storeu_ps(zsum + l0, z);
 }
 
-KVQ_AVX512 void groupWeightsHalfAvx512(const uint16_t *const *headers,
-                                       const int64_t *rowOf, int64_t n,
-                                       const float *scores, int64_t heads,
-                                       int64_t nq, int64_t perHead, float *ws,
-                                       float *zsum) {
+KVQ_AVX512 void groupWeightsHalfAvx512(const GroupWeightsArgs &a) {
+  const uint16_t *const *headers = a.headers;
+  const int64_t *rowOf = a.rowOf;
+  const int64_t n = a.n;
+  const float *scores = a.scores;
+  const int64_t heads = a.heads, nq = a.nq, perHead = a.perHead;
+  float *ws = a.ws, *zsum = a.zsum;
   assert(nq >= 1 && wholeHeads<16>(heads, perHead));
   const int64_t perRow = heads * perHead, K = heads * nq;
   const int shift = __builtin_ctzll(static_cast<uint64_t>(perHead));
@@ -175,10 +179,10 @@ KVQ_AVX512 void groupWeightsHalfAvx512(const uint16_t *const *headers,
 
 void kvq::x86::fillGroupWeightsAvx2(const AttendShape &s, AttendOps &ops) {
   if (s.G > 0 && s.d % s.G == 0 && wholeHeads<8>(s.heads, s.d / s.G))
-    ops.groupWeightsHalf = groupWeightsHalfEntry<groupWeightsHalfAvx2>;
+    ops.groupWeightsHalf = groupWeightsHalfAvx2;
 }
 
 void kvq::x86::fillGroupWeightsAvx512(const AttendShape &s, AttendOps &ops) {
   if (s.G > 0 && s.d % s.G == 0 && wholeHeads<16>(s.heads, s.d / s.G))
-    ops.groupWeightsHalf = groupWeightsHalfEntry<groupWeightsHalfAvx512>;
+    ops.groupWeightsHalf = groupWeightsHalfAvx512;
 }

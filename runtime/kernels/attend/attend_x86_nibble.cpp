@@ -190,10 +190,14 @@ KVQ_AVX2 void oneTileFourQueriesAvx2(TileWords t, const float *q0, int64_t d,
   }
 }
 
-KVQ_AVX2 void dotNibbleRowsAvx2(const uint8_t *codes, int64_t n, int64_t r0,
-                                int64_t m, int64_t nib0, int bits,
-                                const float *q, int64_t nq, int64_t d,
-                                float *out, int64_t outStride) {
+KVQ_AVX2 void dotNibbleRowsAvx2(const NibbleRowsDot &a) {
+  const uint8_t *codes = a.codes;
+  const int64_t n = a.n, r0 = a.r0, m = a.m, nib0 = a.nib0;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
   uint64_t buf[kMaxTileNibbles];
@@ -361,10 +365,14 @@ struct TwoTilesAvx512 {
   }
 };
 
-KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
-                                    int64_t m, int64_t nib0, int bits,
-                                    const float *q, int64_t nq, int64_t d,
-                                    float *out, int64_t outStride) {
+KVQ_AVX512 void dotNibbleRowsAvx512(const NibbleRowsDot &a) {
+  const uint8_t *codes = a.codes;
+  const int64_t n = a.n, r0 = a.r0, m = a.m, nib0 = a.nib0;
+  const int bits = a.bits;
+  const float *q = a.q;
+  const int64_t nq = a.nq, d = a.d;
+  float *out = a.out;
+  const int64_t outStride = a.outStride;
   assert(nibbleTiles(bits, d));
   const int64_t P = d * bits / 4;
   // Query vectors in pairs (GQA), the decode shared; then one at a time.
@@ -379,10 +387,10 @@ KVQ_AVX512 void dotNibbleRowsAvx512(const uint8_t *codes, int64_t n, int64_t r0,
 
 void kvq::x86::fillNibbleAvx2(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsAvx2>;
+    ops.dotNibbleRows = dotNibbleRowsAvx2;
 }
 
 void kvq::x86::fillNibbleAvx512(const AttendShape &s, AttendOps &ops) {
   if (nibbleTiles(s.keyBits, s.d))
-    ops.dotNibbleRows = dotNibbleRowsEntry<dotNibbleRowsAvx512>;
+    ops.dotNibbleRows = dotNibbleRowsAvx512;
 }

@@ -227,10 +227,12 @@ PairWeights pairWeights(const float *ws, int64_t wsStride, int64_t G,
 
 } // namespace
 
-KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n,
-                                          const float *ws, int64_t wsStride,
-                                          int64_t G, int64_t nq, int64_t d,
-                                          float *acc) {
+KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const CodeRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const float *ws = a.ws;
+  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   // Covered where axpyCodesRowsAvx2 is (fillAttendAvx2), which calls it.
   assert(d % 16 == 0 && G % 8 == 0 && powerOfTwo(G));
   const PairWeights w = pairWeights(ws, wsStride, G, d);
@@ -246,13 +248,16 @@ KVQ_AVX2 void kvq::x86::axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n,
 
 namespace {
 
-KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
-                                    int bits, const float *ws, int64_t wsStride,
-                                    int64_t G, int64_t nq, int64_t d,
-                                    float *acc) {
+KVQ_AVX512 void axpyCodesRowsAvx512(const CodeRowsAxpy &a) {
+  const uint8_t *const *rows = a.rows;
+  const int64_t n = a.n;
+  const int bits = a.bits;
+  const float *ws = a.ws;
+  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
+  float *acc = a.acc;
   assert(codeRowsAvx512(bits, d, G));
   if (bits != 2)
-    return x86::axpyCodes34Avx512(rows, n, bits, ws, wsStride, G, nq, d, acc);
+    return x86::axpyCodes34Avx512(a);
   const PairWeights w = pairWeights(ws, wsStride, G, d);
   switch (G) {
   case 16:
@@ -269,5 +274,5 @@ KVQ_AVX512 void axpyCodesRowsAvx512(const uint8_t *const *rows, int64_t n,
 void kvq::x86::fillPairsAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entry (the table starts from the AVX2 one).
   if (codeRowsAvx512(s.valueBits, s.d, s.G))
-    ops.axpyCodesRows = axpyCodesRowsEntry<axpyCodesRowsAvx512>;
+    ops.axpyCodesRows = axpyCodesRowsAvx512;
 }

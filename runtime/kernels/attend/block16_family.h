@@ -39,11 +39,10 @@ inline bool groups8(int64_t G) { return G >= 8 && (G & (G - 1)) == 0; }
 inline bool lutBits(int bits) { return bits >= 2 && bits <= 4; }
 
 /// The entries of AttendOps for the shape s, from the family member
-/// Kernels: static members named as the entries, with positional
-/// arguments (the entries' operand structs in order); axpyLutRows may be
-/// null (the reference stays), and levelRowsCover(bits) says which
-/// level widths its axpyLevelRows takes. Entries it leaves null are the
-/// reference's (selectAttendOps).
+/// Kernels: static members named as the entries, of the entries' types;
+/// axpyLutRows may be null (the reference stays), and levelRowsCover(bits)
+/// says which level widths its axpyLevelRows takes. Entries it leaves null
+/// are the reference's (selectAttendOps).
 template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
   ops.halfToFloatN = Kernels::halfToFloatN;
   ops.halfRowsToFloat = Kernels::halfRowsToFloat;
@@ -55,24 +54,24 @@ template <class Kernels> void fillAttend(const AttendShape &s, AttendOps &ops) {
     return; // every other kernel walks blocks of 16 channels
   ops.dotHalf = Kernels::dotHalf;
   ops.axpyHalf = Kernels::axpyHalf;
-  ops.axpyHalfRows = axpyHalfRowsEntry<Kernels::axpyHalfRows>;
+  ops.axpyHalfRows = Kernels::axpyHalfRows;
   if (supportedBits(s.keyBits)) {
-    ops.dotCodes = dotCodesEntry<Kernels::dotCodes>;
-    ops.dotCodesRows = dotCodesRowsEntry<Kernels::dotCodesRows>;
-    ops.dotLut = dotLutEntry<Kernels::dotLut>;
-    ops.dotLutRows = dotLutRowsByRow<Kernels::dotLut>;
+    ops.dotCodes = Kernels::dotCodes;
+    ops.dotCodesRows = Kernels::dotCodesRows;
+    ops.dotLut = Kernels::dotLut;
+    ops.dotLutRows = Kernels::dotLutRows;
   }
   if (supportedBits(s.valueBits)) {
     if (groupsOf8(s.G, s.d))
-      ops.axpyCodes = axpyCodesEntry<Kernels::axpyCodes>;
+      ops.axpyCodes = Kernels::axpyCodes;
     if (groups8(s.G) && s.d % s.G == 0)
-      ops.axpyCodesRows = axpyCodesRowsEntry<Kernels::axpyCodesRows>;
+      ops.axpyCodesRows = Kernels::axpyCodesRows;
     if (Kernels::levelRowsCover(s.valueBits))
-      ops.axpyLevelRows = axpyLevelRowsEntry<Kernels::axpyLevelRows>;
+      ops.axpyLevelRows = Kernels::axpyLevelRows;
   }
   if constexpr (Kernels::axpyLutRows != nullptr)
     if (lutBits(s.valueBits))
-      ops.axpyLutRows = axpyLutRowsEntry<Kernels::axpyLutRows>;
+      ops.axpyLutRows = Kernels::axpyLutRows;
 }
 
 } // namespace block16

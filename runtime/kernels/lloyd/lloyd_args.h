@@ -51,21 +51,7 @@ struct LloydFitGatheredArgs {
 /// below.
 void lloydFitGathered(const LloydFitGatheredArgs &a);
 
-/// Fit 2^bits levels (ascending, float) to the eligible elements: quantile
-/// initialisation at (i + 0.5) / L with linear interpolation, then `iters`
-/// assign/update sweeps. scratch holds lloydScratchFloats(n) floats: the
-/// eligible elements are gathered into it, and the fit's work follows them.
-/// distortion (optional, iters + 1 entries) receives the mean squared error
-/// over the eligible elements before the first sweep and after each sweep
-/// (float levels).
-/// Returns the number of eligible elements; 0 gives all-zero levels.
-int64_t lloydFitRef(const float *x, int64_t n, int64_t stride,
-                    const uint8_t *exclude, int64_t exStride, int bits,
-                    int iters, float *scratch, float *levels,
-                    double *distortion);
-
-/// lloydFit's operands (the kernels keep positional arguments; the table
-/// holds their lloydFitEntry<F>).
+/// lloydFit's operands.
 struct LloydFitArgs {
   const float *x = nullptr;
   int64_t n = 0, stride = 1;
@@ -77,10 +63,15 @@ struct LloydFitArgs {
   double *distortion = nullptr; ///< optional, iters + 1 entries
 };
 
-template <auto F> int64_t lloydFitEntry(const LloydFitArgs &a) {
-  return F(a.x, a.n, a.stride, a.exclude, a.exStride, a.bits, a.iters,
-           a.scratch, a.levels, a.distortion);
-}
+/// Fit 2^bits levels (ascending, float) to the eligible elements: quantile
+/// initialisation at (i + 0.5) / L with linear interpolation, then `iters`
+/// assign/update sweeps. scratch holds lloydScratchFloats(n) floats: the
+/// eligible elements are gathered into it, and the fit's work follows them.
+/// distortion (optional, iters + 1 entries) receives the mean squared error
+/// over the eligible elements before the first sweep and after each sweep
+/// (float levels).
+/// Returns the number of eligible elements; 0 gives all-zero levels.
+int64_t lloydFitRef(const LloydFitArgs &a);
 
 } // namespace kvq
 

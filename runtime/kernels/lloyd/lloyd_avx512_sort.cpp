@@ -134,12 +134,8 @@ void lloydFitGatheredAvx512(const LloydFitGatheredArgs &a) {
   lloydFitGatheredSortedBy(sortFloatsAvx512, a);
 }
 
-int64_t lloydFitAvx512(const float *x, int64_t n, int64_t stride,
-                       const uint8_t *exclude, int64_t exStride, int bits,
-                       int iters, float *scratch, float *levels,
-                       double *distortion) {
-  return lloydFitSortedBy(sortFloatsAvx512, x, n, stride, exclude, exStride,
-                          bits, iters, scratch, levels, distortion);
+int64_t lloydFitAvx512(const LloydFitArgs &a) {
+  return lloydFitSortedBy(sortFloatsAvx512, a);
 }
 
 } // namespace
@@ -149,6 +145,6 @@ void kvq::x86::sortFloatsForTests(float *data, int64_t m, float *work) {
 }
 
 void kvq::x86::fillSortAvx512(KernelTable &t) {
-  t.lloydFit = lloydFitEntry<lloydFitAvx512>;
+  t.lloydFit = lloydFitAvx512;
   t.lloydFitGathered = lloydFitGatheredAvx512;
 }

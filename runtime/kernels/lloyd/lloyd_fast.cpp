@@ -268,19 +268,18 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort,
   }
 }
 
-int64_t kvq::lloydFitFast(const float *x, int64_t n, int64_t stride,
-                          const uint8_t *exclude, int64_t exStride, int bits,
-                          int iters, float *scratch, float *levels,
-                          double *distortion) {
-  return lloydFitSortedBy(sortFloats, x, n, stride, exclude, exStride, bits,
-                          iters, scratch, levels, distortion);
+int64_t kvq::lloydFitFast(const LloydFitArgs &a) {
+  return lloydFitSortedBy(sortFloats, a);
 }
 
-int64_t kvq::lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
-                              int64_t stride, const uint8_t *exclude,
-                              int64_t exStride, int bits, int iters,
-                              float *scratch, float *levels,
-                              double *distortion) {
+int64_t kvq::lloydFitSortedBy(FloatSort sort, const LloydFitArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t exStride = a.exStride;
+  const int bits = a.bits, iters = a.iters;
+  float *scratch = a.scratch, *levels = a.levels;
+  double *distortion = a.distortion;
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])

@@ -36,20 +36,14 @@ void sortFloats(float *data, int64_t m, float *work);
 void lloydFitGatheredFast(const LloydFitGatheredArgs &a);
 
 /// lloydFitRef's contract on top of lloydFitGatheredFast.
-int64_t lloydFitFast(const float *x, int64_t n, int64_t stride,
-                     const uint8_t *exclude, int64_t exStride, int bits,
-                     int iters, float *scratch, float *levels,
-                     double *distortion);
+int64_t lloydFitFast(const LloydFitArgs &a);
 
 /// A sort that leaves exactly sortFloats' bytes (a table's faster one).
 using FloatSort = void (*)(float *data, int64_t m, float *work);
 
 /// The two fits above, starting with `sort` instead of sortFloats.
 void lloydFitGatheredSortedBy(FloatSort sort, const LloydFitGatheredArgs &a);
-int64_t lloydFitSortedBy(FloatSort sort, const float *x, int64_t n,
-                         int64_t stride, const uint8_t *exclude,
-                         int64_t exStride, int bits, int iters, float *scratch,
-                         float *levels, double *distortion);
+int64_t lloydFitSortedBy(FloatSort sort, const LloydFitArgs &a);
 
 } // namespace kvq
 

@@ -41,10 +41,14 @@ double meanSquaredError(const float *sorted, int64_t m, const float *levels,
 }
 } // namespace
 
-int64_t kvq::lloydFitRef(const float *x, int64_t n, int64_t stride,
-                         const uint8_t *exclude, int64_t exStride, int bits,
-                         int iters, float *scratch, float *levels,
-                         double *distortion) {
+int64_t kvq::lloydFitRef(const LloydFitArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t exStride = a.exStride;
+  const int bits = a.bits, iters = a.iters;
+  float *scratch = a.scratch, *levels = a.levels;
+  double *distortion = a.distortion;
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i)
     if (!exclude || !exclude[i * exStride])

@@ -26,9 +26,9 @@ const kvq::KernelTable *kvq::simdKernelTable() {
   static const KernelTable table = [] {
     KernelTable t = referenceKernels();
     t.name = "neon";
-    t.lloydFit = lloydFitEntry<lloydFitFast>;
+    t.lloydFit = lloydFitFast;
     t.lloydFitGathered = lloydFitGatheredFast;
-    t.topkAbs = topkAbsEntry<topkAbsFast>;
+    t.topkAbs = topkAbsFast;
     neon::fillQuantNeon(t);
     neon::fillOutliersNeon(t);
     t.attendFor = attendNeon;

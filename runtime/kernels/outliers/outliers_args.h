@@ -31,13 +31,23 @@ int64_t outlierCount(float fraction, int64_t eligible);
 template <class Get, class Skip, class Mark>
 uint32_t topkAbsGeneric(Get get, Skip skip, Mark mark, int64_t n, int64_t k);
 
+/// topkAbs' operands.
+struct TopkAbsArgs {
+  const float *x = nullptr;
+  int64_t n = 0, stride = 1;
+  const uint8_t *exclude = nullptr;
+  int64_t exStride = 0;
+  int64_t k = 0;
+  uint8_t *mask = nullptr; ///< mask[i*maskStride]
+  int64_t maskStride = 1;
+  float *threshold = nullptr; ///< optional
+};
+
 /// Mark exactly min(k, eligible) eligible elements with the largest |x|,
 /// ties to the earlier index (mask[i*maskStride] = 1, others 0). threshold
 /// (optional) receives the k-th largest |x|, +inf when k == 0. Works without
 /// scratch memory: the threshold is found by bisection on the float bits.
-void topkAbsRef(const float *x, int64_t n, int64_t stride,
-                const uint8_t *exclude, int64_t exStride, int64_t k,
-                uint8_t *mask, int64_t maskStride, float *threshold);
+void topkAbsRef(const TopkAbsArgs &a);
 
 /// topkIndices' operands (kvq_sink_select after validation).
 struct TopkIndicesArgs {
@@ -54,24 +64,6 @@ void topkIndicesRef(const TopkIndicesArgs &a);
 /// Mean over heads of the per-head L2 norm of one token's key row
 /// (accumulated in double, so it is the same on every ISA).
 float keyNormRow(const float *row, int heads, int headDim);
-
-/// topkAbs' operands (the kernels keep positional arguments; the table
-/// holds their topkAbsEntry<F>).
-struct TopkAbsArgs {
-  const float *x = nullptr;
-  int64_t n = 0, stride = 1;
-  const uint8_t *exclude = nullptr;
-  int64_t exStride = 0;
-  int64_t k = 0;
-  uint8_t *mask = nullptr; ///< mask[i*maskStride]
-  int64_t maskStride = 1;
-  float *threshold = nullptr; ///< optional
-};
-
-template <auto F> void topkAbsEntry(const TopkAbsArgs &a) {
-  F(a.x, a.n, a.stride, a.exclude, a.exStride, a.k, a.mask, a.maskStride,
-    a.threshold);
-}
 
 //===----------------------------------------------------------------------===//
 // Whole-matrix kernels (the stateless C entry points after validation)

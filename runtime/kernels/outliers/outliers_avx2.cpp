@@ -153,12 +153,16 @@ KVQ_AVX2 void outlierSplitAvx2(const OutlierSplitArgs &a) {
   }
 }
 
-KVQ_AVX2 void topkAbsAvx2(const float *x, int64_t n, int64_t stride,
-                          const uint8_t *exclude, int64_t exStride, int64_t k,
-                          uint8_t *mask, int64_t maskStride, float *threshold) {
+KVQ_AVX2 void topkAbsAvx2(const TopkAbsArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t k = a.k;
+  uint8_t *mask = a.mask;
+  const int64_t maskStride = a.maskStride;
+  float *threshold = a.threshold;
   if (stride != 1 || exclude)
-    return topkAbsRef(x, n, stride, exclude, exStride, k, mask, maskStride,
-                      threshold);
+    return topkAbsRef(a);
   MaskWriter w{mask, maskStride};
   uint32_t t = topkContiguous(x, KVQ_DTYPE_F32, 0, n, k, w);
   if (threshold)
@@ -243,7 +247,7 @@ KVQ_AVX2 void keyNormAvx2(const KeyNormArgs &a) {
 } // namespace
 
 void kvq::x86::fillOutliersAndSinksAvx2(KernelTable &t) {
-  t.topkAbs = topkAbsEntry<topkAbsAvx2>;
+  t.topkAbs = topkAbsAvx2;
   t.outlierSplit = outlierSplitAvx2;
   t.outlierScreen = outlierScreenAvx2;
   t.keyNorm = keyNormAvx2;

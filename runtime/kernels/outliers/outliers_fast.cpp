@@ -9,12 +9,16 @@
 
 using namespace kvq;
 
-void kvq::topkAbsFast(const float *x, int64_t n, int64_t stride,
-                      const uint8_t *exclude, int64_t exStride, int64_t k,
-                      uint8_t *mask, int64_t maskStride, float *threshold) {
+void kvq::topkAbsFast(const TopkAbsArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t k = a.k;
+  uint8_t *mask = a.mask;
+  const int64_t maskStride = a.maskStride;
+  float *threshold = a.threshold;
   if (stride != 1 || exclude || k < 1 || k > n || k > kOnePassK)
-    return topkAbsRef(x, n, stride, exclude, exStride, k, mask, maskStride,
-                      threshold);
+    return topkAbsRef(a);
   KLargest top(k);
   for (int64_t i = 0; i < n; ++i)
     top.offer(floatBits(x[i]) & 0x7fffffffu);

@@ -56,9 +56,7 @@ private:
 
 /// topkAbsRef's contract: contiguous splits without exclusions and with
 /// 1 <= k <= min(n, kOnePassK) in one pass (KLargest), the rest by it.
-void topkAbsFast(const float *x, int64_t n, int64_t stride,
-                 const uint8_t *exclude, int64_t exStride, int64_t k,
-                 uint8_t *mask, int64_t maskStride, float *threshold);
+void topkAbsFast(const TopkAbsArgs &a);
 
 } // namespace kvq
 

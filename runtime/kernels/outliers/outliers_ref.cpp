@@ -21,9 +21,14 @@ int64_t kvq::outlierCount(float fraction, int64_t eligible) {
   return k > static_cast<double>(eligible) ? eligible : static_cast<int64_t>(k);
 }
 
-void kvq::topkAbsRef(const float *x, int64_t n, int64_t stride,
-                     const uint8_t *exclude, int64_t exStride, int64_t k,
-                     uint8_t *mask, int64_t maskStride, float *threshold) {
+void kvq::topkAbsRef(const TopkAbsArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t exStride = a.exStride, k = a.k;
+  uint8_t *mask = a.mask;
+  const int64_t maskStride = a.maskStride;
+  float *threshold = a.threshold;
   int64_t taken = 0;
   uint32_t t = topkAbsGeneric(
       [&](int64_t i) { return x[i * stride]; },

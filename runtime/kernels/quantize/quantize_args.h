@@ -21,37 +21,6 @@ namespace kvq {
 // Uniform min/max quantization (docs/RUNTIME.md "Numerical decisions")
 //===----------------------------------------------------------------------===//
 
-/// Min/max over the n elements x[i*stride] not excluded (exclude may be
-/// null; element i is excluded when exclude[i*exStride] != 0). Writes the
-/// fp16 scale (max-min)/(2^bits-1) and zero = min. No eligible element:
-/// scale 0, zero 0.
-void uniformCalibrateRef(const float *x, int64_t n, int64_t stride,
-                         const uint8_t *exclude, int64_t exStride, int bits,
-                         uint16_t *scale, uint16_t *zero);
-
-/// fp16 scale and zero of a group whose eligible elements span [lo, hi]
-/// (any == false: no eligible element, scale 0 and zero 0).
-void uniformParams(float lo, float hi, bool any, int bits, uint16_t *scale,
-                   uint16_t *zero);
-
-/// One code: clamp(rint((x - z) / s), 0, maxCode); s == 0 gives 0.
-uint8_t uniformCode(float x, float s, float z, float maxCode);
-
-/// code = clamp(rint((x - zero) / scale), 0, 2^bits - 1) with the fp16
-/// scale/zero; scale 0 gives code 0. Codes are unpacked bytes.
-void uniformQuantizeRef(const float *x, int64_t n, int64_t stride,
-                        uint16_t scale, uint16_t zero, int bits, uint8_t *codes,
-                        int64_t codeStride);
-
-/// x' = code * scale + zero, two float roundings (no FMA: the library is
-/// compiled with -ffp-contract=off).
-inline float uniformDequant(uint8_t code, float scale, float zero) {
-  return static_cast<float>(code) * scale + zero;
-}
-
-// The strided entries' operands, by name; the kernels keep positional
-// arguments and the table holds their entries (uniformCalibrateEntry<F>).
-
 /// uniformCalibrate's operands: n elements x[i*stride], exclude[i*exStride]
 /// (exclude may be null).
 struct UniformCalibrateArgs {
@@ -73,11 +42,28 @@ struct UniformQuantizeArgs {
   int64_t codeStride = 1;
 };
 
-template <auto F> void uniformCalibrateEntry(const UniformCalibrateArgs &a) {
-  F(a.x, a.n, a.stride, a.exclude, a.exStride, a.bits, a.scale, a.zero);
-}
-template <auto F> void uniformQuantizeEntry(const UniformQuantizeArgs &a) {
-  F(a.x, a.n, a.stride, a.scale, a.zero, a.bits, a.codes, a.codeStride);
+/// Min/max over the n elements x[i*stride] not excluded (exclude may be
+/// null; element i is excluded when exclude[i*exStride] != 0). Writes the
+/// fp16 scale (max-min)/(2^bits-1) and zero = min. No eligible element:
+/// scale 0, zero 0.
+void uniformCalibrateRef(const UniformCalibrateArgs &a);
+
+/// fp16 scale and zero of a group whose eligible elements span [lo, hi]
+/// (any == false: no eligible element, scale 0 and zero 0).
+void uniformParams(float lo, float hi, bool any, int bits, uint16_t *scale,
+                   uint16_t *zero);
+
+/// One code: clamp(rint((x - z) / s), 0, maxCode); s == 0 gives 0.
+uint8_t uniformCode(float x, float s, float z, float maxCode);
+
+/// code = clamp(rint((x - zero) / scale), 0, 2^bits - 1) with the fp16
+/// scale/zero; scale 0 gives code 0. Codes are unpacked bytes.
+void uniformQuantizeRef(const UniformQuantizeArgs &a);
+
+/// x' = code * scale + zero, two float roundings (no FMA: the library is
+/// compiled with -ffp-contract=off).
+inline float uniformDequant(uint8_t code, float scale, float zero) {
+  return static_cast<float>(code) * scale + zero;
 }
 
 //===----------------------------------------------------------------------===//

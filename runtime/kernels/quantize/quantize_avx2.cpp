@@ -473,12 +473,14 @@ KVQ_AVX2 void nuqDequantAvx2(const NuqDequantArgs &a) {
 // Strided primitives of the cache stores
 //===----------------------------------------------------------------------===//
 
-KVQ_AVX2 void uniformCalibrateAvx2(const float *x, int64_t n, int64_t stride,
-                                   const uint8_t *exclude, int64_t exStride,
-                                   int bits, uint16_t *scale, uint16_t *zero) {
+KVQ_AVX2 void uniformCalibrateAvx2(const UniformCalibrateArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int bits = a.bits;
+  uint16_t *scale = a.scale, *zero = a.zero;
   if (stride != 1 || exclude || n < 8)
-    return uniformCalibrateRef(x, n, stride, exclude, exStride, bits, scale,
-                               zero);
+    return uniformCalibrateRef(a);
   __m256 lo = _mm256_loadu_ps(x), hi = lo;
   int64_t i = 8;
   for (; i + 8 <= n; i += 8) {
@@ -495,12 +497,15 @@ KVQ_AVX2 void uniformCalibrateAvx2(const float *x, int64_t n, int64_t stride,
                 zero);
 }
 
-KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
-                                  uint16_t scale, uint16_t zero, int bits,
-                                  uint8_t *codes, int64_t codeStride) {
+KVQ_AVX2 void uniformQuantizeAvx2(const UniformQuantizeArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint16_t scale = a.scale, zero = a.zero;
+  const int bits = a.bits;
+  uint8_t *codes = a.codes;
+  const int64_t codeStride = a.codeStride;
   if (stride != 1 || codeStride != 1)
-    return uniformQuantizeRef(x, n, stride, scale, zero, bits, codes,
-                              codeStride);
+    return uniformQuantizeRef(a);
   const float s = halfToFloat(scale);
   const __m256 sv = _mm256_set1_ps(s), zv = _mm256_set1_ps(halfToFloat(zero));
   const __m256 rv = _mm256_set1_ps(s != 0.0f ? 1.0f / s : 0.0f);
@@ -513,7 +518,7 @@ KVQ_AVX2 void uniformQuantizeAvx2(const float *x, int64_t n, int64_t stride,
     std::memcpy(codes + i, &b, 8);
   }
   if (n8 < n)
-    uniformQuantizeRef(x + n8, n - n8, 1, scale, zero, bits, codes + n8, 1);
+    uniformQuantizeRef({x + n8, n - n8, 1, scale, zero, bits, codes + n8, 1});
 }
 
 /// unpackCodes: 3-bit codes 16 at a time from their 6 bytes (codes3x16;
@@ -606,8 +611,8 @@ KVQ_AVX2 void kvq::x86::nuqQuantAvx2(const NuqQuantArgs &a) {
 void kvq::x86::fillQuantAvx2(KernelTable &t) {
   t.packCodes = packCodesSwar;
   t.unpackCodes = unpackCodesAvx2;
-  t.uniformCalibrate = uniformCalibrateEntry<uniformCalibrateAvx2>;
-  t.uniformQuantize = uniformQuantizeEntry<uniformQuantizeAvx2>;
+  t.uniformCalibrate = uniformCalibrateAvx2;
+  t.uniformQuantize = uniformQuantizeAvx2;
   t.groupQuant = x86::groupQuantAvx2;
   t.groupDequant = groupDequantAvx2;
   t.nuqQuant = x86::nuqQuantAvx2;

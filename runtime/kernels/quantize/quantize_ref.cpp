@@ -10,9 +10,13 @@
 
 #include <cmath>
 
-void kvq::uniformCalibrateRef(const float *x, int64_t n, int64_t stride,
-                              const uint8_t *exclude, int64_t exStride,
-                              int bits, uint16_t *scale, uint16_t *zero) {
+void kvq::uniformCalibrateRef(const UniformCalibrateArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint8_t *exclude = a.exclude;
+  const int64_t exStride = a.exStride;
+  const int bits = a.bits;
+  uint16_t *scale = a.scale, *zero = a.zero;
   bool any = false;
   float lo = 0.0f, hi = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
@@ -46,9 +50,13 @@ void kvq::uniformParams(float lo, float hi, bool any, int bits, uint16_t *scale,
     *scale = 0;
 }
 
-void kvq::uniformQuantizeRef(const float *x, int64_t n, int64_t stride,
-                             uint16_t scale, uint16_t zero, int bits,
-                             uint8_t *codes, int64_t codeStride) {
+void kvq::uniformQuantizeRef(const UniformQuantizeArgs &a) {
+  const float *x = a.x;
+  const int64_t n = a.n, stride = a.stride;
+  const uint16_t scale = a.scale, zero = a.zero;
+  const int bits = a.bits;
+  uint8_t *codes = a.codes;
+  const int64_t codeStride = a.codeStride;
   float s = halfToFloat(scale);
   float z = halfToFloat(zero);
   float maxCode = static_cast<float>((1 << bits) - 1);

@@ -81,7 +81,7 @@ const kvq::KernelTable &avx2Table() {
     kvq::x86::fillQuantAvx2(t);
     kvq::x86::fillOutliersAndSinksAvx2(t);
     // The portable Lloyd fit over sorted runs (lloyd_fast.h).
-    t.lloydFit = kvq::lloydFitEntry<kvq::lloydFitFast>;
+    t.lloydFit = kvq::lloydFitFast;
     t.lloydFitGathered = kvq::lloydFitGatheredFast;
     kvq::x86::fillConvertAvx2(t);
     t.attendFor = attendAvx2;

@@ -85,15 +85,11 @@ void fillOutliersAvx2(const AttendShape &s, AttendOps &ops);
 void fillLutAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_x86_pairs.cpp: the 2-bit case of axpyCodesRowsAvx2 (rows in pairs),
 /// and the AVX-512 axpyCodesRows (2-bit pairs, 4-bit rows).
-void axpyCodePairsAvx2(const uint8_t *const *rows, int64_t n, const float *ws,
-                       int64_t wsStride, int64_t G, int64_t nq, int64_t d,
-                       float *acc);
+void axpyCodePairsAvx2(const CodeRowsAxpy &a);
 void fillPairsAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_avx512_codes.cpp: the 3- and 4-bit cases of the AVX-512
 /// axpyCodesRows.
-void axpyCodes34Avx512(const uint8_t *const *rows, int64_t n, int bits,
-                       const float *ws, int64_t wsStride, int64_t G, int64_t nq,
-                       int64_t d, float *acc);
+void axpyCodes34Avx512(const CodeRowsAxpy &a);
 /// attend_avx512_half.cpp: dotHalf and axpyHalfRows on 16 lanes.
 void fillHalfAvx512(const AttendShape &s, AttendOps &ops);
 /// attend_x86_group_weights.cpp: fused KIVI value headers, AVX2 and AVX-512F.

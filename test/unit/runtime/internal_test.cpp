@@ -37,9 +37,15 @@ TEST(LloydInternal, DistortionIsMonotoneNonIncreasingPerSweep) {
     }
     std::vector<double> trace(21);
     float levels[kvq::kMaxLevels];
-    ASSERT_EQ(kvq::lloydFitRef(x.data(), 3000, 1, nullptr, 0, bits, 20,
-                               scratch.data(), levels, trace.data()),
-              3000);
+    kvq::LloydFitArgs fit;
+    fit.x = x.data();
+    fit.n = 3000;
+    fit.bits = bits;
+    fit.iters = 20;
+    fit.scratch = scratch.data();
+    fit.levels = levels;
+    fit.distortion = trace.data();
+    ASSERT_EQ(kvq::lloydFitRef(fit), 3000);
     for (int i = 1; i <= 20; ++i)
       EXPECT_LE(trace[i], trace[i - 1]) << "bits " << bits << " sweep " << i;
     EXPECT_LT(trace[20], trace[0]) << "bits " << bits;
