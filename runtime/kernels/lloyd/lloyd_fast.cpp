@@ -217,15 +217,16 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort,
     }
   }
   float updated[kMaxLevels];
-  // Per level index, the cell it owned in the last sweep and that cell's
-  // mean (the same run gives the same mean: no second sum or division),
-  // and where the cell ended, to start the next sweep's search from. The
-  // first sweep guesses the quantile boundaries the levels start from.
-  int64_t lastEnd[kMaxLevels], cellFrom[kMaxLevels], cellEnd[kMaxLevels];
+  // Per level index, the cell [cellFrom, cellEnd) it owned in the last
+  // sweep, where the next sweep's search starts (the first sweep guesses
+  // the quantile boundaries the levels start from), and that cell's mean
+  // when it was not empty (the same run gives the same mean: no second sum
+  // or division).
+  int64_t cellFrom[kMaxLevels], cellEnd[kMaxLevels];
   float cellMean[kMaxLevels];
   for (int l = 0; l < count; ++l) {
-    lastEnd[l] = m * (l + 1) / count;
-    cellFrom[l] = cellEnd[l] = -1;
+    cellFrom[l] = -1;
+    cellEnd[l] = m * (l + 1) / count;
   }
   for (int it = 0; it < iters; ++it) {
     std::copy(levels, levels + count, updated); // an empty cell stays put
@@ -238,7 +239,7 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort,
         ++up;
       const int64_t end =
           up < count ? firstMovingUp(data, pos, m, levels[cur], levels[up],
-                                     lastEnd[cur])
+                                     cellEnd[cur])
                      : m;
       if (end > pos) {
         if (cellFrom[cur] != pos || cellEnd[cur] != end) {
@@ -248,14 +249,13 @@ void kvq::lloydFitGatheredSortedBy(FloatSort sort,
           else
             for (int64_t i = pos; i < end; ++i) // the reference's order
               sum += data[i];
-          cellFrom[cur] = pos;
-          cellEnd[cur] = end;
           cellMean[cur] =
               static_cast<float>(sum / static_cast<double>(end - pos));
         }
         updated[cur] = cellMean[cur];
       }
-      lastEnd[cur] = end;
+      cellFrom[cur] = pos;
+      cellEnd[cur] = end;
       pos = end;
       cur = up;
     }
