@@ -169,15 +169,16 @@ struct ScatterNest {
 };
 
 /// torch-mlir's index_put (convertScatterNdOp) on a cache [1, H, S, D]:
-/// the cache seen as [1, H * S, D], one row of N = 1 and W = H slots, slot
-/// w written at the index sum(coordinate * stride) that it computes from
-/// the head and the step's position. When every index is shown
-/// (evaluateIndices) to be `w * S + P` for one unknown element P (the
-/// position), the nest writes input[0, w, :] at position P of head w: one
-/// insert_slice into the cache seen as [1, H, S, D], at [0, 0, P, 0]. The
-/// forms are exact modulo 2^32 (i32 indices), and P is used as read: the
-/// two agree for every position below 2^31, beyond any capacity the
-/// runtime accepts.
+/// the cache seen as [1, H * S, D], one row of N = 1 and W = H * n slots
+/// (n new tokens per head), slot w written at the index sum(coordinate *
+/// stride) that it computes from the head and the step's positions. When
+/// every index is shown (evaluateIndices) to be `(w / n) * S + P[w % n]`
+/// for unknown elements P[j] of one tensor (the positions), the nest
+/// writes input[0, w, :] at position P[w % n] of head w / n: one
+/// insert_slice of [1, H, n, D] into the cache seen as [1, H, S, D], at
+/// [0, 0, P[0], 0], under the check that P[j] = P[0] + j. The forms are
+/// exact modulo 2^32 (i32 indices), and P is used as read: the two agree
+/// for every position below 2^31, beyond any capacity the runtime accepts.
 bool foldFlattenedScatter(const ScatterNest &nest, Positions &positions) {
   auto [rows, slots, write, piece, ex, values, input, idxType] = nest;
   if (!nest.staticWithSlots() || values.getDimSize(0) != 1 ||
