@@ -235,6 +235,17 @@ inline LutDot lutRowDot(const LutRowsDot &a, int64_t r) {
       a.rows[r], a.first, a.bits, a.lut, a.nq, a.d, a.out + r * a.outStride};
 }
 
+/// Row r of a dotCodesRows call as a dotCodes call (a kernel without a
+/// many-row loop of its own loops over these; the same bits by definition).
+inline CodesDot codeRowDot(const CodeRowsDot &a, int64_t r) {
+  return {a.rows[r], 0, a.bits, a.q, a.nq, a.d, a.out + r * a.outStride};
+}
+
+/// Row r of an axpyCodesRows call as an axpyCodes call (the same).
+inline CodesAxpy codeRowAxpy(const CodeRowsAxpy &a, int64_t r) {
+  return {a.rows[r], 0, a.bits, a.ws + r * a.wsStride, a.G, a.nq, a.d, a.acc};
+}
+
 /// The term of a pair of 2-bit value rows in axpyCodesRows: codes a and b
 /// of rows 2k and 2k+1 with weights wa and wb, fma(wb, b, wa * a).
 inline float pairTerm(float wa, unsigned a, float wb, unsigned b) {

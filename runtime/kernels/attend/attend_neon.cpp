@@ -199,15 +199,8 @@ void axpyCodesNeon(const CodesAxpy &a) {
 }
 
 void dotCodesRowsNeon(const CodeRowsDot &a) {
-  const uint8_t *const *rows = a.rows;
-  const int64_t n = a.n;
-  const int bits = a.bits;
-  const float *q = a.q;
-  const int64_t nq = a.nq, d = a.d;
-  float *out = a.out;
-  const int64_t outStride = a.outStride;
-  for (int64_t r = 0; r < n; ++r)
-    dotCodesNeon({rows[r], 0, bits, q, nq, d, out + r * outStride});
+  for (int64_t r = 0; r < a.n; ++r)
+    dotCodesNeon(codeRowDot(a, r));
 }
 
 /// 2-bit rows in pairs (kernels.h): each lane computes pairTerm's
@@ -249,21 +242,15 @@ void axpyCodePairsNeon(const CodeRowsAxpy &args) {
     }
   }
   if (r < n) // the lone last row: one FMA per element
-    axpyCodesNeon({rows[r], 0, 2, ws + r * wsStride, G, nq, d, acc});
+    axpyCodesNeon(codeRowAxpy(args, r));
 }
 
 void axpyCodesRowsNeon(const CodeRowsAxpy &a) {
-  const uint8_t *const *rows = a.rows;
-  const int64_t n = a.n;
-  const int bits = a.bits;
-  const float *ws = a.ws;
-  const int64_t wsStride = a.wsStride, G = a.G, nq = a.nq, d = a.d;
-  float *acc = a.acc;
-  assert(whole16(d) && groups8(G));
-  if (bits == 2)
+  assert(whole16(a.d) && groups8(a.G));
+  if (a.bits == 2)
     return axpyCodePairsNeon(a);
-  for (int64_t r = 0; r < n; ++r)
-    axpyCodesNeon({rows[r], 0, bits, ws + r * wsStride, G, nq, d, acc});
+  for (int64_t r = 0; r < a.n; ++r)
+    axpyCodesNeon(codeRowAxpy(a, r));
 }
 
 void axpyHalfRowsNeon(const HalfRowsAxpy &a) {

@@ -178,15 +178,8 @@ void axpyLutRowsRef(const LutRowsAxpy &a) {
 }
 
 void dotCodesRowsRef(const CodeRowsDot &a) {
-  const uint8_t *const *rows = a.rows;
-  const int64_t n = a.n;
-  const int bits = a.bits;
-  const float *q = a.q;
-  const int64_t nq = a.nq, d = a.d;
-  float *out = a.out;
-  const int64_t outStride = a.outStride;
-  for (int64_t r = 0; r < n; ++r)
-    dotCodesRef({rows[r], 0, bits, q, nq, d, out + r * outStride});
+  for (int64_t r = 0; r < a.n; ++r)
+    dotCodesRef(codeRowDot(a, r));
 }
 
 void axpyCodesRowsRef(const CodeRowsAxpy &args) {
