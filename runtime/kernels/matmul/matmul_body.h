@@ -28,9 +28,11 @@ namespace matmul_body {
 using kvq::kMatmulLanes;
 using kvq::MatmulArgs;
 
-/// Bytes of input rows a block of prefill keeps hot while every weight tile
-/// of the task passes over them (about half of a core's L2).
-constexpr int64_t kInputBlockBytes = 512 * 1024;
+/// Bytes of weight rows a block of prefill keeps hot while every input tile
+/// passes over them (about half of a core's L2): the weights then come from
+/// memory once per call, where a block of input rows kept hot instead had
+/// every weight tile read from memory once per block.
+constexpr int64_t kWeightBlockBytes = 512 * 1024;
 
 template <class V, kvq_weight_type WT>
 KVQ_MATMUL_TARGET inline typename V::T loadWeights(const void *w, int64_t i) {
@@ -107,15 +109,15 @@ KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0) {
       a.y[(i0 + i) * a.yStride + j0 + j] += reduce<V>(acc[i][j]);
 }
 
-/// Rows [i0, i1) of the input against weight rows j (one tile row of NR).
-template <class V, int NR, kvq_weight_type WT>
-KVQ_MATMUL_TARGET void inputRows(const MatmulArgs &a, int64_t i0, int64_t i1,
-                                 int64_t j) {
-  int64_t i = i0;
-  for (; i + V::kTileM <= i1; i += V::kTileM)
-    tile<V, V::kTileM, NR, WT>(a, i, j);
-  for (; i < i1; ++i)
-    tile<V, 1, NR, WT>(a, i, j);
+/// Input rows [i, i + MR) against weight rows [j0, j1), kTileN at a time.
+template <class V, int MR, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void weightRows(const MatmulArgs &a, int64_t i, int64_t j0,
+                                  int64_t j1) {
+  int64_t j = j0;
+  for (; j + V::kTileN <= j1; j += V::kTileN)
+    tile<V, MR, V::kTileN, WT>(a, i, j);
+  for (; j < j1; ++j)
+    tile<V, MR, 1, WT>(a, i, j);
 }
 
 template <class V, kvq_weight_type WT>
@@ -129,17 +131,19 @@ KVQ_MATMUL_TARGET void run(const MatmulArgs &a, int64_t j0, int64_t j1) {
       tile<V, 1, 1, WT>(a, 0, j);
     return;
   }
-  // Prefill: a block of input rows stays in cache while each weight tile
-  // (kTileN rows) passes over it in register tiles of kTileM x kTileN.
-  int64_t block = kInputBlockBytes / (4 * (a.k > 0 ? a.k : 1));
-  block = block < V::kTileM ? V::kTileM : block - block % V::kTileM;
-  for (int64_t i0 = 0; i0 < a.m; i0 += block) {
-    const int64_t i1 = i0 + block < a.m ? i0 + block : a.m;
-    int64_t j = j0;
-    for (; j + V::kTileN <= j1; j += V::kTileN)
-      inputRows<V, V::kTileN, WT>(a, i0, i1, j);
-    for (; j < j1; ++j)
-      inputRows<V, 1, WT>(a, i0, i1, j);
+  // Prefill: a block of weight rows, read from memory once, stays in L2
+  // while each register tile of input rows (kTileM rows) passes over it
+  // kTileN rows at a time.
+  const int64_t rowBytes = (a.k > 0 ? a.k : 1) * kvq::weightBytes(WT);
+  int64_t block = kWeightBlockBytes / rowBytes;
+  block = block < V::kTileN ? V::kTileN : block - block % V::kTileN;
+  for (int64_t jb = j0; jb < j1; jb += block) {
+    const int64_t je = jb + block < j1 ? jb + block : j1;
+    int64_t i = 0;
+    for (; i + V::kTileM <= a.m; i += V::kTileM)
+      weightRows<V, V::kTileM, WT>(a, i, jb, je);
+    for (; i < a.m; ++i)
+      weightRows<V, 1, WT>(a, i, jb, je);
   }
 }
 
