@@ -22,6 +22,9 @@
 
 #include "matmul.h"
 
+#include <cstring>
+#include <vector>
+
 namespace {
 namespace matmul_body {
 
@@ -33,6 +36,10 @@ using kvq::MatmulArgs;
 /// memory once per call, where a block of input rows kept hot instead had
 /// every weight tile read from memory once per block.
 constexpr int64_t kWeightBlockBytes = 512 * 1024;
+/// Input rows from which prefill packs its weight blocks: packing costs a
+/// pass over the block, repaid when enough input tiles read it (measured
+/// on Zen 5 at k = 2048: slower up to 16 rows, faster from 32).
+constexpr int64_t kPackMinRows = 32;
 
 template <class V, kvq_weight_type WT>
 KVQ_MATMUL_TARGET inline typename V::T loadWeights(const void *w, int64_t i) {
@@ -54,44 +61,49 @@ KVQ_MATMUL_TARGET inline float reduce(typename V::T *acc) {
   return V::hsum(acc[0]);
 }
 
-/// One chunk of 32 elements: x rows at xs (xStride apart), weight rows at
-/// ws (wStride apart, of WT), both from element offset `at`.
+/// One chunk of 32 elements from element `at`: x rows at xs, weight rows
+/// (of WT) at ws, each addressed as Rows below says (row step, at scale).
 template <class V, int MR, int NR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET inline void chunk(typename V::T (&acc)[MR][NR][kMatmulLanes / V::W],
-                                    const float *xs, int64_t xStride,
-                                    const void *ws, int64_t wStride,
+                                    const float *xs, int64_t xStep,
+                                    int64_t xScale, const void *ws,
+                                    int64_t wStep, int64_t wScale,
                                     int64_t at) {
   constexpr int C = kMatmulLanes / V::W;
   for (int c = 0; c < C; ++c) {
     typename V::T xv[MR];
     for (int i = 0; i < MR; ++i)
-      xv[i] = V::loadF32(xs + i * xStride + at + c * V::W);
+      xv[i] = V::loadF32(xs + i * xStep + at * xScale + c * V::W);
     for (int j = 0; j < NR; ++j) {
-      typename V::T wv = loadWeights<V, WT>(ws, j * wStride + at + c * V::W);
+      typename V::T wv =
+          loadWeights<V, WT>(ws, j * wStep + at * wScale + c * V::W);
       for (int i = 0; i < MR; ++i)
         acc[i][j][c] = V::fma(xv[i], wv, acc[i][j][c]);
     }
   }
 }
 
-/// Outputs y[i0 .. i0 + MR) x [j0 .. j0 + NR).
+/// Where a tile's operand rows are: element `at` of row r at
+/// p + r * rowStep + at * atScale (elements of the operand's type). Rows
+/// as they lie: rowStep = the row stride, atScale = 1; packed, each chunk
+/// of the tile's R rows together: rowStep = 32, atScale = R.
+struct Rows {
+  const void *p;
+  int64_t rowStep, atScale;
+};
+
+/// The outputs' last, partial chunk (if k is not a multiple of 32), then
+/// their partial sums reduced and added to y.
 template <class V, int MR, int NR, kvq_weight_type WT>
-KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0) {
-  constexpr int C = kMatmulLanes / V::W;
-  typename V::T acc[MR][NR][C];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j)
-      for (int c = 0; c < C; ++c)
-        acc[i][j][c] = V::zero();
+KVQ_MATMUL_TARGET inline void finish(typename V::T (&acc)[MR][NR][kMatmulLanes / V::W],
+                                     const MatmulArgs &a, int64_t i0,
+                                     int64_t j0) {
   const float *x = a.x + i0 * a.xStride;
-  const int64_t wBytes = kvq::weightBytes(WT);
-  const void *w = static_cast<const char *>(a.w) + j0 * a.wStride * wBytes;
+  const void *w = static_cast<const char *>(a.w) +
+                  j0 * a.wStride * kvq::weightBytes(WT);
   const int64_t whole = a.k - a.k % kMatmulLanes;
-  for (int64_t at = 0; at < whole; at += kMatmulLanes)
-    chunk<V, MR, NR, WT>(acc, x, a.xStride, w, a.wStride, at);
   if (whole < a.k) {
-    // The last, partial chunk from zero-padded copies (matmul.h: the same
-    // sums as stopping at k).
+    // From zero-padded copies (matmul.h: the same sums as stopping at k).
     alignas(64) float xt[MR][kMatmulLanes], wt[NR][kMatmulLanes];
     const int64_t rest = a.k - whole;
     for (int i = 0; i < MR; ++i)
@@ -101,23 +113,80 @@ KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0) {
       for (int l = 0; l < kMatmulLanes; ++l)
         wt[j][l] = l < rest ? kvq::weightAt(w, WT, j * a.wStride + whole + l)
                             : 0.0f;
-    chunk<V, MR, NR, KVQ_WEIGHT_F32>(acc, &xt[0][0], kMatmulLanes, &wt[0][0],
-                                     kMatmulLanes, 0);
+    chunk<V, MR, NR, KVQ_WEIGHT_F32>(acc, &xt[0][0], kMatmulLanes, 1,
+                                     &wt[0][0], kMatmulLanes, 1, 0);
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j)
       a.y[(i0 + i) * a.yStride + j0 + j] += reduce<V>(acc[i][j]);
 }
 
-/// Input rows [i, i + MR) against weight rows [j0, j1), kTileN at a time.
+/// Outputs y[i0 .. i0 + MR) x [j0 .. j0 + NR), their whole chunks read
+/// from x and w as given.
+template <class V, int MR, int NR, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0,
+                            Rows x, Rows w) {
+  constexpr int C = kMatmulLanes / V::W;
+  typename V::T acc[MR][NR][C];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j)
+      for (int c = 0; c < C; ++c)
+        acc[i][j][c] = V::zero();
+  const int64_t whole = a.k - a.k % kMatmulLanes;
+  for (int64_t at = 0; at < whole; at += kMatmulLanes)
+    chunk<V, MR, NR, WT>(acc, static_cast<const float *>(x.p), x.rowStep,
+                         x.atScale, w.p, w.rowStep, w.atScale, at);
+  finish<V, MR, NR, WT>(acc, a, i0, j0);
+}
+
+/// The same outputs with x and w rows as they lie.
+template <class V, int MR, int NR, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0) {
+  tile<V, MR, NR, WT>(
+      a, i0, j0, Rows{a.x + i0 * a.xStride, a.xStride, 1},
+      Rows{static_cast<const char *>(a.w) +
+               j0 * a.wStride * kvq::weightBytes(WT),
+           a.wStride, 1});
+}
+
+/// Input rows [i, i + MR) against weight rows [j0, j1): the whole tiles
+/// from `packed` (packWeights' layout) unless it is null, the rest as they
+/// lie.
 template <class V, int MR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void weightRows(const MatmulArgs &a, int64_t i, int64_t j0,
-                                  int64_t j1) {
+                                  int64_t j1, const char *packed) {
+  const Rows x{a.x + i * a.xStride, a.xStride, 1};
+  const int64_t tileBytes =
+      V::kTileN * (a.k - a.k % kMatmulLanes) * kvq::weightBytes(WT);
   int64_t j = j0;
   for (; j + V::kTileN <= j1; j += V::kTileN)
-    tile<V, MR, V::kTileN, WT>(a, i, j);
+    if (packed)
+      tile<V, MR, V::kTileN, WT>(
+          a, i, j, x,
+          Rows{packed + (j - j0) / V::kTileN * tileBytes, kMatmulLanes,
+               V::kTileN});
+    else
+      tile<V, MR, V::kTileN, WT>(a, i, j);
   for (; j < j1; ++j)
     tile<V, MR, 1, WT>(a, i, j);
+}
+
+/// Weight rows [j0, j0 + tiles * kTileN) packed for weightRows: tile t's
+/// chunk q of row r at element ((t * chunks + q) * kTileN + r) * 32, so a
+/// tile's chunks are one sequential stream (the rows as they lie are
+/// kTileN streams a row stride apart).
+template <class V, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void packWeights(const MatmulArgs &a, int64_t j0,
+                                   int64_t tiles, char *out) {
+  const int64_t chunks = a.k / kMatmulLanes, wb = kvq::weightBytes(WT);
+  const char *w = static_cast<const char *>(a.w);
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t q = 0; q < chunks; ++q)
+      for (int r = 0; r < V::kTileN; ++r, out += kMatmulLanes * wb)
+        std::memcpy(out,
+                    w + ((j0 + t * V::kTileN + r) * a.wStride +
+                         q * kMatmulLanes) * wb,
+                    static_cast<size_t>(kMatmulLanes * wb));
 }
 
 template <class V, kvq_weight_type WT>
@@ -131,19 +200,32 @@ KVQ_MATMUL_TARGET void run(const MatmulArgs &a, int64_t j0, int64_t j1) {
       tile<V, 1, 1, WT>(a, 0, j);
     return;
   }
-  // Prefill: a block of weight rows, read from memory once, stays in L2
-  // while each register tile of input rows (kTileM rows) passes over it
-  // kTileN rows at a time.
-  const int64_t rowBytes = (a.k > 0 ? a.k : 1) * kvq::weightBytes(WT);
+  // Prefill: a block of weight rows, read from memory once (and packed
+  // when enough input rows read it), stays in L2 while each register tile
+  // of input rows (kTileM rows) passes over it kTileN rows at a time.
+  const int64_t wb = kvq::weightBytes(WT);
+  const int64_t rowBytes = (a.k > 0 ? a.k : 1) * wb;
   int64_t block = kWeightBlockBytes / rowBytes;
   block = block < V::kTileN ? V::kTileN : block - block % V::kTileN;
+  // One buffer per thread, kept between calls (a block's size at most).
+  static thread_local std::vector<char> packed;
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = jb + block < j1 ? jb + block : j1;
+    const int64_t tiles = (je - jb) / V::kTileN;
+    const char *from = nullptr;
+    if (a.m >= kPackMinRows) {
+      const size_t bytes = static_cast<size_t>(
+          tiles * V::kTileN * (a.k - a.k % kMatmulLanes) * wb);
+      if (packed.size() < bytes)
+        packed.resize(bytes);
+      packWeights<V, WT>(a, jb, tiles, packed.data());
+      from = packed.data();
+    }
     int64_t i = 0;
     for (; i + V::kTileM <= a.m; i += V::kTileM)
-      weightRows<V, V::kTileM, WT>(a, i, jb, je);
+      weightRows<V, V::kTileM, WT>(a, i, jb, je, from);
     for (; i < a.m; ++i)
-      weightRows<V, 1, WT>(a, i, jb, je);
+      weightRows<V, 1, WT>(a, i, jb, je, from);
   }
 }
 

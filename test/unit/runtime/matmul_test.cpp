@@ -91,14 +91,17 @@ struct Shape {
 };
 
 /// Sizes around every edge: k around the 32-element chunk, n around the
-/// tiles (1-4 weight rows) and task quanta, m around the 4-row tiles; in
-/// the last, f32 rows of 56 KB make each of the two pieces of 13 weight
-/// rows below two of matmul_body.h's weight blocks (9 rows, then 4).
-const Shape kShapes[] = {{1, 1, 1},    {1, 7, 31},    {1, 13, 32},
-                         {1, 12, 33},  {1, 5, 64},    {1, 17, 172},
-                         {2, 3, 1},    {3, 11, 95},   {4, 12, 96},
-                         {5, 13, 100}, {9, 25, 257},  {17, 7, 64},
-                         {1, 600, 512}, {5, 26, 14000}};
+/// tiles (1-4 weight rows) and task quanta, m around the 4-row tiles and
+/// the 32 input rows from which prefill packs its weights; in the last
+/// two, f32 rows of 56 KB make each of the two pieces of 13 weight rows
+/// below two of matmul_body.h's weight blocks (9 rows, then 4), read as
+/// they lie and packed.
+const Shape kShapes[] = {{1, 1, 1},     {1, 7, 31},     {1, 13, 32},
+                         {1, 12, 33},   {1, 5, 64},     {1, 17, 172},
+                         {2, 3, 1},     {3, 11, 95},    {4, 12, 96},
+                         {5, 13, 100},  {9, 25, 257},   {17, 7, 64},
+                         {31, 7, 40},   {32, 8, 31},    {34, 25, 257},
+                         {1, 600, 512}, {5, 26, 14000}, {33, 26, 14000}};
 
 const kvq_weight_type kTypes[] = {KVQ_WEIGHT_F32, KVQ_WEIGHT_F16,
                                   KVQ_WEIGHT_BF16};
