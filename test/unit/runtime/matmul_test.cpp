@@ -216,8 +216,10 @@ struct TestPool {
 TEST(Matmul, SameBitsForAnyThreadCount) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  // Large enough to be split into tasks: decode, and a small prefill.
-  for (Shape s : {Shape{1, 1000, 777}, Shape{6, 300, 1000}})
+  // Large enough to be split into tasks: decode, a small prefill, and one
+  // whose tasks pack their weights (each thread its own buffer).
+  for (Shape s : {Shape{1, 1000, 777}, Shape{6, 300, 1000},
+                  Shape{40, 200, 300}})
     for (kvq_weight_type type : kTypes) {
       std::vector<float> x(s.m * s.k);
       for (float &v : x)
