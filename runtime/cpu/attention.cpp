@@ -46,6 +46,12 @@ constexpr int64_t kHalfRowsAhead = 16;
 /// range, exactly the single pass it had before ranges existed.
 constexpr int64_t kAttendRange = 1024;
 
+/// Query steps per task of a call with several (a prefill's): each query
+/// vector's scores, softmax and output are computed on their own, so the
+/// groups give the bits of one pass and share the steps of a long prefill
+/// out to the host's threads where the ranges of a short cache cannot.
+constexpr int64_t kQueryGroup = 32;
+
 /// exp(x) for x <= 0 (Cephes' single-precision polynomial, a few ulp),
 /// exactly 0 below -87 and for -inf. Branch-free so the loops over a chunk
 /// vectorize on every ISA; std::exp would cost more than the dot products.
@@ -268,10 +274,15 @@ void attendRange(const LayerStore &store, const Rope &rope,
 
 } // namespace
 
-void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
-                      const Rope &rope, const kvq_parallel &parallel,
-                      const float *queries, int64_t nQueries, int32_t qHeads,
-                      float *out) {
+namespace {
+
+/// Query steps [first, first + nQueries) of a call (their queries and
+/// outputs at the pointers given) against every token of the store: the
+/// ranges of kAttendRange tokens run through `parallel`.
+void attendSteps(const LayerStore &store, const kvq_config &cfg,
+                 const Rope &rope, const kvq_parallel &parallel,
+                 const float *queries, int64_t nQueries, int32_t qHeads,
+                 float *out, int64_t first) {
   // Kept per thread, as attendRange's buffers: every field is set below
   // (ropeQueries only read with RoPE, which splits it anew). Named through
   // references: a lambda run on a worker thread would otherwise see that
@@ -302,7 +313,7 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
     aq.ropeQueries.split(aq.q.data(), K, d, rope.interleaved());
   // Visible limit of query vector k = (h, j): position first + j / qPerKv.
   const int64_t length = store.length();
-  aq.first = length - nQueries;
+  aq.first = first;
   aq.lastVisible.resize(static_cast<size_t>(K));
   for (int64_t k = 0; k < K; ++k)
     aq.lastVisible[static_cast<size_t>(k)] = aq.first + (k % nq) / aq.qPerKv;
@@ -347,6 +358,28 @@ void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
       for (int64_t c = 0; c < d; ++c)
         dst[c] = a[c] * inv;
     }
+}
+
+} // namespace
+
+void kvq::attendFused(const LayerStore &store, const kvq_config &cfg,
+                      const Rope &rope, const kvq_parallel &parallel,
+                      const float *queries, int64_t nQueries, int32_t qHeads,
+                      float *out) {
+  const int64_t first = store.length() - nQueries;
+  const int64_t groups = (nQueries + kQueryGroup - 1) / kQueryGroup;
+  if (groups < 2 || !parallel.parallel_for || parallel.workers < 2)
+    return attendSteps(store, cfg, rope, parallel, queries, nQueries, qHeads,
+                       out, first);
+  // Groups of query steps on the host's threads, each over its ranges on
+  // its own thread (a host's parallel-for need not be reentrant).
+  const int64_t step = int64_t{qHeads} * cfg.head_dim;
+  runTasks(parallel, groups, [&](int64_t g) {
+    const int64_t i0 = g * kQueryGroup;
+    attendSteps(store, cfg, rope, kvq_parallel{}, queries + i0 * step,
+                std::min(kQueryGroup, nQueries - i0), qHeads, out + i0 * step,
+                first + i0);
+  });
 }
 
 void kvq::attendKeysByRows(const LayerStore &store, AttendJob &job) {

@@ -94,7 +94,9 @@ enum class AttendImpl { Fused, Reference };
 /// caller, as in kvq_cache_attend). With an enabled rope, the keys are
 /// rotated at their positions (attendKeysRotated) before the scores. The
 /// tokens are split into fixed ranges whose partial softmaxes are merged
-/// in order (flash-decoding), run through `parallel` (parallel.h).
+/// in order (flash-decoding), run through `parallel` (parallel.h); a call
+/// of several query steps on two or more workers runs fixed groups of
+/// steps as the tasks instead, each over its ranges (the same bits).
 void attendFused(const LayerStore &store, const kvq_config &cfg,
                  const Rope &rope, const kvq_parallel &parallel,
                  const float *queries, int64_t nQueries, int32_t qHeads,

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // kvq_cache_set_parallel / kvq_set_default_parallel: the runtime hands
-// decode attention to the host's parallel-for in fixed token ranges, so
+// decode attention to the host's parallel-for in fixed token ranges (a
+// call of many query steps in fixed groups of steps), so
 // the output has the same bits with no threads, 2, 3 or 8; the host's
 // callback is really used (and not below two workers); long caches, where
 // the ranges' partial softmaxes are merged, still agree with float64
@@ -77,15 +78,20 @@ class ParallelAttend : public ::testing::TestWithParam<Case> {};
 } // namespace
 
 /// A cache of `tokens` tokens of one configuration (prefill then single
-/// tokens, so the quantized methods have left their window several times).
+/// tokens, so the quantized methods have left their window several times),
+/// and the tasks a call of `queries` steps hands the host.
 struct Shape {
-  int64_t tokens, queries, ranges;
+  int64_t tokens, queries, tasks;
 };
 
-// Ranges of 1024 tokens: 2100 tokens are three; with 80 query steps over
-// 1100 tokens the first four steps (positions 1020..1023) see no token of
-// the second range, whose maxima stay -inf for them (weights 0 in the merge).
-const Shape kShapes[] = {{2100, 1, 3}, {2100, 3, 3}, {1100, 80, 2}};
+// Ranges of 1024 tokens: 2100 tokens are three tasks. From 33 query steps
+// the tasks are groups of 32 steps instead, each over its ranges: with 80
+// steps over 1100 tokens, three groups, and the first four steps
+// (positions 1020..1023) see no token of the second range, whose maxima
+// stay -inf for them (weights 0 in the merge); 64 steps over 300 tokens
+// (one range) are two groups.
+const Shape kShapes[] = {
+    {2100, 1, 3}, {2100, 3, 3}, {1100, 80, 3}, {300, 64, 2}};
 
 TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
   const kvq_config cfg = caseConfig(GetParam());
@@ -108,7 +114,7 @@ TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
           << threads << " threads, " << sh.tokens << " tokens, " << sh.queries
           << " queries";
       EXPECT_EQ(pool.calls, 1);
-      EXPECT_EQ(pool.tasks, sh.ranges);
+      EXPECT_EQ(pool.tasks, sh.tasks);
     }
   }
 }
@@ -119,7 +125,7 @@ TEST_P(ParallelAttend, SameBitsWithAnyThreadCount) {
 TEST_P(ParallelAttend, MergedRangesAgreeWithFloat64AttentionOverFetch) {
   const kvq_config cfg = caseConfig(GetParam());
   const int d = 64, qHeads = 2;
-  for (const Shape &sh : {Shape{2600, 1, 3}, Shape{1100, 80, 2}}) {
+  for (const Shape &sh : {Shape{2600, 1, 3}, Shape{1100, 80, 3}}) {
     KV kv = laplaceKV(3, sh.tokens, 2, d);
     Cache c(cfg);
     feed(c.h, kv, sh.tokens - 10);
@@ -141,7 +147,7 @@ TEST_P(ParallelAttend, MergedRangesAgreeWithFloat64AttentionOverFetch) {
       scale = std::max(scale, std::fabs(want[i]));
     }
     EXPECT_LE(worst, 2e-5 * scale) << sh.queries << " queries";
-    EXPECT_EQ(pool.tasks, sh.ranges);
+    EXPECT_EQ(pool.tasks, sh.tasks);
   }
 }
 
