@@ -18,6 +18,7 @@ struct Avx512 {
   using T = __m512;
   static constexpr int W = 16;
   static constexpr int kDecodeRows = 4, kTileM = 4, kTileN = 3;
+  static constexpr int kPassM = 0, kPassN = 0;
   KVQ_AVX512 static T zero() { return _mm512_setzero_ps(); }
   KVQ_AVX512 static T loadF32(const float *p) { return _mm512_loadu_ps(p); }
   KVQ_AVX512 static T loadF16(const uint16_t *p) {

@@ -13,7 +13,8 @@
 // = a * b + c rounded once, add, hsum (the lanes of one vector added by
 // halving: l + l + W/2, ..., as matmul.h's tree), and the tile shapes:
 // kDecodeRows (weight rows per tile when m == 1), kTileM x kTileN (input
-// rows x weight rows per tile otherwise).
+// rows x weight rows per tile otherwise), and kPassM x kPassN, the tiles
+// of passTile where a prefill takes it instead (0 x 0: never).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVQ_MATMUL_TARGET
@@ -40,6 +41,10 @@ constexpr int64_t kWeightBlockBytes = 512 * 1024;
 /// pass over the block, repaid when enough input tiles read it (measured
 /// on Zen 5 at k = 2048: slower up to 16 rows, faster from 32).
 constexpr int64_t kPackMinRows = 32;
+/// Chunks of k per panel of passTile: the passes over a panel re-read its
+/// input rows from L1 (3 rows x 1024 floats = 12 KB); measured with AVX2
+/// at k = 5632, 16 and 64 chunks were slower.
+constexpr int64_t kPassChunks = 32;
 
 template <class V, kvq_weight_type WT>
 KVQ_MATMUL_TARGET inline typename V::T loadWeights(const void *w, int64_t i) {
@@ -189,6 +194,98 @@ KVQ_MATMUL_TARGET void packWeights(const MatmulArgs &a, int64_t j0,
                     static_cast<size_t>(kMatmulLanes * wb));
 }
 
+/// Weight rows [j0, j0 + tiles * PN) packed for passTile: tile t's pass c
+/// of chunk q of row r (its W elements from q * 32 + c * W) at element
+/// (((t * C + c) * chunks + q) * PN + r) * W.
+template <class V, int PN, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void packPasses(const MatmulArgs &a, int64_t j0,
+                                  int64_t tiles, char *out) {
+  constexpr int C = kMatmulLanes / V::W;
+  const int64_t chunks = a.k / kMatmulLanes, wb = kvq::weightBytes(WT);
+  const char *w = static_cast<const char *>(a.w);
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int c = 0; c < C; ++c)
+      for (int64_t q = 0; q < chunks; ++q)
+        for (int r = 0; r < PN; ++r, out += V::W * wb)
+          std::memcpy(out,
+                      w + ((j0 + t * PN + r) * a.wStride + q * kMatmulLanes +
+                           c * V::W) * wb,
+                      static_cast<size_t>(V::W * wb));
+}
+
+/// Outputs y[i0 .. i0 + PM) x [j0 .. j0 + PN) one vector of partial sums
+/// at a time: partial sum vector c depends only on lanes [c * W, (c + 1) *
+/// W) of every chunk, so pass c adds those lanes of a panel of chunks
+/// before the next pass starts (each vector still adds its chunks in
+/// order): the bits of tile(), with PM x PN accumulators in registers
+/// where tile() needs C times as many per output. With AVX2's 16
+/// registers and C = 4, tile() fits 1 x 3 outputs (4 loads per 3
+/// multiply-adds), a pass 3 x 4 (7 loads per 12).
+template <class V, int PM, int PN, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void passTile(const MatmulArgs &a, int64_t i0, int64_t j0,
+                                const char *packed) {
+  constexpr int C = kMatmulLanes / V::W;
+  const int64_t chunks = a.k / kMatmulLanes, wb = kvq::weightBytes(WT);
+  const float *x = a.x + i0 * a.xStride;
+  typename V::T part[PM][PN][C];
+  for (int i = 0; i < PM; ++i)
+    for (int j = 0; j < PN; ++j)
+      for (int c = 0; c < C; ++c)
+        part[i][j][c] = V::zero();
+  for (int64_t q0 = 0; q0 < chunks; q0 += kPassChunks)
+  for (int c = 0; c < C; ++c) {
+    const int64_t q1 = q0 + kPassChunks < chunks ? q0 + kPassChunks : chunks;
+    typename V::T acc[PM][PN];
+    for (int i = 0; i < PM; ++i)
+      for (int j = 0; j < PN; ++j)
+        acc[i][j] = part[i][j][c];
+    const char *w = packed + c * chunks * PN * V::W * wb;
+    for (int64_t q = q0; q < q1; ++q) {
+      typename V::T xv[PM];
+      for (int i = 0; i < PM; ++i)
+        xv[i] = V::loadF32(x + i * a.xStride + q * kMatmulLanes + c * V::W);
+      for (int j = 0; j < PN; ++j) {
+        const typename V::T wv = loadWeights<V, WT>(w, (q * PN + j) * V::W);
+        for (int i = 0; i < PM; ++i)
+          acc[i][j] = V::fma(xv[i], wv, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < PM; ++i)
+      for (int j = 0; j < PN; ++j)
+        part[i][j][c] = acc[i][j];
+  }
+  finish<V, PM, PN, WT>(part, a, i0, j0);
+}
+
+/// Prefill by passTile over packPasses' blocks (V::kPassM x V::kPassN).
+template <class V, kvq_weight_type WT>
+KVQ_MATMUL_TARGET void runPasses(const MatmulArgs &a, int64_t j0, int64_t j1) {
+  constexpr int PM = V::kPassM, PN = V::kPassN;
+  const int64_t wb = kvq::weightBytes(WT);
+  const int64_t whole = a.k - a.k % kMatmulLanes;
+  int64_t block = kWeightBlockBytes / ((a.k > 0 ? a.k : 1) * wb);
+  block = block < PN ? PN : block - block % PN;
+  static thread_local std::vector<char> packed;
+  for (int64_t jb = j0; jb < j1; jb += block) {
+    const int64_t je = j1 - jb > block ? jb + block : j1;
+    const int64_t tiles = (je - jb) / PN;
+    const size_t bytes = static_cast<size_t>(tiles * PN * whole * wb);
+    if (packed.size() < bytes)
+      packed.resize(bytes);
+    packPasses<V, PN, WT>(a, jb, tiles, packed.data());
+    int64_t i = 0;
+    for (; i + PM <= a.m; i += PM) {
+      for (int64_t t = 0; t < tiles; ++t)
+        passTile<V, PM, PN, WT>(a, i, jb + t * PN,
+                                packed.data() + t * PN * whole * wb);
+      for (int64_t j = jb + tiles * PN; j < je; ++j)
+        tile<V, PM, 1, WT>(a, i, j);
+    }
+    for (; i < a.m; ++i)
+      weightRows<V, 1, WT>(a, i, jb, je, nullptr);
+  }
+}
+
 template <class V, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void run(const MatmulArgs &a, int64_t j0, int64_t j1) {
   if (a.m == 1) {
@@ -200,6 +297,9 @@ KVQ_MATMUL_TARGET void run(const MatmulArgs &a, int64_t j0, int64_t j1) {
       tile<V, 1, 1, WT>(a, 0, j);
     return;
   }
+  if constexpr (V::kPassM * V::kPassN > 0)
+    if (a.m >= kPackMinRows)
+      return runPasses<V, WT>(a, j0, j1);
   // Prefill: a block of weight rows, read from memory once (and packed
   // when enough input rows read it), stays in L2 while each register tile
   // of input rows (kTileM rows) passes over it kTileN rows at a time.

@@ -17,6 +17,7 @@ struct Neon {
   using T = float32x4_t;
   static constexpr int W = 4;
   static constexpr int kDecodeRows = 3, kTileM = 1, kTileN = 3;
+  static constexpr int kPassM = 0, kPassN = 0;
   static T zero() { return vdupq_n_f32(0.0f); }
   static T loadF32(const float *p) { return vld1q_f32(p); }
   static T loadF16(const uint16_t *p) {

@@ -14,6 +14,7 @@ struct Scalar {
   using T = float;
   static constexpr int W = 1;
   static constexpr int kDecodeRows = 1, kTileM = 1, kTileN = 1;
+  static constexpr int kPassM = 0, kPassN = 0;
   static T zero() { return 0.0f; }
   static T loadF32(const float *p) { return *p; }
   static T loadF16(const uint16_t *p) { return kvq::halfToFloat(*p); }
