@@ -232,27 +232,28 @@ KVQ_MATMUL_TARGET void passTile(const MatmulArgs &a, int64_t i0, int64_t j0,
     for (int j = 0; j < PN; ++j)
       for (int c = 0; c < C; ++c)
         part[i][j][c] = V::zero();
-  for (int64_t q0 = 0; q0 < chunks; q0 += kPassChunks)
-  for (int c = 0; c < C; ++c) {
+  for (int64_t q0 = 0; q0 < chunks; q0 += kPassChunks) {
     const int64_t q1 = q0 + kPassChunks < chunks ? q0 + kPassChunks : chunks;
-    typename V::T acc[PM][PN];
-    for (int i = 0; i < PM; ++i)
-      for (int j = 0; j < PN; ++j)
-        acc[i][j] = part[i][j][c];
-    const char *w = packed + c * chunks * PN * V::W * wb;
-    for (int64_t q = q0; q < q1; ++q) {
-      typename V::T xv[PM];
+    for (int c = 0; c < C; ++c) {
+      typename V::T acc[PM][PN];
       for (int i = 0; i < PM; ++i)
-        xv[i] = V::loadF32(x + i * a.xStride + q * kMatmulLanes + c * V::W);
-      for (int j = 0; j < PN; ++j) {
-        const typename V::T wv = loadWeights<V, WT>(w, (q * PN + j) * V::W);
+        for (int j = 0; j < PN; ++j)
+          acc[i][j] = part[i][j][c];
+      const char *w = packed + c * chunks * PN * V::W * wb;
+      for (int64_t q = q0; q < q1; ++q) {
+        typename V::T xv[PM];
         for (int i = 0; i < PM; ++i)
-          acc[i][j] = V::fma(xv[i], wv, acc[i][j]);
+          xv[i] = V::loadF32(x + i * a.xStride + q * kMatmulLanes + c * V::W);
+        for (int j = 0; j < PN; ++j) {
+          const typename V::T wv = loadWeights<V, WT>(w, (q * PN + j) * V::W);
+          for (int i = 0; i < PM; ++i)
+            acc[i][j] = V::fma(xv[i], wv, acc[i][j]);
+        }
       }
+      for (int i = 0; i < PM; ++i)
+        for (int j = 0; j < PN; ++j)
+          part[i][j][c] = acc[i][j];
     }
-    for (int i = 0; i < PM; ++i)
-      for (int j = 0; j < PN; ++j)
-        part[i][j][c] = acc[i][j];
   }
   finish<V, PM, PN, WT>(part, a, i0, j0);
 }
@@ -265,6 +266,7 @@ KVQ_MATMUL_TARGET void runPasses(const MatmulArgs &a, int64_t j0, int64_t j1) {
   const int64_t whole = a.k - a.k % kMatmulLanes;
   int64_t block = kWeightBlockBytes / ((a.k > 0 ? a.k : 1) * wb);
   block = block < PN ? PN : block - block % PN;
+  // One buffer per thread, kept between calls (a block's size at most).
   static thread_local std::vector<char> packed;
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = j1 - jb > block ? jb + block : j1;
