@@ -66,19 +66,19 @@ KVQ_MATMUL_TARGET inline float reduce(typename V::T *acc) {
   return V::hsum(acc[0]);
 }
 
-/// One chunk of 32 elements from element `at`: x rows at xs, weight rows
-/// (of WT) at ws, each addressed as Rows below says (row step, at scale).
+/// One chunk of 32 elements from element `at`: x rows at xs (xStride
+/// apart), weight rows (of WT) at ws, addressed as Rows below says (row
+/// step, at scale).
 template <class V, int MR, int NR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET inline void chunk(typename V::T (&acc)[MR][NR][kMatmulLanes / V::W],
-                                    const float *xs, int64_t xStep,
-                                    int64_t xScale, const void *ws,
-                                    int64_t wStep, int64_t wScale,
-                                    int64_t at) {
+                                    const float *xs, int64_t xStride,
+                                    const void *ws, int64_t wStep,
+                                    int64_t wScale, int64_t at) {
   constexpr int C = kMatmulLanes / V::W;
   for (int c = 0; c < C; ++c) {
     typename V::T xv[MR];
     for (int i = 0; i < MR; ++i)
-      xv[i] = V::loadF32(xs + i * xStep + at * xScale + c * V::W);
+      xv[i] = V::loadF32(xs + i * xStride + at + c * V::W);
     for (int j = 0; j < NR; ++j) {
       typename V::T wv =
           loadWeights<V, WT>(ws, j * wStep + at * wScale + c * V::W);
@@ -88,10 +88,11 @@ KVQ_MATMUL_TARGET inline void chunk(typename V::T (&acc)[MR][NR][kMatmulLanes / 
   }
 }
 
-/// Where a tile's operand rows are: element `at` of row r at
-/// p + r * rowStep + at * atScale (elements of the operand's type). Rows
-/// as they lie: rowStep = the row stride, atScale = 1; packed, each chunk
-/// of the tile's R rows together: rowStep = 32, atScale = R.
+/// Where a tile's weight rows are: element `at` of row r at
+/// p + r * rowStep + at * atScale (elements of WT). Rows as they lie:
+/// rowStep = the row stride, atScale = 1; packed (packBlock with whole
+/// chunks), each chunk of the tile's R rows together: rowStep = 32,
+/// atScale = R.
 struct Rows {
   const void *p;
   int64_t rowStep, atScale;
@@ -118,8 +119,8 @@ KVQ_MATMUL_TARGET inline void finish(typename V::T (&acc)[MR][NR][kMatmulLanes /
       for (int l = 0; l < kMatmulLanes; ++l)
         wt[j][l] = l < rest ? kvq::weightAt(w, WT, j * a.wStride + whole + l)
                             : 0.0f;
-    chunk<V, MR, NR, KVQ_WEIGHT_F32>(acc, &xt[0][0], kMatmulLanes, 1,
-                                     &wt[0][0], kMatmulLanes, 1, 0);
+    chunk<V, MR, NR, KVQ_WEIGHT_F32>(acc, &xt[0][0], kMatmulLanes, &wt[0][0],
+                                     kMatmulLanes, 1, 0);
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j)
@@ -127,10 +128,10 @@ KVQ_MATMUL_TARGET inline void finish(typename V::T (&acc)[MR][NR][kMatmulLanes /
 }
 
 /// Outputs y[i0 .. i0 + MR) x [j0 .. j0 + NR), their whole chunks read
-/// from x and w as given.
+/// from w as given.
 template <class V, int MR, int NR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0,
-                            Rows x, Rows w) {
+                            Rows w) {
   constexpr int C = kMatmulLanes / V::W;
   typename V::T acc[MR][NR][C];
   for (int i = 0; i < MR; ++i)
@@ -139,35 +140,33 @@ KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0,
         acc[i][j][c] = V::zero();
   const int64_t whole = a.k - a.k % kMatmulLanes;
   for (int64_t at = 0; at < whole; at += kMatmulLanes)
-    chunk<V, MR, NR, WT>(acc, static_cast<const float *>(x.p), x.rowStep,
-                         x.atScale, w.p, w.rowStep, w.atScale, at);
+    chunk<V, MR, NR, WT>(acc, a.x + i0 * a.xStride, a.xStride, w.p,
+                         w.rowStep, w.atScale, at);
   finish<V, MR, NR, WT>(acc, a, i0, j0);
 }
 
-/// The same outputs with x and w rows as they lie.
+/// The same outputs with the weight rows as they lie.
 template <class V, int MR, int NR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void tile(const MatmulArgs &a, int64_t i0, int64_t j0) {
-  tile<V, MR, NR, WT>(
-      a, i0, j0, Rows{a.x + i0 * a.xStride, a.xStride, 1},
-      Rows{static_cast<const char *>(a.w) +
-               j0 * a.wStride * kvq::weightBytes(WT),
-           a.wStride, 1});
+  tile<V, MR, NR, WT>(a, i0, j0,
+                      Rows{static_cast<const char *>(a.w) +
+                               j0 * a.wStride * kvq::weightBytes(WT),
+                           a.wStride, 1});
 }
 
 /// Input rows [i, i + MR) against weight rows [j0, j1): the whole tiles
-/// from `packed` (packWeights' layout) unless it is null, the rest as they
-/// lie.
+/// from `packed` (packBlock's layout, whole chunks) unless it is null, the
+/// rest as they lie.
 template <class V, int MR, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void weightRows(const MatmulArgs &a, int64_t i, int64_t j0,
                                   int64_t j1, const char *packed) {
-  const Rows x{a.x + i * a.xStride, a.xStride, 1};
   const int64_t tileBytes =
       V::kTileN * (a.k - a.k % kMatmulLanes) * kvq::weightBytes(WT);
   int64_t j = j0;
   for (; j + V::kTileN <= j1; j += V::kTileN)
     if (packed)
       tile<V, MR, V::kTileN, WT>(
-          a, i, j, x,
+          a, i, j,
           Rows{packed + (j - j0) / V::kTileN * tileBytes, kMatmulLanes,
                V::kTileN});
     else
@@ -176,41 +175,44 @@ KVQ_MATMUL_TARGET void weightRows(const MatmulArgs &a, int64_t i, int64_t j0,
     tile<V, MR, 1, WT>(a, i, j);
 }
 
-/// Weight rows [j0, j0 + tiles * kTileN) packed for weightRows: tile t's
-/// chunk q of row r at element ((t * chunks + q) * kTileN + r) * 32, so a
-/// tile's chunks are one sequential stream (the rows as they lie are
-/// kTileN streams a row stride apart).
-template <class V, kvq_weight_type WT>
-KVQ_MATMUL_TARGET void packWeights(const MatmulArgs &a, int64_t j0,
-                                   int64_t tiles, char *out) {
+/// Weight rows [j0, j0 + tiles * R) packed tile by tile, in pieces of E
+/// elements (E dividing 32): tile t's piece c of chunk q of row r (its E
+/// elements from q * 32 + c * E) at element
+/// (((t * 32 / E + c) * chunks + q) * R + r) * E, so what a tile reads in
+/// order is one sequential stream (the rows as they lie are R streams a
+/// row stride apart). E = 32: weightRows' whole chunks; E = W: passTile's
+/// passes.
+template <kvq_weight_type WT, int R, int E>
+KVQ_MATMUL_TARGET void packBlock(const MatmulArgs &a, int64_t j0,
+                                 int64_t tiles, char *out) {
   const int64_t chunks = a.k / kMatmulLanes, wb = kvq::weightBytes(WT);
   const char *w = static_cast<const char *>(a.w);
   for (int64_t t = 0; t < tiles; ++t)
-    for (int64_t q = 0; q < chunks; ++q)
-      for (int r = 0; r < V::kTileN; ++r, out += kMatmulLanes * wb)
-        std::memcpy(out,
-                    w + ((j0 + t * V::kTileN + r) * a.wStride +
-                         q * kMatmulLanes) * wb,
-                    static_cast<size_t>(kMatmulLanes * wb));
+    for (int c = 0; c < kMatmulLanes / E; ++c)
+      for (int64_t q = 0; q < chunks; ++q)
+        for (int r = 0; r < R; ++r, out += E * wb)
+          std::memcpy(out,
+                      w + ((j0 + t * R + r) * a.wStride + q * kMatmulLanes +
+                           c * E) * wb,
+                      static_cast<size_t>(E * wb));
 }
 
-/// Weight rows [j0, j0 + tiles * PN) packed for passTile: tile t's pass c
-/// of chunk q of row r (its W elements from q * 32 + c * W) at element
-/// (((t * C + c) * chunks + q) * PN + r) * W.
-template <class V, int PN, kvq_weight_type WT>
-KVQ_MATMUL_TARGET void packPasses(const MatmulArgs &a, int64_t j0,
-                                  int64_t tiles, char *out) {
-  constexpr int C = kMatmulLanes / V::W;
-  const int64_t chunks = a.k / kMatmulLanes, wb = kvq::weightBytes(WT);
-  const char *w = static_cast<const char *>(a.w);
-  for (int64_t t = 0; t < tiles; ++t)
-    for (int c = 0; c < C; ++c)
-      for (int64_t q = 0; q < chunks; ++q)
-        for (int r = 0; r < PN; ++r, out += V::W * wb)
-          std::memcpy(out,
-                      w + ((j0 + t * PN + r) * a.wStride + q * kMatmulLanes +
-                           c * V::W) * wb,
-                      static_cast<size_t>(V::W * wb));
+/// Weight rows per L2 block of prefill (kWeightBlockBytes), a multiple of
+/// the tile's R rows and at least R.
+template <kvq_weight_type WT>
+KVQ_MATMUL_TARGET inline int64_t blockRows(const MatmulArgs &a, int R) {
+  const int64_t block =
+      kWeightBlockBytes / ((a.k > 0 ? a.k : 1) * kvq::weightBytes(WT));
+  return block < R ? R : block - block % R;
+}
+
+/// This thread's packing buffer, at least `bytes` long: kept between
+/// calls, one per kernel table (a block's size at most).
+KVQ_MATMUL_TARGET inline char *packBuffer(size_t bytes) {
+  static thread_local std::vector<char> buffer;
+  if (buffer.size() < bytes)
+    buffer.resize(bytes);
+  return buffer.data();
 }
 
 /// Outputs y[i0 .. i0 + PM) x [j0 .. j0 + PN) one vector of partial sums
@@ -258,28 +260,22 @@ KVQ_MATMUL_TARGET void passTile(const MatmulArgs &a, int64_t i0, int64_t j0,
   finish<V, PM, PN, WT>(part, a, i0, j0);
 }
 
-/// Prefill by passTile over packPasses' blocks (V::kPassM x V::kPassN).
+/// Prefill by passTile over blocks packed in passes (V::kPassM x V::kPassN).
 template <class V, kvq_weight_type WT>
 KVQ_MATMUL_TARGET void runPasses(const MatmulArgs &a, int64_t j0, int64_t j1) {
   constexpr int PM = V::kPassM, PN = V::kPassN;
-  const int64_t wb = kvq::weightBytes(WT);
-  const int64_t whole = a.k - a.k % kMatmulLanes;
-  int64_t block = kWeightBlockBytes / ((a.k > 0 ? a.k : 1) * wb);
-  block = block < PN ? PN : block - block % PN;
-  // One buffer per thread, kept between calls (a block's size at most).
-  static thread_local std::vector<char> packed;
+  const int64_t tileBytes =
+      PN * (a.k - a.k % kMatmulLanes) * kvq::weightBytes(WT);
+  const int64_t block = blockRows<WT>(a, PN);
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = j1 - jb > block ? jb + block : j1;
     const int64_t tiles = (je - jb) / PN;
-    const size_t bytes = static_cast<size_t>(tiles * PN * whole * wb);
-    if (packed.size() < bytes)
-      packed.resize(bytes);
-    packPasses<V, PN, WT>(a, jb, tiles, packed.data());
+    char *packed = packBuffer(static_cast<size_t>(tiles * tileBytes));
+    packBlock<WT, PN, V::W>(a, jb, tiles, packed);
     int64_t i = 0;
     for (; i + PM <= a.m; i += PM) {
       for (int64_t t = 0; t < tiles; ++t)
-        passTile<V, PM, PN, WT>(a, i, jb + t * PN,
-                                packed.data() + t * PN * whole * wb);
+        passTile<V, PM, PN, WT>(a, i, jb + t * PN, packed + t * tileBytes);
       for (int64_t j = jb + tiles * PN; j < je; ++j)
         tile<V, PM, 1, WT>(a, i, j);
     }
@@ -305,23 +301,16 @@ KVQ_MATMUL_TARGET void run(const MatmulArgs &a, int64_t j0, int64_t j1) {
   // Prefill: a block of weight rows, read from memory once (and packed
   // when enough input rows read it), stays in L2 while each register tile
   // of input rows (kTileM rows) passes over it kTileN rows at a time.
-  const int64_t wb = kvq::weightBytes(WT);
-  const int64_t rowBytes = (a.k > 0 ? a.k : 1) * wb;
-  int64_t block = kWeightBlockBytes / rowBytes;
-  block = block < V::kTileN ? V::kTileN : block - block % V::kTileN;
-  // One buffer per thread, kept between calls (a block's size at most).
-  static thread_local std::vector<char> packed;
+  const int64_t block = blockRows<WT>(a, V::kTileN);
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = jb + block < j1 ? jb + block : j1;
     const int64_t tiles = (je - jb) / V::kTileN;
-    const char *from = nullptr;
+    char *from = nullptr;
     if (a.m >= kPackMinRows) {
-      const size_t bytes = static_cast<size_t>(
-          tiles * V::kTileN * (a.k - a.k % kMatmulLanes) * wb);
-      if (packed.size() < bytes)
-        packed.resize(bytes);
-      packWeights<V, WT>(a, jb, tiles, packed.data());
-      from = packed.data();
+      from = packBuffer(static_cast<size_t>(
+          tiles * V::kTileN * (a.k - a.k % kMatmulLanes) *
+          kvq::weightBytes(WT)));
+      packBlock<WT, V::kTileN, kMatmulLanes>(a, jb, tiles, from);
     }
     int64_t i = 0;
     for (; i + V::kTileM <= a.m; i += V::kTileM)
