@@ -35,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -220,12 +221,8 @@ int runDecodeBench(
                1e3 * prefills.back().seconds);
     }
     for (int64_t context : contexts) {
-      if (context + repetitions > c.seqLen) {
-        llvm::errs() << "kvq-run: error: context " << context << " + "
-                     << repetitions << " steps exceeds seq_len " << c.seqLen
-                     << "\n";
-        return 2;
-      }
+      assert(context >= 0 && context + repetitions <= c.seqLen &&
+             "runBench checks the contexts");
       std::mt19937 rng(1234);
       if (!model->reset(&error) ||
           !fill(static_cast<kvq_cache_t *>(model->cacheHandle()), c, context,
@@ -419,20 +416,34 @@ int runBench(const Options &opt, const LoadedModel &model,
       return fail("--bench times kvq caches; 'none' has no runtime cache");
     methods.push_back({m.label, passOptionsFor(m)});
   }
+  const int64_t maxSteps = std::min<int64_t>(1000, config.seqLen);
+  if (opt.benchSteps < 1 || opt.benchSteps > maxSteps)
+    return fail("--bench-steps must be in [1, " + std::to_string(maxSteps) +
+                "]");
+  // Unless given, the prefill is the default or the whole window if shorter.
+  const int64_t prefill =
+      opt.prefillGiven ? opt.prefill
+                       : std::min<int64_t>(opt.prefill, config.seqLen);
+  if (prefill < 1 || prefill > config.seqLen)
+    return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
+                "]");
+  // The timed steps sit at positions context .. context + steps - 1.
+  const int64_t lastContext = config.seqLen - opt.benchSteps;
   std::vector<int64_t> points = opt.contexts;
   if (points.empty())
     for (int64_t p : {1024, 4096, 8192})
-      if (p + opt.benchSteps <= config.seqLen)
+      if (p <= lastContext)
         points.push_back(p);
   if (points.empty())
-    points.push_back(config.seqLen / 2);
-  if (opt.benchSteps < 1 || opt.benchSteps > 1000)
-    return fail("--bench-steps must be in [1, 1000]");
-  if (opt.prefill < 1 || opt.prefill > config.seqLen)
-    return fail("--prefill must be in [1, " + std::to_string(config.seqLen) +
-                "]");
+    points.push_back(std::min<int64_t>(config.seqLen / 2, lastContext));
+  for (int64_t p : points)
+    if (p < 0 || p > lastContext)
+      return fail("--contexts: " + std::to_string(p) + " is outside [0, " +
+                  std::to_string(lastContext) + "] (seq_len " +
+                  std::to_string(config.seqLen) + " less " +
+                  std::to_string(opt.benchSteps) + " --bench-steps)");
   return runDecodeBench(*model.ckpt, methods, points, opt.benchSteps, opt.json,
-                        model.spelling, model.compileOptions, opt.prefill,
+                        model.spelling, model.compileOptions, prefill,
                         int(opt.threads), progress);
 }
 

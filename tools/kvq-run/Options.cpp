@@ -136,7 +136,8 @@ Options parseOptions(int argc, char **argv) {
   static cl::opt<int64_t> promptTokens(
       "prefill",
       cl::desc("Perplexity: tokens sent as one prefill before teacher-forced "
-               "decoding; --bench: the prefill timed (default 128)"),
+               "decoding; --bench: the prefill timed (default 128, or seq_len "
+               "if shorter)"),
       cl::init(128), cl::cat(cat));
   static cl::opt<bool> klDivergence(
       "kl-divergence",
@@ -223,6 +224,7 @@ Options parseOptions(int argc, char **argv) {
   o.perplexity = perplexity;
   o.tokensFile = tokensFile;
   o.prefill = promptTokens;
+  o.prefillGiven = promptTokens.getNumOccurrences() > 0;
   o.klDivergence = klDivergence;
   o.json = json;
   o.quiet = quiet;

@@ -48,6 +48,7 @@ struct Options {
   MethodFlags methodFlags;
   std::string perplexity, tokensFile; ///< the documents, if any
   int64_t prefill = 128;
+  bool prefillGiven = false; ///< --prefill was on the command line
   bool klDivergence = false, json = false, quiet = false;
   bool bench = false;
   std::vector<int64_t> contexts;
