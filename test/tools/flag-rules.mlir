@@ -71,6 +71,13 @@
 // UNK-BENCH-NOT: {{.}}
 // UNK-BENCH: kvq-bench: unknown option '--bogus'
 // UNK-BENCH-NEXT: status 2
+// A kvq-opt named on the command line must exist (only the default one,
+// next to kvq-bench, may be missing in a runtime-only build), checked
+// before anything is timed:
+// RUN: sh -c 'kvq-bench --smoke --only compile --kvq-opt %t.none; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=NO-OPT
+// NO-OPT-NOT: {{.}}
+// NO-OPT: kvq-bench: --kvq-opt: no executable at '{{.*}}none'
+// NO-OPT-NEXT: status 2
 // RUN: sh -c 'kvq-run --bogus x; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=UNK-RUNNER
 // UNK-RUNNER-NOT: {{.}}
 // UNK-RUNNER: kvq-run: Unknown command line argument '--bogus'.

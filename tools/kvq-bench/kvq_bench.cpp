@@ -1134,7 +1134,8 @@ void usage() {
               "                 tokens, one round, 5 timed calls per "
               "figure\n"
               "  --kvq-opt=PATH kvq-opt to time (default: next to "
-              "kvq-bench)\n"
+              "kvq-bench, skipped\n"
+              "                 if absent; a PATH given must exist)\n"
               "  --layers=N     layers of the generated graph (default 32)\n"
               "  --smoke        tiny sizes, seconds (for the test suite)\n"
               "  --quiet        no progress lines (printed on stderr only "
@@ -1243,6 +1244,14 @@ int main(int argc, char **argv) {
                 {"quantize", "attention", "threads", "append", "compile"}) ||
       !allKnown({o.rope}, {"none", "half", "interleaved"}) || !allCaches())
     return 2;
+  // A kvq-opt asked for by name must exist: only the default one (next to
+  // this executable) may be missing, in a runtime-only build.
+  if (!o.kvqOpt.empty() && o.runs("compile") &&
+      access(o.kvqOpt.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "kvq-bench: --kvq-opt: no executable at '%s'\n",
+                 o.kvqOpt.c_str());
+    return 2;
+  }
   o.progress = kvq::cli::Progress("kvq-bench", o.quiet);
   Report r;
   r.run = kvq::cli::RunInfo::start();
