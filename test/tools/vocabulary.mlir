@@ -80,3 +80,10 @@
 // RUN: sh -c 'kvq-run %models/stories260K/stories260K.bin --threads 0; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=THREADS0
 // THREADS0: kvq-run: --threads expects an integer in [1, 4096], got '0'
 // THREADS0-NEXT: status 2
+// Every tool takes the same range (the runtime's KVQ_MAX_WORKERS):
+// RUN: sh -c 'kvq-eval --keys %t.none --method kivi --threads 4097; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=THREADS-EVAL
+// THREADS-EVAL: kvq-eval: --threads expects an integer in [1, 4096], got '4097'
+// THREADS-EVAL-NEXT: status 2
+// RUN: sh -c 'kvq-bench --threads 4097; echo "status $?"' 2>&1 | FileCheck %s --check-prefix=THREADS-BENCH
+// THREADS-BENCH: kvq-bench: --threads expects an integer in [1, 4096], got '4097'
+// THREADS-BENCH-NEXT: status 2

@@ -237,7 +237,7 @@ Options parseOptions(int argc, char **argv) {
       o.seed =
           static_cast<unsigned long long>(p.intValue(0, 9223372036854775807ll));
     else if (p.is("--threads"))
-      o.threads = p.intValue(1, 256);
+      o.threads = p.intValue(1, KVQ_MAX_WORKERS);
     else if (p.is("--budget"))
       o.budget = p.doubleValue(0.5, 64, false);
     else if (p.is("--plot"))
