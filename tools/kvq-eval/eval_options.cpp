@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <unistd.h>
 
 namespace kvq::eval {
 
@@ -162,6 +163,15 @@ int32_t choice(kvq::cli::Parser &p,
   die(flag + " expects " + list + ", got '" + printable(v, 40) + "'");
 }
 
+/// The directory a new file at `path` would go in exists and takes files.
+bool writableDirectoryOf(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  return access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
 } // namespace
 
 Options parseOptions(int argc, char **argv) {
@@ -273,6 +283,14 @@ Options parseOptions(int argc, char **argv) {
   if (!o.plot.empty() &&
       (o.plot.size() < 5 || o.plot.compare(o.plot.size() - 4, 4, ".png") != 0))
     die("--plot expects a FILE.png, got '" + printable(o.plot, 80) + "'");
+  // Output files are written after the evaluation: a directory that cannot
+  // take them is refused before it runs, not after.
+  for (const auto &[flag, path] : {std::pair<const char *, const std::string &>{
+                                       "--plot", o.plot},
+                                   {"--save", o.save}})
+    if (!path.empty() && !writableDirectoryOf(path))
+      die(std::string(flag) + ": cannot write '" + printable(path, 80) +
+          "': its directory does not exist or is not writable");
   return o;
 }
 

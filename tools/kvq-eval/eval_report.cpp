@@ -278,8 +278,8 @@ void plot(const Options &opt, const Inputs &in,
     std::fwrite(script.data(), 1, script.size(), g);
     const int st = pclose(g);
     if (st != 0)
-      die("--plot: gnuplot failed (status " + std::to_string(st) +
-          "; is gnuplot-nox installed?) writing '" + printable(opt.plot) + "'");
+      die("--plot: gnuplot exited with status " + std::to_string(st) +
+          " writing '" + printable(opt.plot) + "' (its message is above)");
   }
 }
 

@@ -986,6 +986,12 @@ TEST_F(KvqEval, FlagsAreRangeCheckedBeforeNarrowing) {
   expectTwo(in + " --query-positions first:3 --queries " + tmp("q.npy"),
             "--query-positions expects");
   expectTwo(in + " --plot out.svg", "FILE.png");
+  // Output files whose directory is missing are refused before the run,
+  // with the reason (not a guess about gnuplot).
+  expectTwo(in + " --plot " + tmp("no/such/dir/x.png"),
+            "its directory does not exist or is not writable");
+  expectTwo(in + " --save " + tmp("no/such/dir/c.kvqc"),
+            "its directory does not exist or is not writable");
   RunResult eq = runTool(inputs() + " --method=kivi --bits=3 --json");
   ASSERT_EQ(eq.status, 0) << eq.out;
   EXPECT_EQ(field(object(eq, "kivi"), "key_bits"), 3);
