@@ -18,6 +18,7 @@
 
 #include "block16_family.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace kvq;
@@ -66,6 +67,74 @@ KVQ_AVX512 void dotHalfAvx512(const uint16_t *row, const float *q, int64_t nq,
                               int64_t d, float *out) {
   assert(block16::whole16(d));
   forEachQueryBlock(nq, HalfDotBlocks{row, q, d, out});
+}
+
+/// The canonical reductions of sixteen accumulators at once: lane m of the
+/// result is canonicalSum(a[m]). Each step adds the halves canonicalSum
+/// adds, of two vectors per instruction: S_l + S_{l+8} (256-bit halves),
+/// T_l + T_{l+4} (128-bit quarters), U_l + U_{l+2}, then W_0 + W_1; so a
+/// sum costs about three operations instead of eight, with its bits.
+KVQ_AVX512 inline __m512 canonicalSums16(const __m512 (&a)[16]) {
+  __m512 t[8], u[4], w[2];
+  for (int k = 0; k < 8; ++k) // lanes 0-7: T of a[2k], 8-15: of a[2k+1]
+    t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
+  for (int k = 0; k < 4; ++k) // quarter i: U of a[4k + i]
+    u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0x88),
+                         _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0xDD));
+  for (int k = 0; k < 2; ++k) // quarter i: W_0, W_1 of a[8k + i], a[8k+4+i]
+    w[k] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0x44),
+                         _mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0xEE));
+  // Quarter i, element e: the sum of a[4e + i]; back to order m = 4e + i.
+  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88),
+                                 _mm512_shuffle_ps(w[0], w[1], 0xDD));
+  const __m512i order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, f);
+}
+
+/// dotHalfRows on AVX-512: R rows x QJ query vectors (R * QJ = 16) are
+/// sixteen accumulators, each row converted once for its QJ vectors, and
+/// their sums reduced together (canonicalSums16). One row per call spent
+/// most of its time in the horizontal sums: at head_dim 64 a row's four
+/// FMAs per query vector met eight reduction operations.
+template <int QJ>
+KVQ_AVX512 void halfRowsBlock(const HalfRowsDot &a, int64_t r0, int64_t j0) {
+  constexpr int R = 16 / QJ;
+  const int64_t d = a.d, rows = std::min<int64_t>(R, a.n - r0);
+  const float *q = a.q + j0 * d;
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i)
+    acc[i] = _mm512_setzero_ps();
+  const uint16_t *row[R];
+  for (int r = 0; r < R; ++r) // rows past n repeat the first, unstored
+    row[r] = a.rows + (r0 + (r < rows ? r : 0)) * a.rowStride;
+  for (int64_t c = 0; c < d; c += 16)
+    for (int r = 0; r < R; ++r) {
+      const __m512 v = halfs16(row[r], c);
+      for (int j = 0; j < QJ; ++j)
+        acc[r * QJ + j] =
+            _mm512_fmadd_ps(_mm512_loadu_ps(q + j * d + c), v, acc[r * QJ + j]);
+    }
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, canonicalSums16(acc));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int j = 0; j < QJ; ++j)
+      a.out[(r0 + r) * a.outStride + j0 + j] = sums[r * QJ + j];
+}
+
+KVQ_AVX512 void dotHalfRowsAvx512(const HalfRowsDot &a) {
+  assert(block16::whole16(a.d));
+  int64_t j = 0;
+  for (; j + 4 <= a.nq; j += 4)
+    for (int64_t r = 0; r < a.n; r += 4)
+      halfRowsBlock<4>(a, r, j);
+  for (; j + 2 <= a.nq; j += 2)
+    for (int64_t r = 0; r < a.n; r += 8)
+      halfRowsBlock<2>(a, r, j);
+  for (; j < a.nq; ++j)
+    for (int64_t r = 0; r < a.n; r += 16)
+      halfRowsBlock<1>(a, r, j);
 }
 
 /// out[j*d + c] = q[j*d + c] * half(h[c]), sixteen channels a step (eight
@@ -142,8 +211,10 @@ void kvq::x86::fillHalfAvx512(const AttendShape &s, AttendOps &ops) {
   // Other shapes keep the AVX2 entries (the table starts from the AVX2 one).
   if (s.d % 8 == 0) // as fillAttend: also called with d = heads * head_dim
     ops.mulHalf = mulHalfAvx512;
-  if (block16::whole16(s.d))
+  if (block16::whole16(s.d)) {
     ops.dotHalf = dotHalfAvx512;
+    ops.dotHalfRows = dotHalfRowsAvx512;
+  }
   if (halfTilesCover(s.d))
     ops.axpyHalfRows = axpyHalfRowsAvx512;
 }

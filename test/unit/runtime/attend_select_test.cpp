@@ -34,7 +34,7 @@ bool divides(int64_t G, int64_t d) { return G > 0 && d % G == 0; }
 /// Which entries table `name` ("avx2", "avx512", "neon") covers for s:
 /// the declared coverage, written out independently of the kernel files.
 struct Coverage {
-  bool mulHalf, dequant, half, narrowHalf, keyCodes, axpyCodes, axpyCodesRows, nibble,
+  bool mulHalf, dequant, half, narrowHalf, halfRows, keyCodes, axpyCodes, axpyCodesRows, nibble,
       levelRows, lutRows, groupWeights, ropeNibble, ropeCodes, ropeHalf,
       outliers, levelColumns;
 };
@@ -47,6 +47,8 @@ Coverage expectedCoverage(const std::string &name, const AttendShape &s) {
   c.dequant = x86 && supported(s.keyBits);
   c.half = w16;
   c.narrowHalf = x86 && s.d % 16 == 8; // the reference's bits, in lanes
+  // Rows in lanes: AVX2's narrow heads, AVX-512's reductions of 16 dots.
+  c.halfRows = c.narrowHalf || (name == "avx512" && w16);
   c.keyCodes = w16 && supported(s.keyBits);
   c.axpyCodes =
       w16 && supported(s.valueBits) && divides(s.G, s.d) && s.G % 8 == 0;
@@ -142,7 +144,7 @@ TEST(SelectAttendOps, EachEntryIsTheSimdKernelExactlyWhereItsTableCoversIt) {
       check("dotHalf", ops.dotHalf != ref.dotHalf, anyHalf);
       check("axpyHalf", ops.axpyHalf != ref.axpyHalf, anyHalf);
       check("axpyHalfRows", ops.axpyHalfRows != ref.axpyHalfRows, anyHalf);
-      check("dotHalfRows", ops.dotHalfRows != nullptr, want.narrowHalf);
+      check("dotHalfRows", ops.dotHalfRows != nullptr, want.halfRows);
       check("dotCodes", ops.dotCodes != ref.dotCodes, want.keyCodes);
       check("dotCodesRows", ops.dotCodesRows != ref.dotCodesRows,
             want.keyCodes);

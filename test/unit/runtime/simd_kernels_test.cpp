@@ -678,6 +678,50 @@ TEST(SimdAttendOps, NarrowHalfRowsGiveTheReferenceBits) {
 #endif
 }
 
+/// Whole 16-channel heads: AVX-512's dotHalfRows reduces sixteen dots at
+/// once and must give its table's dotHalf bits (the canonical order, the
+/// same on every ISA: attend_order_test), at every row and query count its
+/// blocks of 4 x 4, 8 x 2 and 16 x 1 leave over, with strided rows and
+/// output.
+TEST(SimdAttendOps, WideHalfRowsGiveTheirTablesDotHalfBits) {
+  int covered = 0;
+  for (const KernelTable *t : simdKernelVariants())
+    for (int64_t d : {16, 64, 128})
+      for (int64_t nq : {1, 2, 3, 4, 5, 6, 9})
+        for (int64_t n : {1, 3, 4, 5, 8, 9, 16, 17, 64}) {
+          const AttendOps s = selectAttendOps(*t, AttendShape{d, 2, 0, 16, 16});
+          if (!s.dotHalfRows)
+            continue;
+          ++covered;
+          const int pattern = static_cast<int>((d + nq + n) % 5);
+          const int64_t rowStride = d + 16, outStride = nq + 3;
+          auto rows =
+              toHalfs(awkwardData(uint64_t(d * 100 + n), n * rowStride, pattern));
+          auto q = awkwardData(uint64_t(nq * 7 + n), nq * d, (pattern + 1) % 5);
+          std::vector<float> want(size_t(n * outStride), 7.0f), got = want;
+          for (int64_t i = 0; i < n; ++i)
+            s.dotHalf(rows.data() + i * rowStride, q.data(), nq, d,
+                      want.data() + i * outStride);
+          HalfRowsDot dot;
+          dot.rows = rows.data();
+          dot.rowStride = rowStride;
+          dot.n = n;
+          dot.q = q.data();
+          dot.nq = nq;
+          dot.d = d;
+          dot.out = got.data();
+          dot.outStride = outStride;
+          s.dotHalfRows(dot);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4 * want.size()))
+              << t->name << " d " << d << " nq " << nq << " n " << n;
+        }
+#if defined(__x86_64__)
+  for (const KernelTable *t : simdKernelVariants())
+    if (std::string(t->name) == "avx512")
+      EXPECT_GT(covered, 0) << "AVX-512's dotHalfRows was not reached";
+#endif
+}
+
 TEST(SimdAttendOps, MatchTheReferenceWithinTolerance) {
   REQUIRE_SIMD();
   (void)ref;

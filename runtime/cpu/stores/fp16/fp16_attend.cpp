@@ -32,19 +32,22 @@ void Fp16Store::attendKeys(AttendJob &job) const {
       for (int64_t h = 0; h < job.heads; ++h) {
         const uint16_t *k = pageKey(a, h);
         const uint8_t *v = reinterpret_cast<const uint8_t *>(pageValue(a, h));
-        if (job.ops.dotHalfRows) { // narrow rows: the run in one call
-          for (int64_t off = 0; off < (b - a) * rowBytes; off += 64)
-            __builtin_prefetch(v + off);
-          HalfRowsDot dot;
-          dot.rows = k;
-          dot.rowStride = d;
-          dot.n = b - a;
-          dot.q = job.query(h);
-          dot.nq = job.nq;
-          dot.d = d;
-          dot.out = job.scoreRow(a, h);
-          dot.outStride = job.heads * job.nq;
-          job.ops.dotHalfRows(dot);
+        if (job.ops.dotHalfRows) { // rows in lanes: 16 rows a call
+          for (int64_t t = a; t < b; t += 16) {
+            const int64_t n = std::min<int64_t>(16, b - t);
+            for (int64_t off = 0; off < n * rowBytes; off += 64)
+              __builtin_prefetch(v + (t - a) * rowBytes + off);
+            HalfRowsDot dot;
+            dot.rows = k + (t - a) * d;
+            dot.rowStride = d;
+            dot.n = n;
+            dot.q = job.query(h);
+            dot.nq = job.nq;
+            dot.d = d;
+            dot.out = job.scoreRow(t, h);
+            dot.outStride = job.heads * job.nq;
+            job.ops.dotHalfRows(dot);
+          }
           continue;
         }
         for (int64_t t = a; t < b; ++t, k += d, v += rowBytes) {
