@@ -607,6 +607,48 @@ TEST(SimdAttendOps, DequantCodesIsTheProductThenSumOfEachCode) {
 #endif
 }
 
+/// One case of the fp16 row kernels: n awkward fp16 rows of d channels,
+/// rowStride apart, and nq query vectors; outputs are nq floats per row,
+/// outStride apart, the gaps left at 7.
+struct HalfRowsCase {
+  int64_t d, nq, n, rowStride, outStride;
+  std::vector<uint16_t> rows;
+  std::vector<float> q;
+
+  HalfRowsCase(int64_t d, int64_t nq, int64_t n, int64_t rowPad)
+      : d(d), nq(nq), n(n), rowStride(d + rowPad), outStride(nq + 3) {
+    const int pattern = static_cast<int>((d + nq + n) % 5);
+    rows = toHalfs(awkwardData(uint64_t(d * 100 + n), n * rowStride, pattern));
+    q = awkwardData(uint64_t(nq * 7 + n), nq * d, (pattern + 1) % 5);
+  }
+  const uint16_t *row(int64_t i) const { return rows.data() + i * rowStride; }
+  std::vector<float> blank() const {
+    return std::vector<float>(size_t(n * outStride), 7.0f);
+  }
+  /// dotHalf, one call per row.
+  std::vector<float> rowByRow(decltype(AttendOps::dotHalf) dotHalf) const {
+    std::vector<float> out = blank();
+    for (int64_t i = 0; i < n; ++i)
+      dotHalf(row(i), q.data(), nq, d, out.data() + i * outStride);
+    return out;
+  }
+  /// dotHalfRows, one call for all rows.
+  std::vector<float> inOneCall(decltype(AttendOps::dotHalfRows) rowsDot) const {
+    std::vector<float> out = blank();
+    HalfRowsDot dot;
+    dot.rows = rows.data();
+    dot.rowStride = rowStride;
+    dot.n = n;
+    dot.q = q.data();
+    dot.nq = nq;
+    dot.d = d;
+    dot.out = out.data();
+    dot.outStride = outStride;
+    rowsDot(dot);
+    return out;
+  }
+};
+
 /// Heads of d % 16 == 8 channels run the reference on every ISA without
 /// these kernels, so the SIMD ones must give its bits exactly: dotHalf,
 /// dotHalfRows (rows in lanes, any count, strided input and output),
@@ -623,39 +665,23 @@ TEST(SimdAttendOps, NarrowHalfRowsGiveTheReferenceBits) {
           if (!s.dotHalfRows)
             continue;
           ++covered;
-          const int pattern = static_cast<int>((d + nq + n) % 5);
-          const int64_t rowStride = d + 8, outStride = nq + 3;
-          auto rows =
-              toHalfs(awkwardData(uint64_t(d * 100 + n), n * rowStride, pattern));
-          auto q = awkwardData(uint64_t(nq * 7 + n), nq * d, (pattern + 1) % 5);
+          const HalfRowsCase c(d, nq, n, 8);
           auto w = awkwardData(uint64_t(nq * 11 + n), n * nq, 0);
           const std::string what = std::string(t->name) + " d " +
                                    std::to_string(d) + " nq " +
                                    std::to_string(nq) + " n " +
                                    std::to_string(n);
-          std::vector<float> want(size_t(n * outStride), 7.0f), got = want;
-          for (int64_t i = 0; i < n; ++i)
-            r.dotHalf(rows.data() + i * rowStride, q.data(), nq, d,
-                      want.data() + i * outStride);
-          HalfRowsDot dot;
-          dot.rows = rows.data();
-          dot.rowStride = rowStride;
-          dot.n = n;
-          dot.q = q.data();
-          dot.nq = nq;
-          dot.d = d;
-          dot.out = got.data();
-          dot.outStride = outStride;
-          s.dotHalfRows(dot);
+          const std::vector<float> want = c.rowByRow(r.dotHalf),
+                                   got = c.inOneCall(s.dotHalfRows);
           ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4 * want.size()))
               << "dotHalfRows " << what;
           std::vector<float> one(static_cast<size_t>(nq));
-          s.dotHalf(rows.data(), q.data(), nq, d, one.data());
+          s.dotHalf(c.row(0), c.q.data(), nq, d, one.data());
           ASSERT_EQ(0, std::memcmp(want.data(), one.data(), 4 * one.size()))
               << "dotHalf " << what;
           std::vector<const uint16_t *> ptrs(static_cast<size_t>(n));
           for (int64_t i = 0; i < n; ++i)
-            ptrs[size_t(i)] = rows.data() + i * rowStride;
+            ptrs[size_t(i)] = c.row(i);
           std::vector<float> accWant = awkwardData(5, nq * d, 0),
                              accGot = accWant;
           HalfRowsAxpy axpy{ptrs.data(), n, w.data(), nq, nq, d,
@@ -666,8 +692,8 @@ TEST(SimdAttendOps, NarrowHalfRowsGiveTheReferenceBits) {
           ASSERT_EQ(0,
                     std::memcmp(accWant.data(), accGot.data(), 4 * nq * d))
               << "axpyHalfRows " << what;
-          r.axpyHalf(rows.data(), w.data(), nq, d, accWant.data());
-          s.axpyHalf(rows.data(), w.data(), nq, d, accGot.data());
+          r.axpyHalf(c.row(0), w.data(), nq, d, accWant.data());
+          s.axpyHalf(c.row(0), w.data(), nq, d, accGot.data());
           ASSERT_EQ(0,
                     std::memcmp(accWant.data(), accGot.data(), 4 * nq * d))
               << "axpyHalf " << what;
@@ -693,25 +719,9 @@ TEST(SimdAttendOps, WideHalfRowsGiveTheirTablesDotHalfBits) {
           if (!s.dotHalfRows)
             continue;
           ++covered;
-          const int pattern = static_cast<int>((d + nq + n) % 5);
-          const int64_t rowStride = d + 16, outStride = nq + 3;
-          auto rows =
-              toHalfs(awkwardData(uint64_t(d * 100 + n), n * rowStride, pattern));
-          auto q = awkwardData(uint64_t(nq * 7 + n), nq * d, (pattern + 1) % 5);
-          std::vector<float> want(size_t(n * outStride), 7.0f), got = want;
-          for (int64_t i = 0; i < n; ++i)
-            s.dotHalf(rows.data() + i * rowStride, q.data(), nq, d,
-                      want.data() + i * outStride);
-          HalfRowsDot dot;
-          dot.rows = rows.data();
-          dot.rowStride = rowStride;
-          dot.n = n;
-          dot.q = q.data();
-          dot.nq = nq;
-          dot.d = d;
-          dot.out = got.data();
-          dot.outStride = outStride;
-          s.dotHalfRows(dot);
+          const HalfRowsCase c(d, nq, n, 16);
+          const std::vector<float> want = c.rowByRow(s.dotHalf),
+                                   got = c.inOneCall(s.dotHalfRows);
           ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4 * want.size()))
               << t->name << " d " << d << " nq " << nq << " n " << n;
         }
