@@ -16,7 +16,8 @@
 namespace kvq::run {
 
 /// Times decode steps of `ckpt` compiled per method (label, pass options;
-/// options must name a kvq method) at each context length, splitting each
+/// options must name a kvq method) at each context length (each in [0,
+/// seq_len - repetitions], as runBench checks), splitting each
 /// step into dense layers, attention and the rest, against the read
 /// bandwidth measured in the same run; and one prefill of `prefillTokens`.
 /// `threads` is what the host lent the runtime (for the report). Prints a
@@ -31,7 +32,8 @@ int runDecodeBench(
     const cli::Progress &progress);
 
 /// --bench: the methods (kvq caches only), context lengths (default: those
-/// of 1024, 4096 and 8192 that fit the model, else half its context) and
+/// of 1024, 4096 and 8192 that fit the model with the steps, else half its
+/// context or less), prefill (default 128 or seq_len if shorter) and
 /// repetitions of the command line, checked, then runDecodeBench; returns
 /// the exit status.
 int runBench(const Options &opt, const LoadedModel &model,
