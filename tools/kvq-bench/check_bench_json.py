@@ -5,13 +5,20 @@
 # Runs kvq-bench (through an emulator when given) and checks that its JSON
 # has every key docs/PERFORMANCE.md and the plot script rely on, with sane
 # types. Exit 0 when it does. Usage: check_bench_json.py EMULATOR BENCH ARGS
+# An argument --kvq-opt=ODD becomes a kvq-opt that exists and fails, in a
+# fresh directory whose name holds a quote and a backslash: the compile
+# note names it, so the JSON must escape both.
 #
 # ===--------------------------------------------------------------------=== #
+import atexit
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def fail(msg):
@@ -29,6 +36,17 @@ def need(obj, key, kinds):
 
 def main():
     emulator, bench, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    odd_note = None
+    if "--kvq-opt=ODD" in args:
+        odd = tempfile.mkdtemp(prefix='odd"dir\\')
+        atexit.register(shutil.rmtree, odd, True)
+        opt = os.path.join(odd, "kvq-opt")
+        with open(opt, "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(opt, 0o755)
+        args = [("--kvq-opt=" + opt) if a == "--kvq-opt=ODD" else a
+                for a in args]
+        odd_note = "kvq-opt at " + opt + ": "
     cmd = shlex.split(emulator) + [bench] + args
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, timeout=600)
@@ -212,6 +230,10 @@ def main():
     if doc["compile"] is not None:
         need(doc["compile"], "layers", int)
         need(doc["compile"], "seconds", num)
+    if odd_note is not None:
+        note = need(doc, "compile_note", str)
+        if doc["compile"] is not None or not note.startswith(odd_note):
+            fail("compile note %r does not name the failing kvq-opt" % note)
     print("kvq-bench JSON: %d quantize, %d attention rows, compile %s" %
           (len(doc["quantize"]), len(rows),
            "null" if doc["compile"] is None else "%.3f s" %

@@ -879,7 +879,8 @@ void measureCompile(const Options &o, Report &r) {
   double s = timeCompile(opt, decoderGraph(o.layers), tmp ? tmp : "/tmp",
                          o.smoke ? 1 : (o.quick ? 3 : 5));
   if (s < 0) {
-    r.compileNote = "kvq-opt --kvq-to-llvm failed on the generated graph";
+    r.compileNote =
+        "kvq-opt at " + opt + ": --kvq-to-llvm failed on the generated graph";
     return;
   }
   r.compiled = true;
