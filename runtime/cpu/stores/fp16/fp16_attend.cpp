@@ -32,9 +32,14 @@ void Fp16Store::attendKeys(AttendJob &job) const {
       for (int64_t h = 0; h < job.heads; ++h) {
         const uint16_t *k = pageKey(a, h);
         const uint8_t *v = reinterpret_cast<const uint8_t *>(pageValue(a, h));
-        if (job.ops.dotHalfRows) { // rows in lanes: 16 rows a call
-          for (int64_t t = a; t < b; t += 16) {
-            const int64_t n = std::min<int64_t>(16, b - t);
+        if (job.ops.dotHalfRows) { // rows in lanes, a run at a time
+          // Each run asks for its values just before it is scored: about
+          // 2 KB (whole 16-row blocks), since asking for a whole page's
+          // values first stalled the key loads at head_dim 64, and narrow
+          // heads (a whole page in 2 KB) keep one call per page.
+          const int64_t run = std::max<int64_t>(16, 2048 / rowBytes / 16 * 16);
+          for (int64_t t = a; t < b; t += run) {
+            const int64_t n = std::min<int64_t>(run, b - t);
             for (int64_t off = 0; off < n * rowBytes; off += 64)
               __builtin_prefetch(v + (t - a) * rowBytes + off);
             HalfRowsDot dot;
