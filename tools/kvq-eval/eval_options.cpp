@@ -10,6 +10,7 @@
 
 #include "eval_common.h"
 #include "flags.h"
+#include "output_path.h"
 #include "version.h"
 #include "vocabulary.h"
 
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
-#include <unistd.h>
 
 namespace kvq::eval {
 
@@ -163,15 +163,6 @@ int32_t choice(kvq::cli::Parser &p,
   die(flag + " expects " + list + ", got '" + printable(v, 40) + "'");
 }
 
-/// The directory a new file at `path` would go in exists and takes files.
-bool writableDirectoryOf(const std::string &path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
-  return access(dir.c_str(), W_OK | X_OK) == 0;
-}
-
 } // namespace
 
 Options parseOptions(int argc, char **argv) {
@@ -288,9 +279,10 @@ Options parseOptions(int argc, char **argv) {
   for (const auto &[flag, path] : {std::pair<const char *, const std::string &>{
                                        "--plot", o.plot},
                                    {"--save", o.save}})
-    if (!path.empty() && !writableDirectoryOf(path))
-      die(std::string(flag) + ": cannot write '" + printable(path, 80) +
-          "': its directory does not exist or is not writable");
+    if (!path.empty())
+      if (const std::string why = kvq::cli::whyNotWritable(path); !why.empty())
+        die(std::string(flag) + ": cannot write '" + printable(path, 80) +
+            "': " + why);
   return o;
 }
 

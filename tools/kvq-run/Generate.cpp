@@ -9,9 +9,10 @@
 #include "tools/kvq-run/Report.h"
 #include "tools/kvq-run/Sampling.h"
 
+#include "output_path.h"
+
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 namespace kvq::run {
 
@@ -96,9 +97,9 @@ bool checkDumpKv(const Options &opt) {
     fail("--dump-kv runs the plain model; --method must be none or left out");
     return false;
   }
-  // Refuse an unwritable path before the run.
-  if (!std::ofstream(opt.dumpKv, std::ios::binary | std::ios::trunc)) {
-    fail("--dump-kv: cannot write '" + opt.dumpKv + "'");
+  // Refuse an unwritable path before the run, leaving the file alone.
+  if (const std::string why = cli::whyNotWritable(opt.dumpKv); !why.empty()) {
+    fail("--dump-kv: cannot write '" + opt.dumpKv + "': " + why);
     return false;
   }
   return true;

@@ -109,13 +109,16 @@ KVQ_AVX512 void halfRowsBlock(const HalfRowsDot &a, int64_t r0, int64_t j0) {
   const uint16_t *row[R];
   for (int r = 0; r < R; ++r) // rows past n repeat the first, unstored
     row[r] = a.rows + (r0 + (r < rows ? r : 0)) * a.rowStride;
-  for (int64_t c = 0; c < d; c += 16)
+  for (int64_t c = 0; c < d; c += 16) {
+    __m512 qc[QJ]; // loaded once for the block's R rows
+    for (int j = 0; j < QJ; ++j)
+      qc[j] = _mm512_loadu_ps(q + j * d + c);
     for (int r = 0; r < R; ++r) {
       const __m512 v = halfs16(row[r], c);
       for (int j = 0; j < QJ; ++j)
-        acc[r * QJ + j] =
-            _mm512_fmadd_ps(_mm512_loadu_ps(q + j * d + c), v, acc[r * QJ + j]);
+        acc[r * QJ + j] = _mm512_fmadd_ps(qc[j], v, acc[r * QJ + j]);
     }
+  }
   alignas(64) float sums[16];
   _mm512_store_ps(sums, canonicalSums16(acc));
   for (int64_t r = 0; r < rows; ++r)

@@ -992,6 +992,7 @@ TEST_F(KvqEval, FlagsAreRangeCheckedBeforeNarrowing) {
             "its directory does not exist or is not writable");
   expectTwo(in + " --save " + tmp("no/such/dir/c.kvqc"),
             "its directory does not exist or is not writable");
+  expectTwo(in + " --save " + std::string(KVQ_EVAL_TMP), "it is a directory");
   RunResult eq = runTool(inputs() + " --method=kivi --bits=3 --json");
   ASSERT_EQ(eq.status, 0) << eq.out;
   EXPECT_EQ(field(object(eq, "kivi"), "key_bits"), 3);

@@ -19,25 +19,26 @@ using namespace kvq;
 /// L2 (measured at 32K, 8 x 128, one query vector per head: the value
 /// pass's share of perf samples 12.6 % -> 5.1 %, attention 11.4-13.7 ->
 /// 9.2-11.6 ms cold; prefetching the keys further ahead as well gained
-/// nothing measurable). Where the table has dotHalfRows (heads too narrow
-/// to fill a vector), the page's run of rows is one call instead, its
-/// value rows asked for first. The tail: per token, one dotHalf per head,
-/// as before; each (token, head) score is one call whatever the order.
+/// nothing measurable). Where the table has dotHalfRows (narrow heads on
+/// AVX2, whole 16-channel heads on AVX-512), a page's rows go in runs of
+/// about kValueAheadBytes of key rows (whole 16-row blocks), each run's
+/// value rows asked for just before it: asking for a whole page's values
+/// first stalled the key loads at head_dim 64 (1.4x slower cold), and
+/// narrow heads, a whole page within that size, keep one call per page.
+/// The tail: per token, one dotHalf per head, as before; each (token,
+/// head) score is one call whatever the order.
 void Fp16Store::attendKeys(AttendJob &job) const {
-  const int64_t d = d_;
+  constexpr int64_t kValueAheadBytes = 2048;
+  const int64_t d = d_, rowBytes = 2 * d;
+  const int64_t run =
+      std::max<int64_t>(16, kValueAheadBytes / rowBytes / 16 * 16);
   for (int64_t a = job.t0, b; a < job.t1; a = b) {
     if (a < paged()) {
       b = std::min(job.t1, (a / P + 1) * P);
-      const int64_t rowBytes = 2 * d;
       for (int64_t h = 0; h < job.heads; ++h) {
         const uint16_t *k = pageKey(a, h);
         const uint8_t *v = reinterpret_cast<const uint8_t *>(pageValue(a, h));
         if (job.ops.dotHalfRows) { // rows in lanes, a run at a time
-          // Each run asks for its values just before it is scored: about
-          // 2 KB (whole 16-row blocks), since asking for a whole page's
-          // values first stalled the key loads at head_dim 64, and narrow
-          // heads (a whole page in 2 KB) keep one call per page.
-          const int64_t run = std::max<int64_t>(16, 2048 / rowBytes / 16 * 16);
           for (int64_t t = a; t < b; t += run) {
             const int64_t n = std::min<int64_t>(run, b - t);
             for (int64_t off = 0; off < n * rowBytes; off += 64)
