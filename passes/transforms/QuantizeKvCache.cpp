@@ -22,6 +22,7 @@
 #include "kvq/passes/Passes.h"
 #include "passes/TosaInput.h"
 #include "passes/transforms/CacheConfigOptions.h"
+#include "passes/transforms/kvcache/BlockedSoftmax.h"
 #include "passes/transforms/kvcache/AttentionMatcher.h"
 #include "passes/transforms/kvcache/AttentionRewriter.h"
 #include "passes/transforms/kvcache/Canonicalize.h"
@@ -208,6 +209,7 @@ struct QuantizeKvCachePass
         stripCacheReshapes(copy);
         unrollLayerLoops(copy);
         generalizeForMatching(copy);
+        raiseBlockedSoftmax(copy);
         expandGroupedHeadMaps(copy);
         detachSlotWrites(copy);
         splitScaledExps(copy);

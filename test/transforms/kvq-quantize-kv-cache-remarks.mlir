@@ -383,7 +383,7 @@ func.func @read_length_is_an_argument(%q: tensor<1x2x4xf32>, %k0: tensor<1x2x4xf
   %c1 = arith.constant 1 : index
   %len = arith.addi %pos, %c1 : index
   %kw0 = tensor.insert_slice %k0 into %kc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
-  // expected-remark@below {{not adopted: the cache read's length cannot be evaluated from the step's position (kvq evaluates constants, pos, add/sub/mul, max/min and casts)}}
+  // expected-remark@below {{not adopted: the cache read's length cannot be evaluated from the step's position (kvq evaluates constants, pos, add/sub/mul/div, max/min and casts)}}
   %kr0 = tensor.extract_slice %kw0[0, 0, 0, 0] [1, %n, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>
   %vw0 = tensor.insert_slice %v0 into %vc[0, %pos, 0, 0] [1, 1, 2, 4] [1, 1, 1, 1] : tensor<1x2x4xf32> into tensor<1x16x2x4xf32>
   %vr0 = tensor.extract_slice %vw0[0, 0, 0, 0] [1, %len, 2, 4] [1, 1, 1, 1] : tensor<1x16x2x4xf32> to tensor<?x2x4xf32>

@@ -3,8 +3,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/transforms/kvcache/AttentionMatcher.h"
+#include "passes/transforms/kvcache/BlockedSoftmax.h"
 #include "passes/transforms/kvcache/Canonicalize.h"
 #include "passes/transforms/kvcache/ElementEvaluator.h"
+#include "passes/transforms/kvcache/GenericForms.h"
 
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -40,7 +42,8 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// Evaluates an index/integer value built from constants, `pos` and
-/// add/sub/mul/casts, with `pos` = posValue.
+/// add/sub/mul/div/max/min/casts, with `pos` = posValue (divisions only of
+/// non-negative values by positive ones, where all spellings agree).
 std::optional<int64_t> evalInt(Value v, Value pos, int64_t posValue,
                                int depth = 0) {
   if (depth > 16)
@@ -71,6 +74,18 @@ std::optional<int64_t> evalInt(Value v, Value pos, int64_t posValue,
     return bin([](int64_t a, int64_t b) { return std::max(a, b); });
   if (isa<arith::MinSIOp, arith::MinUIOp>(op))
     return bin([](int64_t a, int64_t b) { return std::min(a, b); });
+  // Blocked attention reads whole blocks: ceil((pos + 1) / B) * B.
+  auto div = [&](auto f) -> std::optional<int64_t> {
+    auto a = evalInt(op->getOperand(0), pos, posValue, depth + 1);
+    auto b = evalInt(op->getOperand(1), pos, posValue, depth + 1);
+    if (!a || !b || *b <= 0 || *a < 0)
+      return std::nullopt;
+    return f(*a, *b);
+  };
+  if (isa<arith::CeilDivUIOp, arith::CeilDivSIOp>(op))
+    return div([](int64_t a, int64_t b) { return (a + b - 1) / b; });
+  if (isa<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp>(op))
+    return div([](int64_t a, int64_t b) { return a / b; });
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
           arith::ExtUIOp>(op))
     return evalInt(op->getOperand(0), pos, posValue, depth + 1);
@@ -88,50 +103,6 @@ bool isIdentityElementwise(linalg::GenericOp g) {
          g.getNumReductionLoops() == 0;
 }
 
-/// A generic whose body is `yield (acc + a * b)`, with a and b possibly
-/// extended first (f16/bf16 inputs into an f32 accumulator): a contraction.
-bool isMulAddContraction(linalg::GenericOp g) {
-  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-      g.getNumReductionLoops() != 1)
-    return false;
-  Block &b = g.getRegion().front();
-  auto add = dyn_cast<arith::AddFOp>(
-      b.getTerminator()->getOperand(0).getDefiningOp());
-  if (!add || add->getBlock() != &b)
-    return false;
-  Value a0 = b.getArgument(0), a1 = b.getArgument(1), acc = b.getArgument(2);
-  Value product = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-  if ((add.getLhs() == acc) == (add.getRhs() == acc))
-    return false;
-  auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul || mul->getBlock() != &b)
-    return false;
-  auto operandOf = [&](Value v) {
-    if (auto ext = v.getDefiningOp<arith::ExtFOp>();
-        ext && ext->getBlock() == &b)
-      v = ext.getIn();
-    return v;
-  };
-  Value l = operandOf(mul.getLhs()), r = operandOf(mul.getRhs());
-  // Nothing else in the body.
-  if (b.getOperations().size() >
-      3 + size_t(l != mul.getLhs()) + size_t(r != mul.getRhs()))
-    return false;
-  return (l == a0 && r == a1) || (l == a1 && r == a0);
-}
-
-/// The init of a contraction must start at zero (linalg.fill 0, or a zero
-/// constant).
-bool startsAtZero(Value init) {
-  FloatAttr f;
-  if (auto fill = init.getDefiningOp<linalg::FillOp>())
-    return matchPattern(fill.getInputs()[0], m_Constant(&f)) &&
-           f.getValue().isZero();
-  DenseFPElementsAttr dense;
-  return matchPattern(init, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isZero();
-}
-
 /// A generic whose body converts its one input with OpT (extf of a cache
 /// read).
 template <typename OpT> bool isConversion(linalg::GenericOp g) {
@@ -140,20 +111,6 @@ template <typename OpT> bool isConversion(linalg::GenericOp g) {
   Block &b = g.getRegion().front();
   return b.getOperations().size() == 2 && isa<OpT>(b.front()) &&
          b.front().getOperand(0) == b.getArgument(0);
-}
-
-/// A reduction generic `yield OpT(in, acc)` (either order).
-template <typename OpT> bool isReduction(linalg::GenericOp g) {
-  Block &b = g.getRegion().front();
-  if (g.getNumDpsInputs() != 1 || b.getOperations().size() != 2)
-    return false;
-  auto op = dyn_cast<OpT>(&b.front());
-  if (!op)
-    return false;
-  Value in = b.getArgument(0), acc = b.getArgument(1);
-  return ((op.getLhs() == in && op.getRhs() == acc) ||
-          (op.getLhs() == acc && op.getRhs() == in)) &&
-         b.getTerminator()->getOperand(0) == op;
 }
 
 /// The element type of the !kvq.cache holding a cache tensor: its own, or
@@ -173,22 +130,6 @@ bool isReducedMap(AffineMap m, unsigned rank, MLIRContext *ctx) {
          m == reduced.insertResult(getAffineConstantExpr(0, ctx), rank - 1);
 }
 
-/// A running max over one input into output 0: `maximumf`/`maxnumf` of
-/// the element and the accumulator (torch's max.dim also carries the
-/// argmax in a second output, which nothing here reads).
-bool isMaxReduction(linalg::GenericOp g) {
-  if (g.getNumDpsInputs() != 1 || g.getNumReductionLoops() != 1)
-    return false;
-  Block &b = g.getRegion().front();
-  Operation *max = b.getTerminator()->getOperand(0).getDefiningOp();
-  if (!isa_and_nonnull<arith::MaximumFOp, arith::MaxNumFOp>(max) ||
-      max->getBlock() != &b)
-    return false;
-  Value in = b.getArgument(0), acc = b.getArgument(1);
-  return (max->getOperand(0) == in && max->getOperand(1) == acc) ||
-         (max->getOperand(0) == acc && max->getOperand(1) == in);
-}
-
 /// Reduces the last of `rank` dims: input identity, outputs all but the
 /// last.
 bool isLastDimReduction(linalg::GenericOp g, unsigned rank) {
@@ -202,41 +143,6 @@ bool isLastDimReduction(linalg::GenericOp g, unsigned rank) {
   });
 }
 
-
-/// A made-up value for element `idx` of a tensor, different across
-/// elements, for checking elementwise formulas by evaluation.
-double sampleValue(ArrayRef<int64_t> idx) {
-  double v = 0.3;
-  for (auto [k, i] : llvm::enumerate(idx))
-    v += 0.17 * double(i) * double(k + 1) - 0.05 * double(i % 3);
-  return v;
-}
-
-/// Whether `out` is `f(a[idx], b)` elementwise at a few sampled indices,
-/// with `a`'s elements made up and `b` (a row statistic, or null) a
-/// constant; evaluated through elementwise generics, conversions and
-/// reshapes only.
-bool computesElementwise(Value out, Value a, Value b,
-                         function_ref<double(double, double)> f) {
-  auto type = cast<RankedTensorType>(out.getType());
-  for (double bv : {0.5, -1.25}) {
-    for (int variant = 0; variant < 3; ++variant) {
-      SmallVector<int64_t> idx;
-      for (int64_t n : type.getShape())
-        idx.push_back(ShapedType::isDynamic(n) ? variant
-                                               : (n - 1) * variant / 2);
-      ElementEvaluator e(a, sampleValue, Value(), 0, "an argument");
-      if (b)
-        e.bind(b, [bv](ArrayRef<int64_t>) { return bv; });
-      // `a` is read at the output's index: elementwise over one layout.
-      std::optional<double> got = e.element(out, idx);
-      double want = f(sampleValue(idx), bv);
-      if (!got || !(std::abs(*got - want) <= 1e-9 * (1 + std::abs(want))))
-        return false;
-    }
-  }
-  return true;
-}
 
 /// tighter than [0, last] is not a clamp to the cache and is kept.
 Value stripClamp(Value v, int64_t last) {
@@ -561,19 +467,29 @@ LogicalResult FunctionMatcher::findChains() {
           next = ins;
         } else if (u->getParentOfType<LoopLikeOpInterface>() &&
                    isa<tensor::ExtractSliceOp, tensor::ExtractOp>(u)) {
-          // Loops over layers are unrolled on the copy: a read left in a
-          // loop reads part of the cache per iteration.
-          return refuse(
-              u->getLoc(),
-              isa<tensor::ExtractOp>(u)
-                  ? "not adopted: the cache is read element by element "
-                    "inside a loop (attention written as explicit loops); "
-                    "kvq follows attention written as tensor and linalg "
-                    "ops over the whole read"
-                  : "not adopted: the cache is read in blocks inside a loop "
-                    "(blocked, flash-decoding style attention with a "
-                    "running max and sum); kvq follows attention over the "
-                    "whole read in one softmax");
+          // Loops over layers are unrolled on the copy, and blocked
+          // softmax loops raised (BlockedSoftmax.h): a read left in a loop
+          // reads part of the cache per iteration.
+          if (isa<tensor::ExtractOp>(u))
+            return refuse(u->getLoc(),
+                          "not adopted: the cache is read element by element "
+                          "inside a loop (attention written as explicit "
+                          "loops); kvq follows attention written as tensor "
+                          "and linalg ops, or blocked over whole blocks");
+          StringAttr why;
+          for (Operation *l = u->getParentOp(); l && !why;
+               l = l->getParentOp())
+            why = l->getAttrOfType<StringAttr>(kBlockedWhyAttr);
+          return refuse(u->getLoc(),
+                        why ? "not adopted: the cache is read in blocks "
+                              "inside a loop that kvq cannot read as one "
+                              "online softmax: " +
+                                  why.getValue()
+                            : Twine("not adopted: the cache is read in "
+                                    "blocks inside a loop whose body does "
+                                    "not read them directly (kvq raises a "
+                                    "flash-decoding loop over its own block "
+                                    "reads)"));
         } else if (auto ext = dyn_cast<tensor::ExtractSliceOp>(u)) {
           chain->reads.push_back(ext);
           chainOfRead[ext] = chain.get();
@@ -789,7 +705,7 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read,
       return refuse(read.getLoc(),
                     "not adopted: the cache read's length cannot be evaluated "
                     "from the step's position (kvq evaluates constants, pos, "
-                    "add/sub/mul, max/min and casts)");
+                    "add/sub/mul/div, max/min and casts)");
     // Positions past the capacity fail the step's position check.
     if (!ShapedType::isDynamic(capacity) && p + last->tokens > capacity)
       continue;

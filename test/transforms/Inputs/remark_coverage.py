@@ -14,7 +14,10 @@ A remark is a C++ message built from string literals and non-literal pieces
   - as `notSoftmax(op, "...")`, surfacing as
     "not adopted: this is not a softmax: ...";
   - in kvcache/Layout.cpp, as `fail(op, "...")`, which the pass reports as
-    "not adopted: <reason>".
+    "not adopted: <reason>";
+  - in kvcache/BlockedSoftmax.cpp, as `refuse("...")`, which the pass
+    reports as "not adopted: the cache is read in blocks inside a loop that
+    kvq cannot read as one online softmax: <reason>".
 A message whose reason is only a forwarded string (`"not adopted: " + why`)
 is not a remark of its own: its reasons are the ones above.
 
@@ -38,6 +41,15 @@ UNREACHABLE = {
         "tensor.insert_slice's verifier already rejects a source whose "
         "shape is not the sizes with unit dims dropped, the same rank "
         "reduction this check computes",
+    "the cache is read in blocks inside a loop that kvq cannot read as one "
+    "online softmax: the running sum does not reduce the block weights":
+        "linalg.generic's verifier requires invertible indexing maps, so a "
+        "one-input reduction over the weights' own dims reads them through "
+        "a permutation",
+    "the cache is read in blocks inside a loop that kvq cannot read as one "
+    "online softmax: the block's scores are not one per position":
+        "the whole read differs from a block only in the blocked dim's "
+        "extent, which generics carry to the scores unchanged in size",
 }
 
 
@@ -144,14 +156,26 @@ def call_messages(toks, name):
             yield message(toks, j + 1, toks[j + 1][1])
 
 
+def first_arg_messages(toks, name):
+    """Messages passed as the first argument of `name("...")`."""
+    for k in range(len(toks) - 2):
+        if toks[k] == ("id", name) and toks[k + 1] == ("p", "(") and \
+                toks[k + 2][0] == "str":
+            yield message(toks, k + 2, toks[k + 2][1])
+
+
+BLOCKED = ("the cache is read in blocks inside a loop that kvq cannot read "
+           "as one online softmax: ")
+
+
 def sources(pass_dir):
     return [os.path.join(pass_dir, "QuantizeKvCache.cpp")] + sorted(
         glob.glob(os.path.join(pass_dir, "kvcache", "*.cpp")))
 
 
 def extract(paths):
-    """(file, reason pieces) of every remark, the reason without the
-    leading "not adopted: "."""
+    """(file, reason pieces, characters a test must show) of every remark,
+    the reason without the leading "not adopted: "."""
     remarks = []
     for path in paths:
         with open(path, encoding="utf-8") as f:
@@ -168,13 +192,20 @@ def extract(paths):
                 continue
             if not literal.strip():
                 continue
-            remarks.append((path, pieces))
+            remarks.append((path, pieces, MIN_CHARS))
         for pieces in call_messages(toks, "notSoftmax"):
             pieces[0] = "this is not a softmax: " + pieces[0]
-            remarks.append((path, pieces))
+            remarks.append((path, pieces, MIN_CHARS))
         if os.path.basename(path) == "Layout.cpp":
             for pieces in call_messages(toks, "fail"):
-                remarks.append((path, pieces))
+                remarks.append((path, pieces, MIN_CHARS))
+        if os.path.basename(path) == "BlockedSoftmax.cpp":
+            for pieces in first_arg_messages(toks, "refuse"):
+                if pieces[0] is HOLE or not pieces[0]:
+                    continue
+                pieces[0] = BLOCKED + pieces[0]
+                # The shared opening says nothing of the reason.
+                remarks.append((path, pieces, len(BLOCKED) + MIN_CHARS))
     return remarks
 
 
@@ -182,18 +213,18 @@ def norm(s):
     return re.sub(r"\s+", " ", s).strip()
 
 
-def pattern(pieces):
+def pattern(pieces, min_chars):
     """A regex for the reason's first MIN_CHARS literal characters (all of
     them when shorter), each non-literal piece matching any text."""
     out, chars = [], 0
     for p in pieces:
-        if chars >= MIN_CHARS:
+        if chars >= min_chars:
             break
         if p is HOLE:
             out.append(".+?")
             continue
         p = norm(p) if not out else re.sub(r"\s+", " ", p)
-        take = p[:max(MIN_CHARS - chars, 0)] if chars + len(p) > MIN_CHARS \
+        take = p[:max(min_chars - chars, 0)] if chars + len(p) > min_chars \
             else p
         # A piece cut short is extended to a word end, so that "covers "
         # does not match "covers no".
@@ -233,7 +264,7 @@ def main(argv):
               % (len(remarks), argv[1]))
         return 1
     uncovered, seen, unreachable = [], set(), 0
-    for path, pieces in remarks:
+    for path, pieces, min_chars in remarks:
         text = shown(pieces)
         if text in seen:
             continue
@@ -241,7 +272,7 @@ def main(argv):
         if any(text.startswith(k) for k in UNREACHABLE):
             unreachable += 1
             continue
-        pat = pattern(pieces)
+        pat = pattern(pieces, min_chars)
         if not any(pat.search(t) for t in tests):
             uncovered.append((path, text))
     for path, text in uncovered:
