@@ -91,7 +91,7 @@ private:
   // The recurrence.
   unsigned iM_ = 0, iL_ = 0, iA_ = 0;
   linalg::GenericOp max_, sum_, weighted_;
-  Value scaled_, weights_, values_;
+  Value scaled_, weights_, values_, newMax_;
   linalg::GenericOp divide_;
   // The block reads.
   int64_t block_ = 0;
@@ -99,20 +99,78 @@ private:
   Value wholeScaled_; // the softmax input over the whole read
 };
 
+/// The reduction behind a carried value: the value itself (accumulated
+/// into its init), or one input of the elementwise generic that combines it
+/// with the old value (`max(m, rowmax s)`, `a * l + rowsum p`, as functional
+/// frontends write the update).
+std::pair<linalg::GenericOp, bool>
+reductionBehind(Value y, Block *body,
+                function_ref<bool(linalg::GenericOp)> kind) {
+  auto g = y.getDefiningOp<linalg::GenericOp>();
+  if (!g || g->getBlock() != body)
+    return {};
+  if (kind(g))
+    return {g, true};
+  if (g.getNumReductionLoops() != 0)
+    return {};
+  linalg::GenericOp found;
+  for (Value in : g.getDpsInputs())
+    if (auto r = in.getDefiningOp<linalg::GenericOp>();
+        r && r->getBlock() == body && kind(r)) {
+      if (found && found != r)
+        return {};
+      found = r;
+    }
+  return {found, false};
+}
+
+/// Whether `out` is f(old[idx], r) at sampled indices, with `old`'s elements
+/// made up and `stats` (value, constant) bound.
+bool evaluatesTo(Value out, Value old,
+                 ArrayRef<std::pair<Value, double>> stats,
+                 function_ref<double(double)> f) {
+  auto type = cast<RankedTensorType>(out.getType());
+  for (int variant = 0; variant < 3; ++variant) {
+    SmallVector<int64_t> idx;
+    for (int64_t n : type.getShape())
+      idx.push_back(ShapedType::isDynamic(n) ? variant : (n - 1) * variant / 2);
+    ElementEvaluator e(old, sampleValue, Value(), 0,
+                       "it reads a function argument that is not an integer");
+    for (auto [v, c] : stats)
+      e.bind(v, [c](ArrayRef<int64_t>) { return c; });
+    std::optional<double> got = e.element(out, idx);
+    if (!got || !sameValue(*got, f(sampleValue(idx))))
+      return false;
+  }
+  return true;
+}
+
 LogicalResult BlockedLoop::recurrence() {
   auto yield = cast<scf::YieldOp>(loop_.getBody()->getTerminator());
   auto iterArgs = loop_.getRegionIterArgs();
+  Block *body = loop_.getBody();
+  auto isSum = [](linalg::GenericOp g) {
+    return isReduction<arith::AddFOp>(g) && g.getNumReductionLoops() == 1;
+  };
+  auto isWeighted = [](linalg::GenericOp g) { return isMulAddContraction(g); };
   int found[3] = {-1, -1, -1};
+  bool direct[3] = {};
+  linalg::GenericOp *ops[3] = {&max_, &sum_, &weighted_};
   for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
-    auto g = v.getDefiningOp<linalg::GenericOp>();
-    if (!g || g->getBlock() != loop_.getBody())
-      continue;
-    if (isMaxReduction(g) && g.getDpsInits()[0] == iterArgs[i])
-      found[0] = i, max_ = g;
-    else if (isReduction<arith::AddFOp>(g) && g.getNumReductionLoops() == 1)
-      found[1] = i, sum_ = g;
-    else if (isMulAddContraction(g))
-      found[2] = i, weighted_ = g;
+    // Accumulated into its init, a running max starts from the old one.
+    auto isMax = [&, i = i, v = v](linalg::GenericOp g) {
+      return isMaxReduction(g) && (g.getDpsInits()[0] == iterArgs[i] ||
+                                   g.getResult(0) != v);
+    };
+    function_ref<bool(linalg::GenericOp)> kinds[3] = {isMax, isSum,
+                                                      isWeighted};
+    for (int k = 0; k < 3; ++k) {
+      auto [g, d] = reductionBehind(v, body, kinds[k]);
+      if (g && found[k] < 0) {
+        found[k] = i, direct[k] = d, *ops[k] = g;
+        break;
+      }
+    }
   }
   if (llvm::is_contained(found, -1))
     return refuse("the loop does not carry a running max (a max reduction "
@@ -129,36 +187,50 @@ LogicalResult BlockedLoop::recurrence() {
   if (!sum_.getIndexingMapsArray()[0].isPermutation())
     return refuse("the running sum does not reduce the block weights "
                   "element by element");
-  Value newMax = max_.getResult(0);
-  if (!computesElementwise(weights_, scaled_, newMax,
+  // The new max: the max reduction from the old one, or max(old, a block
+  // max from -inf).
+  newMax_ = yield.getOperand(iM_);
+  if (!direct[0] &&
+      (!filledWith(max_.getDpsInits()[0],
+                   [](const APFloat &f) {
+                     return f.isInfinity() && f.isNegative();
+                   }) ||
+       !evaluatesTo(newMax_, iterArgs[iM_], {{max_.getResult(0), 0.75}},
+                    [](double old) { return std::max(old, 0.75); }) ||
+       !evaluatesTo(newMax_, iterArgs[iM_], {{max_.getResult(0), -0.5}},
+                    [](double old) { return std::max(old, -0.5); })))
+    return refuse("the new running max is not max(old max, the block's max)");
+  if (!computesElementwise(weights_, scaled_, newMax_,
                            [](double s, double m) { return std::exp(s - m); }))
     return refuse("the block weights are not exp(scores - running max)");
-  // The sum and the output start from their old values times
-  // exp(old max - new max).
-  auto rescales = [&](Value init, Value old) {
-    auto type = cast<RankedTensorType>(init.getType());
-    for (auto [oldMax, newM] : {std::pair{0.5, 1.25}, std::pair{-2.0, -0.75}})
-      for (int variant = 0; variant < 3; ++variant) {
-        SmallVector<int64_t> idx;
-        for (int64_t n : type.getShape())
-          idx.push_back(ShapedType::isDynamic(n) ? variant
-                                                 : (n - 1) * variant / 2);
-        ElementEvaluator e(old, sampleValue, Value(), 0,
-            "it reads a function argument that is not an integer");
-        e.bind(iterArgs[iM_], [v = oldMax](ArrayRef<int64_t>) { return v; });
-        e.bind(newMax, [v = newM](ArrayRef<int64_t>) { return v; });
-        std::optional<double> got = e.element(init, idx);
-        if (!got || !sameValue(*got, sampleValue(idx) * std::exp(oldMax - newM)))
-          return false;
+  // The sum and the output: their old values times exp(old max - new max)
+  // plus the block's, accumulated onto the rescaled value or added to it.
+  auto rescales = [&](linalg::GenericOp red, bool accumulated, unsigned i) {
+    for (auto [oldMax, newM] : {std::pair{0.5, 1.25}, std::pair{-2.0, -0.75}}) {
+      double a = std::exp(oldMax - newM);
+      SmallVector<std::pair<Value, double>> stats = {{iterArgs[iM_], oldMax},
+                                                     {newMax_, newM}};
+      bool ok;
+      if (accumulated) {
+        ok = evaluatesTo(red.getDpsInits()[0], iterArgs[i], stats,
+                         [a](double old) { return old * a; });
+      } else {
+        stats.push_back({red.getResult(0), 0.375});
+        ok = startsAtZero(red.getDpsInits()[0]) &&
+             evaluatesTo(yield.getOperand(i), iterArgs[i], stats,
+                         [a](double old) { return old * a + 0.375; });
       }
+      if (!ok)
+        return false;
+    }
     return true;
   };
-  if (!rescales(sum_.getDpsInits()[0], iterArgs[iL_]))
-    return refuse("the running sum does not start each block from its old "
-                  "value times exp(old max - new max)");
-  if (!rescales(weighted_.getDpsInits()[0], iterArgs[iA_]))
-    return refuse("the weighted sum does not start each block from its old "
-                  "value times exp(old max - new max)");
+  if (!rescales(sum_, direct[1], iL_))
+    return refuse("the running sum is not its old value times exp(old max - "
+                  "new max) plus the block's sum");
+  if (!rescales(weighted_, direct[2], iA_))
+    return refuse("the weighted sum is not its old value times exp(old max - "
+                  "new max) plus the block's");
   auto inits = loop_.getInitArgs();
   if (!filledWith(inits[iM_], [](const APFloat &f) {
         return f.isInfinity() && f.isNegative();
@@ -550,9 +622,9 @@ LogicalResult BlockedLoop::raise() {
   FailureOr<Value> max = cloneGeneric(max_, map, inits[iM_]);
   if (failed(max))
     return failure();
-  map.map(max_.getResult(0), *max);
+  map.map(newMax_, *max);
   llvm::SetVector<Operation *> weightOps;
-  if (failed(collect(weights_, weightOps, {scaled_, max_.getResult(0)})))
+  if (failed(collect(weights_, weightOps, {scaled_, newMax_})))
     return failure();
   SmallVector<Operation *> weightOrder(weightOps.begin(), weightOps.end());
   llvm::sort(weightOrder, [](Operation *a, Operation *b) {
