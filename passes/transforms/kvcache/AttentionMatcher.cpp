@@ -699,7 +699,12 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read,
   seen.read = read;
   int64_t capacity = type.getDimSize(t);
   bool evaluated = false;
-  for (int64_t p : {0, 1, 7, 130}) {
+  // The last position a step can write at is sampled too: a read of a
+  // constant length shorter than the cache misses it.
+  SmallVector<int64_t> samples = {0, 1, 7, 130};
+  if (!ShapedType::isDynamic(capacity) && capacity >= last->tokens)
+    samples.push_back(capacity - last->tokens);
+  for (int64_t p : samples) {
     std::optional<int64_t> got = seen.readLengthAt(p);
     if (!got)
       return refuse(read.getLoc(),
@@ -710,6 +715,11 @@ FailureOr<Write> FunctionMatcher::describeRead(tensor::ExtractSliceOp read,
     if (!ShapedType::isDynamic(capacity) && p + last->tokens > capacity)
       continue;
     evaluated = true;
+    if (!ShapedType::isDynamic(capacity) && *got > capacity)
+      return refuse(read.getLoc(),
+                    "not adopted: attention reads " + Twine(*got) +
+                        " positions at pos = " + Twine(p) +
+                        ", past the cache's " + Twine(capacity));
     if (*got < p + last->tokens)
       return refuse(read.getLoc(),
                     "not adopted: attention reads " + Twine(*got) +
