@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -267,9 +268,10 @@ LogicalResult BlockedLoop::collect(Value v, llvm::SetVector<Operation *> &slice,
     op = op->getParentOp();
   if (slice.contains(op))
     return success();
-  bool scalar = llvm::none_of(op->getResultTypes(), [](Type t) {
-    return isa<ShapedType>(t);
-  });
+  // Scalars are cloned before the loop: only ops without side effects.
+  bool scalar = isPure(op) && llvm::none_of(op->getResultTypes(), [](Type t) {
+                  return isa<ShapedType>(t);
+                });
   if (!(isa<linalg::GenericOp, linalg::FillOp, tensor::EmptyOp,
             tensor::ExtractSliceOp>(op) ||
         (scalar && op->getNumRegions() == 0)))
