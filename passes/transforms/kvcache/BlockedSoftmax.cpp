@@ -499,9 +499,16 @@ LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
           at.push_back(i);
           whole.push_back(d == token ? blockIndex * block_ + i : i);
         }
+        // Integer arguments get the position; tensor arguments (a mask
+        // passed in, read per block) made-up elements, the same for both.
         auto bindIntegers = [&](ElementEvaluator &e) {
           for (Value a : integers)
             e.bind(a, [posValue](ArrayRef<int64_t>) { return double(posValue); });
+          for (BlockArgument a : func.getArguments())
+            if (isa<RankedTensorType>(a.getType()))
+              e.bind(a, [n = a.getArgNumber()](ArrayRef<int64_t> idx) {
+                return std::optional<double>(sampleValue(idx) + 0.01 * n);
+              });
         };
         ElementEvaluator eb(
             blockScores,
@@ -565,13 +572,22 @@ LogicalResult BlockedLoop::raise() {
                     "q.k contraction inside the loop");
     if (isMulAddContraction(g))
       break;
-    Value onPath;
-    for (Value in : g.getDpsInputs())
-      if (!loop_.isDefinedOutsideOfLoop(in) && !in.getDefiningOp<linalg::FillOp>()) {
-        if (onPath)
-          return refuse("the block's scores combine two block values");
-        onPath = in;
+    // The scores' path: the one computed block value; a block read beside
+    // it (a mask passed in) is evaluated with the scores below.
+    Value onPath, read;
+    for (Value in : g.getDpsInputs()) {
+      if (loop_.isDefinedOutsideOfLoop(in) || in.getDefiningOp<linalg::FillOp>())
+        continue;
+      if (in.getDefiningOp<tensor::ExtractSliceOp>()) {
+        read = in;
+        continue;
       }
+      if (onPath)
+        return refuse("the block's scores combine two block values");
+      onPath = in;
+    }
+    if (!onPath)
+      onPath = read;
     if (!onPath)
       return refuse("the block's softmax input is not computed from a "
                     "q.k contraction inside the loop");
