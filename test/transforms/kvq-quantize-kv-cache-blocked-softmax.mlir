@@ -568,6 +568,113 @@ func.func @flash_mask_argument(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: t
 
 // -----
 
+// The running max and sum kept as [heads, 1] (torch's keepdim=True), their
+// reductions' outputs indexed by a constant 0.
+// EQUIV: func=flash_keepdim caches=3,4 cache_results=1,2 pos=5 steps=10
+
+// CHECK-LABEL: func.func @flash_keepdim(
+// CHECK-SAME: !cache
+// CHECK: kvq.cache_attend
+// CHECK-NOT: scf.for
+// SAME: @flash_keepdim: 80 values over 10 steps agree
+#id2 = affine_map<(h, d) -> (h, d)>
+#row2 = affine_map<(h, d) -> (h, 0)>
+#q = affine_map<(t, h, d) -> (h, d)>
+#k = affine_map<(t, h, d) -> (t, h, d)>
+#s = affine_map<(t, h, d) -> (h, t)>
+#hs = affine_map<(h, t) -> (h, t)>
+#hr = affine_map<(h, t) -> (h, 0)>
+#pv_p = affine_map<(h, d, t) -> (h, t)>
+#pv_v = affine_map<(h, d, t) -> (t, h, d)>
+#pv_o = affine_map<(h, d, t) -> (h, d)>
+func.func @flash_keepdim(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<1x2x4xf32>, %kc: tensor<16x2x4xf32>, %vc: tensor<16x2x4xf32>, %pos: index) -> (tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>) {
+  %kc1 = tensor.insert_slice %k into %kc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  %vc1 = tensor.insert_slice %v into %vc[%pos, 0, 0] [1, 2, 4] [1, 1, 1] : tensor<1x2x4xf32> into tensor<16x2x4xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %len = arith.addi %pos, %c1 : index
+  %nb = arith.ceildivui %len, %c4 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %em = tensor.empty() : tensor<2x1xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%em : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%em : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %ea = tensor.empty() : tensor<2x4xf32>
+  %a0 = linalg.fill ins(%zero : f32) outs(%ea : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %r:3 = scf.for %b = %c0 to %nb step %c1 iter_args(%m = %m0, %l = %l0, %acc = %a0) -> (tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>) {
+    %off = arith.muli %b, %c4 : index
+    %kb = tensor.extract_slice %kc1[%off, 0, 0] [4, 2, 4] [1, 1, 1] : tensor<16x2x4xf32> to tensor<4x2x4xf32>
+    %vb = tensor.extract_slice %vc1[%off, 0, 0] [4, 2, 4] [1, 1, 1] : tensor<16x2x4xf32> to tensor<4x2x4xf32>
+    %es = tensor.empty() : tensor<2x4xf32>
+    %sz = linalg.fill ins(%zero : f32) outs(%es : tensor<2x4xf32>) -> tensor<2x4xf32>
+    %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %kb : tensor<2x4xf32>, tensor<4x2x4xf32>) outs(%sz : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %x = arith.mulf %a, %bb : f32
+      %y = arith.addf %o, %x : f32
+      linalg.yield %y : f32
+    } -> tensor<2x4xf32>
+    // Scale, and hide positions past pos
+    %sm = linalg.generic {indexing_maps = [#hs, #hs], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<2x4xf32>) outs(%es : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = linalg.index 1 : index
+      %tt = arith.addi %off, %t : index
+      %hide = arith.cmpi ugt, %tt, %pos : index
+      %x = arith.mulf %a, %half : f32
+      %y = arith.select %hide, %ninf, %x : f32
+      linalg.yield %y : f32
+    } -> tensor<2x4xf32>
+    %bm = linalg.generic {indexing_maps = [#hs, #hr], iterator_types = ["parallel", "reduction"]} ins(%sm : tensor<2x4xf32>) outs(%m : tensor<2x1xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %y = arith.maximumf %a, %o : f32
+      linalg.yield %y : f32
+    } -> tensor<2x1xf32>
+    %p = linalg.generic {indexing_maps = [#hs, #hr, #hs], iterator_types = ["parallel", "parallel"]} ins(%sm, %bm : tensor<2x4xf32>, tensor<2x1xf32>) outs(%es : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %mm: f32, %o: f32):
+      %d = arith.subf %a, %mm : f32
+      %e = math.exp %d : f32
+      linalg.yield %e : f32
+    } -> tensor<2x4xf32>
+    %alpha = linalg.generic {indexing_maps = [affine_map<(h, z) -> (h, z)>, affine_map<(h, z) -> (h, z)>, affine_map<(h, z) -> (h, z)>], iterator_types = ["parallel", "parallel"]} ins(%m, %bm : tensor<2x1xf32>, tensor<2x1xf32>) outs(%em : tensor<2x1xf32>) {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %d = arith.subf %a, %bb : f32
+      %e = math.exp %d : f32
+      linalg.yield %e : f32
+    } -> tensor<2x1xf32>
+    %ls = linalg.generic {indexing_maps = [affine_map<(h, z) -> (h, z)>, affine_map<(h, z) -> (h, z)>, affine_map<(h, z) -> (h, z)>], iterator_types = ["parallel", "parallel"]} ins(%l, %alpha : tensor<2x1xf32>, tensor<2x1xf32>) outs(%em : tensor<2x1xf32>) {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %d = arith.mulf %a, %bb : f32
+      linalg.yield %d : f32
+    } -> tensor<2x1xf32>
+    %l1 = linalg.generic {indexing_maps = [#hs, #hr], iterator_types = ["parallel", "reduction"]} ins(%p : tensor<2x4xf32>) outs(%ls : tensor<2x1xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %y = arith.addf %a, %o : f32
+      linalg.yield %y : f32
+    } -> tensor<2x1xf32>
+    %as = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]} ins(%acc, %alpha : tensor<2x4xf32>, tensor<2x1xf32>) outs(%ea : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %d = arith.mulf %a, %bb : f32
+      linalg.yield %d : f32
+    } -> tensor<2x4xf32>
+    %a1 = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %vb : tensor<2x4xf32>, tensor<4x2x4xf32>) outs(%as : tensor<2x4xf32>) {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %x = arith.mulf %a, %bb : f32
+      %y = arith.addf %o, %x : f32
+      linalg.yield %y : f32
+    } -> tensor<2x4xf32>
+    scf.yield %bm, %l1, %a1 : tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>
+  }
+  %out = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]} ins(%r#2, %r#1 : tensor<2x4xf32>, tensor<2x1xf32>) outs(%ea : tensor<2x4xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %d = arith.divf %a, %bb : f32
+    linalg.yield %d : f32
+  } -> tensor<2x4xf32>
+  return %out, %kc1, %vc1 : tensor<2x4xf32>, tensor<16x2x4xf32>, tensor<16x2x4xf32>
+}
+
+// -----
+
 // The functional update taking the smaller of the old and the block's max.
 // CHECK-LABEL: func.func @flash_functional_min(
 // CHECK: scf.for
