@@ -569,7 +569,8 @@ func.func @flash_mask_argument(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: t
 // -----
 
 // The running max and sum kept as [heads, 1] (torch's keepdim=True), their
-// reductions' outputs indexed by a constant 0.
+// reductions' outputs indexed by a constant 0; the max starts at f32's
+// lowest finite value (torch's finfo.min) instead of -inf.
 // EQUIV: func=flash_keepdim caches=3,4 cache_results=1,2 pos=5 steps=10
 
 // CHECK-LABEL: func.func @flash_keepdim(
@@ -599,7 +600,8 @@ func.func @flash_keepdim(%q: tensor<2x4xf32>, %k: tensor<1x2x4xf32>, %v: tensor<
   %zero = arith.constant 0.0 : f32
   %half = arith.constant 0.5 : f32
   %em = tensor.empty() : tensor<2x1xf32>
-  %m0 = linalg.fill ins(%ninf : f32) outs(%em : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %m0 = linalg.fill ins(%lowest : f32) outs(%em : tensor<2x1xf32>) -> tensor<2x1xf32>
   %l0 = linalg.fill ins(%zero : f32) outs(%em : tensor<2x1xf32>) -> tensor<2x1xf32>
   %ea = tensor.empty() : tensor<2x4xf32>
   %a0 = linalg.fill ins(%zero : f32) outs(%ea : tensor<2x4xf32>) -> tensor<2x4xf32>

@@ -1336,11 +1336,7 @@ LogicalResult FunctionMatcher::match() {
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
     if (!isLastDimReduction(maxR, rank))
       return;
-    FloatAttr init;
-    auto fill = maxR.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-    if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&init)) ||
-        !init.getValue().isNegative() ||
-        !(init.getValue().isInfinity() || init.getValue().isLargest()))
+    if (!startsAtLowest(maxR.getDpsInits()[0]))
       return notSoftmax(maxR, "the running max does not start at -inf");
     Value m = maxR.getResult(0);
     Operation *next = nullptr;

@@ -18,31 +18,11 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::kvq;
 
 namespace {
-
-/// Both infinite with one sign, or close.
-bool sameValue(double a, double b) {
-  if (std::isinf(a) || std::isinf(b))
-    return a == b;
-  return std::abs(a - b) <= 1e-9 * (1 + std::abs(b));
-}
-
-/// A tensor every element of which is `want(x)`: a linalg.fill or a splat
-/// constant.
-bool filledWith(Value v, function_ref<bool(const APFloat &)> want) {
-  FloatAttr f;
-  if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    return matchPattern(fill.getInputs()[0], m_Constant(&f)) &&
-           want(f.getValue());
-  DenseFPElementsAttr dense;
-  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         want(dense.getSplatValue<APFloat>());
-}
 
 class BlockedLoop {
 public:
@@ -78,7 +58,14 @@ private:
                                 Value initOverride = Value());
   FailureOr<Value> initOfShape(Value init, ArrayRef<OpFoldResult> shape,
                                IRMapping &map);
-  LogicalResult checkShift(Value blockScores, Value wholeScores);
+  LogicalResult checkShift(Value blockScores, Value wholeScores,
+                           Value wholeScaled);
+  /// Extent d of a cloned tensor: the whole read's length where the clone
+  /// made it dynamic (the only extent the raise changes), else its own.
+  OpFoldResult extent(RankedTensorType type, int64_t d) {
+    return type.isDynamicDim(d) ? getAsOpFoldResult(total_)
+                                : OpFoldResult(b_.getIndexAttr(type.getDimSize(d)));
+  }
   template <typename OpT, typename... Args> OpT make(Args &&...args) {
     auto op = OpT::create(b_, loop_.getLoc(), std::forward<Args>(args)...);
     created_.push_back(op);
@@ -97,7 +84,6 @@ private:
   // The block reads.
   int64_t block_ = 0;
   Value total_;
-  Value wholeScaled_; // the softmax input over the whole read
 };
 
 /// The reduction behind a carried value: the value itself (accumulated
@@ -123,27 +109,6 @@ reductionBehind(Value y, Block *body,
       found = r;
     }
   return {found, false};
-}
-
-/// Whether `out` is f(old[idx], r) at sampled indices, with `old`'s elements
-/// made up and `stats` (value, constant) bound.
-bool evaluatesTo(Value out, Value old,
-                 ArrayRef<std::pair<Value, double>> stats,
-                 function_ref<double(double)> f) {
-  auto type = cast<RankedTensorType>(out.getType());
-  for (int variant = 0; variant < 3; ++variant) {
-    SmallVector<int64_t> idx;
-    for (int64_t n : type.getShape())
-      idx.push_back(ShapedType::isDynamic(n) ? variant : (n - 1) * variant / 2);
-    ElementEvaluator e(old, sampleValue, Value(), 0,
-                       "it reads a function argument that is not an integer");
-    for (auto [v, c] : stats)
-      e.bind(v, [c](ArrayRef<int64_t>) { return c; });
-    std::optional<double> got = e.element(out, idx);
-    if (!got || !sameValue(*got, f(sampleValue(idx))))
-      return false;
-  }
-  return true;
 }
 
 LogicalResult BlockedLoop::recurrence() {
@@ -192,10 +157,7 @@ LogicalResult BlockedLoop::recurrence() {
   // max from -inf).
   newMax_ = yield.getOperand(iM_);
   if (!direct[0] &&
-      (!filledWith(max_.getDpsInits()[0],
-                   [](const APFloat &f) {
-                     return f.isInfinity() && f.isNegative();
-                   }) ||
+      (!startsAtLowest(max_.getDpsInits()[0]) ||
        !evaluatesTo(newMax_, iterArgs[iM_], {{max_.getResult(0), 0.75}},
                     [](double old) { return std::max(old, 0.75); }) ||
        !evaluatesTo(newMax_, iterArgs[iM_], {{max_.getResult(0), -0.5}},
@@ -233,9 +195,7 @@ LogicalResult BlockedLoop::recurrence() {
     return refuse("the weighted sum is not its old value times exp(old max - "
                   "new max) plus the block's");
   auto inits = loop_.getInitArgs();
-  if (!filledWith(inits[iM_], [](const APFloat &f) {
-        return f.isInfinity() && f.isNegative();
-      }))
+  if (!startsAtLowest(inits[iM_]))
     return refuse("the running max does not start at -inf");
   if (!startsAtZero(inits[iL_]) || !startsAtZero(inits[iA_]))
     return refuse("the running sum or the weighted sum does not start at 0");
@@ -385,11 +345,7 @@ FailureOr<Value> BlockedLoop::cloneGeneric(linalg::GenericOp g, IRMapping &map,
         return refuse("the block's ops combine a block with a tensor that is "
                       "not read in blocks");
       seen = isGrown;
-      OpFoldResult size =
-          type.isDynamicDim(k)
-              ? getAsOpFoldResult(total_)
-              : OpFoldResult(b_.getIndexAttr(type.getDimSize(k)));
-      loops[d.getPosition()] = size;
+      loops[d.getPosition()] = extent(type, k);
     }
   }
   Value init = g.getDpsInits()[0];
@@ -467,9 +423,10 @@ LogicalResult BlockedLoop::cloneOver(ArrayRef<Operation *> slice,
 }
 
 /// Block b's scaled scores at t are the whole read's at b * B + t: proven
-/// by evaluating both from made-up scores, for a few blocks, positions and
-/// values of the function's integer arguments.
-LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
+/// by evaluating both from made-up scores and tensor arguments, for a few
+/// blocks and positions (every integer argument set to the position).
+LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores,
+                                      Value wholeScaled) {
   auto blockType = cast<RankedTensorType>(blockScores.getType());
   auto wholeType = cast<RankedTensorType>(wholeScores.getType());
   int token = -1;
@@ -483,10 +440,6 @@ LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
   if (token >= 0 && blockType.getDimSize(token) != block_)
     return refuse("the block's scores are not one per position of the block");
   auto func = loop_->getParentOfType<func::FuncOp>();
-  SmallVector<Value> integers;
-  for (BlockArgument a : func.getArguments())
-    if (a.getType().isIntOrIndex())
-      integers.push_back(a);
   for (int64_t posValue : {int64_t(0), block_ - 1, block_ + 1, 3 * block_})
     for (int64_t blockIndex : {0, 1, 2}) {
       if (token < 0 && blockIndex)
@@ -501,14 +454,17 @@ LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
         }
         // Integer arguments get the position; tensor arguments (a mask
         // passed in, read per block) made-up elements, the same for both.
-        auto bindIntegers = [&](ElementEvaluator &e) {
-          for (Value a : integers)
-            e.bind(a, [posValue](ArrayRef<int64_t>) { return double(posValue); });
-          for (BlockArgument a : func.getArguments())
-            if (isa<RankedTensorType>(a.getType()))
+        auto bindArguments = [&](ElementEvaluator &e) {
+          for (BlockArgument a : func.getArguments()) {
+            if (a.getType().isIntOrIndex())
+              e.bind(a, [posValue](ArrayRef<int64_t>) {
+                return double(posValue);
+              });
+            else if (isa<RankedTensorType>(a.getType()))
               e.bind(a, [n = a.getArgNumber()](ArrayRef<int64_t> idx) {
                 return std::optional<double>(sampleValue(idx) + 0.01 * n);
               });
+          }
         };
         ElementEvaluator eb(
             blockScores,
@@ -520,7 +476,7 @@ LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
             },
             Value(), 0,
             "it reads a function argument that is not an integer");
-        bindIntegers(eb);
+        bindArguments(eb);
         eb.bind(loop_.getInductionVar(), [blockIndex](ArrayRef<int64_t>) {
           return double(blockIndex);
         });
@@ -529,10 +485,11 @@ LogicalResult BlockedLoop::checkShift(Value blockScores, Value wholeScores) {
           return refuse("the block's scaled scores cannot be evaluated (" +
                         eb.why() + ")");
         ElementEvaluator ew(wholeScores, sampleValue, Value(), 0,
-                            "an argument");
-        bindIntegers(ew);
-        std::optional<double> want = ew.element(wholeScaled_, whole);
-        if (!want || !sameValue(*got, *want))
+                            "it reads a function argument that is not an "
+                            "integer");
+        bindArguments(ew);
+        std::optional<double> want = ew.element(wholeScaled, whole);
+        if (!want || !sameSample(*got, *want))
           return refuse("the block's scores are not scaled and masked as the "
                         "same positions of the whole read");
       }
@@ -632,8 +589,7 @@ LogicalResult BlockedLoop::raise() {
   map.map(iv, make<arith::ConstantIndexOp>(0).getResult());
   if (failed(cloneOver(ordered, map)))
     return failure();
-  wholeScaled_ = map.lookup(scaled_);
-  if (failed(checkShift(scores, map.lookup(scores))))
+  if (failed(checkShift(scores, map.lookup(scores), map.lookup(scaled_))))
     return failure();
   // The softmax over the whole read, then its weighted sum of the values.
   auto inits = loop_.getInitArgs();
@@ -658,9 +614,7 @@ LogicalResult BlockedLoop::raise() {
   auto sumMaps = sum_.getIndexingMapsArray();
   SmallVector<OpFoldResult> expShape;
   for (int64_t d = 0; d < expType.getRank(); ++d)
-    expShape.push_back(expType.isDynamicDim(d)
-                           ? getAsOpFoldResult(total_)
-                           : OpFoldResult(b_.getIndexAttr(expType.getDimSize(d))));
+    expShape.push_back(extent(expType, d));
   auto empty = make<tensor::EmptyOp>(expShape, expType.getElementType());
   SmallVector<utils::IteratorType> parallel(sum_.getNumLoops(),
                                             utils::IteratorType::parallel);

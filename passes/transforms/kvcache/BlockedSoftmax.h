@@ -3,7 +3,8 @@
 //
 // Blocked (online-softmax, flash-decoding) attention reads the cache in
 // blocks b of B positions inside an scf.for that carries a running max m, a
-// running sum l and an unnormalized output acc, from -inf, 0 and 0:
+// running sum l and an unnormalized output acc, from -inf (or the lowest
+// finite value), 0 and 0:
 //
 //   m' = max(m, rowmax s_b)        p = exp(s_b - m')      a = exp(m - m')
 //   l' = a * l + rowsum p          acc' = a * acc + p . v_b

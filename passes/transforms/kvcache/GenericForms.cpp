@@ -42,14 +42,24 @@ bool mlir::kvq::isMulAddContraction(linalg::GenericOp g) {
   return (l == a0 && r == a1) || (l == a1 && r == a0);
 }
 
-bool mlir::kvq::startsAtZero(Value init) {
+bool mlir::kvq::filledWith(Value v, function_ref<bool(const APFloat &)> want) {
   FloatAttr f;
-  if (auto fill = init.getDefiningOp<linalg::FillOp>())
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
     return matchPattern(fill.getInputs()[0], m_Constant(&f)) &&
-           f.getValue().isZero();
+           want(f.getValue());
   DenseFPElementsAttr dense;
-  return matchPattern(init, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().isZero();
+  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+         want(dense.getSplatValue<APFloat>());
+}
+
+bool mlir::kvq::startsAtZero(Value init) {
+  return filledWith(init, [](const APFloat &f) { return f.isZero(); });
+}
+
+bool mlir::kvq::startsAtLowest(Value init) {
+  return filledWith(init, [](const APFloat &f) {
+    return f.isNegative() && (f.isInfinity() || f.isLargest());
+  });
 }
 
 bool mlir::kvq::isMaxReduction(linalg::GenericOp g) {
@@ -72,24 +82,39 @@ double mlir::kvq::sampleValue(ArrayRef<int64_t> idx) {
   return v;
 }
 
-bool mlir::kvq::computesElementwise(Value out, Value a, Value b,
-                         function_ref<double(double, double)> f) {
+bool mlir::kvq::sameSample(double got, double want) {
+  if (std::isinf(got) || std::isinf(want))
+    return got == want;
+  return std::abs(got - want) <= 1e-9 * (1 + std::abs(want));
+}
+
+bool mlir::kvq::evaluatesTo(Value out, Value root,
+                            ArrayRef<std::pair<Value, double>> bound,
+                            function_ref<double(double)> f) {
   auto type = cast<RankedTensorType>(out.getType());
+  for (int variant = 0; variant < 3; ++variant) {
+    SmallVector<int64_t> idx;
+    for (int64_t n : type.getShape())
+      idx.push_back(ShapedType::isDynamic(n) ? variant : (n - 1) * variant / 2);
+    ElementEvaluator e(root, sampleValue, Value(), 0, "an argument");
+    for (auto [v, c] : bound)
+      e.bind(v, [c = c](ArrayRef<int64_t>) { return c; });
+    // `root` is read at the output's index: elementwise over one layout.
+    std::optional<double> got = e.element(out, idx);
+    if (!got || !sameSample(*got, f(sampleValue(idx))))
+      return false;
+  }
+  return true;
+}
+
+bool mlir::kvq::computesElementwise(Value out, Value a, Value b,
+                                    function_ref<double(double, double)> f) {
   for (double bv : {0.5, -1.25}) {
-    for (int variant = 0; variant < 3; ++variant) {
-      SmallVector<int64_t> idx;
-      for (int64_t n : type.getShape())
-        idx.push_back(ShapedType::isDynamic(n) ? variant
-                                               : (n - 1) * variant / 2);
-      ElementEvaluator e(a, sampleValue, Value(), 0, "an argument");
-      if (b)
-        e.bind(b, [bv](ArrayRef<int64_t>) { return bv; });
-      // `a` is read at the output's index: elementwise over one layout.
-      std::optional<double> got = e.element(out, idx);
-      double want = f(sampleValue(idx), bv);
-      if (!got || !(std::abs(*got - want) <= 1e-9 * (1 + std::abs(want))))
-        return false;
-    }
+    SmallVector<std::pair<Value, double>> bound;
+    if (b)
+      bound.push_back({b, bv});
+    if (!evaluatesTo(out, a, bound, [&](double x) { return f(x, bv); }))
+      return false;
   }
   return true;
 }

@@ -20,9 +20,17 @@ namespace mlir::kvq {
 /// extended first (f16/bf16 inputs into an f32 accumulator): a contraction.
 bool isMulAddContraction(linalg::GenericOp g);
 
-/// The init of a contraction must start at zero (linalg.fill 0, or a zero
-/// constant).
+/// A tensor every element of which is a constant satisfying `want`: a
+/// linalg.fill of a constant, or a splat constant.
+bool filledWith(Value v, function_ref<bool(const APFloat &)> want);
+
+/// The init of a contraction or a sum must start at zero (linalg.fill 0, or
+/// a zero constant).
 bool startsAtZero(Value init);
+
+/// The init of a running max: -inf, or the most negative finite value (as
+/// torch's finfo.min), where every score that counts is larger.
+bool startsAtLowest(Value init);
 
 /// A running max over one input into output 0: `maximumf`/`maxnumf` of
 /// the element and the accumulator (torch's max.dim also carries the
@@ -32,6 +40,17 @@ bool isMaxReduction(linalg::GenericOp g);
 /// A made-up value for element `idx` of a tensor, different across
 /// elements, for checking elementwise formulas by evaluation.
 double sampleValue(ArrayRef<int64_t> idx);
+
+/// Whether an evaluated element matches the formula's: the same infinity,
+/// or equal to 1e-9 relative.
+bool sameSample(double got, double want);
+
+/// Whether `out` is `f(root[idx])` at a few sampled indices of `out`, with
+/// `root`'s elements made up and each `bound` value a constant; evaluated
+/// through elementwise generics, conversions and reshapes only.
+bool evaluatesTo(Value out, Value root,
+                 ArrayRef<std::pair<Value, double>> bound,
+                 function_ref<double(double)> f);
 
 /// Whether `out` is `f(a[idx], b)` elementwise at a few sampled indices,
 /// with `a`'s elements made up and `b` (a row statistic, or null) a
